@@ -1,0 +1,1 @@
+"""Numba kernels over plain arrays. They never validate: see fastpu._validation."""

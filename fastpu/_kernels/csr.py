@@ -1,0 +1,76 @@
+"""Sparse × dense products over CSR arrays, in scipy's argument order.
+
+Each ``prange`` iteration owns one output row, so results do not depend on the
+thread count.  Column-side products (Aᵀ D) run the row kernel on a transposed
+CSR built once at the boundary, with ``perm`` mapping its entries back to the
+original entry order so that per-entry values computed in row order can be reused.
+"""
+
+import numba as nb
+import numpy as np
+
+_JIT = dict(nogil=True, cache=True)
+
+
+@nb.njit(parallel=True, **_JIT)
+def sampled_dots(indptr, indices, B, H, out):
+    """out[p] = B[i] · H[j] for every stored entry p = (i, j)."""
+    k = B.shape[1]
+    for i in nb.prange(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            acc = 0.0
+            for r in range(k):
+                acc += B[i, r] * H[j, r]
+            out[p] = acc
+
+
+@nb.njit(parallel=True, **_JIT)
+def csr_dense(indptr, indices, data, D, out):
+    """out = A @ D for A = (indptr, indices, data)."""
+    k = D.shape[1]
+    for i in nb.prange(indptr.shape[0] - 1):
+        for r in range(k):
+            out[i, r] = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            a = data[p]
+            j = indices[p]
+            for r in range(k):
+                out[i, r] += a * D[j, r]
+
+
+@nb.njit(parallel=True, **_JIT)
+def csr_dense_perm(indptr, indices, perm, data, D, out):
+    """out = A @ D where A's p-th stored value is data[perm[p]] (transposed-CSR products)."""
+    k = D.shape[1]
+    for i in nb.prange(indptr.shape[0] - 1):
+        for r in range(k):
+            out[i, r] = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            a = data[perm[p]]
+            j = indices[p]
+            for r in range(k):
+                out[i, r] += a * D[j, r]
+
+
+@nb.njit(parallel=True, **_JIT)
+def row_scaled_product(p, B, M, out):
+    """out = diag(p) · B · M."""
+    k = B.shape[1]
+    l = M.shape[1]
+    for i in nb.prange(B.shape[0]):
+        for c in range(l):
+            acc = 0.0
+            for r in range(k):
+                acc += B[i, r] * M[r, c]
+            out[i, c] = p[i] * acc
+
+
+@nb.njit(parallel=True, **_JIT)
+def weighted_gram_rows(p, B, out_rows):
+    """out_rows[i] = p_i * vec(b_i b_iᵀ) (upper+lower), summed later in a fixed order."""
+    k = B.shape[1]
+    for i in nb.prange(B.shape[0]):
+        for a in range(k):
+            for b in range(k):
+                out_rows[i, a * k + b] = p[i] * B[i, a] * B[i, b]

@@ -1,0 +1,82 @@
+"""Parallel top-k over dense score rows, skipping each row's seen items."""
+
+import numba as nb
+import numpy as np
+
+_JIT = dict(nogil=True, cache=True)
+
+
+@nb.njit(**_JIT)
+def _better(sa, ia, sb, ib):
+    """True when (score sa, item ia) ranks above (sb, ib): higher score, then lower index."""
+    return sa > sb or (sa == sb and ia < ib)
+
+
+@nb.njit(**_JIT)
+def _sift_down(hs, hi, pos, size):
+    # min-heap on rank: the root is the worst of the kept items
+    while True:
+        left = 2 * pos + 1
+        if left >= size:
+            return
+        worst = left
+        right = left + 1
+        if right < size and _better(hs[worst], hi[worst], hs[right], hi[right]):
+            worst = right
+        if _better(hs[pos], hi[pos], hs[worst], hi[worst]):
+            hs[pos], hs[worst] = hs[worst], hs[pos]
+            hi[pos], hi[worst] = hi[worst], hi[pos]
+            pos = worst
+        else:
+            return
+
+
+@nb.njit(parallel=True, **_JIT)
+def topk_rows(scores, seen_indptr, seen_indices, rows, k, items_out, scores_out):
+    """For each b: the k best items of scores[b] not in row rows[b] of the seen CSR.
+
+    Ranked by score, ties broken by lower item index. Slots beyond the number of
+    unseen items get item -1 and score -inf.
+    """
+    n = scores.shape[1]
+    for b in nb.prange(scores.shape[0]):
+        mask = np.zeros(n, dtype=np.bool_)
+        u = rows[b]
+        for p in range(seen_indptr[u], seen_indptr[u + 1]):
+            mask[seen_indices[p]] = True
+        hs = np.empty(k, dtype=np.float64)
+        hi = np.empty(k, dtype=np.int64)
+        size = 0
+        for j in range(n):
+            if mask[j]:
+                continue
+            s = scores[b, j]
+            if size < k:
+                # insert and sift up
+                pos = size
+                hs[pos] = s
+                hi[pos] = j
+                size += 1
+                while pos > 0:
+                    parent = (pos - 1) // 2
+                    if _better(hs[parent], hi[parent], hs[pos], hi[pos]):
+                        hs[parent], hs[pos] = hs[pos], hs[parent]
+                        hi[parent], hi[pos] = hi[pos], hi[parent]
+                        pos = parent
+                    else:
+                        break
+            elif _better(s, j, hs[0], hi[0]):
+                hs[0] = s
+                hi[0] = j
+                _sift_down(hs, hi, 0, size)
+        # pop worst-first into the tail: output best first
+        for t in range(k):
+            items_out[b, t] = -1
+            scores_out[b, t] = -np.inf
+        while size > 0:
+            size -= 1
+            items_out[b, size] = hi[0]
+            scores_out[b, size] = hs[0]
+            hs[0] = hs[size]
+            hi[0] = hi[size]
+            _sift_down(hs, hi, 0, size)

@@ -1,0 +1,67 @@
+"""Thread control: the one place that changes numba's thread count."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numba
+
+
+def get_num_threads() -> int:
+    """The number of threads numba's parallel kernels use now."""
+    return numba.get_num_threads()
+
+
+def set_num_threads(n: int) -> int:
+    """Set the number of threads fastpu's parallel kernels use; return the previous count.
+
+    Parameters
+    ----------
+    n : int
+        Between 1 and ``numba.config.NUMBA_NUM_THREADS`` (the count numba was started with,
+        set by the environment variable ``NUMBA_NUM_THREADS``).
+
+    Returns
+    -------
+    int
+        The previous thread count.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is out of range.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> old = fp.set_num_threads(1)
+    >>> _ = fp.set_num_threads(old)
+    """
+    n = _check_threads(n)
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    return old
+
+
+def _check_threads(n):
+    limit = numba.config.NUMBA_NUM_THREADS
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n_threads must be an integer in [1, {limit}], got {n!r}")
+    if not 1 <= n <= limit:
+        raise ValueError(f"n_threads must be in [1, {limit}] (NUMBA_NUM_THREADS), got {n}")
+    return n
+
+
+@contextlib.contextmanager
+def limit_threads(n):
+    """Run the block with ``n`` numba threads (``None``: leave as is); restore in ``finally``."""
+    if n is None:
+        yield numba.get_num_threads()
+        return
+    n = _check_threads(n)
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        numba.set_num_threads(old)

@@ -1,0 +1,262 @@
+"""The boundary: the only module that checks and canonicalises user input.
+
+Everything below this layer (kernels, solvers) trusts its inputs: CSR matrices
+have sorted, duplicate-free, in-range int64 indices and float64 data; dense
+arrays are C-contiguous float64.  Numba does not check bounds, so nothing that
+fails these checks may ever reach a kernel.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+INDEX_DTYPE = np.int64
+VALUE_DTYPE = np.float64
+
+# Dense variants (LR-wLR, CSRR-I/II) refuse to allocate more than this many
+# float64 entries unless the caller raises the limit explicitly.
+DENSE_LIMIT = 25_000_000
+
+
+def _shape_str(shape):
+    return "×".join(str(int(s)) for s in shape)
+
+
+def check_csr(Y, *, name="Y", shape=None, nonnegative=True, allow_zero_rows=True):
+    """Return ``Y`` as canonical CSR (int64 sorted unique indices, float64 data).
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not a scipy.sparse matrix or array.
+    ValueError
+        If it is malformed, has non-finite or (with ``nonnegative``) negative
+        stored values, or does not have the expected ``shape``.
+    """
+    if not sp.issparse(Y):
+        raise TypeError(
+            f"{name} must be a scipy.sparse matrix or array, got {type(Y).__name__}; "
+            f"wrap dense data with scipy.sparse.csr_array({name})"
+        )
+    if Y.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional, got {Y.ndim} dimensions")
+    if shape is not None and tuple(Y.shape) != tuple(shape):
+        raise ValueError(
+            f"{name} has shape {_shape_str(Y.shape)}, expected {_shape_str(shape)}"
+        )
+    fmt = Y.format
+    if fmt in ("csr", "csc"):
+        _check_compressed_structure(Y, name)
+    elif fmt == "coo":
+        r, c = Y.coords if hasattr(Y, "coords") else (Y.row, Y.col)
+        if r.size and (r.min() < 0 or r.max() >= Y.shape[0] or c.min() < 0 or c.max() >= Y.shape[1]):
+            raise ValueError(f"{name} has COO coordinates out of range for shape {_shape_str(Y.shape)}")
+    Y = sp.csr_array(Y, dtype=VALUE_DTYPE, copy=True)
+    Y.sum_duplicates()
+    Y.sort_indices()
+    data = np.ascontiguousarray(Y.data, dtype=VALUE_DTYPE)
+    nonfinite = data.size - int(np.isfinite(data).sum())
+    if nonfinite:
+        raise ValueError(f"{name} has {nonfinite} non-finite (NaN or inf) stored values; expected finite values")
+    if nonnegative and data.size and data.min() < 0:
+        raise ValueError(
+            f"{name} has {int((data < 0).sum())} negative stored values (min {data.min():g}); "
+            "expected non-negative weights (stored entries are positives)"
+        )
+    out = sp.csr_array(
+        (data, Y.indices.astype(INDEX_DTYPE, copy=False), Y.indptr.astype(INDEX_DTYPE, copy=False)),
+        shape=Y.shape,
+    )
+    return out
+
+
+def _check_compressed_structure(Y, name):
+    """Reject malformed CSR/CSC (before scipy or a kernel reads out of bounds)."""
+    indptr, indices = np.asarray(Y.indptr), np.asarray(Y.indices)
+    major, minor = (Y.shape[0], Y.shape[1]) if Y.format == "csr" else (Y.shape[1], Y.shape[0])
+    if indptr.ndim != 1 or indptr.size != major + 1:
+        raise ValueError(f"{name} is malformed: indptr has length {indptr.size}, expected {major + 1}")
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{name} is malformed: indptr must start at 0 and be non-decreasing")
+    if indptr[-1] > indices.size or indptr[-1] > np.asarray(Y.data).size:
+        raise ValueError(
+            f"{name} is malformed: indptr ends at {indptr[-1]} but only {indices.size} indices are stored"
+        )
+    used = indices[: indptr[-1]]
+    if used.size and (used.min() < 0 or used.max() >= minor):
+        raise ValueError(
+            f"{name} is malformed: stored indices out of range [0, {minor}) "
+            f"(min {used.min()}, max {used.max()})"
+        )
+
+
+def check_dense(A, *, name, shape=None, ndim=2, nonnegative=False):
+    """Return ``A`` as a C-contiguous float64 array with finite values."""
+    if sp.issparse(A):
+        raise TypeError(f"{name} must be a dense array, got a scipy.sparse {A.format} matrix")
+    try:
+        A = np.array(A, dtype=VALUE_DTYPE, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array, got {type(A).__name__}") from exc
+    if A.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {A.shape}")
+    if shape is not None:
+        want = tuple(shape)
+        for got, exp in zip(A.shape, want):
+            if exp is not None and got != exp:
+                exp_str = "×".join("*" if s is None else str(s) for s in want)
+                raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {exp_str}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} has {int(A.size - np.isfinite(A).sum())} non-finite (NaN or inf) values")
+    if nonnegative and A.size and A.min() < 0:
+        raise ValueError(f"{name} must be non-negative, got minimum {A.min():g}")
+    return A
+
+
+def check_vector(v, *, name, size, default=1.0, positive=False, nonnegative=True):
+    """A length-``size`` float64 vector; ``None`` gives ``default`` everywhere."""
+    if v is None:
+        return np.full(size, float(default), dtype=VALUE_DTYPE)
+    if np.isscalar(v):
+        v = np.full(size, float(v))
+    v = check_dense(v, name=name, shape=(size,), ndim=1)
+    if positive and v.size and v.min() <= 0:
+        raise ValueError(f"{name} must be positive, got minimum {v.min():g}")
+    if nonnegative and v.size and v.min() < 0:
+        raise ValueError(f"{name} must be non-negative, got minimum {v.min():g}")
+    return v
+
+
+def check_features(X, *, name, n_rows):
+    """Side features: ``None``, a CSR (canonical) or a dense float64 array with ``n_rows`` rows."""
+    if X is None:
+        return None
+    if sp.issparse(X):
+        if X.shape[0] != n_rows:
+            raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per row of Y)")
+        return check_csr(X, name=name, nonnegative=False)
+    X = check_dense(X, name=name, shape=(n_rows, None))
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} has no columns; expected at least one feature")
+    return X
+
+
+def check_graph(S, *, name, n, symmetric_tol=1e-8):
+    """A similarity graph: square n×n, symmetric, non-negative; returned as canonical CSR."""
+    if S is None:
+        return None
+    if not sp.issparse(S):
+        S = check_dense(S, name=name)
+        S = sp.csr_array(S)
+    if S.shape != (n, n):
+        raise ValueError(f"{name} has shape {_shape_str(S.shape)}, expected a square {n}×{n} similarity matrix")
+    S = check_csr(S, name=name, nonnegative=False)
+    if S.nnz and S.data.min() < 0:
+        raise ValueError(f"{name} has negative similarities (min {S.data.min():g}); expected non-negative weights")
+    diff = abs(S - S.T)
+    if diff.nnz and diff.max() > symmetric_tol * max(1.0, abs(S).max()):
+        raise ValueError(f"{name} is not symmetric (max |S - S.T| = {diff.max():g}); pass (S + S.T) / 2")
+    return S
+
+
+def laplacian(S):
+    """L = D - S of a canonical similarity CSR (or ``None``)."""
+    if S is None:
+        return None
+    deg = np.asarray(S.sum(axis=1)).ravel()
+    L = sp.csr_array(sp.diags_array(deg, format="csr") - S)
+    return check_csr(L, name="laplacian", nonnegative=False)
+
+
+def check_k(k, *, name="k"):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= 1, got {k!r}")
+    if k < 1:
+        raise ValueError(f"{name} must be >= 1, got {k}")
+    return int(k)
+
+
+def check_int(v, *, name, minimum=0):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {v!r}")
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return int(v)
+
+
+def check_scalar(x, *, name, minimum=None, maximum=None, strict_min=False, strict_max=False):
+    """A finite real number inside the given bounds."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {x!r}")
+    x = float(x)
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    if minimum is not None and (x < minimum or (strict_min and x == minimum)):
+        op = ">" if strict_min else ">="
+        raise ValueError(f"{name} must be {op} {minimum}, got {x:g}")
+    if maximum is not None and (x > maximum or (strict_max and x == maximum)):
+        op = "<" if strict_max else "<="
+        raise ValueError(f"{name} must be {op} {maximum}, got {x:g}")
+    return x
+
+
+def check_choice(value, *, name, choices):
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(repr(c) for c in choices)}")
+    return value
+
+
+def check_callback(callback):
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    return callback
+
+
+def check_seed(seed):
+    """A numpy Generator from an int seed, a Generator, or None (fresh entropy)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0):
+        return np.random.default_rng(seed)
+    raise TypeError(f"seed must be a non-negative integer, a numpy Generator or None, got {seed!r}")
+
+
+def check_dense_size(m, n, *, what, alternative, limit=None):
+    """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT)."""
+    limit = DENSE_LIMIT if limit is None else int(limit)
+    if int(m) * int(n) > limit:
+        gib = int(m) * int(n) * 8 / 2**30
+        raise ValueError(
+            f"{what} needs a dense {m}×{n} matrix ({gib:.1f} GiB), above the limit of {limit:,} entries; "
+            f"use {alternative}, or raise dense_limit if the memory is really there"
+        )
+
+
+def check_users(users, m):
+    """Row indices as a 1-d int64 array inside [0, m); ``None`` means all rows."""
+    if users is None:
+        return np.arange(m, dtype=INDEX_DTYPE)
+    arr = np.asarray(users)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"users must be integer row indices, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"users must be a 1-d array of row indices, got shape {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() >= m):
+        raise ValueError(f"users must lie in [0, {m}), got values in [{arr.min()}, {arr.max()}]")
+    return arr.astype(INDEX_DTYPE, copy=False)
+
+
+def transpose_csr(Y):
+    """The transpose of a canonical CSR as canonical CSR (built once, reused for column sums)."""
+    T = sp.csr_array(Y.T)
+    T.sort_indices()
+    return sp.csr_array(
+        (T.data.astype(VALUE_DTYPE, copy=False), T.indices.astype(INDEX_DTYPE, copy=False),
+         T.indptr.astype(INDEX_DTYPE, copy=False)),
+        shape=T.shape,
+    )
