@@ -260,3 +260,25 @@ def transpose_csr(Y):
          T.indptr.astype(INDEX_DTYPE, copy=False)),
         shape=T.shape,
     )
+
+
+def check_square_csr(A, *, name, nonnegative=False):
+    """A square sparse matrix as canonical CSR (``check_csr`` plus a square shape)."""
+    A = check_csr(A, name=name, nonnegative=nonnegative)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected a square matrix")
+    return A
+
+
+def check_indices(idx, *, name, size):
+    """Integer positions as a 1-d int64 array inside [0, size) (a scalar becomes length 1)."""
+    arr = np.asarray(idx)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer indices, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array of indices, got shape {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() >= size):
+        raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]")
+    return np.ascontiguousarray(arr, dtype=INDEX_DTYPE)
