@@ -1,1 +1,528 @@
-"""Placeholder: being written (see the open issue)."""
+"""fBGD: all-sample batch gradient learning of dot-product embeddings from PU data.
+
+The method of Yuan et al. (paper 001 in ``shared/papers``).  The score of a pair is a
+dot product r̂_xy = p_x · q_y of g-dimensional embeddings built linearly from sparse
+features (SVDFeature, eq. 11-13)::
+
+    p_x = z_x^X Θ^X,   q_y = z_y^Y Θ^Y.
+
+Without features z is the one-hot id and this is plain matrix factorisation.  With
+``biases`` the embeddings gain two columns (g = f + 2): p_x,f+1 = w0 + Σ_j w_j z_xj
+against q_y,f+1 = 1, and p_x,f+2 = 1 against q_y,f+2 = Σ_j w'_j z_yj.
+
+The loss (eq. 2) weighs every unlabeled pair::
+
+    J = Σ_P α⁺_xy (r⁺ − r̂_xy)² + Σ_U α⁻_y (r⁻ − r̂_xy)²  (+ reg ‖Θ‖², 0 in the paper)
+
+and is evaluated as an all-pairs term, which needs only the g×g caches
+S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻ (and S^p = PᵀP, s^p = Pᵀ1 for the item side),
+plus a correction on the positives, so an epoch costs O((N(Z^X) + N(Z^Y)) g² + |P| g)
+and nothing of size |X|·|Y| is ever formed.  Parameters are updated with Adagrad
+(eq. 24) either coordinate by coordinate as in Appendix B (``update="coordinate"``)
+or all at once per side from the full gradient, in parallel (``update="batch"``).
+
+Not implemented: the tensor models of Appendix A (pairwise interaction and CP
+tensor factorisation).  Their embeddings are products of two parameter blocks
+(p_xh,d = v^X_jd v^H_j'd), not linear in the parameters, so they do not fit the
+linear feature machinery used here.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _validation as V
+from ._kernels import csr as _csr
+from ._kernels import fbgd as _k
+from ._progress import Progress
+from ._threads import limit_threads
+from .model import Factorization
+
+__all__ = ["demo_configs", "fit", "negative_weights", "objective"]
+
+_EPS = 1e-4                 # eq. 24: used where the Adagrad accumulator is still zero
+_UPDATES = ("coordinate", "batch")
+_OPTIMIZERS = ("adagrad", "gd")
+
+
+# --------------------------------------------------------------------------- weights
+def negative_weights(Y, alpha0, rho):
+    """Frequency-based weights of the unlabeled entries of each item (eq. 22).
+
+    α⁻_y = α0 (e^{z_y} − 1)^ρ / Σ_y' (e^{z_y'} − 1)^ρ with z_y = (positives of item y) / |P|.
+    The weights sum to ``alpha0``; ``rho = 0`` spreads them uniformly, larger ``rho``
+    puts more weight on popular items (their unobserved pairs are likelier true negatives).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        Positives (stored entries); stored values are ignored here.
+    alpha0 : float
+        Total weight of the unlabeled entries of one user, >= 0.
+    rho : float
+        Exponent, >= 0.  With ``rho > 0`` items without any positive get weight 0;
+        when no item has a positive the weights are uniform.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not sparse or ``alpha0``/``rho`` are not real numbers.
+    ValueError
+        If ``alpha0`` or ``rho`` is negative or not finite, or ``Y`` is malformed.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu import fbgd
+    >>> Y = sp.csr_array(np.array([[1, 1, 0], [1, 0, 0]]))
+    >>> w = fbgd.negative_weights(Y, alpha0=3.0, rho=0.0)
+    >>> w.tolist()
+    [1.0, 1.0, 1.0]
+    >>> float(fbgd.negative_weights(Y, alpha0=3.0, rho=1.0).sum())
+    3.0
+    """
+    Y = V.check_csr(Y, name="Y", nonnegative=False)
+    alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
+    rho = V.check_scalar(rho, name="rho", minimum=0.0)
+    return _negative_weights(Y, alpha0, rho)
+
+
+def _negative_weights(Y, alpha0, rho):
+    n = Y.shape[1]
+    if n == 0:
+        return np.zeros(0)
+    counts = np.bincount(Y.indices, minlength=n).astype(np.float64)
+    total = counts.sum()
+    if rho == 0.0 or total == 0.0:
+        return np.full(n, alpha0 / n)
+    raw = np.expm1(counts / total) ** rho
+    return alpha0 * raw / raw.sum()
+
+
+# --------------------------------------------------------------------------- boundary
+def _positive_array(value, *, name, Y, minimum):
+    """A per-positive float64 array (original CSR order) from a scalar or ``"values"``."""
+    if isinstance(value, str):
+        if value != "values":
+            raise ValueError(f"{name} must be a real number or 'values' (the stored values of Y), got {value!r}")
+        if minimum is not None and Y.nnz and Y.data.min() < minimum:
+            raise ValueError(
+                f"{name}='values' needs stored values of Y >= {minimum}, got minimum {Y.data.min():g}"
+            )
+        return np.ascontiguousarray(Y.data, dtype=np.float64)
+    value = V.check_scalar(value, name=name, minimum=minimum)
+    return np.full(Y.nnz, value)
+
+
+def _neg_vector(neg_weights, n):
+    w = V.check_vector(neg_weights, name="neg_weights", size=n, default=1.0, nonnegative=True)
+    return w
+
+
+def _transpose_with_perm(Y):
+    """CSR of Yᵀ (structure only) and perm: its p-th entry is entry perm[p] of Y."""
+    m, n = Y.shape
+    cols = Y.indices
+    perm = np.argsort(cols, kind="stable").astype(np.int64)
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(Y.indptr))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n), out=indptr[1:])
+    return indptr, np.ascontiguousarray(rows[perm]), perm
+
+
+def _feature_csr(Z, *, name, n_rows):
+    """Side features as canonical CSR (identity when ``None``)."""
+    Z = V.check_features(Z, name=name, n_rows=n_rows)
+    if Z is None:
+        return sp.csr_array(
+            (np.ones(n_rows), np.arange(n_rows, dtype=np.int64), np.arange(n_rows + 1, dtype=np.int64)),
+            shape=(n_rows, n_rows),
+        ), False
+    if not sp.issparse(Z):
+        Z = V.check_csr(sp.csr_array(Z), name=name, nonnegative=False)
+    if Z.shape[1] < 1:
+        raise ValueError(f"{name} has no columns; expected at least one feature")
+    return Z, True
+
+
+def _augment(Z, biases):
+    """[Z, 1]: the extra column carries the global bias / the constant-1 coordinate."""
+    if not biases:
+        return Z
+    ones = sp.csr_array(np.ones((Z.shape[0], 1)))
+    return V.check_csr(sp.hstack([Z, ones], format="csr"), name="features", nonnegative=False)
+
+
+class _Problem:
+    """Canonical data of one fBGD problem, built once at the boundary."""
+
+    def __init__(self, Y, Zx, Zy, k, biases, neg, apos, rpos, r_neg):
+        self.m, self.n = Y.shape
+        self.Y = Y
+        self.f = k
+        self.biases = biases
+        self.g = k + 2 if biases else k
+        self.Zx, self.Zy = _augment(Zx, biases), _augment(Zy, biases)
+        self.ZxT, self.ZyT = V.transpose_csr(self.Zx), V.transpose_csr(self.Zy)
+        self.YT_indptr, self.YT_indices, self.perm = _transpose_with_perm(Y)
+        self.ident = np.arange(Y.nnz, dtype=np.int64)
+        self.neg = np.ascontiguousarray(neg, dtype=np.float64)
+        self.apos, self.rpos, self.r_neg = apos, rpos, float(r_neg)
+        self.aneg = np.ascontiguousarray(self.neg[Y.indices])
+        self.ones_m = np.ones(self.m)
+        self.free_x, self.free_y = self._masks()
+
+    def _masks(self):
+        f, g = self.f, self.g
+        fx = np.zeros((self.Zx.shape[1], g), dtype=np.bool_)
+        fy = np.zeros((self.Zy.shape[1], g), dtype=np.bool_)
+        if not self.biases:
+            fx[:] = True
+            fy[:] = True
+            return fx, fy
+        fx[:-1, :f] = True
+        fx[:-1, f] = True          # feature biases w_j
+        fx[-1, f] = True           # global bias w0 (the constant column)
+        fy[:-1, :f] = True
+        fy[:-1, f + 1] = True      # item-side feature biases
+        return fx, fy
+
+    def init_params(self, rng, init_std):
+        f = self.f
+        tx = np.zeros(self.free_x.shape)
+        ty = np.zeros(self.free_y.shape)
+        px, py = self.Zx.shape[1] - self.biases, self.Zy.shape[1] - self.biases
+        tx[:px, :f] = rng.normal(0.0, init_std, size=(px, f))
+        ty[:py, :f] = rng.normal(0.0, init_std, size=(py, f))
+        if self.biases:
+            tx[-1, f + 1] = 1.0    # p_x,f+2 = 1
+            ty[-1, f] = 1.0        # q_y,f+1 = 1
+        return tx, ty
+
+    # embeddings and caches ------------------------------------------------------
+    def embed(self, Z, theta):
+        out = np.empty((Z.shape[0], self.g))
+        _csr.csr_dense(Z.indptr, Z.indices, Z.data, theta, out)
+        return out
+
+    def gram(self, w, B):
+        S = np.empty((self.g, self.g))
+        s = np.empty(self.g)
+        _k.weighted_gram(w, B, S, s)
+        return S, s
+
+    def loss(self, P, Q, Sq, sq, Sp, sp_):
+        """Loss (2) from the caches: all-pairs term + correction on the positives."""
+        const = self.r_neg * self.r_neg * self.m * float(self.neg.sum())
+        allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
+        pred = np.empty(self.Y.nnz)
+        rows = np.empty(self.m)
+        _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
+                          P, Q, self.r_neg, pred, rows)
+        return allpairs + float(rows.sum())
+
+
+def _check_embedding_pair(P, Q, m, n):
+    P = V.check_dense(P, name="P", shape=(m, None))
+    Q = V.check_dense(Q, name="Q", shape=(n, None))
+    if P.shape[1] != Q.shape[1]:
+        raise ValueError(
+            f"P has {P.shape[1]} columns and Q has {Q.shape[1]}; expected the same embedding size g"
+        )
+    return P, Q
+
+
+# --------------------------------------------------------------------------- objective
+def objective(Y, P, Q, neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0):
+    """Loss (2) of embeddings P, Q, computed without forming any m×n array.
+
+    J = Σ_P α⁺ (r⁺ − p_x·q_y)² + Σ_U α⁻_y (r⁻ − p_x·q_y)², via the caches
+    S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻, S^p = PᵀP, s^p = Pᵀ1 (eq. 6-10) in
+    O((m + n) g² + |P| g).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        Positives (stored entries), non-negative values.
+    P : array_like, shape (m, g)
+        Row embeddings p_x (for SVDFeature, including the two bias columns).
+    Q : array_like, shape (n, g)
+        Column embeddings q_y.
+    neg_weights : array_like, shape (n,), optional
+        α⁻_y, e.g. from :func:`negative_weights`; ``None`` means 1 for every item.
+    pos_weight : float or "values"
+        α⁺: one weight for every positive, or ``"values"`` to use Y's stored values.
+    r_pos : float or "values"
+        Target r⁺ of the positives (or Y's stored values).
+    r_neg : float
+        Target r⁻ of the unlabeled entries.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not sparse or a scalar argument is not a real number.
+    ValueError
+        On shape mismatches, non-finite values, negative weights.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu import fbgd
+    >>> Y = sp.csr_array(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    >>> P = np.array([[1.0], [0.0]]); Q = np.array([[1.0], [1.0]])
+    >>> fbgd.objective(Y, P, Q)      # positives (0,0): 0, (1,1): 1; unlabeled (0,1): 1
+    2.0
+    """
+    Y = V.check_csr(Y, name="Y")
+    m, n = Y.shape
+    P, Q = _check_embedding_pair(P, Q, m, n)
+    neg = _neg_vector(neg_weights, n)
+    apos = _positive_array(pos_weight, name="pos_weight", Y=Y, minimum=0.0)
+    rpos = _positive_array(r_pos, name="r_pos", Y=Y, minimum=None)
+    r_neg = V.check_scalar(r_neg, name="r_neg")
+    prob = _Problem(Y, _ident(m), _ident(n), P.shape[1], False, neg, apos, rpos, r_neg)
+    Sq, sq = prob.gram(neg, Q)
+    Sp, sp_ = prob.gram(prob.ones_m, P)
+    return prob.loss(P, Q, Sq, sq, Sp, sp_)
+
+
+def _ident(n):
+    return sp.csr_array((np.ones(n), np.arange(n, dtype=np.int64), np.arange(n + 1, dtype=np.int64)),
+                        shape=(n, n))
+
+
+# --------------------------------------------------------------------------- fit
+def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
+        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.05, n_epochs=30,
+        update="coordinate", optimizer="adagrad", biases=None, reg=0.0, init_std=0.01,
+        seed=0, callback=None, verbose=False, n_threads=None):
+    """Fit an fBGD embedding model (plain MF or SVDFeature) on all positive and unlabeled pairs.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        Positives: every stored entry is an observed (x, y) pair; values >= 0
+        (used only with ``pos_weight="values"`` or ``r_pos="values"``).
+    k : int
+        Latent size f of the embeddings (g = f + 2 with ``biases``).
+    user_features, item_features : scipy.sparse matrix or ndarray, optional
+        Feature matrices Z^X (m×pX) and Z^Y (n×pY), e.g. stacked one-hot fields.
+        ``None`` means the one-hot id (plain MF).  Ids are not added automatically:
+        stack an identity to keep a free embedding per row.
+    alpha0 : float, optional
+        Total weight of one user's unlabeled entries (eq. 22).  Default ``0.1 * n``
+        (weight 0.1 per unlabeled entry at ``rho = 0``).
+    rho : float
+        Popularity exponent of eq. 22 (0: uniform).
+    neg_weights : array_like, shape (n,), optional
+        α⁻_y given directly; overrides ``alpha0`` and ``rho``.
+    pos_weight : float or "values"
+        α⁺ of every positive, or ``"values"`` for Y's stored values.
+    r_pos : float or "values"
+        Target r⁺ of the positives.
+    r_neg : float
+        Target r⁻ of the unlabeled entries.
+    lr : float
+        Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
+    n_epochs : int
+        Number of epochs; one epoch updates the user side, then the item side.
+    update : {"coordinate", "batch"}
+        ``"coordinate"``: Appendix B, parameter by parameter with the embeddings kept
+        in sync (eq. 20), serial.  ``"batch"``: the full gradient of a side, then all
+        of its parameters at once, row-parallel.
+    optimizer : {"adagrad", "gd"}
+        Adagrad with per-parameter steps γ/√(Σ g²) (ε = 1e-4 where the sum is zero), or
+        plain gradient steps (unstable with skewed features, section 4.1).
+    biases : bool, optional
+        Add the global and feature biases (g = f + 2, eq. 13).  Default: True when
+        any features are given, False for plain MF.
+    reg : float
+        L2 penalty reg·‖Θ‖² on the free parameters (0, as in the paper).
+    init_std : float
+        Standard deviation of the normal initialisation of the embeddings (biases start at 0).
+    seed : int, numpy Generator or None
+        Seed of the initialisation.
+    callback : callable, optional
+        Called with each epoch's history dict; returning True stops training.
+    verbose : bool
+        Print one line per epoch.
+    n_threads : int, optional
+        Threads for the parallel kernels (restored afterwards).
+
+    Returns
+    -------
+    Factorization
+        ``user_factors`` = P (m×g) and ``item_factors`` = Q (n×g), so ``scores`` = P Qᵀ
+        includes the biases.  ``extras`` holds ``V_user``, ``V_item`` (feature
+        embeddings), ``w_user``, ``w_item``, ``w0`` (biases, with ``biases``),
+        ``neg_weights`` and ``initial_objective``; ``W``/``H`` are the feature embeddings
+        when features are given.  ``history`` has ``iter``, ``objective``, ``loss``, ``seconds``.
+
+    Raises
+    ------
+    TypeError
+        On wrongly typed arguments.
+    ValueError
+        On bad shapes, NaN/inf, negative weights or unknown options.
+    FloatingPointError
+        If the objective becomes non-finite (plain ``gd`` with too large ``lr``).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu import fbgd
+    >>> Y = sp.random_array((40, 30), density=0.15, format="csr", random_state=0)
+    >>> Y.data[:] = 1.0
+    >>> model = fbgd.fit(Y, 4, alpha0=3.0, n_epochs=5)
+    >>> model.scores([0, 1]).shape
+    (2, 30)
+    >>> model.history[-1]["objective"] < model.extras["initial_objective"]
+    True
+    """
+    Y = V.check_csr(Y, name="Y")
+    m, n = Y.shape
+    k = V.check_k(k)
+    Zx, has_ux = _feature_csr(user_features, name="user_features", n_rows=m)
+    Zy, has_ix = _feature_csr(item_features, name="item_features", n_rows=n)
+    if alpha0 is None:
+        alpha0 = 0.1 * n
+    alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
+    rho = V.check_scalar(rho, name="rho", minimum=0.0)
+    if neg_weights is None:
+        neg = _negative_weights(Y, alpha0, rho)
+    else:
+        neg = _neg_vector(neg_weights, n)
+    apos = _positive_array(pos_weight, name="pos_weight", Y=Y, minimum=0.0)
+    rpos = _positive_array(r_pos, name="r_pos", Y=Y, minimum=None)
+    r_neg = V.check_scalar(r_neg, name="r_neg")
+    lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
+    n_epochs = V.check_int(n_epochs, name="n_epochs", minimum=1)
+    update = V.check_choice(update, name="update", choices=_UPDATES)
+    optimizer = V.check_choice(optimizer, name="optimizer", choices=_OPTIMIZERS)
+    if biases is None:
+        biases = has_ux or has_ix
+    if not isinstance(biases, (bool, np.bool_)):
+        raise TypeError(f"biases must be True, False or None, got {biases!r}")
+    reg = V.check_scalar(reg, name="reg", minimum=0.0)
+    init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
+    rng = V.check_seed(seed)
+    callback = V.check_callback(callback)
+
+    prob = _Problem(Y, Zx, Zy, k, bool(biases), neg, apos, rpos, r_neg)
+    theta_x, theta_y = prob.init_params(rng, init_std)
+    params = dict(k=k, alpha0=alpha0, rho=rho, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg,
+                  lr=lr, n_epochs=n_epochs, update=update, optimizer=optimizer, biases=bool(biases),
+                  reg=reg, init_std=init_std, seed=seed if isinstance(seed, numbers.Integral) else None,
+                  user_features=None if not has_ux else tuple(Zx.shape),
+                  item_features=None if not has_ix else tuple(Zy.shape),
+                  neg_weights="given" if neg_weights is not None else "eq22")
+    progress = Progress("fbgd", verbose=verbose, callback=callback)
+    with limit_threads(n_threads):
+        P, Q, init = _train(prob, theta_x, theta_y, lr=lr, n_epochs=n_epochs, update=update,
+                            adagrad=optimizer == "adagrad", reg=reg, progress=progress)
+    f = k
+    px, py = Zx.shape[1], Zy.shape[1]
+    extras = dict(V_user=theta_x[:px, :f].copy(), V_item=theta_y[:py, :f].copy(),
+                  neg_weights=neg, initial_objective=init)
+    if biases:
+        extras.update(w_user=theta_x[:px, f].copy(), w_item=theta_y[:py, f + 1].copy(),
+                      w0=float(theta_x[px, f]))
+    if has_ux:
+        extras["W"] = extras["V_user"]
+    if has_ix:
+        extras["H"] = extras["V_item"]
+    return Factorization(user_factors=P, item_factors=Q, history=progress.history,
+                         params=params, method="fbgd", extras=extras)
+
+
+def _penalty(reg, prob, theta_x, theta_y):
+    if reg == 0.0:
+        return 0.0
+    return reg * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
+
+
+def _train(prob, theta_x, theta_y, *, lr, n_epochs, update, adagrad, reg, progress):
+    Y = prob.Y
+    acc_x = np.zeros_like(theta_x)
+    acc_y = np.zeros_like(theta_y)
+    Q = prob.embed(prob.Zy, theta_y)
+    Sq, sq = prob.gram(prob.neg, Q)
+    P = prob.embed(prob.Zx, theta_x)
+    Sp, sp_ = prob.gram(prob.ones_m, P)
+    init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, prob, theta_x, theta_y)
+    pred = np.empty(Y.nnz)
+    rows = np.empty(prob.m)
+    G_p = np.empty((prob.m, prob.g))
+    G_q = np.empty((prob.n, prob.g))
+    grad_x = np.empty_like(theta_x)
+    grad_y = np.empty_like(theta_y)
+    for epoch in range(1, n_epochs + 1):
+        # ---- user side: caches of Q fixed
+        if update == "coordinate":
+            _k.positive_terms(Y.indptr, Y.indices, prob.apos, prob.rpos, prob.aneg, P, Q,
+                              prob.r_neg, pred, rows)
+            _k.coordinate_side(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, prob.free_x,
+                               theta_x, acc_x, Y.indptr, Y.indices, prob.ident, prob.apos,
+                               prob.rpos, prob.aneg, pred, P, Q, Sq, sq, prob.ones_m,
+                               prob.r_neg, lr, reg, adagrad, _EPS)
+        else:
+            _k.side_gradient(Y.indptr, Y.indices, prob.ident, prob.apos, prob.rpos, prob.aneg,
+                             P, Q, Sq, sq, prob.ones_m, prob.r_neg, G_p)
+            _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, grad_x)
+            _k.batch_update(grad_x, prob.free_x, theta_x, acc_x, lr, reg, adagrad, _EPS)
+        P = prob.embed(prob.Zx, theta_x)          # exact, no drift from eq. 20
+        Sp, sp_ = prob.gram(prob.ones_m, P)
+        # ---- item side: caches of P fixed
+        if update == "coordinate":
+            _k.positive_terms(Y.indptr, Y.indices, prob.apos, prob.rpos, prob.aneg, P, Q,
+                              prob.r_neg, pred, rows)
+            _k.coordinate_side(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, prob.free_y,
+                               theta_y, acc_y, prob.YT_indptr, prob.YT_indices, prob.perm,
+                               prob.apos, prob.rpos, prob.aneg, pred, Q, P, Sp, sp_, prob.neg,
+                               prob.r_neg, lr, reg, adagrad, _EPS)
+        else:
+            _k.side_gradient(prob.YT_indptr, prob.YT_indices, prob.perm, prob.apos, prob.rpos,
+                             prob.aneg, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
+            _csr.csr_dense(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, G_q, grad_y)
+            _k.batch_update(grad_y, prob.free_y, theta_y, acc_y, lr, reg, adagrad, _EPS)
+        Q = prob.embed(prob.Zy, theta_y)
+        Sq, sq = prob.gram(prob.neg, Q)
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+        total = loss + _penalty(reg, prob, theta_x, theta_y)
+        if progress.step(epoch, total, loss=loss):
+            break
+    return P, Q, init
+
+
+# --------------------------------------------------------------------------- demo
+def demo_configs():
+    """Settings for ``fastpu demo`` (MovieLens-100K, 80/20 per-user holdout, 2 cores).
+
+    Returns
+    -------
+    list of (str, dict)
+        ``(label, fit_kwargs)`` pairs; ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``
+        trains each in a few seconds.
+
+    Examples
+    --------
+    >>> from fastpu import fbgd
+    >>> label, kwargs = fbgd.demo_configs()[0]
+    >>> kwargs["k"] > 0
+    True
+    """
+    return [
+        ("fBGD MF (coordinate Adagrad)", dict(k=32, alpha0=None, rho=0.0, n_epochs=30, update="coordinate")),
+        ("fBGD MF (batch Adagrad)", dict(k=32, alpha0=None, rho=0.0, n_epochs=30, update="batch")),
+    ]
