@@ -1,1 +1,335 @@
-"""Placeholder: being written."""
+"""Method-agnostic smooth solvers over a problem object.
+
+A *problem* has three methods:
+
+``fun(x) -> float``
+    The objective at ``x``. May cache work for ``x`` (a *trial* point).
+``grad(x) -> ndarray``
+    The gradient at ``x``; always called right after ``fun(x)`` at the same
+    ``x``. It marks ``x`` as the *accepted* point.
+``hessp(s) -> ndarray``
+    The Hessian of the last accepted point times ``s``. A rejected trial point
+    (``fun`` called, ``grad`` not) must not change it.
+
+Optionally ``line(x, d) -> callable`` returning ``phi(alpha) = fun(x + alpha d)``
+computed more cheaply than ``fun`` (Supp-1.4 of Yu et al.: the quadratic parts
+are expanded once per direction); :func:`gd` uses it when present.
+
+:func:`tron` is the trust-region Newton method with conjugate gradient of Lin,
+Weng and Keerthi (2008), as in Algorithms 4–5 of Yu et al.'s supplement, with
+LIBLINEAR's constants; :func:`gd` is gradient descent with backtracking
+(Algorithm 6).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+
+__all__ = ["OptimizeResult", "tron", "gd", "trust_region_cg"]
+
+logger = logging.getLogger("fastpu")
+
+# LIBLINEAR's trust-region constants (Lin, Weng & Keerthi 2008).
+ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
+SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
+
+
+@dataclasses.dataclass
+class OptimizeResult:
+    """What a solver returns.
+
+    Attributes
+    ----------
+    x : ndarray
+        The final (accepted) point.
+    fun : float
+        Objective at ``x``.
+    grad_norm : float
+        Norm of the gradient at ``x``.
+    n_iter : int
+        Accepted outer iterations.
+    n_inner : int
+        Conjugate-gradient iterations (TRON) or trial step sizes (GD) in total.
+    status : int
+        0 converged (gradient test), 1 iteration limit, 2 no further progress possible.
+    message : str
+        Why it stopped.
+    """
+
+    x: np.ndarray
+    fun: float
+    grad_norm: float
+    n_iter: int
+    n_inner: int
+    status: int
+    message: str
+
+    @property
+    def success(self) -> bool:
+        return self.status == 0
+
+
+def trust_region_cg(hessp, g, delta, *, tol=0.1, max_iter=None):
+    """Approximately minimise gᵀs + ½ sᵀHs subject to ‖s‖ ≤ delta (Algorithm 4).
+
+    Parameters
+    ----------
+    hessp : callable
+        ``s -> H s``.
+    g : ndarray
+        Gradient at the current point.
+    delta : float
+        Trust-region radius (> 0).
+    tol : float
+        Stop when ‖r‖ ≤ tol ‖g‖.
+    max_iter : int, optional
+        CG iteration cap (default: the dimension).
+
+    Returns
+    -------
+    s : ndarray
+        The step.
+    r : ndarray
+        The residual ``-g - H s``.
+    n_iter : int
+        CG iterations performed.
+    """
+    n = g.size
+    max_iter = n if max_iter is None else max_iter
+    s = np.zeros_like(g)
+    r = -g.copy()
+    d = r.copy()
+    rr = float(r @ r)
+    stop = tol * np.sqrt(rr)
+    it = 0
+    while it < max_iter:
+        if np.sqrt(rr) <= stop:
+            break
+        it += 1
+        Hd = hessp(d)
+        dHd = float(d @ Hd)
+        if dHd <= 0.0:
+            # non-positive curvature: go to the boundary along d
+            tau = _to_boundary(s, d, delta)
+            s += tau * d
+            r -= tau * Hd
+            break
+        alpha = rr / dHd
+        s_next = s + alpha * d
+        if np.linalg.norm(s_next) >= delta:
+            tau = _to_boundary(s, d, delta)
+            s += tau * d
+            r -= tau * Hd
+            break
+        s = s_next
+        r -= alpha * Hd
+        rr_new = float(r @ r)
+        d = r + (rr_new / rr) * d
+        rr = rr_new
+    return s, r, it
+
+
+def _to_boundary(s, d, delta):
+    """tau >= 0 with ‖s + tau d‖ = delta."""
+    sd = float(s @ d)
+    dd = float(d @ d)
+    ss = float(s @ s)
+    rad = np.sqrt(max(sd * sd + dd * (delta * delta - ss), 0.0))
+    if dd == 0.0:
+        return 0.0
+    if sd >= 0.0:
+        return (delta * delta - ss) / (sd + rad) if sd + rad > 0 else 0.0
+    return (rad - sd) / dd
+
+
+def tron(problem, x0, *, tol=1e-3, max_iter=100, cg_tol=0.1, max_cg=None):
+    """Minimise ``problem.fun`` by the trust-region Newton method (TRON).
+
+    Stops when ‖∇f(x)‖ ≤ ``tol`` · ‖∇f(x0)‖, after ``max_iter`` accepted steps,
+    or when neither the actual nor the predicted reduction can progress.
+
+    Parameters
+    ----------
+    problem : object
+        With ``fun``, ``grad``, ``hessp`` as described in the module docstring.
+    x0 : ndarray
+        Starting point (not modified).
+    tol : float
+        Relative gradient-norm tolerance.
+    max_iter : int
+        Maximum number of outer iterations (accepted or rejected trial steps).
+    cg_tol : float
+        Relative tolerance ξ of the inner conjugate gradient.
+    max_cg : int, optional
+        Cap on CG iterations per outer iteration.
+
+    Returns
+    -------
+    OptimizeResult
+
+    Raises
+    ------
+    ValueError
+        If ``tol`` or ``cg_tol`` is not in (0, 1), or ``max_iter`` < 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastpu.tron import tron
+    >>> A = np.array([[3.0, 1.0], [1.0, 2.0]]); b = np.array([1.0, 1.0])
+    >>> class Quad:
+    ...     def fun(self, x): return 0.5 * x @ A @ x - b @ x
+    ...     def grad(self, x): return A @ x - b
+    ...     def hessp(self, s): return A @ s
+    >>> res = tron(Quad(), np.zeros(2), tol=1e-10)
+    >>> bool(np.allclose(res.x, np.linalg.solve(A, b)))
+    True
+    """
+    if not 0.0 < tol < 1.0:
+        raise ValueError(f"tol must be in (0, 1), got {tol}")
+    if not 0.0 < cg_tol < 1.0:
+        raise ValueError(f"cg_tol must be in (0, 1), got {cg_tol}")
+    if max_iter < 0:
+        raise ValueError(f"max_iter must be >= 0, got {max_iter}")
+    x = np.array(x0, dtype=np.float64, copy=True)
+    f = float(problem.fun(x))
+    g = np.asarray(problem.grad(x), dtype=np.float64)
+    gnorm0 = gnorm = float(np.linalg.norm(g))
+    delta = gnorm0
+    n_cg_total = 0
+    n_acc = 0
+    it = 0
+    status, message = 1, "iteration limit reached"
+    if gnorm <= tol * gnorm0 or gnorm == 0.0:
+        return OptimizeResult(x, f, gnorm, 0, 0, 0, "gradient is already small enough")
+    while it < max_iter:
+        it += 1
+        s, r, n_cg = trust_region_cg(problem.hessp, g, delta, tol=cg_tol, max_iter=max_cg)
+        n_cg_total += n_cg
+        gs = float(g @ s)
+        prered = -0.5 * (gs - float(s @ r))
+        x_new = x + s
+        f_new = float(problem.fun(x_new))
+        actred = f - f_new
+        snorm = float(np.linalg.norm(s))
+        if it == 1:
+            delta = min(delta, snorm)
+        # step length minimising the 1-d quadratic interpolating f along s
+        denom = f_new - f - gs
+        alpha = SIGMA3 if denom <= 0 else max(SIGMA1, -0.5 * gs / denom)
+        if actred < ETA0 * prered:
+            delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+        elif actred < ETA1 * prered:
+            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
+        elif actred < ETA2 * prered:
+            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
+        else:
+            delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
+        logger.debug("tron it %d f %.6g actred %.3g prered %.3g delta %.3g cg %d",
+                     it, f, actred, prered, delta, n_cg)
+        if actred > ETA0 * prered:
+            n_acc += 1
+            x, f = x_new, f_new
+            g = np.asarray(problem.grad(x), dtype=np.float64)
+            gnorm = float(np.linalg.norm(g))
+            if gnorm <= tol * gnorm0:
+                status, message = 0, "relative gradient norm below tol"
+                break
+        if f < -1e32:
+            status, message = 2, "objective is unbounded below"
+            break
+        if actred <= 0 and prered <= 0:
+            status, message = 2, "no reduction predicted or achieved"
+            break
+        if abs(actred) <= 1e-12 * abs(f) and abs(prered) <= 1e-12 * abs(f):
+            status, message = 2, "reductions below machine precision"
+            break
+    return OptimizeResult(x, f, gnorm, n_acc, n_cg_total, status, message)
+
+
+def gd(problem, x0, *, tol=1e-3, max_iter=100, beta=0.5, sigma=0.01, max_backtrack=40):
+    """Gradient descent with backtracking line search (Algorithm 6 of Yu et al.'s supplement).
+
+    At each iteration the step ``alpha = 1, beta, beta^2, ...`` along ``-grad`` is
+    accepted once f(x + alpha d) < f(x) + sigma * alpha * <grad, d>. When the
+    problem has ``line(x, d)``, each trial uses it (cheap trials); otherwise ``fun``.
+
+    Parameters
+    ----------
+    problem : object
+        With ``fun`` and ``grad`` (``hessp`` unused), optionally ``line``.
+    x0 : ndarray
+        Starting point (not modified).
+    tol : float
+        Stop when ‖∇f(x)‖ ≤ tol ‖∇f(x0)‖.
+    max_iter : int
+        Maximum number of iterations.
+    beta : float
+        Step shrink factor in (0, 1).
+    sigma : float
+        Sufficient-decrease constant in (0, 1/2).
+    max_backtrack : int
+        Trials per iteration before giving up.
+
+    Returns
+    -------
+    OptimizeResult
+
+    Raises
+    ------
+    ValueError
+        If ``beta`` is not in (0, 1) or ``sigma`` not in (0, 1/2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastpu.tron import gd
+    >>> class Quad:
+    ...     def fun(self, x): return float(x @ x)
+    ...     def grad(self, x): return 2 * x
+    >>> res = gd(Quad(), np.ones(3), tol=1e-8)
+    >>> bool(np.allclose(res.x, 0))
+    True
+    """
+    if not 0.0 < beta < 1.0:
+        raise ValueError(f"beta must be in (0, 1), got {beta}")
+    if not 0.0 < sigma < 0.5:
+        raise ValueError(f"sigma must be in (0, 1/2), got {sigma}")
+    x = np.array(x0, dtype=np.float64, copy=True)
+    f = float(problem.fun(x))
+    g = np.asarray(problem.grad(x), dtype=np.float64)
+    gnorm0 = gnorm = float(np.linalg.norm(g))
+    n_trials = 0
+    if gnorm == 0.0:
+        return OptimizeResult(x, f, 0.0, 0, 0, 0, "gradient is zero")
+    status, message = 1, "iteration limit reached"
+    line = getattr(problem, "line", None)
+    it = 0
+    for it in range(1, max_iter + 1):
+        d = -g
+        c = float(g @ d)
+        phi = line(x, d) if line is not None else (lambda a, x=x, d=d: problem.fun(x + a * d))
+        alpha = 1.0
+        accepted = False
+        for _ in range(max_backtrack):
+            n_trials += 1
+            f_new = float(phi(alpha))
+            if f_new - f < sigma * alpha * c:
+                accepted = True
+                break
+            alpha *= beta
+        if not accepted:
+            status, message = 2, "line search failed to find a sufficient decrease"
+            it -= 1
+            break
+        x = x + alpha * d
+        f = float(problem.fun(x))
+        g = np.asarray(problem.grad(x), dtype=np.float64)
+        gnorm = float(np.linalg.norm(g))
+        if gnorm <= tol * gnorm0:
+            status, message = 0, "relative gradient norm below tol"
+            break
+    return OptimizeResult(x, f, gnorm, it, n_trials, status, message)
