@@ -1,1 +1,559 @@
-"""Placeholder: being written (see the open issue)."""
+"""HOMF: higher-order matrix factorization of random-walk polynomials (Shah, Rao, Ding).
+
+Users and items become the ``N = m + n`` nodes of one graph (equation (3)): rating
+edges weighted by ``(1 - alpha) g(R)``, optional user-user and item-item side graphs
+weighted by ``alpha g(S)``.  ``A`` is its row-normalised transition matrix and
+
+    f_T(A) = (A + A² + ... + A^T) / T
+
+the probability of a T-step walk landing on a node, averaged over the steps.  HOMF
+learns U, V ∈ R^{N×k} minimising the objective (4)
+
+    ½ ‖P_Ω(f_T(A) − U Vᵀ)‖²_F + λ (‖U‖²_F + ‖V‖²_F)
+
+by alternating ridge regressions, one per column (then per row) of f_T(A):
+``(U_Ωᵀ U_Ω + 2λ I) v = U_Ωᵀ x_Ω`` (the 2 that equation (6) hides comes from the ½).
+``mode="exact"`` takes Ω = the nonzeros of f_T(A), as in the paper; the columns are
+built block by block with the recursion of Algorithm 1 and never stored whole.
+``mode="dense"`` treats every node pair as observed, so each half-step is one shared
+k×k system and f_T(A)ᵀ U = (1/T) Σ_l (Aᵀ)^l U, which costs T sparse × (N×k) products.
+
+The score of user i for item j is ``u_i · v_{m+j}``: the result's ``user_factors``
+are ``U[:m]`` and its ``item_factors`` are ``V[m:]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from . import _validation as V_
+from ._kernels import homf as _K
+from ._kernels.csr import csr_dense
+from ._progress import Progress
+from ._threads import limit_threads
+from .model import Factorization
+
+__all__ = ["transition_matrix", "walk_columns", "walk_rows", "objective", "fit", "demo_configs"]
+
+_G_CHOICES = ("exp", "linear", "step")
+_MODES = ("exact", "dense")
+# Dense column blocks are kept under about this many bytes each (three are alive at once).
+_BLOCK_BYTES = 32 * 2**20
+
+
+# --------------------------------------------------------------------------- the graph
+
+def _apply_g(values, g, shift):
+    if g == "exp":
+        return np.exp(values - shift)
+    if g == "linear":
+        return values.copy()
+    return (values > 0).astype(np.float64)
+
+
+def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp"):
+    """The row-normalised random-walk matrix of equation (3) over m users then n items.
+
+    ``G = [[α g(S_u), (1−α) g(R)], [(1−α) g(R)ᵀ, α g(S_i)]]`` and ``A = D⁻¹ G`` with
+    ``D`` the row sums of ``G`` (a node without edges keeps an all-zero row).  ``g``
+    acts on the stored entries only: an entry that is not stored is no edge, whatever
+    ``g(0)`` would be.  Without any side graph ``alpha`` is forced to 0.
+
+    Parameters
+    ----------
+    R : scipy.sparse matrix, shape (m, n)
+        Observed entries (ratings, counts or ones).  Must be non-negative for
+        ``g="linear"``.
+    user_graph : sparse or dense array, shape (m, m), optional
+        Symmetric non-negative user similarity (e.g. a trust network).
+    item_graph : sparse or dense array, shape (n, n), optional
+        Symmetric non-negative item similarity.
+    alpha : float in [0, 1]
+        Weight of the side graphs; rating edges get ``1 - alpha``.
+    g : {"exp", "linear", "step"}
+        Edge weight of a stored value x: ``exp(x)``, ``x`` (the paper's ``c·x``: any
+        ``c > 0`` cancels in the row normalisation), or ``1 if x > 0 else 0``.
+        ``exp`` is evaluated as ``exp(x − max x)``, which normalises to the same ``A``
+        without overflow.
+
+    Returns
+    -------
+    scipy.sparse.csr_array, shape (m + n, m + n)
+        Canonical CSR (int64 sorted indices, float64 data) with rows summing to 1 or 0.
+
+    Raises
+    ------
+    TypeError
+        If ``R`` is not sparse or ``alpha`` is not a number.
+    ValueError
+        If a graph has the wrong shape, is not symmetric or has negative weights,
+        ``R`` has non-finite values (or negative ones with ``g="linear"``),
+        ``alpha`` is outside [0, 1] or ``g`` is unknown.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> import fastpu as fp
+    >>> R = sp.csr_array(np.array([[2.0, 4.0], [0.0, 3.0]]))
+    >>> A = fp.homf.transition_matrix(R, g="step")
+    >>> A.toarray()
+    array([[0. , 0. , 0.5, 0.5],
+           [0. , 0. , 0. , 1. ],
+           [1. , 0. , 0. , 0. ],
+           [0.5, 0.5, 0. , 0. ]])
+    """
+    g = V_.check_choice(g, name="g", choices=_G_CHOICES)
+    R = V_.check_csr(R, name="R", nonnegative=(g == "linear"))
+    m, n = R.shape
+    Su = V_.check_graph(user_graph, name="user_graph", n=m)
+    Si = V_.check_graph(item_graph, name="item_graph", n=n)
+    alpha = V_.check_scalar(alpha, name="alpha", minimum=0.0, maximum=1.0)
+    if Su is None and Si is None:
+        alpha = 0.0
+    return _transition(R, Su, Si, alpha, g)
+
+
+def _transition(R, Su, Si, alpha, g):
+    m, n = R.shape
+    parts = [R.data] + [S.data for S in (Su, Si) if S is not None]
+    shift = max((float(p.max()) for p in parts if p.size), default=0.0) if g == "exp" else 0.0
+
+    def weighted(M, w):
+        M = sp.csr_array((w * _apply_g(M.data, g, shift), M.indices, M.indptr), shape=M.shape)
+        return M
+
+    blocks = [[None, weighted(R, 1.0 - alpha)], [weighted(R, 1.0 - alpha).T, None]]
+    if Su is not None and alpha > 0:
+        blocks[0][0] = weighted(Su, alpha)
+    if Si is not None and alpha > 0:
+        blocks[1][1] = weighted(Si, alpha)
+    if blocks[0][0] is None:
+        blocks[0][0] = sp.csr_array((m, m))
+    if blocks[1][1] is None:
+        blocks[1][1] = sp.csr_array((n, n))
+    G = sp.csr_array(sp.block_array(blocks, format="csr"))
+    G.eliminate_zeros()
+    deg = np.asarray(G.sum(axis=1)).ravel()
+    inv = np.zeros_like(deg)
+    np.divide(1.0, deg, out=inv, where=deg > 0)
+    A = sp.csr_array(sp.diags_array(inv) @ G)
+    return V_.check_csr(A, name="A")
+
+
+# --------------------------------------------------------------------------- walks
+
+def _block_size(N, block_size):
+    if block_size is not None:
+        return block_size
+    return int(max(8, min(1024, _BLOCK_BYTES // (8 * max(1, N)))))
+
+
+def _walk_block(P, Pt, cols, T):
+    """Columns ``cols`` of f_T(P) as a dense N×b block (P and Pᵀ canonical CSR)."""
+    N = P.shape[0]
+    b = cols.size
+    first = np.empty((N, b))
+    _K.scatter_columns(Pt.indptr, Pt.indices, Pt.data, cols, first)
+    if T == 1:
+        return first
+    prev = first
+    out = np.empty((N, b))
+    spare = np.empty((N, b))
+    for _ in range(2, T + 1):
+        _K.walk_step(P.indptr, P.indices, P.data, first, prev, out)
+        if prev is first:
+            prev, out = out, spare
+        else:
+            prev, out = out, prev
+    prev *= 1.0 / T
+    return prev
+
+
+def _check_walk_args(A, idx, T, name):
+    A = V_.check_square_csr(A, name="A")
+    idx = V_.check_indices(idx, name=name, size=A.shape[0])
+    T = V_.check_int(T, name="T", minimum=1)
+    return A, idx, T
+
+
+def walk_columns(A, cols, T, *, n_threads=None):
+    """Columns ``cols`` of f_T(A) = (A + … + A^T)/T, without ever forming a power of A.
+
+    Algorithm 1 for a whole block at once: ``a_1 = A[:, cols]``, then
+    ``a_t = a_1 + A a_{t-1}`` (one sparse × dense-block product per step, parallel over
+    the rows of A); the result is ``a_T / T``.
+
+    Parameters
+    ----------
+    A : scipy.sparse matrix, shape (N, N)
+        Usually :func:`transition_matrix`'s output; any square sparse matrix works.
+    cols : array-like of int
+        Column indices in ``[0, N)``.
+    T : int >= 1
+        Walk length.
+    n_threads : int, optional
+        numba threads for this call (default: the current setting).
+
+    Returns
+    -------
+    ndarray, shape (N, len(cols))
+        ``f_T(A)[:, cols]``.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is not sparse, ``cols`` is not integer or ``T`` is not an integer.
+    ValueError
+        If ``A`` is not square or has non-finite values, ``cols`` is out of range,
+        ``T < 1``, or the N × len(cols) result is above the dense-size limit.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> import fastpu as fp
+    >>> A = sp.csr_array(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    >>> fp.homf.walk_columns(A, [0], T=2)
+    array([[0.5],
+           [0.5]])
+    """
+    A, cols, T = _check_walk_args(A, cols, T, "cols")
+    V_.check_dense_size(A.shape[0], cols.size, what="walk_columns",
+                        alternative="fewer columns per call")
+    At = V_.transpose_csr(A)
+    with limit_threads(n_threads):
+        return _walk_block(A, At, cols, T)
+
+
+def walk_rows(A, rows, T, *, n_threads=None):
+    """Rows ``rows`` of f_T(A): the column recursion run on Aᵀ.
+
+    Parameters
+    ----------
+    A : scipy.sparse matrix, shape (N, N)
+        Any square sparse matrix (usually :func:`transition_matrix`'s output).
+    rows : array-like of int
+        Row indices in ``[0, N)``.
+    T : int >= 1
+        Walk length.
+    n_threads : int, optional
+        numba threads for this call.
+
+    Returns
+    -------
+    ndarray, shape (len(rows), N)
+        ``f_T(A)[rows, :]``.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` is not sparse, ``rows`` is not integer or ``T`` is not an integer.
+    ValueError
+        If ``A`` is not square or has non-finite values, ``rows`` is out of range,
+        ``T < 1``, or the result is above the dense-size limit.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> import fastpu as fp
+    >>> A = sp.csr_array(np.array([[0.0, 1.0], [0.0, 0.0]]))
+    >>> fp.homf.walk_rows(A, [0], T=1)
+    array([[0., 1.]])
+    """
+    A, rows, T = _check_walk_args(A, rows, T, "rows")
+    V_.check_dense_size(A.shape[0], rows.size, what="walk_rows",
+                        alternative="fewer rows per call")
+    At = V_.transpose_csr(A)
+    with limit_threads(n_threads):
+        return np.ascontiguousarray(_walk_block(At, A, rows, T).T)
+
+
+# --------------------------------------------------------------------------- objective
+
+def _exact_loss(P, Pt, T, L, Rt, block):
+    """Σ over Ω of (f_T(P) − L Rtᵀ)² column by column (Ω = nonzeros), dense blocks."""
+    N = P.shape[0]
+    total = 0.0
+    for start in range(0, N, block):
+        cols = np.arange(start, min(N, start + block), dtype=np.int64)
+        Ct = np.ascontiguousarray(_walk_block(P, Pt, cols, T).T)
+        out = np.empty(cols.size)
+        _K.block_loss(Ct, L, np.ascontiguousarray(Rt[cols]), False, out)
+        total += float(out.sum())
+    return total
+
+
+def _dense_loss(P, Pt, T, L, Rt, block):
+    N = P.shape[0]
+    total = 0.0
+    for start in range(0, N, block):
+        cols = np.arange(start, min(N, start + block), dtype=np.int64)
+        Ct = np.ascontiguousarray(_walk_block(P, Pt, cols, T).T)
+        out = np.empty(cols.size)
+        _K.block_loss(Ct, L, np.ascontiguousarray(Rt[cols]), True, out)
+        total += float(out.sum())
+    return total
+
+
+def objective(A, U, V, T, lam, *, mode="exact", block_size=None, n_threads=None):
+    """The value of objective (4): ½‖P_Ω(f_T(A) − U Vᵀ)‖² + λ(‖U‖² + ‖V‖²).
+
+    Ω is the set of nonzeros of f_T(A) (``mode="exact"``) or every entry
+    (``mode="dense"``).  The columns of f_T(A) are built block by block, so this
+    costs about one exact-mode half-iteration: O(T · nnz(A) · N).
+
+    Parameters
+    ----------
+    A : scipy.sparse matrix, shape (N, N)
+        The transition matrix.
+    U, V : array-like, shape (N, k)
+        Factors (``model.extras["U"]``, ``model.extras["V"]`` of a fitted model).
+    T : int >= 1
+        Walk length.
+    lam : float >= 0
+        Regularisation λ.
+    mode : {"exact", "dense"}
+        Which entries count.
+    block_size : int, optional
+        Columns per block (default: about 32 MiB per block).
+    n_threads : int, optional
+        numba threads for this call.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If an argument has the wrong type.
+    ValueError
+        If shapes do not match, values are not finite, ``T < 1``, ``lam < 0`` or
+        ``mode`` is unknown.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> import fastpu as fp
+    >>> A = sp.csr_array(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    >>> fp.homf.objective(A, np.zeros((2, 1)), np.zeros((2, 1)), T=1, lam=0.1)
+    1.0
+    """
+    A = V_.check_square_csr(A, name="A")
+    N = A.shape[0]
+    U = V_.check_dense(U, name="U", shape=(N, None))
+    k = U.shape[1]
+    V = V_.check_dense(V, name="V", shape=(N, k))
+    T = V_.check_int(T, name="T", minimum=1)
+    lam = V_.check_scalar(lam, name="lam", minimum=0.0)
+    mode = V_.check_choice(mode, name="mode", choices=_MODES)
+    if block_size is not None:
+        block_size = V_.check_int(block_size, name="block_size", minimum=1)
+    block = _block_size(N, block_size)
+    At = V_.transpose_csr(A)
+    with limit_threads(n_threads):
+        f = _exact_loss if mode == "exact" else _dense_loss
+        loss = f(A, At, T, U, V, block)
+    return 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+
+
+# --------------------------------------------------------------------------- fit
+
+def _exact_half(P, Pt, T, L, out, lam, block):
+    """Ridge solve for every column of f_T(P) against fixed L; returns Σ_Ω residual²."""
+    N = P.shape[0]
+    k = L.shape[1]
+    LtL = np.empty((k, k))
+    _K.gram(L, LtL)
+    total = 0.0
+    for start in range(0, N, block):
+        cols = np.arange(start, min(N, start + block), dtype=np.int64)
+        Ct = np.ascontiguousarray(_walk_block(P, Pt, cols, T).T)
+        sol = np.empty((cols.size, k))
+        loss = np.empty(cols.size)
+        ok = np.empty(cols.size, dtype=np.bool_)
+        _K.ridge_columns(Ct, L, LtL, 2.0 * lam, False, sol, loss, ok)
+        if not ok.all():
+            raise FloatingPointError(
+                "homf: a ridge system was not positive definite; raise lam"
+            )
+        out[start:start + cols.size] = sol
+        total += float(loss.sum())
+    return total
+
+
+def _horner(P, T, L, first, buf):
+    """(1/T) Σ_{l=1}^T P^l L by Horner: a_1 = P L, a_t = a_1 + P a_{t-1}."""
+    csr_dense(P.indptr, P.indices, P.data, L, first)
+    if T == 1:
+        return first.copy()
+    prev = first.copy()
+    for _ in range(2, T + 1):
+        _K.walk_step(P.indptr, P.indices, P.data, first, prev, buf)
+        prev, buf = buf, prev
+    prev *= 1.0 / T
+    return prev
+
+
+def _dense_half(P, T, L, lam, first, buf):
+    """New factor for the other side: (f_T(P) L)(LᵀL + 2λI)⁻¹, and ⟨new, f_T(P) L⟩."""
+    k = L.shape[1]
+    Z = _horner(P, T, L, first, buf)
+    LtL = np.empty((k, k))
+    _K.gram(L, LtL)
+    S = LtL + 2.0 * lam * np.eye(k)
+    new = np.ascontiguousarray(sla.cho_solve(sla.cho_factor(S, lower=True), Z.T).T)
+    return new, float(np.sum(new * Z)), LtL
+
+
+def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-3,
+        n_iter=10, mode="exact", *, block_size=None, n_threads=None, seed=0,
+        callback=None, verbose=False):
+    """Factor f_T(A) of the user-item(-side-graph) random walk: HOMF.
+
+    Alternates V ← argmin and U ← argmin of objective (4).  Each is one ridge
+    regression per column (row) of f_T(A), ``(L_Ωᵀ L_Ω + 2λ I) x = L_Ωᵀ f_Ω``, solved
+    with a k×k Cholesky factorisation, in parallel over the columns of a block; the
+    blocks of f_T(A) come from the recursion of Algorithm 1 (:func:`walk_columns`).
+
+    Parameters
+    ----------
+    R : scipy.sparse matrix, shape (m, n)
+        Observed user-item entries (ratings, counts or ones).
+    k : int >= 1
+        Rank.
+    T : int >= 1
+        Walk length (the paper tunes T in {2, 4, 6, 8}).
+    alpha : float in [0, 1]
+        Weight of the side graphs (forced to 0 when there are none).
+    user_graph, item_graph : sparse or dense, optional
+        Symmetric non-negative side graphs (m×m, n×n).
+    g : {"exp", "linear", "step"}
+        Edge weights from stored values (see :func:`transition_matrix`).
+    lam : float > 0
+        Regularisation λ of objective (4).
+    n_iter : int >= 1
+        Outer iterations (each updates V then U).
+    mode : {"exact", "dense"}
+        ``"exact"``: Ω = nonzeros of f_T(A) (the paper); each half-iteration costs
+        O(T · nnz(A) · N + N² k) through blocks of columns.  ``"dense"``: every entry
+        counts, each half-iteration costs T sparse × (N×k) products plus one k×k
+        solve, O(T · nnz(A) · k + N k²) — the fast path.
+    block_size : int, optional
+        Columns of f_T(A) per block in exact mode (default: about 32 MiB per block).
+    n_threads : int, optional
+        numba threads for this call (default: the current setting).
+    seed : int, Generator or None
+        U and V start uniform on [0, 1) as in the paper.
+    callback : callable, optional
+        Called with each history dict; return True to stop.
+    verbose : bool
+        Print one line per iteration.
+
+    Returns
+    -------
+    Factorization
+        ``user_factors = U[:m]``, ``item_factors = V[m:]`` (score of user i for item j
+        is ``u_i · v_{m+j}``); ``extras`` holds the full ``U``, ``V`` (N×k) and the
+        transition matrix ``A``.  ``history[t]["objective"]`` is objective (4) after
+        iteration t (``objective_v`` after its V half).  In dense mode the constant
+        ½‖f_T(A)‖²_F is left out (computing it costs a full exact pass; use
+        :func:`objective` for the complete value).
+
+    Raises
+    ------
+    TypeError
+        If an argument has the wrong type.
+    ValueError
+        For invalid values (see :func:`transition_matrix`; ``k``, ``T``, ``n_iter``
+        below 1, ``lam <= 0``, unknown ``mode``).
+    FloatingPointError
+        If the objective becomes non-finite.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> import fastpu as fp
+    >>> R = sp.random_array((30, 20), density=0.2, random_state=0, format="csr")
+    >>> model = fp.homf.fit(R, 4, T=3, n_iter=3, mode="dense")
+    >>> model.user_factors.shape, model.item_factors.shape
+    ((30, 4), (20, 4))
+    """
+    k = V_.check_k(k)
+    T = V_.check_int(T, name="T", minimum=1)
+    lam = V_.check_scalar(lam, name="lam", minimum=0.0, strict_min=True)
+    n_iter = V_.check_int(n_iter, name="n_iter", minimum=1)
+    mode = V_.check_choice(mode, name="mode", choices=_MODES)
+    if block_size is not None:
+        block_size = V_.check_int(block_size, name="block_size", minimum=1)
+    callback = V_.check_callback(callback)
+    rng = V_.check_seed(seed)
+    A = transition_matrix(R, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g)
+    m, n = R.shape
+    N = m + n
+    params = dict(k=k, T=T, alpha=alpha if (user_graph is not None or item_graph is not None) else 0.0,
+                  g=g, lam=lam, n_iter=n_iter, mode=mode, block_size=block_size,
+                  n_threads=n_threads, seed=seed if not isinstance(seed, np.random.Generator) else None,
+                  user_graph=user_graph is not None, item_graph=item_graph is not None)
+    U = rng.uniform(0.0, 1.0, size=(N, k))
+    V = rng.uniform(0.0, 1.0, size=(N, k))
+    At = V_.transpose_csr(A)
+    progress = Progress("homf", verbose=verbose, callback=callback)
+    block = _block_size(N, block_size)
+    with limit_threads(n_threads):
+        if mode == "exact":
+            for it in range(1, n_iter + 1):
+                # V: columns of f_T(A) against U.  U: rows of f_T(A) = columns of f_T(Aᵀ).
+                loss = _exact_half(A, At, T, U, V, lam, block)
+                obj_v = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+                loss = _exact_half(At, A, T, V, U, lam, block)
+                obj = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+                if progress.step(it, obj, objective_v=obj_v):
+                    break
+        else:
+            first = np.empty((N, k))
+            buf = np.empty((N, k))
+            for it in range(1, n_iter + 1):
+                # f_T(A)ᵀ U = (1/T) Σ (Aᵀ)^l U;  f_T(A) V = (1/T) Σ A^l V.
+                V, cross, UtU = _dense_half(At, T, U, lam, first, buf)
+                VtV = np.empty((k, k))
+                _K.gram(V, VtV)
+                obj_v = (-cross + 0.5 * float(np.sum(UtU * VtV))
+                         + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
+                U, cross, VtV = _dense_half(A, T, V, lam, first, buf)
+                _K.gram(U, UtU)
+                obj = (-cross + 0.5 * float(np.sum(UtU * VtV))
+                       + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
+                if progress.step(it, obj, objective_v=obj_v):
+                    break
+    return Factorization(
+        user_factors=np.ascontiguousarray(U[:m]),
+        item_factors=np.ascontiguousarray(V[m:]),
+        history=progress.history,
+        params=params,
+        method="homf",
+        extras={"U": U, "V": V, "A": A},
+    )
+
+
+def demo_configs():
+    """Settings for ``fastpu demo`` on MovieLens-100K (80/20 holdout of binarised ratings).
+
+    Returns
+    -------
+    list of (str, dict)
+        ``(label, fit_kwargs)`` pairs; ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``
+        trains each in well under 30 s on 2 cores.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> label, kwargs = fp.homf.demo_configs()[0]
+    >>> kwargs["mode"]
+    'dense'
+    """
+    return [
+        ("HOMF dense T=4 k=32", dict(k=32, T=4, lam=1e-3, n_iter=10, mode="dense")),
+        ("HOMF exact T=4 k=32", dict(k=32, T=4, lam=1e-3, n_iter=5, mode="exact")),
+    ]

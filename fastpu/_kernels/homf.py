@@ -1,0 +1,172 @@
+"""Kernels for HOMF: blocks of columns of f_T(A) and the per-column ridge solves.
+
+A block of ``b`` columns of f_T(A) = (A + ... + A^T)/T is built by the column
+recursion a_1 = A e_c, a_t = a_1 + A a_{t-1}, run for all ``b`` columns at once
+as sparse × dense-block products (``walk_step``).  Each ``prange`` iteration owns
+one output row (walk) or one column of the block (solves), so results do not
+depend on the thread count.
+"""
+
+import numba as nb
+import numpy as np
+
+_JIT = dict(nogil=True, cache=True)
+
+
+@nb.njit(parallel=True, **_JIT)
+def scatter_columns(t_indptr, t_indices, t_data, cols, out):
+    """out[:, c] = A[:, cols[c]] given Aᵀ as CSR (row cols[c] of Aᵀ is column cols[c] of A)."""
+    n_rows = out.shape[0]
+    b = cols.shape[0]
+    for r in nb.prange(n_rows):
+        for c in range(b):
+            out[r, c] = 0.0
+    for c in nb.prange(b):
+        j = cols[c]
+        for p in range(t_indptr[j], t_indptr[j + 1]):
+            out[t_indices[p], c] = t_data[p]
+
+
+@nb.njit(parallel=True, **_JIT)
+def walk_step(indptr, indices, data, first, prev, out):
+    """out = first + A @ prev (one step of a_t = a_1 + A a_{t-1} on a dense block)."""
+    b = prev.shape[1]
+    for i in nb.prange(indptr.shape[0] - 1):
+        for c in range(b):
+            out[i, c] = first[i, c]
+        for p in range(indptr[i], indptr[i + 1]):
+            a = data[p]
+            j = indices[p]
+            for c in range(b):
+                out[i, c] += a * prev[j, c]
+
+
+@nb.njit(**_JIT)
+def gram(U, out):
+    """out = Uᵀ U, summed serially over rows (a fixed order: thread-count independent)."""
+    k = U.shape[1]
+    for a in range(k):
+        for c in range(k):
+            out[a, c] = 0.0
+    for r in range(U.shape[0]):
+        for a in range(k):
+            ua = U[r, a]
+            for c in range(a, k):
+                out[a, c] += ua * U[r, c]
+    for a in range(k):
+        for c in range(a):
+            out[a, c] = out[c, a]
+
+
+@nb.njit(**_JIT)
+def _cholesky_solve(G, rhs, x):
+    """Solve G x = rhs for symmetric positive definite G in place (G is overwritten by L)."""
+    k = G.shape[0]
+    for j in range(k):
+        s = G[j, j]
+        for q in range(j):
+            s -= G[j, q] * G[j, q]
+        if s <= 0.0:
+            return False
+        d = np.sqrt(s)
+        G[j, j] = d
+        for i in range(j + 1, k):
+            s = G[i, j]
+            for q in range(j):
+                s -= G[i, q] * G[j, q]
+            G[i, j] = s / d
+    for i in range(k):
+        s = rhs[i]
+        for q in range(i):
+            s -= G[i, q] * x[q]
+        x[i] = s / G[i, i]
+    for i in range(k - 1, -1, -1):
+        s = x[i]
+        for q in range(i + 1, k):
+            s -= G[q, i] * x[q]
+        x[i] = s / G[i, i]
+    return True
+
+
+@nb.njit(parallel=True, **_JIT)
+def ridge_columns(Ct, U, UtU, lam2, dense, out, loss_out, ok_out):
+    """For each row c of Ct (a column x of f_T(A)), solve (U_Ωᵀ U_Ω + lam2 I) v = U_Ωᵀ x_Ω.
+
+    Ω = nonzeros of x (every entry when ``dense``).  The Gram over Ω is summed over Ω
+    or taken as UtU minus the sum over the complement, whichever is shorter.
+    loss_out[c] = Σ_Ω (x_r - u_r·v)², computed from the pieces of the solve.
+    """
+    b, n = Ct.shape
+    k = U.shape[1]
+    for c in nb.prange(b):
+        rhs = np.zeros(k)
+        G = np.empty((k, k))
+        v = np.empty(k)
+        sumsq = 0.0
+        nnz = 0
+        for r in range(n):
+            x = Ct[c, r]
+            if x != 0.0:
+                nnz += 1
+                sumsq += x * x
+                for a in range(k):
+                    rhs[a] += x * U[r, a]
+        if dense or 2 * nnz > n:
+            for a in range(k):
+                for q in range(k):
+                    G[a, q] = UtU[a, q]
+            if not dense:
+                for r in range(n):
+                    if Ct[c, r] == 0.0:
+                        for a in range(k):
+                            ua = U[r, a]
+                            for q in range(a, k):
+                                G[a, q] -= ua * U[r, q]
+        else:
+            for a in range(k):
+                for q in range(k):
+                    G[a, q] = 0.0
+            for r in range(n):
+                if Ct[c, r] != 0.0:
+                    for a in range(k):
+                        ua = U[r, a]
+                        for q in range(a, k):
+                            G[a, q] += ua * U[r, q]
+        for a in range(k):
+            for q in range(a):
+                G[a, q] = G[q, a]
+        # Ω-loss after the solve: sumsq - 2 v·rhs + vᵀ G_Ω v, with G_Ω = G before the ridge.
+        Gs = G.copy()
+        for a in range(k):
+            G[a, a] += lam2
+        ok = _cholesky_solve(G, rhs, v)
+        ok_out[c] = ok
+        quad = 0.0
+        lin = 0.0
+        for a in range(k):
+            lin += v[a] * rhs[a]
+            acc = 0.0
+            for q in range(k):
+                acc += Gs[a, q] * v[q]
+            quad += v[a] * acc
+        loss_out[c] = sumsq - 2.0 * lin + quad
+        for a in range(k):
+            out[c, a] = v[a]
+
+
+@nb.njit(parallel=True, **_JIT)
+def block_loss(Ct, U, Vb, dense, loss_out):
+    """loss_out[c] = Σ_r (Ct[c, r] - U[r]·Vb[c])² over Ω = nonzeros of Ct[c] (all r when dense)."""
+    b, n = Ct.shape
+    k = U.shape[1]
+    for c in nb.prange(b):
+        acc = 0.0
+        for r in range(n):
+            x = Ct[c, r]
+            if dense or x != 0.0:
+                s = 0.0
+                for a in range(k):
+                    s += U[r, a] * Vb[c, a]
+                d = x - s
+                acc += d * d
+        loss_out[c] = acc
