@@ -103,7 +103,7 @@ def soft_threshold(x, tau):
     tau = V.check_scalar(tau, name="tau", minimum=0.0)
     scalar = np.ndim(x) == 0
     arr = _as_values(x, "x")
-    out = np.sign(arr) * np.maximum(np.abs(arr) - tau, 0.0)
+    out = np.sign(arr) * np.maximum(np.abs(arr) - tau, 0.0) + 0.0   # + 0.0: no -0.0
     return float(out) if scalar else out
 
 
