@@ -503,9 +503,11 @@ def from_pairs(users, items, values=None):
     --------
     >>> from fastpu.datasets import from_pairs
     >>> ds = from_pairs(["ann", "bob", "ann"], [10, 20, 20], [4.0, 5.0, 3.0])
-    >>> ds.Y.toarray(), list(ds.user_ids), list(ds.item_ids)
-    (array([[4., 3.],
-           [0., 5.]]), ['ann', 'bob'], [10, 20])
+    >>> ds.Y.toarray()
+    array([[4., 3.],
+           [0., 5.]])
+    >>> ds.user_ids.tolist(), ds.item_ids.tolist()
+    (['ann', 'bob'], [10, 20])
     """
     nu, ni = len(users), len(items)
     if nu != ni:
