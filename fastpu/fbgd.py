@@ -218,10 +218,18 @@ class _Problem:
         _k.weighted_gram(w, B, S, s)
         return S, s
 
+    def loss_at(self, theta_x, theta_y):
+        """Loss (2) at parameters Θ^X, Θ^Y (no penalty)."""
+        P, Q = self.embed(self.Zx, theta_x), self.embed(self.Zy, theta_y)
+        Sq, sq = self.gram(self.neg, Q)
+        Sp, sp_ = self.gram(self.ones_m, P)
+        return self.loss(P, Q, Sq, sq, Sp, sp_)
+
     def loss(self, P, Q, Sq, sq, Sp, sp_):
         """Loss (2) from the caches: all-pairs term + correction on the positives."""
         const = self.r_neg * self.r_neg * self.m * float(self.neg.sum())
-        allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
+        with np.errstate(over="ignore", invalid="ignore"):   # a diverging run is reported by Progress
+            allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
         pred = np.empty(self.Y.nnz)
         rows = np.empty(self.m)
         _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
@@ -450,6 +458,23 @@ def _penalty(reg, prob, theta_x, theta_y):
     if reg == 0.0:
         return 0.0
     return reg * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
+
+
+def _gradients(prob, theta_x, theta_y):
+    """∂J/∂Θ^X and ∂J/∂Θ^Y of the loss at one point, by the kernels of the batch mode."""
+    P, Q = prob.embed(prob.Zx, theta_x), prob.embed(prob.Zy, theta_y)
+    Sq, sq = prob.gram(prob.neg, Q)
+    Sp, sp_ = prob.gram(prob.ones_m, P)
+    Y = prob.Y
+    G_p, G_q = np.empty_like(P), np.empty_like(Q)
+    _k.side_gradient(Y.indptr, Y.indices, prob.ident, prob.apos, prob.rpos, prob.aneg,
+                     P, Q, Sq, sq, prob.ones_m, prob.r_neg, G_p)
+    _k.side_gradient(prob.YT_indptr, prob.YT_indices, prob.perm, prob.apos, prob.rpos,
+                     prob.aneg, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
+    gx, gy = np.empty_like(theta_x), np.empty_like(theta_y)
+    _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, gx)
+    _csr.csr_dense(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, G_q, gy)
+    return gx, gy
 
 
 def _train(prob, theta_x, theta_y, *, lr, n_epochs, update, adagrad, reg, progress):

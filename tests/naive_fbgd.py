@@ -1,0 +1,137 @@
+"""Dense brute-force references for fBGD, written from the paper's formulas (Yuan et al.).
+
+Everything here is O(|X|·|Y|) on purpose: sums run over every (x, y) pair exactly
+as written in eq. 2 (loss), eq. 4 (gradient over all samples), eq. 11-13
+(SVDFeature embeddings with the g = f + 2 bias augmentation) and eq. 22 (weights).
+Parameters use the layout of ``fastpu.fbgd``: Θ^X has one row per user feature plus,
+with biases, a last row for the constant feature (global bias w0 and the fixed 1).
+"""
+
+import numpy as np
+
+
+def negative_weights(counts, alpha0, rho):
+    """Eq. 22 item by item: α0 (e^{z_y} − 1)^ρ / Σ (e^{z_y'} − 1)^ρ, z_y = p_y / |P|."""
+    counts = np.asarray(counts, dtype=float)
+    total = counts.sum()
+    n = counts.size
+    if rho == 0.0 or total == 0.0:
+        return np.array([alpha0 / n] * n)
+    raw = np.array([(np.exp(c / total) - 1.0) ** rho for c in counts])
+    return np.array([alpha0 * r / raw.sum() for r in raw])
+
+
+def svdfeature_embeddings(Zx, Zy, Vx, Vy, wx=None, wy=None, w0=0.0):
+    """Eq. 13: p_x,d = Σ_j z_xj v_jd; with biases p_x,f+1 = w0 + Σ w_j z_xj, p_x,f+2 = 1,
+    q_y,f+1 = 1, q_y,f+2 = Σ w'_j z_yj."""
+    Zx, Zy = np.asarray(Zx, float), np.asarray(Zy, float)
+    m, n = Zx.shape[0], Zy.shape[0]
+    f = Vx.shape[1]
+    P_core = np.array([[sum(Zx[x, j] * Vx[j, d] for j in range(Zx.shape[1])) for d in range(f)]
+                       for x in range(m)]).reshape(m, f)
+    Q_core = np.array([[sum(Zy[y, j] * Vy[j, d] for j in range(Zy.shape[1])) for d in range(f)]
+                       for y in range(n)]).reshape(n, f)
+    if wx is None:
+        return P_core, Q_core
+    p_bias = np.array([w0 + sum(wx[j] * Zx[x, j] for j in range(Zx.shape[1])) for x in range(m)])
+    q_bias = np.array([sum(wy[j] * Zy[y, j] for j in range(Zy.shape[1])) for y in range(n)])
+    P = np.column_stack([P_core, p_bias, np.ones(m)])
+    Q = np.column_stack([Q_core, np.ones(n), q_bias])
+    return P, Q
+
+
+def theta_to_parts(theta_x, theta_y, f, biases):
+    """Split fastpu's Θ^X, Θ^Y into (Vx, Vy, wx, wy, w0)."""
+    if not biases:
+        return theta_x[:, :f], theta_y[:, :f], None, None, 0.0
+    return (theta_x[:-1, :f], theta_y[:-1, :f], theta_x[:-1, f], theta_y[:-1, f + 1],
+            theta_x[-1, f])
+
+
+def loss(D, P, Q, apos, rpos, neg, r_neg):
+    """Eq. 2 pair by pair: Σ_P α⁺(r⁺ − r̂)² + Σ_U α⁻_y (r⁻ − r̂)².
+
+    ``D`` is the dense 0/1 positive mask; ``apos``, ``rpos`` dense matrices (read on P only).
+    """
+    m, n = D.shape
+    J = 0.0
+    for x in range(m):
+        for y in range(n):
+            r = float(P[x] @ Q[y])
+            if D[x, y]:
+                J += apos[x, y] * (rpos[x, y] - r) ** 2
+            else:
+                J += neg[y] * (r_neg - r) ** 2
+    return J
+
+
+def score_gradient(D, P, Q, apos, rpos, neg, r_neg):
+    """∂J/∂r̂_xy for every pair (eq. 4 before the chain rule): −2 α (r − r̂)."""
+    R = P @ Q.T
+    return np.where(D, -2.0 * apos * (rpos - R), -2.0 * neg[None, :] * (r_neg - R))
+
+
+def param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg=0.0):
+    """Eq. 4 with eq. 15/17 (∂p_x,d/∂θ_jd = z_xj): ∂J/∂Θ^X, ∂J/∂Θ^Y over all pairs.
+
+    With biases, the last row of Θ multiplies a constant-1 feature.
+    """
+    Zx, Zy = np.asarray(Zx, float), np.asarray(Zy, float)
+    if biases:
+        Zx = np.column_stack([Zx, np.ones(Zx.shape[0])])
+        Zy = np.column_stack([Zy, np.ones(Zy.shape[0])])
+    P, Q = Zx @ theta_x, Zy @ theta_y
+    G = score_gradient(D, P, Q, apos, rpos, neg, r_neg)
+    gx = np.zeros_like(theta_x)
+    gy = np.zeros_like(theta_y)
+    for x in range(D.shape[0]):
+        for y in range(D.shape[1]):
+            gx += G[x, y] * np.outer(Zx[x], Q[y])   # ∂r̂/∂θ^X_jd = z_xj q_yd
+            gy += G[x, y] * np.outer(Zy[y], P[x])
+    return gx + 2.0 * reg * theta_x, gy + 2.0 * reg * theta_y
+
+
+def full_loss(D, Zx, Zy, theta_x, theta_y, biases, apos, rpos, neg, r_neg, reg=0.0,
+              free_x=None, free_y=None):
+    Zx, Zy = np.asarray(Zx, float), np.asarray(Zy, float)
+    if biases:
+        Zx = np.column_stack([Zx, np.ones(Zx.shape[0])])
+        Zy = np.column_stack([Zy, np.ones(Zy.shape[0])])
+    J = loss(D, Zx @ theta_x, Zy @ theta_y, apos, rpos, neg, r_neg)
+    if reg:
+        J += reg * (np.sum(theta_x[free_x] ** 2) + np.sum(theta_y[free_y] ** 2))
+    return J
+
+
+def _step(theta, acc, j, d, grad, lr, adagrad, eps=1e-4):
+    if adagrad:
+        acc[j, d] += grad * grad
+        den = np.sqrt(acc[j, d]) if acc[j, d] > 0 else eps
+        theta[j, d] -= lr * grad / den
+    else:
+        theta[j, d] -= lr * grad
+
+
+def coordinate_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, f, biases,
+                     apos, rpos, neg, r_neg, lr, adagrad, reg=0.0):
+    """Appendix B, Algorithm 1 literally: every free θ^X_jd in order, each with the exact
+    all-pairs gradient at the current point, then every θ^Y_jd.  In place."""
+    for theta, acc, free, side in ((theta_x, acc_x, free_x, 0), (theta_y, acc_y, free_y, 1)):
+        for j in range(theta.shape[0]):
+            for d in range(theta.shape[1]):
+                if not free[j, d]:
+                    continue
+                grads = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg,
+                                        r_neg, reg)
+                _step(theta, acc, j, d, grads[side][j, d], lr, adagrad)
+
+
+def batch_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, f, biases,
+                apos, rpos, neg, r_neg, lr, adagrad, reg=0.0):
+    """All gradients of the user side at one point, update them all; then the item side."""
+    gx, _ = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg)
+    for j, d in zip(*np.nonzero(free_x)):
+        _step(theta_x, acc_x, j, d, gx[j, d], lr, adagrad)
+    _, gy = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg)
+    for j, d in zip(*np.nonzero(free_y)):
+        _step(theta_y, acc_y, j, d, gy[j, d], lr, adagrad)

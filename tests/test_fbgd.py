@@ -1,0 +1,383 @@
+"""fBGD: efficient loss and gradients against dense all-pairs references, optimiser behaviour,
+the eq. 22 weights, determinism, and the boundary's error messages."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fastpu import fbgd
+from fastpu._progress import Progress
+
+import naive_fbgd as naive
+
+
+# --------------------------------------------------------------------------- helpers
+def _random_csr(rng, m, n, density, values=False, nonneg=True):
+    mask = rng.random((m, n)) < density
+    vals = rng.uniform(0.5, 3.0, size=(m, n)) if values else np.ones((m, n))
+    if not nonneg:
+        vals = vals * rng.choice([-1.0, 1.0], size=(m, n))
+    return sp.csr_array(np.where(mask, vals, 0.0))
+
+
+@st.composite
+def problems(draw, features=None):
+    """A small PU problem: Y with possibly empty rows/columns/nnz = 0, optional sparse
+    features, biases, eq. 22 weights or a random vector, scalar or per-positive α⁺, r⁺."""
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    m, n = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    Y = _random_csr(rng, m, n, draw(st.sampled_from([0.0, 0.3, 0.6])), values=True)
+    k = draw(st.integers(1, 3))
+    use_features = draw(st.booleans()) if features is None else features
+    if use_features:
+        Zx = _random_csr(rng, m, draw(st.integers(1, 4)), 0.6, values=True, nonneg=False)
+        Zy = _random_csr(rng, n, draw(st.integers(1, 4)), 0.6, values=True, nonneg=False)
+        biases = draw(st.booleans())
+    else:
+        Zx, Zy = sp.identity(m, format="csr"), sp.identity(n, format="csr")
+        biases = draw(st.booleans())
+    if draw(st.booleans()):
+        neg = fbgd.negative_weights(Y, draw(st.floats(0.0, 5.0)), draw(st.sampled_from([0.0, 0.5, 2.0])))
+    else:
+        neg = rng.uniform(0.0, 2.0, size=n)
+    pos_weight = draw(st.sampled_from([1.0, 3.5, "values"]))
+    r_pos = draw(st.sampled_from([1.0, "values"]))
+    r_neg = draw(st.sampled_from([0.0, -0.5, 0.3]))
+    return dict(Y=Y, Zx=Zx, Zy=Zy, k=k, biases=biases, neg=neg, pos_weight=pos_weight,
+                r_pos=r_pos, r_neg=r_neg, rng=rng)
+
+
+def _build(pb):
+    """The fastpu problem and random parameters Θ^X, Θ^Y, plus the dense inputs of naive."""
+    Y = fbgd.V.check_csr(pb["Y"])
+    Zx = fbgd.V.check_csr(pb["Zx"], nonnegative=False)
+    Zy = fbgd.V.check_csr(pb["Zy"], nonnegative=False)
+    apos = fbgd._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
+    rpos = fbgd._positive_array(pb["r_pos"], name="r_pos", Y=Y, minimum=None)
+    prob = fbgd._Problem(Y, Zx, Zy, pb["k"], pb["biases"], pb["neg"], apos, rpos, pb["r_neg"])
+    tx, ty = prob.init_params(pb["rng"], 0.7)
+    tx[prob.free_x] = pb["rng"].normal(0.0, 0.7, size=int(prob.free_x.sum()))
+    ty[prob.free_y] = pb["rng"].normal(0.0, 0.7, size=int(prob.free_y.sum()))
+    D = Y.toarray() > 0
+    A = sp.csr_array((apos, Y.indices, Y.indptr), shape=Y.shape).toarray()
+    R = sp.csr_array((rpos, Y.indices, Y.indptr), shape=Y.shape).toarray()
+    dense = dict(D=D, Zx=pb["Zx"].toarray(), Zy=pb["Zy"].toarray(), apos=A, rpos=R,
+                 neg=np.asarray(pb["neg"], float), r_neg=pb["r_neg"])
+    return prob, tx, ty, dense
+
+
+def _naive_loss(dense, tx, ty, biases):
+    return naive.full_loss(dense["D"], dense["Zx"], dense["Zy"], tx, ty, biases, dense["apos"],
+                           dense["rpos"], dense["neg"], dense["r_neg"])
+
+
+def _naive_grads(dense, tx, ty, f, biases, reg=0.0):
+    return naive.param_gradients(dense["D"], dense["Zx"], dense["Zy"], tx, ty, f, biases,
+                                 dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"], reg)
+
+
+# --------------------------------------------------------------------------- eq. 22
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 6), n=st.integers(1, 8),
+       density=st.sampled_from([0.0, 0.2, 0.7]), alpha0=st.floats(0.0, 100.0),
+       rho=st.sampled_from([0.0, 0.3, 1.0, 4.0]))
+def test_negative_weights_match_eq22(seed, m, n, density, alpha0, rho):
+    Y = _random_csr(np.random.default_rng(seed), m, n, density)
+    w = fbgd.negative_weights(Y, alpha0, rho)
+    counts = np.asarray((Y.toarray() > 0).sum(axis=0)).ravel()
+    np.testing.assert_allclose(w, naive.negative_weights(counts, alpha0, rho), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(w.sum(), alpha0, rtol=1e-12)
+    assert w.min() >= 0.0
+
+
+def test_negative_weights_uniform_at_rho_zero_and_grow_with_popularity():
+    Y = sp.csr_array(np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0.0]]))
+    np.testing.assert_array_equal(fbgd.negative_weights(Y, 8.0, 0.0), np.full(4, 2.0))
+    w = fbgd.negative_weights(Y, 8.0, 1.0)
+    assert w[0] > w[1] > w[2] > w[3] == 0.0
+
+
+# --------------------------------------------------------------------------- loss (2)
+@given(problems(features=False))
+def test_objective_matches_dense_all_pairs(pb):
+    Y = pb["Y"]
+    m, n = Y.shape
+    rng = pb["rng"]
+    g = pb["k"]
+    P, Q = rng.normal(size=(m, g)), rng.normal(size=(n, g))
+    J = fbgd.objective(Y, P, Q, neg_weights=pb["neg"], pos_weight=pb["pos_weight"],
+                       r_pos=pb["r_pos"], r_neg=pb["r_neg"])
+    _, _, _, dense = _build(pb)
+    ref = naive.loss(dense["D"], P, Q, dense["apos"], dense["rpos"], dense["neg"], pb["r_neg"])
+    np.testing.assert_allclose(J, ref, rtol=1e-10, atol=1e-10)
+
+
+@given(problems())
+def test_svdfeature_loss_matches_dense(pb):
+    prob, tx, ty, dense = _build(pb)
+    f = pb["k"]
+    # fastpu's embeddings are exactly eq. 13 built from the parts
+    parts = naive.theta_to_parts(tx, ty, f, pb["biases"])
+    P_ref, Q_ref = naive.svdfeature_embeddings(dense["Zx"], dense["Zy"], *parts)
+    np.testing.assert_allclose(prob.embed(prob.Zx, tx), P_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(prob.embed(prob.Zy, ty), Q_ref, rtol=1e-12, atol=1e-12)
+    ref = naive.loss(dense["D"], P_ref, Q_ref, dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"])
+    np.testing.assert_allclose(prob.loss_at(tx, ty), ref, rtol=1e-10, atol=1e-10)
+
+
+def test_objective_never_forms_the_full_matrix():
+    # 10^6 × 10^6 would need 8 TB dense; the cached form only touches rows and positives.
+    m = n = 1_000_000
+    rng = np.random.default_rng(0)
+    rows, cols = rng.integers(0, m, 500), rng.integers(0, n, 500)
+    Y = sp.csr_array((np.ones(500), (rows, cols)), shape=(m, n))
+    P, Q = rng.normal(size=(m, 2)) * 0.1, rng.normal(size=(n, 2)) * 0.1
+    neg = np.full(n, 1e-6)
+    J = fbgd.objective(Y, P, Q, neg_weights=neg)
+    Yc = fbgd.V.check_csr(Y)
+    R = np.einsum("ij,ij->i", P[np.repeat(np.arange(m), np.diff(Yc.indptr))], Q[Yc.indices])
+    pos = np.sum((1 - R) ** 2) - np.sum(1e-6 * R ** 2)
+    allpairs = 1e-6 * np.sum((P.T @ P) * (Q.T @ Q))
+    np.testing.assert_allclose(J, pos + allpairs, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- gradients
+@given(problems())
+def test_gradients_match_dense_all_pairs(pb):
+    prob, tx, ty, dense = _build(pb)
+    gx, gy = fbgd._gradients(prob, tx, ty)
+    rx, ry = _naive_grads(dense, tx, ty, pb["k"], pb["biases"])
+    np.testing.assert_allclose(gx, rx, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gy, ry, rtol=1e-9, atol=1e-9)
+
+
+@given(problems())
+def test_gradients_match_finite_differences(pb):
+    prob, tx, ty, dense = _build(pb)
+    gx, gy = fbgd._gradients(prob, tx, ty)
+    h = 1e-5
+    for theta, grad, free in ((tx, gx, prob.free_x), (ty, gy, prob.free_y)):
+        for j, d in zip(*np.nonzero(free)):
+            old = theta[j, d]
+            theta[j, d] = old + h
+            up = prob.loss_at(tx, ty)
+            up_ref = _naive_loss(dense, tx, ty, pb["biases"])
+            theta[j, d] = old - h
+            down = prob.loss_at(tx, ty)
+            down_ref = _naive_loss(dense, tx, ty, pb["biases"])
+            theta[j, d] = old
+            scale = max(1.0, abs(grad[j, d]))
+            assert abs((up - down) / (2 * h) - grad[j, d]) <= 1e-5 * scale
+            assert abs((up_ref - down_ref) / (2 * h) - grad[j, d]) <= 1e-5 * scale
+
+
+# --------------------------------------------------------------------------- updates
+def _one_run(pb, update, adagrad, n_epochs, lr, reg):
+    prob, tx, ty, dense = _build(pb)
+    nx, ny = tx.copy(), ty.copy()
+    progress = Progress("test")
+    fbgd._train(prob, tx, ty, lr=lr, n_epochs=n_epochs, update=update, adagrad=adagrad, reg=reg,
+                progress=progress)
+    ax, ay = np.zeros_like(nx), np.zeros_like(ny)
+    step = naive.coordinate_epoch if update == "coordinate" else naive.batch_epoch
+    for _ in range(n_epochs):
+        step(dense["D"], dense["Zx"], dense["Zy"], nx, ny, ax, ay, prob.free_x, prob.free_y,
+             pb["k"], pb["biases"], dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"],
+             lr, adagrad, reg)
+    return (tx, ty), (nx, ny), progress
+
+
+@given(problems(), st.sampled_from(["coordinate", "batch"]), st.booleans(), st.sampled_from([0.0, 0.1]))
+def test_epochs_match_naive_algorithm(pb, update, adagrad, reg):
+    (tx, ty), (nx, ny), progress = _one_run(pb, update, adagrad, 2, 0.01, reg)
+    np.testing.assert_allclose(tx, nx, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ty, ny, rtol=1e-8, atol=1e-10)
+    assert len(progress.history) == 2
+
+
+def _planted(m=60, n=50, rank=3, density=0.12, seed=0):
+    rng = np.random.default_rng(seed)
+    A, B = rng.normal(size=(m, rank)), rng.normal(size=(n, rank))
+    S = A @ B.T + rng.normal(scale=0.5, size=(m, n))
+    thr = np.quantile(S, 1 - density)
+    return sp.csr_array((S > thr).astype(float))
+
+
+@pytest.mark.parametrize("update", ["coordinate", "batch"])
+@pytest.mark.parametrize("features", [False, True])
+def test_both_update_modes_lower_the_objective(update, features):
+    Y = _planted()
+    kw = {}
+    if features:
+        rng = np.random.default_rng(1)
+        kw = dict(user_features=sp.hstack([sp.identity(60), _random_csr(rng, 60, 4, 0.5)], format="csr"),
+                  item_features=sp.hstack([sp.identity(50), _random_csr(rng, 50, 3, 0.5)], format="csr"))
+    model = fbgd.fit(Y, 4, alpha0=10.0, n_epochs=20, update=update, **kw)
+    objs = [model.extras["initial_objective"]] + [h["objective"] for h in model.history]
+    assert objs[-1] < 0.7 * objs[0]
+    assert objs[-1] <= min(objs[:5])
+    assert all(np.isfinite(objs))
+
+
+def _skewed_problem():
+    """Users described by their one-hot id plus one feature shared by every user (value 5):
+    the shared feature's gradient sums over all users (section 4.1)."""
+    Y = _planted(m=120, n=40, density=0.15, seed=3)
+    Zx = sp.hstack([sp.identity(120), np.full((120, 1), 5.0)], format="csr")
+    return Y, Zx
+
+
+def test_plain_gd_diverges_or_stalls_on_skewed_features_where_adagrad_does_not():
+    Y, Zx = _skewed_problem()
+    kw = dict(user_features=Zx, alpha0=10.0, n_epochs=25, update="batch", seed=0)
+    ada = fbgd.fit(Y, 4, lr=0.05, optimizer="adagrad", **kw)
+    j0 = ada.extras["initial_objective"]
+    j_ada = ada.history[-1]["objective"]
+    assert j_ada < 0.8 * j0
+    outcomes = {}
+    for lr in [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6]:
+        try:
+            gd = fbgd.fit(Y, 4, lr=lr, optimizer="gd", **kw)
+        except FloatingPointError:
+            outcomes[lr] = "diverged"
+            continue
+        objs = [h["objective"] for h in gd.history]
+        if objs[-1] > j0:
+            outcomes[lr] = "diverging"
+        else:
+            # stalls: stays far above Adagrad's objective after the same number of epochs
+            outcomes[lr] = "stalled" if objs[-1] > 1.5 * j_ada else "fine"
+    assert "fine" not in outcomes.values(), outcomes
+    assert "diverged" in outcomes.values() or "diverging" in outcomes.values()
+
+
+def test_adagrad_accumulator_zero_uses_epsilon():
+    # A feature column that is zero everywhere has gradient 0: its parameters must stay put
+    # (0 / ε, not 0 / 0 = NaN).
+    Y = _planted(m=20, n=15, seed=5)
+    Zx = sp.hstack([sp.identity(20), sp.csr_array((20, 1))], format="csr")
+    model = fbgd.fit(Y, 2, user_features=Zx, alpha0=3.0, n_epochs=3, update="batch", init_std=0.0)
+    assert np.all(np.isfinite(model.user_factors))
+    assert model.extras["V_user"][-1].tolist() == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- the model
+def test_scores_include_the_biases_of_eq13():
+    rng = np.random.default_rng(2)
+    Y = _planted(m=30, n=20, seed=2)
+    Zx = _random_csr(rng, 30, 5, 0.5, values=True)
+    Zy = _random_csr(rng, 20, 4, 0.5, values=True)
+    model = fbgd.fit(Y, 3, user_features=Zx, item_features=Zy, alpha0=4.0, n_epochs=3)
+    e = model.extras
+    ref = (Zx.toarray() @ e["V_user"]) @ (Zy.toarray() @ e["V_item"]).T
+    ref += e["w0"] + (Zx.toarray() @ e["w_user"])[:, None] + (Zy.toarray() @ e["w_item"])[None, :]
+    np.testing.assert_allclose(model.scores(), ref, rtol=1e-10, atol=1e-12)
+    assert model.user_factors.shape == (30, 5) and model.W is e["V_user"]
+    assert e["w0"] != 0.0
+
+
+def test_plain_mf_has_no_biases_and_matches_objective():
+    Y = _planted(m=25, n=20, seed=4)
+    model = fbgd.fit(Y, 3, alpha0=5.0, rho=0.5, n_epochs=4, update="batch")
+    assert model.user_factors.shape == (25, 3) and "w0" not in model.extras
+    J = fbgd.objective(Y, model.user_factors, model.item_factors,
+                       neg_weights=fbgd.negative_weights(Y, 5.0, 0.5))
+    np.testing.assert_allclose(J, model.history[-1]["objective"], rtol=1e-10)
+
+
+@pytest.mark.parametrize("update", ["coordinate", "batch"])
+def test_deterministic_for_a_seed_and_across_thread_counts(update):
+    Y = _planted(seed=6)
+    a = fbgd.fit(Y, 4, alpha0=5.0, n_epochs=4, update=update, seed=3, n_threads=1)
+    b = fbgd.fit(Y, 4, alpha0=5.0, n_epochs=4, update=update, seed=3, n_threads=2)
+    c = fbgd.fit(Y, 4, alpha0=5.0, n_epochs=4, update=update, seed=4, n_threads=2)
+    np.testing.assert_array_equal(a.user_factors, b.user_factors)
+    np.testing.assert_array_equal(a.item_factors, b.item_factors)
+    assert not np.array_equal(a.user_factors, c.user_factors)
+
+
+def test_callback_stops_early_and_history_is_complete():
+    Y = _planted(seed=7)
+    seen = []
+    model = fbgd.fit(Y, 2, alpha0=5.0, n_epochs=10, callback=lambda info: seen.append(info) or len(seen) == 3)
+    assert len(model.history) == 3 and len(seen) == 3
+    assert {"iter", "objective", "loss", "seconds"} <= set(model.history[0])
+
+
+def test_pos_weight_values_uses_stored_values():
+    Y = _planted(m=20, n=15, seed=8)
+    Y2 = Y.copy()
+    Y2.data = Y2.data * 4.0
+    a = fbgd.fit(Y, 2, alpha0=3.0, n_epochs=2, pos_weight=4.0, update="batch")
+    b = fbgd.fit(Y2, 2, alpha0=3.0, n_epochs=2, pos_weight="values", update="batch")
+    np.testing.assert_allclose(a.user_factors, b.user_factors, rtol=1e-12)
+
+
+def test_demo_configs_are_valid_fit_arguments():
+    Y = _planted(m=30, n=25, seed=9)
+    configs = fbgd.demo_configs()
+    assert configs and all(isinstance(label, str) for label, _ in configs)
+    for _, kw in configs:
+        kw = dict(kw, n_epochs=1)
+        model = fbgd.fit(Y, **kw, seed=0, verbose=False)
+        assert model.scores([0]).shape == (1, 25)
+
+
+# --------------------------------------------------------------------------- boundary
+def test_bad_inputs_get_clear_errors():
+    Y = _planted(m=10, n=8, seed=10)
+    with pytest.raises(ValueError, match=r"alpha0 must be >= 0.0, got -1"):
+        fbgd.fit(Y, 2, alpha0=-1.0)
+    with pytest.raises(ValueError, match=r"alpha0 must be >= 0.0, got -1"):
+        fbgd.negative_weights(Y, -1.0, 0.0)
+    with pytest.raises(ValueError, match=r"rho must be >= 0.0, got -0.5"):
+        fbgd.negative_weights(Y, 1.0, -0.5)
+    with pytest.raises(ValueError, match=r"user_features has 9 rows, expected 10"):
+        fbgd.fit(Y, 2, user_features=sp.csr_array(np.ones((9, 3))))
+    with pytest.raises(ValueError, match=r"item_features has shape 7×3, expected 8×\*"):
+        fbgd.fit(Y, 2, item_features=np.ones((7, 3)))
+    bad = Y.copy()
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match=r"Y has 1 non-finite \(NaN or inf\) stored values"):
+        fbgd.fit(bad, 2)
+    Z = np.ones((10, 2))
+    Z[3, 1] = np.inf
+    with pytest.raises(ValueError, match=r"user_features has 1 non-finite"):
+        fbgd.fit(Y, 2, user_features=Z)
+    with pytest.raises(TypeError, match=r"Y must be a scipy.sparse matrix or array, got ndarray"):
+        fbgd.fit(Y.toarray(), 2)
+    with pytest.raises(ValueError, match=r"unknown update 'sgd'; expected one of 'coordinate', 'batch'"):
+        fbgd.fit(Y, 2, update="sgd")
+    with pytest.raises(ValueError, match=r"unknown optimizer 'adam'"):
+        fbgd.fit(Y, 2, optimizer="adam")
+    with pytest.raises(ValueError, match=r"lr must be > 0.0, got 0"):
+        fbgd.fit(Y, 2, lr=0.0)
+    with pytest.raises(ValueError, match=r"pos_weight must be a real number or 'values'"):
+        fbgd.fit(Y, 2, pos_weight="ratings")
+    with pytest.raises(ValueError, match=r"pos_weight must be >= 0.0, got -2"):
+        fbgd.fit(Y, 2, pos_weight=-2.0)
+    with pytest.raises(ValueError, match=r"neg_weights has shape 3, expected 8"):
+        fbgd.fit(Y, 2, neg_weights=np.ones(3))
+    with pytest.raises(ValueError, match=r"neg_weights must be non-negative, got minimum -1"):
+        fbgd.fit(Y, 2, neg_weights=-np.ones(8))
+    with pytest.raises(TypeError, match=r"biases must be True, False or None, got 'yes'"):
+        fbgd.fit(Y, 2, biases="yes")
+    with pytest.raises(ValueError, match=r"n_epochs must be >= 1, got 0"):
+        fbgd.fit(Y, 2, n_epochs=0)
+    with pytest.raises(ValueError, match=r"k must be >= 1, got 0"):
+        fbgd.fit(Y, 0)
+    with pytest.raises(ValueError, match=r"P has 2 columns and Q has 3; expected the same embedding size"):
+        fbgd.objective(Y, np.ones((10, 2)), np.ones((8, 3)))
+    with pytest.raises(ValueError, match=r"Q has shape 7×2, expected 8×\*"):
+        fbgd.objective(Y, np.ones((10, 2)), np.ones((7, 2)))
+    with pytest.raises(ValueError, match=r"Y has 1 negative stored values"):
+        neg = sp.csr_array(([-1.0], ([0], [0])), shape=(10, 8))
+        fbgd.objective(neg, np.ones((10, 2)), np.ones((8, 2)))
+
+
+def test_plain_gd_divergence_raises_instead_of_returning_nan():
+    Y, Zx = _skewed_problem()
+    with pytest.raises(FloatingPointError, match=r"fbgd: objective became (nan|inf)"):
+        fbgd.fit(Y, 4, user_features=Zx, alpha0=10.0, n_epochs=40, update="batch", optimizer="gd", lr=1.0)
