@@ -138,7 +138,9 @@ def check_features(X, *, name, n_rows):
         if X.shape[0] != n_rows:
             raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per row of Y)")
         return check_csr(X, name=name, nonnegative=False)
-    X = check_dense(X, name=name, shape=(n_rows, None))
+    X = check_dense(X, name=name)
+    if X.shape[0] != n_rows:
+        raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per row of Y)")
     if X.shape[1] < 1:
         raise ValueError(f"{name} has no columns; expected at least one feature")
     return X

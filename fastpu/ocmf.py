@@ -415,7 +415,7 @@ def _check_factor(A, name, rows, k=None, what=""):
 
 def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, Z=None,
               user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full",
-              neg_ratio=1.0, seed=0, n_threads=None):
+              neg_ratio=1.0, seed=0, dense_limit=None, n_threads=None):
     """The objective f(W, H) of equation (2), computed in O(|Ω+|k + (m+n)k² + nnz(X, Z, L)k).
 
     Parameters
@@ -424,7 +424,7 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
         Observed positives; the stored values are the weights C_ij (1 for binary data).
     W : array, shape (d, k) with user features ``X`` (m×d), else (m, k)
     H : array, shape (e, k) with item features ``Z`` (n×e), else (n, k)
-    loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph, negatives, neg_ratio, seed
+    loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph, negatives, neg_ratio, seed, dense_limit
         As in :func:`fit`.
     n_threads : int, optional
         Threads for the kernels (restored afterwards).
@@ -450,7 +450,8 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
     with limit_threads(n_threads):
         setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=X, Z=Z,
                             user_graph=user_graph, item_graph=item_graph, lam=lam,
-                            lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=seed)
+                            lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=seed,
+                            dense_limit=dense_limit)
         W = _check_factor(W, "W", setup.user.dim)
         H = _check_factor(H, "H", setup.item.dim, W.shape[1])
         return _full_objective(setup, W, H)
@@ -459,7 +460,8 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
 def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, Z=None,
         user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full", neg_ratio=1.0,
         solver="tron", n_iter=15, inner_iter=5, fast_path=True, newton_steps=None, cg_steps=None,
-        init=None, init_scale=0.1, seed=0, n_threads=None, callback=None, verbose=False):
+        init=None, init_scale=0.1, dense_limit=None, seed=0, n_threads=None, callback=None,
+        verbose=False):
     """Fit one-class structured matrix factorization by alternating minimisation.
 
     Parameters
@@ -491,8 +493,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         "full": every unlabeled entry, weighted square loss (the paper's Full approach, linear in
         |Ω+|). "sampled": the loss on Ω+ and ``neg_ratio``·|Ω+_i| unobserved items drawn uniformly
         per user (label ``a_bar``, weight p_i q_j; the paper uses rho=1). "full_logistic": the loss
-        on every entry (LR-wLR), dense O(mnk): refused above ``fastpu._validation.DENSE_LIMIT``
-        entries (25 million).
+        on every entry (LR-wLR), dense O(mnk): refused above ``dense_limit`` entries.
     neg_ratio : float
         Sampled negatives per positive with ``negatives="sampled"``.
     solver : {"tron", "gd"}
@@ -510,6 +511,10 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         loss, 2 and 4 otherwise).
     init : tuple (W0, H0), optional
         Starting factors; default small Gaussian noise (``init_scale / sqrt(k)``).
+    init_scale : float
+        Scale of the default initialisation.
+    dense_limit : int, optional
+        Largest m·n the dense ``negatives="full_logistic"`` accepts (default 25,000,000).
     seed : int
         Seed of the initialisation and of sampled negatives.
     n_threads : int, optional
@@ -562,7 +567,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
     with limit_threads(n_threads):
         setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=X, Z=Z,
                             user_graph=user_graph, item_graph=item_graph, lam=lam,
-                            lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=rng)
+                            lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=rng,
+                            dense_limit=dense_limit)
         params["a_bar"] = setup.abar
         square = setup.kind == SQUARE
         nsteps = V.check_int(newton_steps if newton_steps is not None else (1 if square else 2),

@@ -1,0 +1,31 @@
+"""Hypothesis strategies: small CSR matrices with empty rows, empty columns and nnz = 0."""
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import strategies as st
+
+
+@st.composite
+def csr_matrices(draw, min_rows=1, max_rows=8, min_cols=1, max_cols=8, values="weights"):
+    m = draw(st.integers(min_rows, max_rows))
+    n = draw(st.integers(min_cols, max_cols))
+    density = draw(st.sampled_from([0.0, 0.15, 0.4, 0.8]))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    mask = rng.random((m, n)) < density
+    if values == "ones":
+        vals = np.ones((m, n))
+    elif values == "signed":
+        vals = rng.normal(size=(m, n))
+    else:
+        vals = rng.uniform(0.5, 2.0, size=(m, n))
+    return sp.csr_array(np.where(mask, vals, 0.0))
+
+
+@st.composite
+def dense_arrays(draw, shape, scale=1.0):
+    seed = draw(st.integers(0, 2**31 - 1))
+    return np.random.default_rng(seed).normal(scale=scale, size=shape)
+
+
+seeds = st.integers(0, 2**31 - 1)

@@ -1,0 +1,129 @@
+"""Every kernel against a dense numpy reference (hypothesis, with empty rows/columns and nnz = 0)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, strategies as st
+
+from fastpu import _validation as V
+from fastpu._kernels import csr as K
+from fastpu._kernels.losses import LOSS_CODES, entry_losses, entry_values, loss_derivs, loss_value
+from fastpu._kernels.topk import topk_rows
+
+from naive import loss as naive_loss
+from strategies import csr_matrices, seeds
+
+
+def canon(Y):
+    return V.check_csr(Y, nonnegative=False)
+
+
+@given(csr_matrices(values="signed"), st.integers(1, 5), seeds)
+def test_sampled_dots(Y, k, seed):
+    Y = canon(Y)
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(Y.shape[0], k))
+    H = rng.normal(size=(Y.shape[1], k))
+    out = np.empty(Y.nnz)
+    K.sampled_dots(Y.indptr, Y.indices, B, H, out)
+    ref = (B @ H.T)[Y.nonzero()]
+    rows, cols = np.repeat(np.arange(Y.shape[0]), np.diff(Y.indptr)), Y.indices
+    np.testing.assert_allclose(out, (B @ H.T)[rows, cols], rtol=1e-12, atol=1e-12)
+    assert out.size == ref.size
+
+
+@given(csr_matrices(values="signed"), st.integers(1, 5), seeds)
+def test_csr_dense_and_transpose(Y, k, seed):
+    Y = canon(Y)
+    rng = np.random.default_rng(seed)
+    D = rng.normal(size=(Y.shape[1], k))
+    out = np.empty((Y.shape[0], k))
+    K.csr_dense(Y.indptr, Y.indices, Y.data, D, out)
+    np.testing.assert_allclose(out, Y.toarray() @ D, rtol=1e-12, atol=1e-12)
+    # transposed product through a permutation back to the row-order values
+    perm_src = sp.csr_array((np.arange(Y.nnz, dtype=float) + 1, Y.indices, Y.indptr), shape=Y.shape)
+    T = V.transpose_csr(perm_src)
+    perm = (T.data - 1).astype(np.int64)
+    G = rng.normal(size=(Y.shape[0], k))
+    out_t = np.empty((Y.shape[1], k))
+    K.csr_dense_perm(T.indptr, T.indices, perm, Y.data, G, out_t)
+    np.testing.assert_allclose(out_t, Y.toarray().T @ G, rtol=1e-12, atol=1e-12)
+
+
+@given(st.integers(0, 6), st.integers(1, 4), st.integers(1, 4), seeds)
+def test_row_scaled_product(m, k, l, seed):
+    rng = np.random.default_rng(seed)
+    p, B, M = rng.uniform(size=m), rng.normal(size=(m, k)), rng.normal(size=(k, l))
+    out = np.empty((m, l))
+    K.row_scaled_product(p, B, M, out)
+    np.testing.assert_allclose(out, np.diag(p) @ B @ M, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(LOSS_CODES))
+@given(y=st.sampled_from([1.0, -1.0, 0.0, -0.5]), s=st.floats(-30, 30))
+def test_loss_derivatives_match_reference_and_finite_differences(name, y, s):
+    kind = LOSS_CODES[name]
+    v, g, h = loss_derivs(kind, y, s)
+    assert v == pytest.approx(naive_loss(name, y, s), rel=1e-12, abs=1e-12)
+    assert loss_value(kind, y, s) == pytest.approx(v, rel=1e-14, abs=1e-300)
+    eps = 1e-6
+    kink = name == "squared_hinge" and abs(1 - y * s) < 1e-4
+    if not kink:
+        fd = (naive_loss(name, y, s + eps) - naive_loss(name, y, s - eps)) / (2 * eps)
+        assert g == pytest.approx(fd, rel=1e-5, abs=1e-7)
+        g_p = loss_derivs(kind, y, s + eps)[1]
+        g_m = loss_derivs(kind, y, s - eps)[1]
+        assert h == pytest.approx((g_p - g_m) / (2 * eps), rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("s", [1e4, -1e4, 745.0, -745.0, 0.0])
+def test_logistic_is_stable_without_warnings(s):
+    with np.errstate(all="raise"):
+        v, g, h = loss_derivs(LOSS_CODES["logistic"], 1.0, s)
+    assert np.isfinite([v, g, h]).all()
+    if s > 0:
+        assert v == pytest.approx(np.log1p(np.exp(-s)), abs=1e-300)
+    elif s < 0:
+        assert v == pytest.approx(-s, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", list(LOSS_CODES))
+@given(seed=seeds, n=st.integers(0, 12))
+def test_entry_losses_vectorised(name, seed, n):
+    rng = np.random.default_rng(seed)
+    kind = LOSS_CODES[name]
+    y = rng.choice([1.0, -1.0], size=n)
+    c, r, s = rng.uniform(0, 2, n), rng.uniform(0, 1, n), rng.normal(size=n)
+    abar = -0.3
+    val, d1, d2, val2 = (np.empty(n) for _ in range(4))
+    entry_losses(kind, y, c, r, abar, s, val, d1, d2)
+    entry_values(kind, y, c, r, abar, s, val2)
+    ref = c * naive_loss(name, y, s) - r * (abar - s) ** 2
+    np.testing.assert_allclose(val, ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(val2, ref, rtol=1e-12, atol=1e-12)
+    eps = 1e-6
+    fd = (c * naive_loss(name, y, s + eps) - r * (abar - s - eps) ** 2
+          - c * naive_loss(name, y, s - eps) + r * (abar - s + eps) ** 2) / (2 * eps)
+    smooth = (name != "squared_hinge") | (np.abs(1 - y * s) > 1e-4)
+    np.testing.assert_allclose(d1[smooth], fd[smooth], rtol=1e-5, atol=1e-6)
+
+
+@given(csr_matrices(max_rows=6, max_cols=9), st.integers(1, 12), seeds)
+def test_topk_skips_seen_and_matches_sort(Y, k, seed):
+    Y = canon(Y)
+    m, n = Y.shape
+    rng = np.random.default_rng(seed)
+    S = np.round(rng.normal(size=(m, n)), 1)        # rounding makes ties happen
+    rows = np.arange(m, dtype=np.int64)
+    items = np.empty((m, k), dtype=np.int64)
+    sc = np.empty((m, k))
+    topk_rows(S, Y.indptr, Y.indices, rows, k, items, sc)
+    seen = Y.toarray() != 0
+    for i in range(m):
+        cand = [j for j in range(n) if not seen[i, j]]
+        ref = sorted(cand, key=lambda j: (-S[i, j], j))[:k]
+        got = [j for j in items[i] if j >= 0]
+        assert got == ref
+        assert np.all(items[i, len(ref):] == -1)
+        assert np.all(np.isneginf(sc[i, len(ref):]))
+        np.testing.assert_array_equal(sc[i, :len(ref)], S[i, ref])

@@ -1,0 +1,321 @@
+"""ocmf: the efficient objective, gradient and Hessian-vector product against equation (2)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, strategies as st
+
+import fastpu as fp
+from fastpu import ocmf
+from fastpu._threads import limit_threads
+
+import naive
+from strategies import csr_matrices, seeds
+
+
+@st.composite
+def problems(draw, negatives=("full", "full_logistic")):
+    Y = draw(csr_matrices(min_rows=2, max_rows=7, min_cols=2, max_cols=7))
+    m, n = Y.shape
+    rng = np.random.default_rng(draw(seeds))
+    k = draw(st.integers(1, 3))
+    kw = dict(loss_name=draw(st.sampled_from(ocmf.LOSSES)), rho=draw(st.sampled_from([0.05, 0.5, 1.0])),
+              a_bar=draw(st.sampled_from([0.0, -1.0, 0.3])), lam=draw(st.sampled_from([0.0, 0.7])),
+              lam_graph=draw(st.sampled_from([0.0, 1.3])), negatives=draw(st.sampled_from(negatives)))
+    if draw(st.booleans()):
+        kw["p"] = rng.uniform(0.2, 1.0, m)
+    if draw(st.booleans()):
+        kw["q"] = rng.uniform(0.2, 1.0, n)
+    feat = draw(st.sampled_from(["none", "dense", "sparse", "small"]))
+    if feat == "dense":
+        kw["X"] = rng.normal(size=(m, 4))
+    elif feat == "sparse":
+        kw["X"] = sp.random(m, 3, density=0.5, random_state=rng.integers(1 << 30), format="csr")
+    elif feat == "small":            # d^2 + dk < mk: the M̄ = Xᵀ diag(p) X sequence
+        kw["X"] = rng.normal(size=(m, 1))
+    if draw(st.booleans()):
+        kw["Z"] = rng.normal(size=(n, 2))
+    if draw(st.booleans()):
+        S = sp.random(m, m, density=0.5, random_state=rng.integers(1 << 30))
+        kw["user_graph"] = S + S.T
+    if draw(st.booleans()):
+        S = sp.random(n, n, density=0.5, random_state=rng.integers(1 << 30))
+        kw["item_graph"] = S + S.T
+    d = m if "X" not in kw else kw["X"].shape[1]
+    e = n if "Z" not in kw else kw["Z"].shape[1]
+    W, H = rng.normal(size=(d, k)), rng.normal(size=(e, k))
+    return Y, W, H, kw
+
+
+def fp_kw(kw):
+    out = dict(kw)
+    out["loss"] = out.pop("loss_name")
+    return out
+
+
+@given(problems())
+def test_objective_equals_dense_reference(case):
+    Y, W, H, kw = case
+    got = ocmf.objective(Y, W, H, **fp_kw(kw))
+    ref = naive.ocmf_objective(Y, W, H, **kw)
+    assert got == pytest.approx(ref, rel=1e-10, abs=1e-10)
+
+
+@given(csr_matrices(min_rows=3, max_rows=7, min_cols=3, max_cols=7), seeds,
+       st.sampled_from(ocmf.LOSSES))
+def test_sampled_objective_equals_reference_on_its_sample(Y, seed, loss):
+    rng = np.random.default_rng(seed)
+    m, n = Y.shape
+    W, H = rng.normal(size=(m, 2)), rng.normal(size=(n, 2))
+    kw = dict(rho=0.5, a_bar=-1.0, lam=0.3, lam_graph=0.0)
+    neg = ocmf._sample_negatives(fp._validation.check_csr(Y), 1.5, np.random.default_rng(seed))
+    got = ocmf.objective(Y, W, H, loss=loss, negatives="sampled", neg_ratio=1.5,
+                         seed=np.random.default_rng(seed), **kw)
+    ref = naive.ocmf_objective(Y, W, H, loss_name=loss, negatives="sampled",
+                               neg_mask=neg.toarray() != 0, **kw)
+    assert got == pytest.approx(ref, rel=1e-10, abs=1e-10)
+    # negatives are unobserved, distinct, and ratio·|Ω+_i| per user when there is room
+    pos = Y.toarray() != 0
+    negd = neg.toarray() != 0
+    assert not np.any(pos & negd)
+    want = np.minimum(np.round(1.5 * pos.sum(1)), n - pos.sum(1))
+    np.testing.assert_array_equal(negd.sum(1), want)
+
+
+def _subproblems(Y, W, H, kw):
+    setup, _ = ocmf._prepare(Y, loss=kw["loss_name"], rho=kw["rho"], p=kw.get("p"), q=kw.get("q"),
+                             a_bar=kw["a_bar"], X=kw.get("X"), Z=kw.get("Z"),
+                             user_graph=kw.get("user_graph"), item_graph=kw.get("item_graph"),
+                             lam=kw["lam"], lam_graph=kw["lam_graph"], negatives=kw["negatives"],
+                             neg_ratio=1.0, seed=0)
+    E = setup.item.mul(H)
+    B = setup.user.mul(W)
+    pu = ocmf.SubProblem(setup, setup.entries, setup.user, E, setup.p_quad, setup.q_quad)
+    pv = ocmf.SubProblem(setup, setup.entries_t, setup.item, B, setup.q_quad, setup.p_quad)
+    return pu, pv
+
+
+def _smooth(kw):
+    return kw["loss_name"] != "squared_hinge"
+
+
+@given(problems())
+def test_gradient_matches_finite_differences(case):
+    Y, W, H, kw = case
+    for prob, x, other in zip(_subproblems(Y, W, H, kw), (W, H), ("W", "H")):
+        x = x.ravel()
+        g = prob.grad(x) if prob.fun(x) is not None else None
+        fd = naive.num_grad(prob.fun, x, h=1e-6)
+        tol = 1e-5 if _smooth(kw) else 1e-3
+        np.testing.assert_allclose(g, fd, rtol=tol, atol=tol * (1 + np.abs(fd).max()))
+
+
+@given(problems(), seeds)
+def test_hessian_vector_product_matches_finite_differences(case, seed):
+    Y, W, H, kw = case
+    rng = np.random.default_rng(seed)
+    for prob, x in zip(_subproblems(Y, W, H, kw), (W, H)):
+        x = x.ravel()
+        s = rng.normal(size=x.size)
+        prob.fun(x)
+        prob.grad(x)
+        hs = prob.hessp(s)
+        eps = 1e-6
+        gp = prob.grad(x + eps * s)
+        gm = prob.grad(x - eps * s)
+        fd = (gp - gm) / (2 * eps)
+        if _smooth(kw):
+            np.testing.assert_allclose(hs, fd, rtol=1e-5, atol=1e-5 * (1 + np.abs(fd).max()))
+        # hessp keeps the curvature of the last accepted point (here x - eps s) …
+        prob.fun(x)
+        prob.grad(x)
+        h1 = prob.hessp(s)
+        prob.fun(x + 10 * s)          # … and a rejected trial point does not change it
+        np.testing.assert_array_equal(prob.hessp(s), h1)
+        # the whole Hessian is positive semi-definite for these convex losses
+        assert s @ h1 >= -1e-8 * (1 + abs(s @ h1))
+
+
+@given(problems(negatives=("full",)), seeds)
+def test_line_search_function_equals_objective(case, seed):
+    Y, W, H, kw = case
+    rng = np.random.default_rng(seed)
+    prob = _subproblems(Y, W, H, kw)[0]
+    w = W.ravel()
+    dw = rng.normal(size=w.size)
+    phi = prob.line(w, dw)
+    for a in (0.0, 0.3, 1.0):
+        assert phi(a) == pytest.approx(prob.fun(w + a * dw), rel=1e-10, abs=1e-10)
+
+
+def _data(seed=0, m=40, n=30):
+    return fp.datasets.synthetic(m, n, rank=3, density=0.15, seed=seed).Y
+
+
+@pytest.mark.parametrize("kw", [
+    dict(loss="square", rho=1.0, a_bar=0.0),
+    dict(loss="square", rho=0.1),
+    dict(loss="logistic", rho=0.1),
+    dict(loss="squared_hinge", rho=0.1),
+    dict(loss="logistic", rho=0.1, fast_path=False),
+    dict(loss="logistic", rho=0.1, solver="gd", fast_path=False),
+    dict(loss="logistic", rho=1.0, negatives="sampled", neg_ratio=2.0),
+    dict(loss="logistic", rho=0.1, negatives="full_logistic"),
+    dict(loss="logistic", rho=0.1, features=True),
+    dict(loss="square", rho=0.1, graph=True, lam_graph=0.5),
+    dict(loss="logistic", rho=0.1, features=True, graph=True, lam_graph=0.5, solver="gd"),
+])
+def test_alternating_objective_never_increases(kw):
+    Y = _data()
+    kw = dict(kw)
+    rng = np.random.default_rng(1)
+    if kw.pop("features", False):
+        kw["X"] = rng.normal(size=(Y.shape[0], 5))
+        kw["Z"] = sp.random(Y.shape[1], 6, density=0.4, random_state=2, format="csr")
+    if kw.pop("graph", False):
+        S = sp.random(Y.shape[0], Y.shape[0], density=0.1, random_state=3)
+        kw["user_graph"] = S + S.T
+    model = ocmf.fit(Y, 4, n_iter=6, lam=0.5, **kw)
+    obj = np.array([h["objective"] for h in model.history])
+    assert obj.size == 6
+    assert np.all(np.diff(obj) <= 1e-9 * abs(obj[0])), obj
+    # the history's objective is the efficient objective of the returned factors
+    refkw = {k: v for k, v in kw.items() if k not in ("solver", "fast_path")}
+    assert obj[-1] == pytest.approx(ocmf.objective(Y, model.W, model.H, lam=0.5, **refkw), rel=1e-10)
+
+
+@pytest.mark.parametrize("loss", ["square", "logistic"])
+def test_fast_path_and_tron_reach_the_same_objective(loss):
+    Y = _data(3)
+    a = ocmf.fit(Y, 3, loss=loss, rho=0.2, n_iter=8, newton_steps=6, cg_steps=3)
+    b = ocmf.fit(Y, 3, loss=loss, rho=0.2, n_iter=8, fast_path=False, inner_iter=20)
+    assert a.history[-1]["objective"] == pytest.approx(b.history[-1]["objective"], rel=1e-3)
+
+
+def test_one_and_two_threads_agree():
+    Y = _data(4, 60, 50)
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    for kw in (dict(loss="logistic"), dict(loss="square", X=X)):
+        with limit_threads(1):
+            a = ocmf.fit(Y, 4, n_iter=3, **kw)
+        b = ocmf.fit(Y, 4, n_iter=3, n_threads=2, **kw)
+        np.testing.assert_array_equal(a.user_factors, b.user_factors)
+        np.testing.assert_array_equal(a.item_factors, b.item_factors)
+
+
+def test_deterministic_for_a_seed_and_callback_stops():
+    Y = _data(5)
+    a = ocmf.fit(Y, 3, n_iter=3, seed=7)
+    b = ocmf.fit(Y, 3, n_iter=3, seed=7)
+    np.testing.assert_array_equal(a.user_factors, b.user_factors)
+    seen = []
+    c = ocmf.fit(Y, 3, n_iter=10, callback=lambda info: seen.append(info) or info["iter"] == 2)
+    assert len(c.history) == 2 and [s["iter"] for s in seen] == [1, 2]
+    assert {"iter", "objective", "seconds"} <= set(c.history[0])
+
+
+def test_features_give_factors_as_products_and_scores():
+    Y = _data(6)
+    rng = np.random.default_rng(0)
+    X, Z = rng.normal(size=(40, 3)), sp.random(30, 4, density=0.5, random_state=1, format="csr")
+    model = ocmf.fit(Y, 2, X=X, Z=Z, n_iter=2)
+    assert model.W.shape == (3, 2) and model.H.shape == (4, 2)
+    np.testing.assert_allclose(model.user_factors, X @ model.W)
+    np.testing.assert_allclose(model.item_factors, Z @ model.H)
+    np.testing.assert_allclose(model.scores([0, 5]), (X @ model.W @ (Z @ model.H).T)[[0, 5]])
+
+
+def test_logistic_learns_planted_structure():
+    data = fp.datasets.synthetic(200, 150, rank=4, density=0.06, seed=1)
+    model = ocmf.fit(data.Y, 8, loss="logistic", rho=0.05, n_iter=10)
+    items, _ = fp.recommend(model, data.Y, n=5)
+    hidden = data.hidden.toarray()
+    hits = np.mean([hidden[i, items[i]].mean() for i in range(200)])
+    rand = hidden.sum() / (200 * 150 - data.Y.nnz)
+    assert hits > 3 * rand
+
+
+def test_nystrom_reproduces_the_kernel_on_landmarks():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    F, nmap = ocmf.nystrom_features(X, 8, gamma=0.5, append=False)
+    assert F.shape == (60, 8)
+    Zc = nmap.transform(nmap.centers)
+    K = np.exp(-0.5 * ((nmap.centers[:, None] - nmap.centers[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(Zc @ Zc.T, K, atol=1e-6)
+    # inner products of mapped points approximate the kernel (exact in the landmarks' span)
+    G, _ = ocmf.nystrom_features(X, 8, gamma=0.5, append=True)
+    np.testing.assert_array_equal(G[:, :3], X)
+    Fs, _ = ocmf.nystrom_features(sp.csr_array(X), 8, gamma=0.5, append=False)
+    np.testing.assert_allclose(Fs, F, atol=1e-8)
+
+
+# ---- errors: one test per message -----------------------------------------------------------
+
+Y0 = sp.csr_array(np.array([[1.0, 0, 1], [0, 1, 0]]))
+
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(Y=np.ones((2, 3))), TypeError, "Y must be a scipy.sparse"),
+    (dict(Y=sp.csr_array(np.array([[np.nan, 1.0]]))), ValueError, "Y has 1 non-finite"),
+    (dict(Y=sp.csr_array(np.array([[-1.0, 1.0]]))), ValueError, "Y has 1 negative"),
+    (dict(k=0), ValueError, "k must be >= 1"),
+    (dict(k=2.5), TypeError, "k must be an integer"),
+    (dict(loss="hinge"), ValueError, "unknown loss 'hinge'"),
+    (dict(solver="lbfgs"), ValueError, "unknown solver 'lbfgs'"),
+    (dict(negatives="some"), ValueError, "unknown negatives 'some'"),
+    (dict(X=np.ones((3, 2))), ValueError, "X has 3 rows, expected 2"),
+    (dict(Z=sp.csr_array(np.ones((2, 2)))), ValueError, "Z has 2 rows, expected 3"),
+    (dict(user_graph=np.ones((2, 3))), ValueError, "user_graph has shape 2×3, expected a square 2×2"),
+    (dict(item_graph=np.array([[0, 1, 0], [0, 0, 0], [0, 0, 0.0]])), ValueError, "item_graph is not symmetric"),
+    (dict(user_graph=np.array([[0, -1], [-1, 0.0]])), ValueError, "user_graph has negative similarities"),
+    (dict(p=np.ones(3)), ValueError, "p has shape 3, expected 2"),
+    (dict(q=-np.ones(3)), ValueError, "q must be non-negative"),
+    (dict(rho=-1.0), ValueError, "rho must be >= 0"),
+    (dict(lam=float("nan")), ValueError, "lam must be finite"),
+    (dict(neg_ratio=0.0, negatives="sampled"), ValueError, "neg_ratio must be > 0"),
+    (dict(init=(np.ones((2, 2)), np.ones((2, 2)))), ValueError, r"init\[1\] \(H0\) has shape 2×2, expected 3×2"),
+    (dict(init=np.ones(3)), TypeError, "init must be a tuple"),
+    (dict(callback=3), TypeError, "callback must be callable"),
+    (dict(seed=-3), TypeError, "seed must be a non-negative integer"),
+    (dict(n_threads=0), ValueError, "n_threads must be in"),
+])
+def test_fit_rejects_bad_input(kw, exc, msg):
+    args = dict(Y=Y0, k=2)
+    args.update(kw)
+    with pytest.raises(exc, match=msg):
+        ocmf.fit(args.pop("Y"), args.pop("k"), n_iter=1, **args)
+
+
+def test_malformed_csr_never_reaches_a_kernel():
+    bad = sp.csr_array((np.ones(2), np.array([0, 7]), np.array([0, 1, 2])), shape=(2, 3))
+    with pytest.raises(ValueError, match="indices out of range"):
+        ocmf.fit(bad, 2)
+    bad = sp.csr_array((np.ones(2), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, 3))
+    bad.indptr[1] = 3
+    with pytest.raises(ValueError, match="indptr must start at 0 and be non-decreasing"):
+        ocmf.fit(bad, 2)
+
+
+def test_dense_variant_refuses_large_problems():
+    Y = sp.csr_array((np.ones(1), (np.array([0]), np.array([0]))), shape=(6000, 5000))
+    with pytest.raises(ValueError, match=r'full_logistic.*6000×5000.*25,000,000 entries; use negatives="full"'):
+        ocmf.fit(Y, 2, negatives="full_logistic")
+    with pytest.raises(ValueError, match="above the limit of 1,000 entries"):
+        ocmf.fit(_data(), 2, negatives="full_logistic", dense_limit=1000)
+
+
+def test_objective_rejects_mismatched_factors():
+    with pytest.raises(ValueError, match="W has shape 3×2, expected 2×\\*"):
+        ocmf.objective(Y0, np.ones((3, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="H has shape 3×1, expected 3×2"):
+        ocmf.objective(Y0, np.ones((2, 2)), np.ones((3, 1)))
+
+
+def test_nystrom_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="n_landmarks must be at most the number of rows"):
+        ocmf.nystrom_features(np.ones((3, 2)), 5)
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        ocmf.nystrom_features(np.ones((3, 2)), 2, gamma=0.0)
+    with pytest.raises(TypeError, match="X must be an array"):
+        ocmf.nystrom_features(None, 2)
