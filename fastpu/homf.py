@@ -39,8 +39,9 @@ __all__ = ["transition_matrix", "walk_columns", "walk_rows", "objective", "fit",
 
 _G_CHOICES = ("exp", "linear", "step")
 _MODES = ("exact", "dense")
-# Dense column blocks are kept under about this many bytes each (three are alive at once).
-_BLOCK_BYTES = 32 * 2**20
+# Dense column blocks of f_T(A) are kept near this many bytes (three are alive at once):
+# small enough to stay in cache during the walk, large enough to amortise a parallel launch.
+_BLOCK_BYTES = 8 * 2**20
 
 
 # --------------------------------------------------------------------------- the graph
@@ -147,7 +148,7 @@ def _transition(R, Su, Si, alpha, g):
 def _block_size(N, block_size):
     if block_size is not None:
         return block_size
-    return int(max(8, min(1024, _BLOCK_BYTES // (8 * max(1, N)))))
+    return int(max(64, min(256, _BLOCK_BYTES // (8 * max(1, N)))))
 
 
 def _walk_block(P, Pt, cols, T):
@@ -316,7 +317,7 @@ def objective(A, U, V, T, lam, *, mode="exact", block_size=None, n_threads=None)
     mode : {"exact", "dense"}
         Which entries count.
     block_size : int, optional
-        Columns per block (default: about 32 MiB per block).
+        Columns per block (default: 64 to 256, about 8 MiB per block).
     n_threads : int, optional
         numba threads for this call.
 
@@ -441,7 +442,7 @@ def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-
         counts, each half-iteration costs T sparse × (N×k) products plus one k×k
         solve, O(T · nnz(A) · k + N k²) — the fast path.
     block_size : int, optional
-        Columns of f_T(A) per block in exact mode (default: about 32 MiB per block).
+        Columns of f_T(A) per block in exact mode (default: 64 to 256, about 8 MiB per block).
     n_threads : int, optional
         numba threads for this call (default: the current setting).
     seed : int, Generator or None
