@@ -171,11 +171,14 @@ class _Problem:
         self.g = k + 2 if biases else k
         self.Zx, self.Zy = _augment(Zx, biases), _augment(Zy, biases)
         self.ZxT, self.ZyT = V.transpose_csr(self.Zx), V.transpose_csr(self.Zy)
-        self.YT_indptr, self.YT_indices, self.perm = _transpose_with_perm(Y)
-        self.ident = np.arange(Y.nnz, dtype=np.int64)
         self.neg = np.ascontiguousarray(neg, dtype=np.float64)
         self.apos, self.rpos, self.r_neg = apos, rpos, float(r_neg)
         self.aneg = np.ascontiguousarray(self.neg[Y.indices])
+        # positives seen from each side, per-positive arrays in that side's entry order
+        self.x_side = (Y.indptr, Y.indices, apos, rpos, self.aneg)
+        yt_indptr, yt_indices, perm = _transpose_with_perm(Y)
+        self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(apos[perm]),
+                       np.ascontiguousarray(rpos[perm]), np.ascontiguousarray(self.aneg[perm]))
         self.ones_m = np.ones(self.m)
         self.free_x, self.free_y = self._masks()
 
@@ -232,8 +235,7 @@ class _Problem:
             allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
         pred = np.empty(self.Y.nnz)
         rows = np.empty(self.m)
-        _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
-                          P, Q, self.r_neg, pred, rows)
+        _k.positive_terms(*self.x_side, P, Q, self.r_neg, pred, rows)
         return allpairs + float(rows.sum())
 
 
@@ -465,20 +467,32 @@ def _gradients(prob, theta_x, theta_y):
     P, Q = prob.embed(prob.Zx, theta_x), prob.embed(prob.Zy, theta_y)
     Sq, sq = prob.gram(prob.neg, Q)
     Sp, sp_ = prob.gram(prob.ones_m, P)
-    Y = prob.Y
     G_p, G_q = np.empty_like(P), np.empty_like(Q)
-    _k.side_gradient(Y.indptr, Y.indices, prob.ident, prob.apos, prob.rpos, prob.aneg,
-                     P, Q, Sq, sq, prob.ones_m, prob.r_neg, G_p)
-    _k.side_gradient(prob.YT_indptr, prob.YT_indices, prob.perm, prob.apos, prob.rpos,
-                     prob.aneg, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
+    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.ones_m, prob.r_neg, G_p)
+    _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
     gx, gy = np.empty_like(theta_x), np.empty_like(theta_y)
     _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, gx)
     _csr.csr_dense(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, G_q, gy)
     return gx, gy
 
 
+def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred, rows,
+                 *, update, lr, reg, adagrad):
+    """One side's step with the other side's caches (S, s) fixed."""
+    if update == "coordinate":
+        indptr, indices, apos, rpos, aneg = side
+        _k.positive_terms(indptr, indices, apos, rpos, aneg, E, F, prob.r_neg, pred, rows)
+        _k.coordinate_side(ZT.indptr, ZT.indices, ZT.data, free, theta, accum, *side, pred,
+                           E, F, S, s, rowscale, prob.r_neg, lr, reg, adagrad, _EPS)
+    else:
+        _k.side_gradient(*side, E, F, S, s, rowscale, prob.r_neg, G)
+        _csr.csr_dense(ZT.indptr, ZT.indices, ZT.data, G, grad)
+        _k.batch_update(grad, free, theta, accum, lr, reg, adagrad, _EPS)
+
+
 def _train(prob, theta_x, theta_y, *, lr, n_epochs, update, adagrad, reg, progress):
-    Y = prob.Y
+    """Epochs of Algorithm 1: user side with the item caches, then item side with the user
+    caches; the embeddings are rebuilt exactly (P = Z^X Θ^X) after each side."""
     acc_x = np.zeros_like(theta_x)
     acc_y = np.zeros_like(theta_y)
     Q = prob.embed(prob.Zy, theta_y)
@@ -486,41 +500,18 @@ def _train(prob, theta_x, theta_y, *, lr, n_epochs, update, adagrad, reg, progre
     P = prob.embed(prob.Zx, theta_x)
     Sp, sp_ = prob.gram(prob.ones_m, P)
     init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, prob, theta_x, theta_y)
-    pred = np.empty(Y.nnz)
-    rows = np.empty(prob.m)
-    G_p = np.empty((prob.m, prob.g))
-    G_q = np.empty((prob.n, prob.g))
-    grad_x = np.empty_like(theta_x)
-    grad_y = np.empty_like(theta_y)
+    pred = np.empty(prob.Y.nnz)
+    rows_x, rows_y = np.empty(prob.m), np.empty(prob.n)
+    G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
+    grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
+    opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
     for epoch in range(1, n_epochs + 1):
-        # ---- user side: caches of Q fixed
-        if update == "coordinate":
-            _k.positive_terms(Y.indptr, Y.indices, prob.apos, prob.rpos, prob.aneg, P, Q,
-                              prob.r_neg, pred, rows)
-            _k.coordinate_side(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, prob.free_x,
-                               theta_x, acc_x, Y.indptr, Y.indices, prob.ident, prob.apos,
-                               prob.rpos, prob.aneg, pred, P, Q, Sq, sq, prob.ones_m,
-                               prob.r_neg, lr, reg, adagrad, _EPS)
-        else:
-            _k.side_gradient(Y.indptr, Y.indices, prob.ident, prob.apos, prob.rpos, prob.aneg,
-                             P, Q, Sq, sq, prob.ones_m, prob.r_neg, G_p)
-            _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, grad_x)
-            _k.batch_update(grad_x, prob.free_x, theta_x, acc_x, lr, reg, adagrad, _EPS)
-        P = prob.embed(prob.Zx, theta_x)          # exact, no drift from eq. 20
+        _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
+                     prob.ones_m, G_p, grad_x, pred, rows_x, **opts)
+        P = prob.embed(prob.Zx, theta_x)
         Sp, sp_ = prob.gram(prob.ones_m, P)
-        # ---- item side: caches of P fixed
-        if update == "coordinate":
-            _k.positive_terms(Y.indptr, Y.indices, prob.apos, prob.rpos, prob.aneg, P, Q,
-                              prob.r_neg, pred, rows)
-            _k.coordinate_side(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, prob.free_y,
-                               theta_y, acc_y, prob.YT_indptr, prob.YT_indices, prob.perm,
-                               prob.apos, prob.rpos, prob.aneg, pred, Q, P, Sp, sp_, prob.neg,
-                               prob.r_neg, lr, reg, adagrad, _EPS)
-        else:
-            _k.side_gradient(prob.YT_indptr, prob.YT_indices, prob.perm, prob.apos, prob.rpos,
-                             prob.aneg, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
-            _csr.csr_dense(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, G_q, grad_y)
-            _k.batch_update(grad_y, prob.free_y, theta_y, acc_y, lr, reg, adagrad, _EPS)
+        _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
+                     prob.neg, G_q, grad_y, pred, rows_y, **opts)
         Q = prob.embed(prob.Zy, theta_y)
         Sq, sq = prob.gram(prob.neg, Q)
         loss = prob.loss(P, Q, Sq, sq, Sp, sp_)

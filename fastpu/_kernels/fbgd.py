@@ -5,9 +5,9 @@ updated (users with embeddings ``E`` = P, or items with ``E`` = Q) and ``F`` is 
 other side's embeddings.  The all-pairs part of the loss enters only through the
 other side's caches ``S`` (g×g) and ``s`` (g), scaled per row by ``rowscale``
 (1 for users, α⁻_y for items).  Positives are visited through a CSR of the side
-(``indptr``, ``indices``) whose p-th entry is entry ``perm[p]`` of the original
-row-major order, where the per-positive arrays ``apos`` (α⁺), ``rpos`` (r⁺),
-``aneg`` (α⁻ of the entry's item) and ``pred`` (cached r̂) live.
+(``indptr``, ``indices``) with the per-positive arrays ``apos`` (α⁺), ``rpos`` (r⁺),
+``aneg`` (α⁻ of the entry's item) and ``pred`` (cached r̂) stored in that CSR's
+entry order (the item side's copies are permuted once at the boundary).
 
 For one row i of a side the gradient of J with respect to its embedding is
 
@@ -42,7 +42,10 @@ def weighted_gram(w, B, G_out, s_out):
 
 @nb.njit(parallel=True, **_JIT)
 def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
-    """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x."""
+    """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
+
+    Also used on the item side with (Q, P) swapped: the dot product is symmetric.
+    """
     g = P.shape[1]
     for x in nb.prange(indptr.shape[0] - 1):
         acc = 0.0
@@ -59,7 +62,7 @@ def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row
 
 
 @nb.njit(parallel=True, **_JIT)
-def side_gradient(indptr, indices, perm, apos, rpos, aneg, E, F, S, s, rowscale, r_neg, G_out):
+def side_gradient(indptr, indices, apos, rpos, aneg, E, F, S, s, rowscale, r_neg, G_out):
     """G_out[i] = ∂J/∂e_i (see the module docstring); r̂ is recomputed from E and F."""
     g = E.shape[1]
     for i in nb.prange(E.shape[0]):
@@ -71,11 +74,10 @@ def side_gradient(indptr, indices, perm, apos, rpos, aneg, E, F, S, s, rowscale,
             G_out[i, d] = c * (acc - r_neg * s[d])
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
-            q = perm[p]
             r = 0.0
             for d in range(g):
                 r += E[i, d] * F[j, d]
-            e = 2.0 * (apos[q] * (r - rpos[q]) - aneg[q] * (r - r_neg))
+            e = 2.0 * (apos[p] * (r - rpos[p]) - aneg[p] * (r - r_neg))
             for d in range(g):
                 G_out[i, d] += e * F[j, d]
 
@@ -101,7 +103,7 @@ def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
 
 @nb.njit(**_JIT)
 def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
-                    indptr, indices, perm, apos, rpos, aneg, pred,
+                    indptr, indices, apos, rpos, aneg, pred,
                     E, F, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
     """One pass of Appendix B over a side: parameter θ[j, d] by parameter, serially.
 
@@ -123,9 +125,8 @@ def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
                     acc += S[d, u] * E[i, u]
                 gi = 2.0 * rowscale[i] * (acc - r_neg * s[d])
                 for p in range(indptr[i], indptr[i + 1]):
-                    q = perm[p]
-                    r = pred[q]
-                    e = 2.0 * (apos[q] * (r - rpos[q]) - aneg[q] * (r - r_neg))
+                    r = pred[p]
+                    e = 2.0 * (apos[p] * (r - rpos[p]) - aneg[p] * (r - r_neg))
                     gi += e * F[indices[p], d]
                 grad += zt_data[t] * gi
             grad += 2.0 * reg * theta[j, d]
@@ -145,4 +146,4 @@ def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
                 delta = -zt_data[t] * step
                 E[i, d] += delta
                 for p in range(indptr[i], indptr[i + 1]):
-                    pred[perm[p]] += delta * F[indices[p], d]
+                    pred[p] += delta * F[indices[p], d]
