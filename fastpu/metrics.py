@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
-from ._kernels.ranking import auc_rows, pairwise_auc, topk_metrics
+from ._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
 from ._kernels.topk import topk_rows
 from ._threads import limit_threads
 from .model import Factorization, iter_score_blocks
@@ -209,8 +209,14 @@ def evaluate(model, Y_train, Y_test, k=(1, 5, 10), metrics=None, users=None, n_t
                 topk_metrics(it, rows, rel.indptr, rel.indices, ks, h, d, a, r)
                 hits[sl], dcg[sl], ap[sl], rr[sl] = h, d, a, r
             if want_auc:
+                # one sort per user of its negatives' scores (training and relevant items
+                # are pushed to the end as NaN; scores were checked finite)
+                neg = S.copy()
+                mask_rows(neg, rows, Y_train.indptr, Y_train.indices, np.nan)
+                mask_rows(neg, rows, rel.indptr, rel.indices, np.nan)
+                neg.sort(axis=1)
                 out = np.empty(rows.size)
-                auc_rows(S, rows, Y_train.indptr, Y_train.indices, rel.indptr, rel.indices, out)
+                auc_sorted(S, neg, rows, Y_train.indptr, rel.indptr, rel.indices, out)
                 auc[sl] = out
             start += rows.size
 

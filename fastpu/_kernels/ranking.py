@@ -59,54 +59,41 @@ def topk_metrics(items, rows, rel_indptr, rel_indices, ks, hits_out, dcg_out, ap
 
 
 @nb.njit(parallel=True, **_JIT)
-def auc_rows(scores, rows, train_indptr, train_indices, rel_indptr, rel_indices, auc_out):
+def mask_rows(block, rows, indptr, indices, value):
+    """block[b, j] = value for every stored (rows[b], j) of the CSR."""
+    for b in nb.prange(block.shape[0]):
+        u = rows[b]
+        for p in range(indptr[u], indptr[u + 1]):
+            block[b, indices[p]] = value
+
+
+@nb.njit(parallel=True, **_JIT)
+def auc_sorted(scores, sorted_neg, rows, train_indptr, rel_indptr, rel_indices, auc_out):
     """Exact per-user AUC over all non-training items, ties counted 1/2.
 
-    For user ``u = rows[b]``: candidates are the items not in row u of the train
-    CSR; positives are row u of the rel CSR (disjoint from train). One stable sort
-    of the candidates' scores; AUC = (sum of positive mid-ranks - P(P+1)/2) / (P N).
-    Writes NaN when the user has no positive or no negative candidate.
+    For user ``u = rows[b]``: positives are row u of the rel CSR (disjoint from
+    the train CSR), negatives every other non-training item. ``sorted_neg[b]``
+    holds the negatives' scores sorted ascending in its first N slots
+    (N = n - |train_u| - |rel_u|; the rest is NaN padding). With two binary
+    searches per positive, AUC = sum_p (#neg < s_p + 1/2 #neg == s_p) / (P N).
+    Writes NaN when the user has no positive or no negative.
     """
     n = scores.shape[1]
     for b in nb.prange(scores.shape[0]):
         u = rows[b]
-        label = np.zeros(n, dtype=np.int8)
-        for p in range(train_indptr[u], train_indptr[u + 1]):
-            label[train_indices[p]] = -1
-        for p in range(rel_indptr[u], rel_indptr[u + 1]):
-            label[rel_indices[p]] = 1
-        n_cand = 0
-        for j in range(n):
-            if label[j] >= 0:
-                n_cand += 1
-        cs = np.empty(n_cand, dtype=np.float64)
-        cl = np.empty(n_cand, dtype=np.int8)
-        c = 0
-        for j in range(n):
-            if label[j] >= 0:
-                cs[c] = scores[b, j]
-                cl[c] = label[j]
-                c += 1
-        order = np.argsort(cs, kind="mergesort")
-        n_pos = 0
-        rank_sum = 0.0
-        t = 0
-        while t < n_cand:
-            # a run of tied scores occupies ranks t+1 .. e; each gets the mid-rank
-            e = t + 1
-            while e < n_cand and cs[order[e]] == cs[order[t]]:
-                e += 1
-            mid = 0.5 * (t + 1 + e)
-            for r in range(t, e):
-                if cl[order[r]] == 1:
-                    n_pos += 1
-                    rank_sum += mid
-            t = e
-        n_neg = n_cand - n_pos
+        n_pos = rel_indptr[u + 1] - rel_indptr[u]
+        n_neg = n - (train_indptr[u + 1] - train_indptr[u]) - n_pos
         if n_pos == 0 or n_neg == 0:
             auc_out[b] = np.nan
-        else:
-            auc_out[b] = (rank_sum - 0.5 * n_pos * (n_pos + 1.0)) / (n_pos * float(n_neg))
+            continue
+        neg = sorted_neg[b, :n_neg]
+        total = 0.0
+        for p in range(rel_indptr[u], rel_indptr[u + 1]):
+            s = scores[b, rel_indices[p]]
+            below = np.searchsorted(neg, s, side="left")
+            upto = np.searchsorted(neg, s, side="right")
+            total += below + 0.5 * (upto - below)
+        auc_out[b] = total / (n_pos * float(n_neg))
 
 
 @nb.njit(parallel=True, **_JIT)
