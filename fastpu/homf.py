@@ -555,6 +555,6 @@ def demo_configs():
     'dense'
     """
     return [
-        ("HOMF dense T=4 k=32", dict(k=32, T=4, lam=1e-3, n_iter=10, mode="dense")),
-        ("HOMF exact T=4 k=32", dict(k=32, T=4, lam=1e-3, n_iter=5, mode="exact")),
+        ("HOMF dense T=4 k=64", dict(k=64, T=4, lam=1e-3, n_iter=10, mode="dense")),
+        ("HOMF exact T=4 k=32", dict(k=32, T=4, lam=1e-3, n_iter=3, mode="exact")),
     ]
