@@ -331,8 +331,8 @@ def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
         ``None`` means the one-hot id (plain MF).  Ids are not added automatically:
         stack an identity to keep a free embedding per row.
     alpha0 : float, optional
-        Total weight of one user's unlabeled entries (eq. 22).  Default ``0.1 * n``
-        (weight 0.1 per unlabeled entry at ``rho = 0``).
+        Total weight of one user's unlabeled entries (eq. 22).  Default ``0.5 * n``
+        (weight 0.5 per unlabeled entry at ``rho = 0``; chosen on MovieLens-100K).
     rho : float
         Popularity exponent of eq. 22 (0: uniform).
     neg_weights : array_like, shape (n,), optional
@@ -406,7 +406,7 @@ def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
     Zx, has_ux = _feature_csr(user_features, name="user_features", n_rows=m)
     Zy, has_ix = _feature_csr(item_features, name="item_features", n_rows=n)
     if alpha0 is None:
-        alpha0 = 0.1 * n
+        alpha0 = 0.5 * n
     alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
     rho = V.check_scalar(rho, name="rho", minimum=0.0)
     if neg_weights is None:
