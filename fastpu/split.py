@@ -134,6 +134,25 @@ def validation_split(Y_train, frac=0.2, seed=0):
     return holdout(Y_train, test_frac=frac, seed=seed)
 
 
+def _values_on_pattern(T, Y):
+    """T's stored values at each stored entry of Y (T's pattern must contain Y's)."""
+    if np.array_equal(T.indptr, Y.indptr) and np.array_equal(T.indices, Y.indices):
+        return T.data
+    n = np.int64(Y.shape[1])
+    tkey = _rows_of(T) * n + T.indices          # sorted: canonical CSR is row-major sorted
+    ykey = _rows_of(Y) * n + Y.indices
+    pos = np.searchsorted(tkey, ykey)
+    found = np.zeros(ykey.size, dtype=bool)
+    inside = pos < tkey.size
+    found[inside] = tkey[pos[inside]] == ykey[inside]
+    if not found.all():
+        raise ValueError(
+            f"timestamps must store a time for every stored entry of Y (the same sparsity pattern, "
+            f"or a larger one); {int((~found).sum())} of Y's {Y.nnz} entries have none"
+        )
+    return T.data[pos]
+
+
 def leave_one_out(Y, timestamps=None, seed=0):
     """Leave-one-out split: one positive per user goes to test.
 
@@ -147,8 +166,10 @@ def leave_one_out(Y, timestamps=None, seed=0):
     Y : scipy.sparse matrix, shape (m, n)
         Stored entries are the observed positives.
     timestamps : scipy.sparse matrix, shape (m, n), optional
-        Interaction times with exactly the sparsity pattern of ``Y``
-        (for example ``Dataset.timestamps``).
+        Interaction times with the sparsity pattern of ``Y`` (for example
+        ``Dataset.timestamps``); a larger pattern is accepted (its values on
+        ``Y``'s entries are used), so the full data's timestamps can serve a
+        nested split of a training matrix.
     seed : int, numpy.random.Generator or None
         Randomness (tie-breaking, or the random choice without timestamps).
 
@@ -163,7 +184,7 @@ def leave_one_out(Y, timestamps=None, seed=0):
         If ``Y`` or ``timestamps`` is not sparse.
     ValueError
         If either is malformed or non-finite, or ``timestamps`` does not have
-        ``Y``'s shape and sparsity pattern.
+        ``Y``'s shape or lacks a time for some stored entry of ``Y``.
 
     Examples
     --------
@@ -184,12 +205,7 @@ def leave_one_out(Y, timestamps=None, seed=0):
     else:
         # explicit zeros would be dropped by some constructions: compare patterns as stored
         T = V.check_csr(timestamps, name="timestamps", shape=Y.shape, nonnegative=False)
-        if not (np.array_equal(T.indptr, Y.indptr) and np.array_equal(T.indices, Y.indices)):
-            raise ValueError(
-                f"timestamps must have exactly the sparsity pattern of Y; got {T.nnz} stored entries "
-                f"for Y's {Y.nnz}, or entries in different positions"
-            )
-        keys = (noise, T.data)
+        keys = (noise, _values_on_pattern(T, Y))
     counts = np.diff(Y.indptr)
     rank = _rank_within_rows(Y, keys)
     # the last entry in each row's ascending order is the latest (or the random pick)

@@ -89,6 +89,22 @@ def test_leave_one_out_breaks_ties_at_random_by_seed():
     assert leave_one_out(Y, T, seed=4)[1].indices[0] == leave_one_out(Y, T, seed=4)[1].indices[0]
 
 
+def test_leave_one_out_nested_with_full_timestamps():
+    # the full data's timestamps (a larger pattern) serve a second split of the training part
+    Y, Yd, mask = _random_Y(9, 7, 9, 0.6)
+    rng = np.random.default_rng(1)
+    times = rng.permutation(mask.size).reshape(mask.shape).astype(float) + 1.0
+    T = sp.csr_array(times * mask)
+    tr, _ = leave_one_out(Y, T, seed=0)
+    fit_part, valid = leave_one_out(tr, T, seed=0)
+    _check_partition(tr.toarray(), fit_part, valid)
+    trd = tr.toarray() != 0
+    for u in range(7):
+        row = valid.indices[valid.indptr[u]:valid.indptr[u + 1]]
+        if row.size:
+            assert times[u, row[0]] == times[u][trd[u]].max()
+
+
 def test_validation_split_is_holdout():
     Y, _, _ = _random_Y(3, 10, 10, 0.5)
     a, b = validation_split(Y, 0.25, seed=7)
@@ -121,7 +137,9 @@ def test_validation_messages():
         holdout(sp.csr_array(np.array([[np.nan, 1.0]])))
     with pytest.raises(ValueError, match="timestamps has shape 3×2, expected 2×3"):
         leave_one_out(Y, sp.csr_array(np.ones((3, 2))))
-    with pytest.raises(ValueError, match="timestamps must have exactly the sparsity pattern of Y"):
+    with pytest.raises(ValueError, match="timestamps must store a time for every stored entry of Y.*1 of Y's 6"):
         leave_one_out(Y, sp.csr_array(np.array([[1.0, 0, 1], [1, 1, 1]])))
+    with pytest.raises(ValueError, match="6 of Y's 6 entries have none"):
+        leave_one_out(Y, sp.csr_array((2, 3)))
     with pytest.raises(ValueError, match="test_mask marks 1 entries that Y does not store"):
         split_by_mask(sp.csr_array(np.array([[1.0, 0, 1]])), sp.csr_array(np.array([[0.0, 1, 1]])))
