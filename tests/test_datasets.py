@@ -42,9 +42,10 @@ def test_load_returns_independent_copies():
 
 def test_ml1m_size_test_file_and_speed():
     D._parse_ratings.cache_clear()
-    t0 = time.perf_counter()
+    # CPU time of this process: the wall clock is at the mercy of a shared, busy machine
+    t0 = time.process_time()
     ds = D.load("ml-1m")
-    first = time.perf_counter() - t0
+    first = time.process_time() - t0
     assert first < 3.0
     assert ds.Y.shape == (6040, 3706) and ds.Y.nnz == 1_000_209
     _canonical(ds.test_mask)
@@ -60,9 +61,9 @@ def test_ml1m_size_test_file_and_speed():
     # our leave-one-out with timestamps also picks a latest entry for every user
     te2 = leave_one_out(ds.Y, ds.timestamps, seed=0)[1]
     np.testing.assert_array_equal(np.asarray(T[rows, te2.indices]).ravel(), latest)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     D.load("ml-1m")
-    assert time.perf_counter() - t0 < first           # cached parse
+    assert time.process_time() - t0 < first           # cached parse
 
 
 def test_ciao_with_trust_graph():
