@@ -166,6 +166,8 @@ def test_evaluate_rated_hand_case_and_blocks(monkeypatch):
     monkeypatch.setattr(model_mod, "_block_size", lambda n: 1)
     assert evaluate_rated(M, R, k=2, threshold=4) == pytest.approx(r)
     assert list(evaluate_rated(M, R, k=2, threshold=4, metrics=["map"])) == ["map@2", "n_users"]
+    only1 = evaluate_rated(M, R, k=2, threshold=4, users=[1])
+    assert only1["n_users"] == 1 and only1["ndcg@2"] == pytest.approx(ndcg1) and only1["recall@2"] == 1.0
 
 
 # --------------------------------------------------------------------------- sampled_auc
