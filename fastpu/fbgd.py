@@ -539,6 +539,7 @@ def demo_configs():
     True
     """
     return [
-        ("fBGD MF (coordinate Adagrad)", dict(k=32, alpha0=None, rho=0.0, n_epochs=30, update="coordinate")),
-        ("fBGD MF (batch Adagrad)", dict(k=32, alpha0=None, rho=0.0, n_epochs=30, update="batch")),
+        # alpha0 defaults to 0.5 * n_items, rho = 0, lr = 0.05 (Adagrad)
+        ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_epochs=30, update="coordinate")),
+        ("fBGD MF (batch, Adagrad)", dict(k=32, n_epochs=30, update="batch")),
     ]
