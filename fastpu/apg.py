@@ -82,7 +82,7 @@ class APGResult:
 
 
 def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_search=False,
-        shrink=0.5, tol=0.0, callback=None):
+        shrink=0.5, tol=0.0, callback=None, y0=None):
     """Run accelerated proximal gradient on ``problem`` from ``x0``.
 
     Parameters
@@ -111,6 +111,9 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
         0 disables).
     callback : callable, optional
         ``callback(info)`` with the history dict of each iteration; returning True stops.
+    y0 : object, optional
+        The first momentum point, for problems whose momentum points are stored differently
+        from their iterates; it must represent the same point as ``x0`` (default ``x0``).
 
     Returns
     -------
@@ -168,7 +171,7 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
             return x_new + beta * (x_new - x_old) if beta else x_new
 
     x = x0
-    y = x0
+    y = x0 if y0 is None else y0
     tau = 1.0
     f_x = problem.objective(x) if has_objective else None
     history = []

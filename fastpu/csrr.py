@@ -1,1 +1,627 @@
-"""Placeholder: being written (see the open issue)."""
+"""CSRR: robust cost-sensitive low-rank + sparse recommendation (Yang, Zhao, Gao, Liu, Section IV).
+
+The binarised user × item matrix A (A_ij = 1 on the observed positives Ω+, 0 elsewhere) is
+fitted by X = U + V, U low rank, V sparse, both in [0, 1], under a cost-sensitive square loss:
+
+    min_{0 ≤ U, V ≤ 1}  λ1 ‖U‖_* + λ2 ‖V‖₁ + Σ_ij ℓ(U_ij + V_ij, A_ij)               (10)
+
+    ℓ^I (x, a)  = α·[a = 1]·½(x − 1)² + [a = 0]·½x²                                  (5)
+    ℓ^II(x, a)  =   [a = 1]·½(x − α)² + [a = 0]·½x²                                  (6)
+
+Variants
+--------
+``"I"`` / ``"II"`` (Algorithm 1): accelerated proximal gradient (:func:`fastpu.apg.apg`).
+Each iteration takes one gradient step on U and V with the same ∂ℓ/∂X, thresholds U's
+singular values at ηλ1 (16, :func:`fastpu.prox.svt_factors`, a truncated SVD that stops at
+the threshold), soft-thresholds V at ηλ2 (17), and moves to the momentum point projected
+onto [0, 1] (18). U is a dense users × items matrix: these variants refuse above
+``dense_limit`` entries (default :data:`fastpu._validation.DENSE_LIMIT`, 25 million, which
+admits MovieLens-1M) and point to variant ``"e"``.
+
+``"e"`` (Algorithm 2, CSRR-e): U = P Qᵀ with P (users × k) and Q (items × k) in
+[0, 1/√k], so that every entry of U is in [0, 1]; λ1‖U‖_* is replaced by its bilinear
+form λ1/2 (‖P‖²_F + ‖Q‖²_F) (Theorem 2). P and Q take projected gradient steps with the
+shrink 1/(1 + ηλ1) of (23), then V takes the step (17). The square term over all m×n
+entries comes from the k×k Gram matrices PᵀP and QᵀQ, so an iteration costs
+O(|Ω+|k + (m + n)k²) time and O(|Ω+| + (m + n)k) memory.
+
+Where this implementation is more precise than the text
+--------------------------------------------------------
+* V is kept exactly zero off Ω+ and stored as a CSR on Ω+. Off Ω+ the gradient is
+  X = U ≥ 0, so the gradient step pushes V below zero there; soft-thresholding (17) alone
+  would leave −η(U − λ2)₊ < 0, which the momentum step (18) can then push above zero.
+  We therefore take V's proximal step with its box: Ṽ = clip(K(V̂, ηλ2), 0, 1), the exact
+  proximal map of λ2‖V‖₁ + [0 ≤ V ≤ 1] (entrywise, so clipping the soft-threshold is
+  exact). It is zero wherever V̂ ≤ 0, hence on every unobserved entry.
+* The objective recorded for ``"I"``/``"II"`` is (10) at the proximal iterate (Ũ, Ṽ), whose
+  nuclear norm is the sum of the thresholded singular values; Ũ may leave the box slightly,
+  which the history reports as ``box_violation``. The returned model is the paper's
+  output X^T = U^T + V^T (the projected momentum point, inside the box).
+* The default step is the inverse Lipschitz constant of the smooth part: η = 1/(2c) for
+  I/II (c = max(α, 1) for ℓ^I, 1 for ℓ^II; the loss couples U and V); for ``"e"`` each
+  block gets its own 1/L (c·λ_max(QᵀQ) for P, c·λ_max(PᵀP) for Q, c for V) and the blocks
+  are updated in turn (P, then Q, then V), which makes the objective non-increasing.
+  Passing ``eta`` uses that single step everywhere, as in the paper.
+* Ratings are binarised: every stored entry with a positive value is a positive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _validation as Vd
+from ._kernels import csrr as K
+from ._kernels.csr import csr_dense, csr_dense_perm, sampled_dots
+from ._progress import Progress
+from ._threads import limit_threads
+from .apg import apg
+from .model import Factorization
+from .prox import _svt_factors
+
+__all__ = ["CSRRModel", "demo_configs", "fit", "objective"]
+
+_VARIANTS = ("I", "II", "e")
+_LOSS_CODE = {"I": 0, "II": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class CSRRModel(Factorization):
+    """A fitted CSRR model: score(i, j) = U_ij + V_ij.
+
+    Attributes
+    ----------
+    U : ndarray, shape (m, n) or None
+        The dense low-rank part (variants ``"I"``/``"II"``); ``None`` for ``"e"``, where
+        U = P Qᵀ with ``P = user_factors`` and ``Q = item_factors``.
+    V : scipy.sparse.csr_array, shape (m, n)
+        The sparse part; its stored entries are a subset of the training positives Ω+.
+    variant : str
+        ``"I"``, ``"II"`` or ``"e"``.
+
+    For ``"I"``/``"II"`` the ``user_factors``/``item_factors`` are L·√s and Rᵀ·√s of the
+    last proximal iterate Ũ = L diag(s) R (its rank is ``len(s)``).
+    """
+
+    U: np.ndarray | None = None
+    V: sp.csr_array | None = None
+    variant: str = ""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(number of users, number of items)."""
+        return tuple(self.V.shape)
+
+    @property
+    def P(self) -> np.ndarray:
+        """User factors (m×k); U = P Qᵀ for variant ``"e"``."""
+        return self.user_factors
+
+    @property
+    def Q(self) -> np.ndarray:
+        """Item factors (n×k); U = P Qᵀ for variant ``"e"``."""
+        return self.item_factors
+
+    def scores(self, users=None) -> np.ndarray:
+        """Dense score rows U[users] + V[users].
+
+        Parameters
+        ----------
+        users : array-like of int, optional
+            Row indices in ``[0, m)`` (all users when ``None``).
+
+        Returns
+        -------
+        ndarray, shape (len(users), n)
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``users`` are not valid row indices.
+        """
+        users = Vd.check_users(users, self.shape[0])
+        if self.U is not None:
+            out = np.array(self.U[users], dtype=np.float64)
+        else:
+            out = self.user_factors[users] @ self.item_factors.T
+        Vs = self.V[users]
+        rows = np.repeat(np.arange(users.size), np.diff(Vs.indptr))
+        out[rows, Vs.indices] += Vs.data
+        return out
+
+
+# --------------------------------------------------------------------------------- inputs
+
+
+@dataclasses.dataclass
+class _Data:
+    """Canonical positives: CSR pattern of Ω+ and its transpose with a permutation."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    shape: tuple
+    rows: np.ndarray          # row of every stored entry
+    t_indptr: np.ndarray
+    t_indices: np.ndarray
+    t_perm: np.ndarray        # transposed entry p' is original entry t_perm[p']
+
+    @property
+    def nnz(self):
+        return self.indices.size
+
+    def csr(self, data):
+        return sp.csr_array((data, self.indices, self.indptr), shape=self.shape)
+
+
+def _positives(Y):
+    Y = Vd.check_csr(Y, name="Y")
+    keep = Y.data > 0
+    if not keep.all():
+        Y = sp.csr_array(Y)
+        Y.data = np.where(keep, Y.data, 0.0)
+        Y.eliminate_zeros()
+        Y = Vd.check_csr(Y, name="Y")
+    m, n = Y.shape
+    if m == 0 or n == 0:
+        raise ValueError(f"Y has shape {m}×{n}; expected at least one user and one item")
+    order = sp.csr_array((np.arange(Y.nnz, dtype=np.float64), Y.indices, Y.indptr), shape=Y.shape)
+    T = Vd.transpose_csr(order)
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(Y.indptr))
+    return _Data(Y.indptr, Y.indices, (m, n), rows, T.indptr, T.indices,
+                 T.data.astype(np.int64))
+
+
+def _check_common(variant, alpha, lam1, lam2, eta, n_iter):
+    variant = Vd.check_choice(variant, name="variant", choices=_VARIANTS)
+    alpha = Vd.check_scalar(alpha, name="alpha", minimum=0.0, strict_min=True)
+    lam1 = Vd.check_scalar(lam1, name="lam1", minimum=0.0)
+    lam2 = Vd.check_scalar(lam2, name="lam2", minimum=0.0)
+    if eta is not None:
+        eta = Vd.check_scalar(eta, name="eta", minimum=0.0, strict_min=True)
+    n_iter = Vd.check_int(n_iter, name="n_iter", minimum=1)
+    return variant, alpha, lam1, lam2, eta, n_iter
+
+
+def _curvature(kind, alpha):
+    """Largest second derivative of the loss over positives and unobserved entries."""
+    return max(alpha, 1.0) if kind == 0 else 1.0
+
+
+# --------------------------------------------------------------------------------- I / II
+
+
+class _DenseProblem:
+    """Problem (10) for :func:`fastpu.apg.apg` with a dense U and V on Ω+.
+
+    Iterates x = (SVTResult Ũ, Ṽ values on Ω+); momentum points y = (dense U, V values).
+    ``prox_step`` overwrites y's dense U with Û (so ``restart="gradient"`` is not offered).
+    """
+
+    def __init__(self, data, kind, alpha, lam1, lam2, svd_method, rng):
+        self.d, self.kind, self.alpha = data, kind, alpha
+        self.lam1, self.lam2 = lam1, lam2
+        self.svd_method, self.rng = svd_method, rng
+        nnz = data.nnz
+        self.g = np.empty(nnz)
+        self.xp = np.empty(nnz)
+        self.up = np.empty(nnz)
+        self.row = np.empty(data.shape[0])
+        self.rank = 0
+        self.n_computed = 0
+
+    def grad(self, y):
+        U, v = y
+        d = self.d
+        K.gather(d.indptr, d.indices, U, self.up)
+        np.add(self.up, v, out=self.xp)
+        K.positive_terms(d.indptr, self.xp, self.up, self.kind, self.alpha, self.g, self.row)
+        return self.g                      # ∂ℓ/∂X on Ω+; off Ω+ it is U itself
+
+    def prox_step(self, y, g, eta):
+        U, v = y
+        d = self.d
+        K.dense_grad_step(d.indptr, d.indices, g, eta, U, U)          # U ← Û (in place)
+        k0 = max(1, self.rank + 5)
+        Ut = _svt_factors(_aslinop(U), U, eta * self.lam1, method=self.svd_method, k0=k0, rng=self.rng)
+        self.rank, self.n_computed = Ut.rank, Ut.n_computed
+        v_new = np.empty_like(v)
+        K.soft_box(v - eta * g, eta * self.lam2, 0.0, 1.0, v_new)
+        return Ut, v_new
+
+    def extrapolate(self, x_new, x_old, beta):
+        Ut, v = x_new
+        Uo, vo = x_old
+        if beta and Uo.rank:
+            A = np.hstack([Ut.left * (Ut.s * (1.0 + beta)), Uo.left * (Uo.s * -beta)])
+            B = np.vstack([Ut.right, Uo.right])
+        else:
+            A, B = Ut.left * Ut.s, Ut.right
+        U = self._buffer
+        np.matmul(A, B, out=U)
+        K.clip_inplace(U, 0.0, 1.0)
+        vy = np.clip(v + beta * (v - vo), 0.0, 1.0) if beta else v.copy()
+        return U, vy
+
+    def objective(self, x):
+        Ut, v = x
+        d = self.d
+        A = np.ascontiguousarray(Ut.left * Ut.s)
+        sampled_dots(d.indptr, d.indices, A, np.ascontiguousarray(Ut.right.T), self.up)
+        np.add(self.up, v, out=self.xp)
+        g = np.empty_like(self.xp)
+        K.positive_terms(d.indptr, self.xp, self.up, self.kind, self.alpha, g, self.row)
+        loss = 0.5 * float(Ut.s @ Ut.s) + float(self.row.sum())
+        return self.lam1 * Ut.nuclear_norm + self.lam2 * float(v.sum()) + loss
+
+
+def _aslinop(U):
+    import scipy.sparse.linalg as spla
+    return spla.aslinearoperator(U)
+
+
+def _box_violation(Ut):
+    if not Ut.rank:
+        return 0.0
+    # max distance of Ũ to [0, 1], computed blockwise so no second m×n array is built
+    worst = 0.0
+    step = max(1, 2**22 // max(1, Ut.right.shape[1]))
+    A = Ut.left * Ut.s
+    for s in range(0, A.shape[0], step):
+        blk = A[s:s + step] @ Ut.right
+        worst = max(worst, float(np.max(-blk, initial=0.0)), float(np.max(blk - 1.0, initial=0.0)))
+    return worst
+
+
+def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_method, rng, progress):
+    kind = _LOSS_CODE[variant]
+    if eta is None:
+        eta = 1.0 / (2.0 * _curvature(kind, alpha))
+    m, n = data.shape
+    prob = _DenseProblem(data, kind, alpha, lam1, lam2, svd_method, rng)
+    prob._buffer = np.zeros((m, n))
+    x0 = (_empty_svt(m, n), np.zeros(data.nnz))
+    y0 = (prob._buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
+
+    def report(info):
+        return progress.step(info["iter"], info["objective"], rank=prob.rank,
+                             svd_computed=prob.n_computed, beta=info["beta"],
+                             restarted=info["restarted"])
+
+    res = apg(prob, x0, y0=y0, step=eta, n_iter=n_iter, restart=restart, callback=report)
+    Ut, v = res.x
+    U, vy = res.y
+    return Ut, v, U, vy, eta, res
+
+
+def _empty_svt(m, n):
+    from .prox import SVTResult
+    return SVTResult(np.zeros((m, 0)), np.zeros(0), np.zeros((0, n)), 0, True)
+
+
+# --------------------------------------------------------------------------------- e
+
+
+class _Bilinear:
+    """Pieces of problem (10) with U = P Qᵀ, all in O(|Ω+|k + (m+n)k²)."""
+
+    def __init__(self, data, kind, alpha, lam1, lam2):
+        self.d, self.kind, self.alpha, self.lam1, self.lam2 = data, kind, alpha, lam1, lam2
+        nnz = data.nnz
+        self.dots = np.empty(nnz)
+        self.xp = np.empty(nnz)
+        self.g = np.empty(nnz)
+        self.row = np.empty(data.shape[0])
+
+    def positives(self, P, Q, v):
+        """Fill dots = (PQᵀ)_Ω, g = ℓ'(dots + v); return Σ_Ω (ℓ⁺ − ½ dots²)."""
+        d = self.d
+        sampled_dots(d.indptr, d.indices, P, Q, self.dots)
+        np.add(self.dots, v, out=self.xp)
+        K.positive_terms(d.indptr, self.xp, self.dots, self.kind, self.alpha, self.g, self.row)
+        return float(self.row.sum())
+
+    def objective(self, P, Q, v, GP=None, GQ=None):
+        GP = P.T @ P if GP is None else GP
+        GQ = Q.T @ Q if GQ is None else GQ
+        corr = self.positives(P, Q, v)
+        loss = 0.5 * float(np.sum(GP * GQ)) + corr
+        reg = 0.5 * self.lam1 * (float(np.sum(P * P)) + float(np.sum(Q * Q)))
+        return reg + self.lam2 * float(v.sum()) + loss
+
+    def grad_P(self, P, Q, v, GQ, out):
+        """∂/∂P of the loss: P (QᵀQ) + S Q with S = g − dots on Ω+."""
+        d = self.d
+        self.positives(P, Q, v)
+        S = self.g - self.dots
+        csr_dense(d.indptr, d.indices, S, Q, out)
+        out += P @ GQ
+        return out
+
+    def grad_Q(self, P, Q, v, GP, out):
+        """∂/∂Q of the loss: Q (PᵀP) + Sᵀ P."""
+        d = self.d
+        self.positives(P, Q, v)
+        S = self.g - self.dots
+        csr_dense_perm(d.t_indptr, d.t_indices, d.t_perm, S, P, out)
+        out += Q @ GP
+        return out
+
+
+def _lam_max(G):
+    return float(np.linalg.eigvalsh(G)[-1]) if G.size else 0.0
+
+
+def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_tol, rng, progress):
+    kind = _LOSS_CODE[loss]
+    c = _curvature(kind, alpha)
+    m, n = data.shape
+    hi = 1.0 / math.sqrt(k)
+    P = np.ascontiguousarray(rng.uniform(0.0, hi, size=(m, k)))
+    Q = np.ascontiguousarray(rng.uniform(0.0, hi, size=(n, k)))
+    v = np.zeros(data.nnz)
+    prob = _Bilinear(data, kind, alpha, lam1, lam2)
+    gP = np.empty((m, k))
+    gQ = np.empty((n, k))
+    v_new = np.empty_like(v)
+    f_prev = prob.objective(P, Q, v)
+    for t in range(1, n_iter + 1):
+        inner = 0
+        f_inner = f_prev
+        for inner in range(1, n_inner + 1):
+            GQ = Q.T @ Q
+            eP = eta if eta is not None else 1.0 / max(c * _lam_max(GQ), 1e-12)
+            prob.grad_P(P, Q, v, GQ, gP)
+            P = np.clip((P - eP * gP) / (1.0 + eP * lam1), 0.0, hi)
+            GP = P.T @ P
+            eQ = eta if eta is not None else 1.0 / max(c * _lam_max(GP), 1e-12)
+            prob.grad_Q(P, Q, v, GP, gQ)
+            Q = np.clip((Q - eQ * gQ) / (1.0 + eQ * lam1), 0.0, hi)
+            if n_inner > 1:
+                f_new = prob.objective(P, Q, v, GP=GP)
+                done = abs(f_inner - f_new) <= inner_tol * max(1.0, abs(f_inner))
+                f_inner = f_new
+                if done:
+                    break
+        eV = eta if eta is not None else 1.0 / c
+        prob.positives(P, Q, v)
+        K.soft_box(v - eV * prob.g, eV * lam2, 0.0, 1.0, v_new)
+        v, v_new = v_new, v
+        f_prev = prob.objective(P, Q, v)
+        if progress.step(t, f_prev, inner=inner, nnz_V=int(np.count_nonzero(v))):
+            break
+    return P, Q, v
+
+
+# --------------------------------------------------------------------------------- public
+
+
+def fit(Y, variant="e", *, alpha=4.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss="I",
+        n_iter=None, n_inner=1, inner_tol=1e-4, restart=None, svd_method="auto",
+        dense_limit=None, n_threads=None, seed=0, callback=None, verbose=False):
+    """Fit CSRR (low rank + sparse, cost-sensitive square loss) to a PU matrix.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        Users × items; every stored entry with a positive value is a positive (binarised).
+    variant : {"I", "II", "e"}
+        ``"I"``/``"II"``: Algorithm 1 with loss ℓ^I / ℓ^II and a dense U (nuclear norm,
+        singular value thresholding). ``"e"``: Algorithm 2, U = P Qᵀ of rank ``k``.
+    alpha : float
+        Cost bias α > 0 (α = c_p / c_n; α > 1 weighs missing a positive more).
+    lam1 : float
+        Weight λ1 >= 0 of the nuclear norm (of λ1/2(‖P‖² + ‖Q‖²) for ``"e"``).
+    lam2 : float
+        Weight λ2 >= 0 of ‖V‖₁.
+    eta : float, optional
+        Step size η > 0 used by every block. ``None``: the inverse Lipschitz constant of
+        each step (see the module docstring).
+    k : int, optional
+        Rank of variant ``"e"`` (default 32); not used by ``"I"``/``"II"``.
+    loss : {"I", "II"}
+        The loss of variant ``"e"`` (``"I"``/``"II"`` use their own).
+    n_iter : int, optional
+        Outer iterations (default 60 for ``"I"``/``"II"``, 100 for ``"e"``).
+    n_inner : int
+        ``"e"`` only: at most this many P, Q passes per outer iteration (Algorithm 2's
+        inner "repeat until convergence").
+    inner_tol : float
+        ``"e"`` only: the inner loop stops when the relative objective change is below it.
+    restart : {None, "function"}
+        ``"I"``/``"II"`` only: adaptive momentum restart of the APG driver.
+    svd_method : {"auto", "truncated", "full"}
+        ``"I"``/``"II"`` only: how the singular value thresholding computes its SVD.
+    dense_limit : int, optional
+        ``"I"``/``"II"`` refuse when m·n exceeds it (default
+        :data:`fastpu._validation.DENSE_LIMIT`).
+    n_threads : int, optional
+        numba threads for the kernels (restored afterwards).
+    seed : int
+        Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
+    callback : callable, optional
+        ``callback(info)`` after every outer iteration; returning True stops.
+    verbose : bool
+        Print one line per iteration.
+
+    Returns
+    -------
+    CSRRModel
+        ``U`` (dense, ``"I"``/``"II"``) or ``P``, ``Q`` (``"e"``), ``V`` (CSR on Ω+),
+        ``scores()``, and ``history`` with the objective (10) per iteration.
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not sparse or an argument has the wrong type.
+    ValueError
+        If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
+        ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``).
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> import scipy.sparse as sp
+    >>> Y = sp.random_array((40, 30), density=0.2, random_state=0, format="csr")
+    >>> m = fp.csrr.fit(Y, variant="e", k=4, n_iter=5)
+    >>> m.scores([0, 1]).shape, m.V.shape
+    ((2, 30), (40, 30))
+    >>> m1 = fp.csrr.fit(Y, variant="I", lam1=0.5, n_iter=5)
+    >>> m1.U.shape
+    (40, 30)
+    """
+    variant, alpha, lam1, lam2, eta, n_iter_ = _check_common(
+        variant, alpha, lam1, lam2, eta, 1 if n_iter is None else n_iter)
+    if n_iter is None:
+        n_iter_ = 100 if variant == "e" else 60
+    loss = Vd.check_choice(loss, name="loss", choices=("I", "II"))
+    n_inner = Vd.check_int(n_inner, name="n_inner", minimum=1)
+    inner_tol = Vd.check_scalar(inner_tol, name="inner_tol", minimum=0.0)
+    restart = Vd.check_choice(restart, name="restart", choices=(None, "function"))
+    svd_method = Vd.check_choice(svd_method, name="svd_method", choices=("auto", "truncated", "full"))
+    callback = Vd.check_callback(callback)
+    rng = Vd.check_seed(seed)
+    if variant == "e":
+        k = 32 if k is None else Vd.check_k(k)
+    elif k is not None:
+        raise ValueError(f"k is the rank of variant 'e'; variant {variant!r} has no fixed rank, got k={k!r}")
+    data = _positives(Y)
+    m, n = data.shape
+    if variant != "e":
+        Vd.check_dense_size(m, n, what=f"CSRR-{variant} (dense U)",
+                            alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
+                            limit=dense_limit)
+    params = dict(variant=variant, alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
+                  n_iter=n_iter_, n_inner=n_inner, inner_tol=inner_tol, restart=restart,
+                  svd_method=svd_method, seed=seed if not isinstance(seed, np.random.Generator) else None)
+    progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback)
+    with limit_threads(n_threads):
+        if variant == "e":
+            P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
+                                    inner_tol, rng, progress)
+            return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
+                             method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
+        Ut, v_tilde, U, v, eta_used, res = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
+                                                      restart, svd_method, rng, progress)
+    params["eta_used"] = eta_used
+    root = np.sqrt(Ut.s)
+    hist = progress.history
+    if hist:
+        hist[-1]["box_violation"] = _box_violation(Ut)
+    return CSRRModel(user_factors=np.ascontiguousarray(Ut.left * root),
+                     item_factors=np.ascontiguousarray(Ut.right.T * root),
+                     history=hist, params=params, method="csrr",
+                     extras={"singular_values": Ut.s.copy(), "V_tilde": _sparse_v(data, v_tilde),
+                             "status": res.status},
+                     U=U, V=_sparse_v(data, v), variant=variant)
+
+
+def _sparse_v(data, v):
+    V = data.csr(np.array(v, dtype=np.float64))
+    V.eliminate_zeros()
+    return V
+
+
+def objective(Y, *, U=None, V=None, P=None, Q=None, variant="I", alpha=4.0, lam1=1.0, lam2=0.1,
+              dense_limit=None):
+    """The objective (10) of a given (U, V), or its bilinear form for U = P Qᵀ.
+
+    With ``U``: λ1‖U‖_* + λ2‖V‖₁ + Σ_ij ℓ(U_ij + V_ij, A_ij) (nuclear norm by a full SVD —
+    for checking, not for large matrices). With ``P``, ``Q``: λ1/2(‖P‖²_F + ‖Q‖²_F) in
+    place of the nuclear norm, computed in O(|Ω+|k + (m+n)k²) without forming P Qᵀ.
+    The box constraints are not checked.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        The positives (binarised as in :func:`fit`).
+    U : array-like, shape (m, n), optional
+        Dense low-rank part (give either ``U`` or both ``P`` and ``Q``).
+    V : scipy.sparse matrix, shape (m, n), optional
+        Sparse part (zero when ``None``); its stored entries must lie on Y's positives.
+    P, Q : array-like, shapes (m, k) and (n, k), optional
+        Factors with U = P Qᵀ.
+    variant : {"I", "II"}
+        Which loss, ℓ^I or ℓ^II.
+    alpha, lam1, lam2 : float
+        As in :func:`fit`.
+    dense_limit : int, optional
+        Refuse a dense ``U`` above this many entries.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If an input has the wrong type.
+    ValueError
+        If shapes disagree, both or neither of ``U`` and (``P``, ``Q``) are given, or ``V``
+        has entries off the positives.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu import csrr
+    >>> Y = sp.csr_array(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    >>> csrr.objective(Y, U=np.zeros((2, 2)), variant="I", alpha=2.0)   # α·½·(0 − 1)² twice
+    2.0
+    """
+    variant = Vd.check_choice(variant, name="variant", choices=("I", "II"))
+    alpha = Vd.check_scalar(alpha, name="alpha", minimum=0.0, strict_min=True)
+    lam1 = Vd.check_scalar(lam1, name="lam1", minimum=0.0)
+    lam2 = Vd.check_scalar(lam2, name="lam2", minimum=0.0)
+    data = _positives(Y)
+    m, n = data.shape
+    if (U is None) == (P is None and Q is None) or (U is None and (P is None or Q is None)):
+        raise ValueError("give either U, or both P and Q (U = P Qᵀ)")
+    if V is None:
+        v = np.zeros(data.nnz)
+    else:
+        Vc = Vd.check_csr(V, name="V", shape=(m, n), nonnegative=False)
+        Vc.eliminate_zeros()
+        pattern = data.csr(np.ones(data.nnz))
+        off = Vc - Vc.multiply(pattern)
+        off.eliminate_zeros()
+        if off.nnz:
+            raise ValueError(f"V has {off.nnz} stored entries off the positives of Y; expected V on Ω+ only")
+        v = np.asarray(Vc[data.rows, data.indices]).ravel() if data.nnz else np.zeros(0)
+    kind = _LOSS_CODE[variant]
+    with limit_threads(None):
+        if U is not None:
+            Vd.check_dense_size(m, n, what="objective with a dense U", alternative="P and Q",
+                                limit=dense_limit)
+            U = Vd.check_dense(U, name="U", shape=(m, n))
+            up = np.empty(data.nnz)
+            K.gather(data.indptr, data.indices, U, up)
+            g = np.empty(data.nnz)
+            row = np.empty(m)
+            K.positive_terms(data.indptr, up + v, up, kind, alpha, g, row)
+            nuc = float(np.linalg.svd(U, compute_uv=False).sum()) if U.size else 0.0
+            return lam1 * nuc + lam2 * float(np.abs(v).sum()) + 0.5 * float(np.sum(U * U)) + float(row.sum())
+        P = Vd.check_dense(P, name="P", shape=(m, None))
+        Q = Vd.check_dense(Q, name="Q", shape=(n, P.shape[1]))
+        prob = _Bilinear(data, kind, alpha, lam1, lam2)
+        val = prob.objective(P, Q, v)
+        return val - lam2 * float(v.sum()) + lam2 * float(np.abs(v).sum())
+
+
+def demo_configs():
+    """Configurations of ``fit`` for ``fastpu demo`` (MovieLens-100K, 80/20 holdout).
+
+    Returns
+    -------
+    list of (str, dict)
+        ``(label, fit_kwargs)`` pairs; ``fit(Y_train, **kwargs, seed=0, verbose=True)``
+        trains a good model in a few seconds on 2 cores.
+
+    Examples
+    --------
+    >>> from fastpu import csrr
+    >>> [label for label, _ in csrr.demo_configs()]
+    ['CSRR-e']
+    """
+    return [("CSRR-e", dict(variant="e", k=32, alpha=4.0, lam1=1.0, lam2=0.1, n_iter=100))]
