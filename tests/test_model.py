@@ -1,0 +1,82 @@
+"""Factorization, recommend and thread control."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastpu as fp
+from fastpu._threads import limit_threads
+
+
+def _model(m=5, n=7, k=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return fp.Factorization(rng.normal(size=(m, k)), rng.normal(size=(n, k)), method="test")
+
+
+def test_scores_are_products_of_factors():
+    model = _model()
+    np.testing.assert_allclose(model.scores(), model.user_factors @ model.item_factors.T)
+    np.testing.assert_allclose(model.scores([3, 1]), (model.user_factors @ model.item_factors.T)[[3, 1]])
+    assert model.shape == (5, 7)
+    assert model.W is model.user_factors and model.H is model.item_factors
+
+
+def test_recommend_excludes_seen_and_orders_by_score():
+    model = _model()
+    seen = sp.csr_array(np.eye(5, 7))
+    items, scores = fp.recommend(model, seen, n=3)
+    S = model.scores()
+    for i in range(5):
+        order = [j for j in np.argsort(-S[i], kind="stable") if j != i][:3]
+        assert list(items[i]) == order
+        np.testing.assert_allclose(scores[i], S[i, order])
+
+
+def test_recommend_pads_when_few_items_left():
+    model = _model(2, 3)
+    seen = sp.csr_array(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
+    items, scores = fp.recommend(model, seen, n=5)
+    assert items.shape == (2, 5)
+    assert items[0, 0] == 2 and np.all(items[0, 1:] == -1) and np.all(np.isneginf(scores[0, 1:]))
+    assert sorted(items[1, :3]) == [0, 1, 2] and np.all(items[1, 3:] == -1)
+
+
+def test_recommend_blocks_do_not_change_the_answer(monkeypatch):
+    from fastpu import model as model_mod
+
+    model = _model(40, 9)
+    a = fp.recommend(model, None, n=4)
+    monkeypatch.setattr(model_mod, "_BLOCK_BYTES", 8 * 9 * 3)   # blocks of 3 users
+    b = fp.recommend(model, None, n=4)
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(Y_seen=sp.csr_array((4, 7))), ValueError, "Y_seen has shape 4×7, expected 5×7"),
+    (dict(n=0), ValueError, "n must be >= 1"),
+    (dict(users=[7]), ValueError, r"users must lie in \[0, 5\)"),
+    (dict(users=[0.5]), TypeError, "users must be integer row indices"),
+])
+def test_recommend_rejects_bad_input(kw, exc, msg):
+    args = dict(Y_seen=None, n=3)
+    args.update(kw)
+    with pytest.raises(exc, match=msg):
+        fp.recommend(_model(), **args)
+
+
+def test_thread_control_restores_previous_count():
+    before = fp.get_num_threads()
+    with limit_threads(1):
+        assert fp.get_num_threads() == 1
+    assert fp.get_num_threads() == before
+    with pytest.raises(RuntimeError):
+        with limit_threads(1):
+            raise RuntimeError("boom")
+    assert fp.get_num_threads() == before
+    old = fp.set_num_threads(1)
+    assert fp.get_num_threads() == 1
+    fp.set_num_threads(old)
+    with pytest.raises(ValueError, match="n_threads must be in"):
+        fp.set_num_threads(10_000)
+    with pytest.raises(TypeError, match="n_threads must be an integer"):
+        fp.set_num_threads("2")

@@ -1,0 +1,91 @@
+"""The boundary: canonical forms, and one test per error message."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fastpu import _validation as V
+
+
+def test_check_csr_canonicalises():
+    Y = sp.coo_array((np.array([1.0, 2.0, 3.0]), (np.array([1, 0, 1]), np.array([2, 1, 2]))), shape=(2, 3))
+    C = V.check_csr(Y)
+    assert C.format == "csr" and C.indices.dtype == np.int64 and C.indptr.dtype == np.int64
+    assert C.data.dtype == np.float64 and C.has_sorted_indices
+    np.testing.assert_array_equal(C.toarray(), [[0, 2, 0], [0, 0, 4]])
+    assert V.check_csr(sp.csc_matrix(Y)).format == "csr"
+
+
+@pytest.mark.parametrize("Y, exc, msg", [
+    (np.ones((2, 2)), TypeError, "Y must be a scipy.sparse matrix or array, got ndarray"),
+    (sp.csr_array(np.array([[np.inf, 0.0]])), ValueError, "non-finite"),
+    (sp.csr_array(np.array([[-2.0, 0.0]])), ValueError, "negative stored values"),
+    (sp.csr_array((np.ones(1), np.array([5]), np.array([0, 1])), shape=(1, 3)), ValueError,
+     r"indices out of range \[0, 3\)"),
+])
+def test_check_csr_errors(Y, exc, msg):
+    with pytest.raises(exc, match=msg):
+        V.check_csr(Y)
+
+
+def test_check_csr_malformed_indptr():
+    Y = sp.csr_array((np.ones(2), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, 3))
+    Y.indptr = np.array([0, 2])
+    with pytest.raises(ValueError, match="indptr has length 2, expected 3"):
+        V.check_csr(Y)
+    Y = sp.csr_array((np.ones(2), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, 3))
+    Y.indptr = np.array([0, 1, 5])
+    with pytest.raises(ValueError, match="indptr ends at 5 but only 2 indices"):
+        V.check_csr(Y)
+    coo = sp.coo_array((np.ones(1), (np.array([4]), np.array([0]))), shape=(5, 2))
+    coo.row[0] = 9
+    with pytest.raises(ValueError, match="COO coordinates out of range"):
+        V.check_csr(coo)
+
+
+def test_check_csr_shape():
+    with pytest.raises(ValueError, match="Y has shape 2×2, expected 3×2"):
+        V.check_csr(sp.csr_array((2, 2)), shape=(3, 2))
+
+
+def test_dense_and_vector_checks():
+    with pytest.raises(TypeError, match="W must be a dense array, got a scipy.sparse"):
+        V.check_dense(sp.csr_array((2, 2)), name="W")
+    with pytest.raises(ValueError, match="W must be 2-dimensional"):
+        V.check_dense(np.ones(3), name="W")
+    with pytest.raises(ValueError, match="W has 1 non-finite"):
+        V.check_dense(np.array([[np.nan]]), name="W")
+    with pytest.raises(TypeError, match="W must be a numeric array"):
+        V.check_dense([["a"]], name="W")
+    with pytest.raises(ValueError, match="W must be non-negative"):
+        V.check_dense(-np.ones((1, 1)), name="W", nonnegative=True)
+    with pytest.raises(ValueError, match="p must be positive"):
+        V.check_vector(np.zeros(2), name="p", size=2, positive=True)
+    np.testing.assert_array_equal(V.check_vector(None, name="p", size=3), np.ones(3))
+    np.testing.assert_array_equal(V.check_vector(2.0, name="p", size=2), [2.0, 2.0])
+
+
+def test_features_graph_and_scalars():
+    with pytest.raises(ValueError, match="X has no columns"):
+        V.check_features(np.ones((3, 0)), name="X", n_rows=3)
+    S = V.check_graph(np.array([[0, 2.0], [2.0, 0]]), name="g", n=2)
+    np.testing.assert_array_equal(V.laplacian(S).toarray(), [[2, -2], [-2, 2]])
+    for bad, msg in [(True, "k must be an integer"), (0, "k must be >= 1")]:
+        with pytest.raises((TypeError, ValueError), match=msg):
+            V.check_k(bad)
+    with pytest.raises(TypeError, match="lam must be a real number"):
+        V.check_scalar("1", name="lam")
+    with pytest.raises(ValueError, match="lam must be <= 1"):
+        V.check_scalar(2.0, name="lam", maximum=1.0)
+    with pytest.raises(ValueError, match="lam must be < 1"):
+        V.check_scalar(1.0, name="lam", maximum=1.0, strict_max=True)
+    with pytest.raises(ValueError, match="unknown mode 'x'; expected one of 'a', 'b'"):
+        V.check_choice("x", name="mode", choices=("a", "b"))
+    with pytest.raises(TypeError, match="n_iter must be an integer"):
+        V.check_int(1.5, name="n_iter")
+    with pytest.raises(ValueError, match="n_iter must be >= 0"):
+        V.check_int(-1, name="n_iter")
+    with pytest.raises(ValueError, match="users must be a 1-d array"):
+        V.check_users(np.zeros((2, 2), dtype=int), 3)
+    with pytest.raises(ValueError, match=r"needs a dense 10×10 matrix .* limit of 50 entries; use X"):
+        V.check_dense_size(10, 10, what="thing", alternative="X", limit=50)
