@@ -172,6 +172,69 @@ def _walk_block(P, Pt, cols, T):
     return prev
 
 
+def _is_bipartite(P, m):
+    """True when P has no entry inside its users×users or items×items blocks."""
+    rows = np.repeat(np.arange(P.shape[0], dtype=np.int64), np.diff(P.indptr))
+    return not np.any((rows < m) == (P.indices < m))
+
+
+def _sub_csr(P, r0, r1, c0, c1):
+    S = sp.csr_array(P[r0:r1][:, c0:c1])
+    S.sort_indices()
+    return sp.csr_array((S.data.astype(np.float64), S.indices.astype(np.int64),
+                         S.indptr.astype(np.int64)), shape=S.shape)
+
+
+class _Walker:
+    """Blocks of columns of f_T(P), taking the bipartite shortcut when P has no side graphs.
+
+    Without side graphs P = [[0, B], [C, 0]]: the l-th power maps a user column onto items
+    when l is odd and onto users when l is even, so each step needs only B or C — half of
+    the nonzeros of P.  The powers are then summed instead of run through the recursion.
+    """
+
+    def __init__(self, P, Pt, T, m=None):
+        self.P, self.Pt, self.T, self.N = P, Pt, T, P.shape[0]
+        self.m = m if (m is not None and 0 < m < self.N and _is_bipartite(P, m)) else None
+        if self.m is not None:
+            self.B = _sub_csr(P, 0, m, m, self.N)          # users <- items
+            self.C = _sub_csr(P, m, self.N, 0, m)          # items <- users
+
+    def ranges(self, block):
+        """(start, stop) of consecutive column blocks, never straddling the user/item split."""
+        cuts = set(range(0, self.N, block)) | {self.N}
+        if self.m is not None:
+            cuts.add(self.m)
+        cuts = sorted(cuts)
+        return list(zip(cuts[:-1], cuts[1:]))
+
+    def columns(self, cols):
+        if self.m is None or self.T == 1:
+            return _walk_block(self.P, self.Pt, cols, self.T)
+        m, N, b = self.m, self.N, cols.size
+        first = np.empty((N, b))
+        _K.scatter_columns(self.Pt.indptr, self.Pt.indices, self.Pt.data, cols, first)
+        on_items = bool(cols[0] < m)                # A e_c for a user column lives on items
+        S_user = np.zeros((m, b))
+        S_item = np.zeros((N - m, b))
+        x = np.ascontiguousarray(first[m:] if on_items else first[:m])
+        (S_item if on_items else S_user)[:] = x
+        for _ in range(2, self.T + 1):
+            M = self.B if on_items else self.C
+            y = np.empty((M.shape[0], b))
+            csr_dense(M.indptr, M.indices, M.data, x, y)
+            on_items = not on_items
+            if on_items:
+                S_item += y
+            else:
+                S_user += y
+            x = y
+        first[:m] = S_user
+        first[m:] = S_item
+        first *= 1.0 / self.T
+        return first
+
+
 def _check_walk_args(A, idx, T, name):
     A = V_.check_square_csr(A, name="A")
     idx = V_.check_indices(idx, name=name, size=A.shape[0])
@@ -272,32 +335,19 @@ def walk_rows(A, rows, T, *, n_threads=None):
 
 # --------------------------------------------------------------------------- objective
 
-def _exact_loss(P, Pt, T, L, Rt, block):
-    """Σ over Ω of (f_T(P) − L Rtᵀ)² column by column (Ω = nonzeros), dense blocks."""
-    N = P.shape[0]
+def _loss(walker, L, Rt, block, dense):
+    """Σ over Ω of (f_T(P) − L Rtᵀ)², column block by column block (Ω = nonzeros or all)."""
     total = 0.0
-    for start in range(0, N, block):
-        cols = np.arange(start, min(N, start + block), dtype=np.int64)
-        Ct = np.ascontiguousarray(_walk_block(P, Pt, cols, T).T)
+    for start, stop in walker.ranges(block):
+        cols = np.arange(start, stop, dtype=np.int64)
+        Ct = np.ascontiguousarray(walker.columns(cols).T)
         out = np.empty(cols.size)
-        _K.block_loss(Ct, L, np.ascontiguousarray(Rt[cols]), False, out)
+        _K.block_loss(Ct, L, np.ascontiguousarray(Rt[cols]), dense, out)
         total += float(out.sum())
     return total
 
 
-def _dense_loss(P, Pt, T, L, Rt, block):
-    N = P.shape[0]
-    total = 0.0
-    for start in range(0, N, block):
-        cols = np.arange(start, min(N, start + block), dtype=np.int64)
-        Ct = np.ascontiguousarray(_walk_block(P, Pt, cols, T).T)
-        out = np.empty(cols.size)
-        _K.block_loss(Ct, L, np.ascontiguousarray(Rt[cols]), True, out)
-        total += float(out.sum())
-    return total
-
-
-def objective(A, U, V, T, lam, *, mode="exact", block_size=None, n_threads=None):
+def objective(A, U, V, T, lam, *, mode="exact", m_users=None, block_size=None, n_threads=None):
     """The value of objective (4): ½‖P_Ω(f_T(A) − U Vᵀ)‖² + λ(‖U‖² + ‖V‖²).
 
     Ω is the set of nonzeros of f_T(A) (``mode="exact"``) or every entry
@@ -316,6 +366,10 @@ def objective(A, U, V, T, lam, *, mode="exact", block_size=None, n_threads=None)
         Regularisation λ.
     mode : {"exact", "dense"}
         Which entries count.
+    m_users : int, optional
+        Number of user nodes (the first ``m_users`` rows of ``A``).  When given and A has
+        no side-graph blocks, each walk step uses only the user-item blocks of A (half the
+        work); the value is the same.
     block_size : int, optional
         Columns per block (default: 64 to 256, about 8 MiB per block).
     n_threads : int, optional
@@ -349,28 +403,28 @@ def objective(A, U, V, T, lam, *, mode="exact", block_size=None, n_threads=None)
     T = V_.check_int(T, name="T", minimum=1)
     lam = V_.check_scalar(lam, name="lam", minimum=0.0)
     mode = V_.check_choice(mode, name="mode", choices=_MODES)
+    if m_users is not None:
+        m_users = V_.check_int(m_users, name="m_users", minimum=0)
     if block_size is not None:
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     block = _block_size(N, block_size)
     At = V_.transpose_csr(A)
     with limit_threads(n_threads):
-        f = _exact_loss if mode == "exact" else _dense_loss
-        loss = f(A, At, T, U, V, block)
+        loss = _loss(_Walker(A, At, T, m_users), U, V, block, mode == "dense")
     return 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
 
 
 # --------------------------------------------------------------------------- fit
 
-def _exact_half(P, Pt, T, L, out, lam, block):
+def _exact_half(walker, L, out, lam, block):
     """Ridge solve for every column of f_T(P) against fixed L; returns Σ_Ω residual²."""
-    N = P.shape[0]
     k = L.shape[1]
     LtL = np.empty((k, k))
     _K.gram(L, LtL)
     total = 0.0
-    for start in range(0, N, block):
-        cols = np.arange(start, min(N, start + block), dtype=np.int64)
-        Ct = np.ascontiguousarray(_walk_block(P, Pt, cols, T).T)
+    for start, stop in walker.ranges(block):
+        cols = np.arange(start, stop, dtype=np.int64)
+        Ct = np.ascontiguousarray(walker.columns(cols).T)
         sol = np.empty((cols.size, k))
         loss = np.empty(cols.size)
         ok = np.empty(cols.size, dtype=np.bool_)
@@ -379,7 +433,7 @@ def _exact_half(P, Pt, T, L, out, lam, block):
             raise FloatingPointError(
                 "homf: a ridge system was not positive definite; raise lam"
             )
-        out[start:start + cols.size] = sol
+        out[start:stop] = sol
         total += float(loss.sum())
     return total
 
@@ -504,11 +558,13 @@ def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-
     block = _block_size(N, block_size)
     with limit_threads(n_threads):
         if mode == "exact":
+            cols_walk = _Walker(A, At, T, m)        # columns of f_T(A)
+            rows_walk = _Walker(At, A, T, m)        # rows of f_T(A) = columns of f_T(Aᵀ)
             for it in range(1, n_iter + 1):
                 # V: columns of f_T(A) against U.  U: rows of f_T(A) = columns of f_T(Aᵀ).
-                loss = _exact_half(A, At, T, U, V, lam, block)
+                loss = _exact_half(cols_walk, U, V, lam, block)
                 obj_v = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
-                loss = _exact_half(At, A, T, V, U, lam, block)
+                loss = _exact_half(rows_walk, V, U, lam, block)
                 obj = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
                 if progress.step(it, obj, objective_v=obj_v):
                     break

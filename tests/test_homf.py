@@ -111,6 +111,23 @@ def test_walk_columns_on_transition_matrix(m, n, density, seed, T):
     assert np.array_equal(homf.walk_columns(A, cols, T) != 0, F != 0)
 
 
+@given(m=sizes, n=sizes, density=densities, seed=seeds, T=st.integers(1, 6),
+       block=st.integers(1, 5), graph=st.booleans())
+def test_bipartite_walker_equals_matrix_powers(m, n, density, seed, T, block, graph):
+    # without side graphs the exact mode walks only the user-item blocks of A
+    R, Rd, mask, Su, Si = _problem(m, n, density, seed, graphs=True)
+    A = homf.transition_matrix(R, user_graph=Su if graph else None, alpha=0.5)
+    At = fp._validation.transpose_csr(A)
+    F = nh.f_T(A.toarray(), T)
+    for P, Pt, ref in ((A, At, F), (At, A, F.T)):
+        w = homf._Walker(P, Pt, T, m)
+        assert (w.m is not None) == (not graph or not np.any(Su))
+        got = np.hstack([w.columns(np.arange(a, b)) for a, b in w.ranges(block)])
+        if w.m is not None:
+            assert all(not (a < m < b) for a, b in w.ranges(block))
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
+
+
 # ----------------------------------------------------------------------------- ridge steps
 
 @given(N=st.integers(1, 10), b=st.integers(1, 6), k=st.integers(1, 4), seed=seeds,
@@ -138,10 +155,11 @@ def test_ridge_columns_equal_lstsq_on_omega(N, b, k, seed, density, lam, dense):
 
 
 @given(seed=seeds, T=st.integers(1, 4), mode=st.sampled_from(["exact", "dense"]),
-       block=st.sampled_from([None, 1, 3]))
-def test_each_half_step_is_the_least_squares_solution(seed, T, mode, block):
+       block=st.sampled_from([None, 1, 3]), graph=st.booleans())
+def test_each_half_step_is_the_least_squares_solution(seed, T, mode, block, graph):
     m, n, k, lam = 5, 4, 3, 0.01
     R, Rd, mask, Su, Si = _problem(m, n, 0.5, seed, graphs=True)
+    Si = Si if graph else None
     model = homf.fit(R, k, T=T, alpha=0.3, item_graph=Si, lam=lam, n_iter=2, mode=mode,
                      seed=seed, block_size=block)
     A = homf.transition_matrix(R, item_graph=Si, alpha=0.3)
@@ -168,8 +186,9 @@ def test_objective_equals_dense_reference(m, n, density, seed, T, mode, lam):
     U = rng.normal(size=(m + n, 2))
     V = rng.normal(size=(m + n, 2))
     F = nh.f_T(A.toarray(), T)
-    got = homf.objective(A, U, V, T, lam, mode=mode, block_size=2)
-    assert got == pytest.approx(nh.objective(F, U, V, lam, dense=(mode == "dense")), rel=1e-10)
+    want = nh.objective(F, U, V, lam, dense=(mode == "dense"))
+    assert homf.objective(A, U, V, T, lam, mode=mode, block_size=2) == pytest.approx(want, rel=1e-10)
+    assert homf.objective(A, U, V, T, lam, mode=mode, m_users=m) == pytest.approx(want, rel=1e-10)
 
 
 @given(seed=seeds, T=st.integers(1, 5), mode=st.sampled_from(["exact", "dense"]),
@@ -302,6 +321,8 @@ A0 = homf.transition_matrix(R0)
      "lam must be >= 0.0, got -1"),
     (lambda: homf.objective(A0, np.zeros((4, 2)), np.zeros((4, 2)), 2, 0.1, mode="x"), ValueError,
      "unknown mode 'x'"),
+    (lambda: homf.objective(A0, np.zeros((4, 2)), np.zeros((4, 2)), 2, 0.1, m_users=-1), ValueError,
+     "m_users must be >= 0, got -1"),
     (lambda: homf.fit(R0, 0), ValueError, "k must be >= 1, got 0"),
     (lambda: homf.fit(R0, 2, T=0), ValueError, "T must be >= 1, got 0"),
     (lambda: homf.fit(R0, 2, lam=0.0), ValueError, "lam must be > 0.0, got 0"),
