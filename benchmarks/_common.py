@@ -1,0 +1,153 @@
+"""Shared helpers for fastpu's benchmark scripts: hardware line, timing, random PU matrices.
+
+Kept small and stable so that every ``benchmarks/bench_*.py`` can import it::
+
+    from _common import hardware, hardware_line, timed, best_of, powerlaw_pu, md_table
+
+(the scripts run as ``python benchmarks/bench_<module>.py``, so this directory is on
+``sys.path``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["hardware", "hardware_line", "timed", "best_of", "per_iteration", "powerlaw_pu",
+           "md_table"]
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _threading_layer():
+    """numba's threading layer actually in use (runs one tiny parallel kernel to start it)."""
+    import numba as nb
+
+    @nb.njit(parallel=True)
+    def _touch(x):
+        for i in nb.prange(x.shape[0]):
+            x[i] += 1.0
+
+    _touch(np.zeros(4))
+    try:
+        return nb.threading_layer()
+    except ValueError:
+        return "unknown"
+
+
+def hardware():
+    """Dict describing the machine: CPU model, logical cores, cores usable, library versions."""
+    import numba
+    import scipy
+
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "numba": numba.__version__,
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "threading_layer": _threading_layer(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+    }
+
+
+def hardware_line(hw=None):
+    """One markdown line stating the hardware and software the numbers were measured on."""
+    hw = hardware() if hw is None else hw
+    return (f"**Hardware:** {hw['cpu']}, {hw['cores']} logical cores ({hw['usable_cores']} usable); "
+            f"numba {hw['numba']} (threading layer `{hw['threading_layer']}`, "
+            f"NUMBA_NUM_THREADS={hw['numba_threads']}); Python {hw['python']}, "
+            f"numpy {hw['numpy']}, scipy {hw['scipy']}.")
+
+
+def timed(fn, *args, **kwargs):
+    """Call ``fn`` once; return (seconds, result)."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return time.perf_counter() - t0, out
+
+
+def best_of(fn, repeat=3, warmup=1, min_time=0.0):
+    """Minimum wall time over ``repeat`` calls of ``fn()`` after ``warmup`` untimed calls.
+
+    With ``min_time`` > 0, keeps calling (beyond ``repeat``) until that much time was spent,
+    which steadies very short measurements.
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < repeat or (time.perf_counter() - start) < min_time:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def per_iteration(history):
+    """Per-iteration seconds from a fastpu history whose ``seconds`` are cumulative."""
+    cum = np.array([h["seconds"] for h in history], dtype=np.float64)
+    return np.diff(np.concatenate([[0.0], cum]))
+
+
+def powerlaw_pu(m, n, nnz, *, exponent=0.7, user_exponent=0.5, seed=0):
+    """Random binary users × items CSR with ``nnz`` positives and power-law popularity.
+
+    Item j is drawn with probability ∝ (rank_j + 1)^(-exponent) (ranks are a random
+    permutation of the items, so popular items are not all at low indices); users with
+    ∝ (rank_i + 1)^(-user_exponent), so activity is skewed too but every row gets a share.
+    Duplicate pairs are removed and topped up until exactly ``nnz`` distinct positives
+    remain (requires nnz well below m·n). Deterministic for a given ``seed``.
+
+    Returns
+    -------
+    scipy.sparse.csr_array, float64 ones, int64 sorted indices.
+    """
+    if nnz > 0.5 * m * n:
+        raise ValueError(f"nnz={nnz} is too dense for a {m}×{n} PU matrix (at most half)")
+    rng = np.random.default_rng(seed)
+
+    def weights(size, a):
+        w = (np.arange(size, dtype=np.float64) + 1.0) ** (-a)
+        w = w[rng.permutation(size)]
+        return np.cumsum(w / w.sum())
+
+    cu, ci = weights(m, user_exponent), weights(n, exponent)
+    keys = np.empty(0, dtype=np.int64)
+    while keys.size < nnz:
+        want = int(1.1 * (nnz - keys.size)) + 16
+        rows = np.minimum(np.searchsorted(cu, rng.random(want)), m - 1)
+        cols = np.minimum(np.searchsorted(ci, rng.random(want)), n - 1)
+        keys = np.union1d(keys, rows.astype(np.int64) * n + cols)
+    if keys.size > nnz:
+        keys = np.sort(rng.choice(keys, size=nnz, replace=False))
+    rows, cols = keys // n, keys % n
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
+    return sp.csr_array((np.ones(nnz), cols.astype(np.int64), indptr), shape=(m, n))
+
+
+def md_table(headers, rows):
+    """A markdown table from a header list and rows of already formatted cells."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
