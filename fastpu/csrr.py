@@ -315,20 +315,24 @@ class _Bilinear:
         self.g = np.empty(nnz)
         self.row = np.empty(data.shape[0])
 
-    def positives(self, P, Q, v):
-        """Fill dots = (PQᵀ)_Ω, g = ℓ'(dots + v); return Σ_Ω (ℓ⁺ − ½ dots²)."""
+    def positives(self, P, Q, v, same_dots=False):
+        """Fill dots = (PQᵀ)_Ω, g = ℓ'(dots + v); return Σ_Ω (ℓ⁺ − ½ dots²).
+
+        ``same_dots=True`` reuses the dots of the previous call (P, Q unchanged).
+        """
         d = self.d
-        sampled_dots(d.indptr, d.indices, P, Q, self.dots)
+        if not same_dots:
+            sampled_dots(d.indptr, d.indices, P, Q, self.dots)
         np.add(self.dots, v, out=self.xp)
         K.positive_terms(d.indptr, self.xp, self.dots, self.kind, self.alpha, self.g, self.row)
         return float(self.row.sum())
 
-    def objective(self, P, Q, v, GP=None, GQ=None):
+    def objective(self, P, Q, v, GP=None, GQ=None, same_dots=False):
         GP = P.T @ P if GP is None else GP
         GQ = Q.T @ Q if GQ is None else GQ
-        corr = self.positives(P, Q, v)
+        corr = self.positives(P, Q, v, same_dots=same_dots)
         loss = 0.5 * float(np.sum(GP * GQ)) + corr
-        reg = 0.5 * self.lam1 * (float(np.sum(P * P)) + float(np.sum(Q * Q)))
+        reg = 0.5 * self.lam1 * (float(np.trace(GP)) + float(np.trace(GQ)))
         return reg + self.lam2 * float(v.sum()) + loss
 
     def grad_P(self, P, Q, v, GQ, out):
@@ -366,12 +370,12 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
     gP = np.empty((m, k))
     gQ = np.empty((n, k))
     v_new = np.empty_like(v)
-    f_prev = prob.objective(P, Q, v)
+    GQ = Q.T @ Q
+    f_prev = prob.objective(P, Q, v, GQ=GQ)
     for t in range(1, n_iter + 1):
         inner = 0
         f_inner = f_prev
         for inner in range(1, n_inner + 1):
-            GQ = Q.T @ Q
             eP = eta if eta is not None else 1.0 / max(c * _lam_max(GQ), 1e-12)
             prob.grad_P(P, Q, v, GQ, gP)
             P = np.clip((P - eP * gP) / (1.0 + eP * lam1), 0.0, hi)
@@ -379,17 +383,18 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
             eQ = eta if eta is not None else 1.0 / max(c * _lam_max(GP), 1e-12)
             prob.grad_Q(P, Q, v, GP, gQ)
             Q = np.clip((Q - eQ * gQ) / (1.0 + eQ * lam1), 0.0, hi)
+            GQ = Q.T @ Q
             if n_inner > 1:
-                f_new = prob.objective(P, Q, v, GP=GP)
+                f_new = prob.objective(P, Q, v, GP=GP, GQ=GQ)
                 done = abs(f_inner - f_new) <= inner_tol * max(1.0, abs(f_inner))
                 f_inner = f_new
                 if done:
                     break
         eV = eta if eta is not None else 1.0 / c
-        prob.positives(P, Q, v)
+        prob.positives(P, Q, v, same_dots=n_inner > 1)
         K.soft_box(v - eV * prob.g, eV * lam2, 0.0, 1.0, v_new)
         v, v_new = v_new, v
-        f_prev = prob.objective(P, Q, v)
+        f_prev = prob.objective(P, Q, v, GP=GP, GQ=GQ, same_dots=True)
         if progress.step(t, f_prev, inner=inner, nnz_V=int(np.count_nonzero(v))):
             break
     return P, Q, v
