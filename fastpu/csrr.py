@@ -403,7 +403,7 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
 # --------------------------------------------------------------------------------- public
 
 
-def fit(Y, variant="e", *, alpha=4.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss="I",
+def fit(Y, variant="e", *, alpha=2.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss="I",
         n_iter=None, n_inner=1, inner_tol=1e-4, restart=None, svd_method="auto",
         dense_limit=None, n_threads=None, seed=0, callback=None, verbose=False):
     """Fit CSRR (low rank + sparse, cost-sensitive square loss) to a PU matrix.
@@ -629,4 +629,4 @@ def demo_configs():
     >>> [label for label, _ in csrr.demo_configs()]
     ['CSRR-e']
     """
-    return [("CSRR-e", dict(variant="e", k=32, alpha=4.0, lam1=1.0, lam2=0.1, n_iter=100))]
+    return [("CSRR-e", dict(variant="e", k=32, alpha=2.0, lam1=1.0, lam2=0.1, n_iter=100))]
