@@ -492,7 +492,9 @@ def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-
         Outer iterations (each updates V then U).
     mode : {"exact", "dense"}
         ``"exact"``: Ω = nonzeros of f_T(A) (the paper); each half-iteration costs
-        O(T · nnz(A) · N + N² k) through blocks of columns.  ``"dense"``: every entry
+        O(T · nnz(A) · N + N² k + N · min(|Ω_c|, N − |Ω_c|) · k²) through blocks of
+        columns (without side graphs each walk step uses only the user-item blocks of A,
+        half its nonzeros).  ``"dense"``: every entry
         counts, each half-iteration costs T sparse × (N×k) products plus one k×k
         solve, O(T · nnz(A) · k + N k²) — the fast path.
     block_size : int, optional
