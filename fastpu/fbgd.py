@@ -174,11 +174,14 @@ class _Problem:
         self.neg = np.ascontiguousarray(neg, dtype=np.float64)
         self.apos, self.rpos, self.r_neg = apos, rpos, float(r_neg)
         self.aneg = np.ascontiguousarray(self.neg[Y.indices])
-        # positives seen from each side, per-positive arrays in that side's entry order
-        self.x_side = (Y.indptr, Y.indices, apos, rpos, self.aneg)
+        # positives seen from each side, per-positive arrays in that side's entry order:
+        # (indptr, indices, α⁺ − α⁻, α⁺ r⁺ − α⁻ r⁻) for the gradients
+        cpos = apos - self.aneg
+        bpos = apos * rpos - self.aneg * self.r_neg
+        self.x_side = (Y.indptr, Y.indices, cpos, bpos)
         yt_indptr, yt_indices, perm = _transpose_with_perm(Y)
-        self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(apos[perm]),
-                       np.ascontiguousarray(rpos[perm]), np.ascontiguousarray(self.aneg[perm]))
+        self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(cpos[perm]),
+                       np.ascontiguousarray(bpos[perm]))
         self.ones_m = np.ones(self.m)
         self.free_x, self.free_y = self._masks()
 
@@ -235,7 +238,8 @@ class _Problem:
             allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
         pred = np.empty(self.Y.nnz)
         rows = np.empty(self.m)
-        _k.positive_terms(*self.x_side, P, Q, self.r_neg, pred, rows)
+        _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
+                          P, Q, self.r_neg, pred, rows)
         return allpairs + float(rows.sum())
 
 
@@ -476,14 +480,14 @@ def _gradients(prob, theta_x, theta_y):
     return gx, gy
 
 
-def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred, rows,
+def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred,
                  *, update, lr, reg, adagrad):
     """One side's step with the other side's caches (S, s) fixed."""
     if update == "coordinate":
-        indptr, indices, apos, rpos, aneg = side
-        _k.positive_terms(indptr, indices, apos, rpos, aneg, E, F, prob.r_neg, pred, rows)
+        _csr.sampled_dots(side[0], side[1], E, F, pred)
+        FT = np.ascontiguousarray(F.T)
         _k.coordinate_side(ZT.indptr, ZT.indices, ZT.data, free, theta, accum, *side, pred,
-                           E, F, S, s, rowscale, prob.r_neg, lr, reg, adagrad, _EPS)
+                           E, FT, S, s, rowscale, prob.r_neg, lr, reg, adagrad, _EPS)
     else:
         _k.side_gradient(*side, E, F, S, s, rowscale, prob.r_neg, G)
         _csr.csr_dense(ZT.indptr, ZT.indices, ZT.data, G, grad)
@@ -501,17 +505,16 @@ def _train(prob, theta_x, theta_y, *, lr, n_epochs, update, adagrad, reg, progre
     Sp, sp_ = prob.gram(prob.ones_m, P)
     init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, prob, theta_x, theta_y)
     pred = np.empty(prob.Y.nnz)
-    rows_x, rows_y = np.empty(prob.m), np.empty(prob.n)
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
     grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
     opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
     for epoch in range(1, n_epochs + 1):
         _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
-                     prob.ones_m, G_p, grad_x, pred, rows_x, **opts)
+                     prob.ones_m, G_p, grad_x, pred, **opts)
         P = prob.embed(prob.Zx, theta_x)
         Sp, sp_ = prob.gram(prob.ones_m, P)
         _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
-                     prob.neg, G_q, grad_y, pred, rows_y, **opts)
+                     prob.neg, G_q, grad_y, pred, **opts)
         Q = prob.embed(prob.Zy, theta_y)
         Sq, sq = prob.gram(prob.neg, Q)
         loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
