@@ -121,6 +121,14 @@ class CSRRModel(Factorization):
         ------
         TypeError, ValueError
             If ``users`` are not valid row indices.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> from fastpu import csrr
+        >>> Y = sp.random_array((10, 8), density=0.3, random_state=0, format="csr")
+        >>> csrr.fit(Y, variant="e", k=2, n_iter=3).scores([0, 2]).shape
+        (2, 8)
         """
         users = Vd.check_users(users, self.shape[0])
         if self.U is not None:
@@ -211,6 +219,7 @@ class _DenseProblem:
         self.row = np.empty(data.shape[0])
         self.rank = 0
         self.n_computed = 0
+        self.buffer = np.zeros(data.shape)      # the one dense m×n array: U, then Û, then U again
 
     def grad(self, y):
         U, v = y
@@ -239,7 +248,7 @@ class _DenseProblem:
             B = np.vstack([Ut.right, Uo.right])
         else:
             A, B = Ut.left * Ut.s, Ut.right
-        U = self._buffer
+        U = self.buffer
         np.matmul(A, B, out=U)
         K.clip_inplace(U, 0.0, 1.0)
         vy = np.clip(v + beta * (v - vo), 0.0, 1.0) if beta else v.copy()
@@ -281,9 +290,8 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
         eta = 1.0 / (2.0 * _curvature(kind, alpha))
     m, n = data.shape
     prob = _DenseProblem(data, kind, alpha, lam1, lam2, svd_method, rng)
-    prob._buffer = np.zeros((m, n))
     x0 = (_empty_svt(m, n), np.zeros(data.nnz))
-    y0 = (prob._buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
+    y0 = (prob.buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
 
     def report(info):
         return progress.step(info["iter"], info["objective"], rank=prob.rank,
@@ -529,7 +537,7 @@ def _sparse_v(data, v):
     return V
 
 
-def objective(Y, *, U=None, V=None, P=None, Q=None, variant="I", alpha=4.0, lam1=1.0, lam2=0.1,
+def objective(Y, *, U=None, V=None, P=None, Q=None, variant="I", alpha=2.0, lam1=1.0, lam2=0.1,
               dense_limit=None):
     """The objective (10) of a given (U, V), or its bilinear form for U = P Qᵀ.
 
