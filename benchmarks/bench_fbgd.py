@@ -49,8 +49,12 @@ def hardware():
     except OSError:
         pass
     import numba
+    try:
+        layer = numba.threading_layer()          # known once a parallel kernel has run
+    except ValueError:
+        layer = numba.config.THREADING_LAYER
     return (f"{model}, {os.cpu_count()} cores, numba {numba.__version__} "
-            f"({numba.config.THREADING_LAYER} threading layer), numpy {np.__version__}, "
+            f"({layer} threading layer), numpy {np.__version__}, "
             f"Python {platform.python_version()}")
 
 
