@@ -762,10 +762,14 @@ def nystrom_features(X, n_landmarks=500, *, gamma=None, append=True, n_kmeans_it
 
 
 def demo_configs():
-    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K: [(label, fit kwargs)]."""
+    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K: [(label, fit kwargs)].
+
+    The values are those chosen on a validation split carved from the training split by
+    ``benchmarks/bench_ocmf_quality.py`` (see docs/bench_ocmf_quality.md).
+    """
     common = dict(k=64, n_iter=10)
     return [
-        ("SQ-SQ (ocmf)", dict(common, loss="square", rho=1.0, a_bar=0.0, lam=4.0)),
-        ("SQ-wSQ (ocmf)", dict(common, loss="square", rho=0.03, lam=2.0)),
-        ("LR-wSQ (ocmf)", dict(common, loss="logistic", rho=0.03, lam=1.0)),
+        ("SQ-SQ (ocmf)", dict(common, loss="square", rho=1.0, a_bar=0.0, lam=16.0)),
+        ("SQ-wSQ (ocmf)", dict(common, loss="square", rho=0.1, lam=8.0)),
+        ("LR-wSQ (ocmf)", dict(common, loss="logistic", rho=0.01, lam=2.0)),
     ]

@@ -319,3 +319,17 @@ def test_nystrom_rejects_bad_arguments():
         ocmf.nystrom_features(np.ones((3, 2)), 2, gamma=0.0)
     with pytest.raises(TypeError, match="X must be an array"):
         ocmf.nystrom_features(None, 2)
+
+
+def test_feature_aware_multilabel_on_yeast_beats_label_frequency():
+    """LEML-style use: instances × labels with instance features (plus an intercept column)."""
+    data = fp.datasets.load("yeast")
+    X = np.hstack([data.X, np.ones((data.X.shape[0], 1))])
+    test = np.random.default_rng(0).random(X.shape[0]) < 0.2
+    model = ocmf.fit(data.Y[~test], 14, X=X[~test], loss="logistic", rho=0.1, lam=0.1, n_iter=4)
+    truth = data.Y[test].toarray()
+    top = np.argsort(-(X[test] @ model.W @ model.H.T), axis=1)[:, :3]
+    p3 = np.take_along_axis(truth, top, axis=1).mean()
+    freq = np.asarray(data.Y[~test].sum(axis=0)).ravel()
+    p3_freq = truth[:, np.argsort(-freq)[:3]].mean()
+    assert p3 > p3_freq + 0.03, (p3, p3_freq)
