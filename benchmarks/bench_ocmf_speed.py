@@ -137,6 +137,7 @@ def part_a(cfg, rng):
 
 def plot_a(rows, path, hw):
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -147,6 +148,9 @@ def plot_a(rows, path, hw):
     for r in rows:
         ax.annotate(f"{r['ratio']:.0f}×", (r["m"], r["dense"]), textcoords="offset points",
                     xytext=(-10, 6), fontsize=8)
+    ax.set_xticks(ms)
+    ax.set_xticklabels([f"{m:,}" for m in ms])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("m = n  (≈20 positives per row, k = 32)")
     ax.set_ylabel("objective + gradient time [s]")
     ax.set_title("ocmf LR-wSQ sub-problem: efficient vs dense", fontsize=10)
