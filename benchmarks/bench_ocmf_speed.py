@@ -124,7 +124,7 @@ def part_a(cfg, rng):
                                  f"gradient {rel_g:.2e} relative)")
         reps = 5 if m <= 1000 else 3
         with blas_limit(1), limit_threads(THREADS):
-            t_eff = best_of(lambda: efficient_fun_grad(setup, W, E), repeat=reps, min_time=0.2)
+            t_eff = best_of(lambda: efficient_fun_grad(setup, W, E), repeat=reps, min_time=1.0)
         t_den = best_of(lambda: dense_fun_grad(Yd, mask, W, E, RHO, setup.abar, LAM), repeat=reps,
                         warmup=1)
         rows.append(dict(m=m, nnz=Y.nnz, eff=t_eff, dense=t_den, ratio=t_den / t_eff, rel_f=rel_f,
