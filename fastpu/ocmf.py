@@ -589,12 +589,14 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         solve = tron if solver == "tron" else gd
         for it in range(1, n_iter + 1):
             E = setup.item.mul(H)
-            W, inner_w = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
-                                      setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
+            W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
+                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
             B = setup.user.mul(W)
-            H, inner_h = _update_side(setup, setup.entries_t, setup.item, H, B, setup.q_quad,
-                                      setup.p_quad, fast_path, solve, inner_iter, nsteps, csteps)
-            obj = _full_objective(setup, W, H)
+            H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
+                                                 setup.q_quad, setup.p_quad, fast_path, solve,
+                                                 inner_iter, nsteps, csteps)
+            # f(W, H) = the H sub-problem's value + the W side's regulariser
+            obj = sub_value + _side_reg(setup, setup.user, W, B)
             if progress.step(it, obj, inner=inner_w + inner_h):
                 break
         U = np.ascontiguousarray(setup.user.mul(W))
@@ -610,18 +612,24 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
 
 def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, inner_iter,
                  nsteps, csteps):
-    """Minimise over one side's W with the other side's latent matrix E fixed."""
+    """Minimise over one side's W with the other side's latent matrix E fixed.
+
+    Returns the new W, the solver iterations (0 on the fast path) and the sub-problem's
+    objective g(W) at the new W (everything in f that depends on W, plus the constant).
+    """
     if fast_path and side.identity and side.L is None:
         M = (E.T * q_quad) @ E
         kappa = E.T @ q_quad
         W = np.array(W, copy=True, order="C")
+        f_rows = np.empty(W.shape[0])
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
                    entries.corr, setup.abar, np.ascontiguousarray(E), M, kappa, p_quad, setup.lam,
-                   W, nsteps, csteps, 1e-3)
-        return W, 0
+                   W, nsteps, csteps, 1e-3, f_rows)
+        const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
+        return W, 0, float(f_rows.sum()) + const
     prob = SubProblem(setup, entries, side, E, p_quad, q_quad)
     res = solve(prob, W.ravel(), max_iter=inner_iter)
-    return res.x.reshape(W.shape), res.n_iter
+    return res.x.reshape(W.shape), res.n_iter, res.fun
 
 
 # ----------------------------------------------------------------------------------------------

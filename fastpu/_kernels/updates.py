@@ -68,8 +68,11 @@ def _row_hessp(lo, hi, indices, d2, E, M, p_i, lam, v, out):
 
 @nb.njit(parallel=True, **_JIT)
 def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, p, lam,
-               W, n_newton, n_cg, cg_tol):
-    """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i."""
+               W, n_newton, n_cg, cg_tol, f_out):
+    """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
+
+    ``f_out[i]`` receives f_i at the updated row (without the constant p_i ā² Σq).
+    """
     m, k = W.shape
     for i in nb.prange(m):
         lo = indptr[i]
@@ -163,3 +166,4 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
                 break
         for a in range(k):
             W[i, a] = w[a]
+        f_out[i] = f_cur
