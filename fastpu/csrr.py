@@ -52,6 +52,7 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from . import _validation as Vd
 from ._kernels import csrr as K
@@ -60,7 +61,7 @@ from ._progress import Progress
 from ._threads import limit_threads
 from .apg import apg
 from .model import Factorization
-from .prox import _svt_factors
+from .prox import SVTResult, _svt_factors
 
 __all__ = ["CSRRModel", "demo_configs", "fit", "objective"]
 
@@ -267,7 +268,6 @@ class _DenseProblem:
 
 
 def _aslinop(U):
-    import scipy.sparse.linalg as spla
     return spla.aslinearoperator(U)
 
 
@@ -305,7 +305,6 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
 
 
 def _empty_svt(m, n):
-    from .prox import SVTResult
     return SVTResult(np.zeros((m, 0)), np.zeros(0), np.zeros((0, n)), 0, True)
 
 
