@@ -147,7 +147,7 @@ def check_features(X, *, name, n_rows):
 
 
 def check_graph(S, *, name, n, symmetric_tol=1e-8):
-    """A similarity graph: square n×n, symmetric, non-negative; returned as canonical CSR."""
+    """A similarity graph: square n×n, symmetric, non-negative; canonical CSR without stored zeros."""
     if S is None:
         return None
     if not sp.issparse(S):
@@ -156,6 +156,7 @@ def check_graph(S, *, name, n, symmetric_tol=1e-8):
     if S.shape != (n, n):
         raise ValueError(f"{name} has shape {_shape_str(S.shape)}, expected a square {n}×{n} similarity matrix")
     S = check_csr(S, name=name, nonnegative=False)
+    S.eliminate_zeros()          # a similarity of 0 is no edge, whatever the input format
     if S.nnz and S.data.min() < 0:
         raise ValueError(f"{name} has negative similarities (min {S.data.min():g}); expected non-negative weights")
     diff = abs(S - S.T)
