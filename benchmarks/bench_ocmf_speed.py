@@ -345,13 +345,23 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
     def gram(E, q):
         return (E.T * q) @ E, E.T @ q
 
-    def side(kernel, ent, W, E, pq, qq):
+    def lib_side(ent, side_, W, E, pq, qq):
+        """The library's own side update, exactly as ``fit`` calls it on the fast path."""
+        return ocmf._update_side(setup, ent, side_, W, E, pq, qq, True, None, 1, ns, cs)[0]
+
+    def side(kernel, ent, side_, W, E, pq, qq):
+        """The same update with a probe copy of row_newton (same arguments as the library's)."""
         M, kap = gram(E, qq)
-        W = W.copy()
-        kernel(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
-               setup.abar, E, M, kap, pq, setup.lam, W, ns, cs, 1e-3)
+        W = np.array(W, copy=True, order="C")
+        args = [setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
+                setup.abar, np.ascontiguousarray(E), M, kap, pq, setup.lam, W, ns, cs, 1e-3]
+        if n_kernel_args > len(args):            # newer kernels also return per-row values
+            args.append(np.empty(W.shape[0]))
+        kernel(*args)
         return W
 
+    import inspect
+    n_kernel_args = len(inspect.signature(row_newton.py_func).parameters)
     s = np.empty(Y.nnz)
     out = {}
     with limit_threads(threads):
@@ -360,24 +370,23 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
         with threadpool_limits(1, "blas"):
             out["Gram matrices M = EᵀE, κ (both sides), BLAS 1 thread"] = best_of(
                 lambda: (gram(H, setup.q_quad), gram(W, setup.p_quad)), repeat=repeat)
-            user = (setup.entries, W, H, setup.p_quad, setup.q_quad)
-            item = (setup.entries_t, H, W, setup.q_quad, setup.p_quad)
-            out["user rows: row_newton (m rows, incl. Gram)"] = best_of(
-                lambda: side(row_newton, *user), repeat=repeat, warmup=0)
-            out["item rows: row_newton (n rows, incl. Gram)"] = best_of(
-                lambda: side(row_newton, *item), repeat=repeat, warmup=0)
-            out["objective after the iteration (_full_objective)"] = best_of(
-                lambda: ocmf._full_objective(setup, W, H), repeat=repeat)
-            out["  of which sampled_dots over Ω+"] = best_of(
-                lambda: sampled_dots(setup.entries.indptr, setup.entries.indices, W, H, s),
-                repeat=repeat)
+            user = (setup.entries, setup.user, W, H, setup.p_quad, setup.q_quad)
+            item = (setup.entries_t, setup.item, H, W, setup.q_quad, setup.p_quad)
+            out["user side: _update_side → row_newton (m rows, incl. Gram)"] = best_of(
+                lambda: lib_side(*user), repeat=repeat, warmup=0)
+            out["item side: _update_side → row_newton (n rows, incl. Gram)"] = best_of(
+                lambda: lib_side(*item), repeat=repeat, warmup=0)
+            out["sampled_dots over Ω+ (TRON sub-problems, objective(); not on the fast path)"] = \
+                best_of(lambda: sampled_dots(setup.entries.indptr, setup.entries.indices, W, H, s),
+                        repeat=repeat)
             if probes is not None:
+                ref = lib_side(*user)
                 fm_rn, fm_sd = probes["row_newton_fastmath"], probes["sampled_dots_fastmath"]
-                a, b = side(row_newton, *user), side(fm_rn, *user)
-                out["_fastmath_rel_diff"] = float(np.abs(a - b).max() / np.abs(a).max())
-                out["probe: user rows, row_newton with fastmath"] = best_of(
+                b = side(fm_rn, *user)
+                out["_fastmath_rel_diff"] = float(np.abs(ref - b).max() / np.abs(ref).max())
+                out["probe: user side, row_newton with fastmath"] = best_of(
                     lambda: side(fm_rn, *user), repeat=repeat, warmup=0)
-                out["probe: item rows, row_newton with fastmath"] = best_of(
+                out["probe: item side, row_newton with fastmath"] = best_of(
                     lambda: side(fm_rn, *item), repeat=repeat, warmup=0)
                 out["probe: sampled_dots with fastmath"] = best_of(
                     lambda: fm_sd(setup.entries.indptr, setup.entries.indices, W, H, s),
@@ -385,10 +394,10 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
                 ax = probes["row_newton_axpy"]
                 if ax is not None:
                     b = side(ax, *user)
-                    out["_axpy_rel_diff"] = float(np.abs(a - b).max() / np.abs(a).max())
-                    out["probe: user rows, row_newton with M v as column axpys (strict)"] = \
+                    out["_axpy_rel_diff"] = float(np.abs(ref - b).max() / np.abs(ref).max())
+                    out["probe: user side, row_newton with M v as column axpys (strict)"] = \
                         best_of(lambda: side(ax, *user), repeat=repeat, warmup=0)
-                    out["probe: item rows, row_newton with M v as column axpys (strict)"] = \
+                    out["probe: item side, row_newton with M v as column axpys (strict)"] = \
                         best_of(lambda: side(ax, *item), repeat=repeat, warmup=0)
     return out
 
@@ -479,8 +488,9 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
              "`loss=\"logistic\", rho=0.01` (ā = -1); `lam=1`. fastpu defaults on the row-wise fast "
              "path: square loss `newton_steps=1, cg_steps=3`; logistic `newton_steps=2, cg_steps=4`; "
              "float64 throughout. Per-iteration times of `fit` come from the `seconds` of its "
-             "`history` (differences of the cumulative times; they include the objective that `fit` "
-             "evaluates after each outer iteration); the table shows the median over the iterations.")
+             "`history` (differences of the cumulative times, so they cover everything `fit` does in "
+             "an outer iteration, including the recorded objective); tables show the median over "
+             "the iterations.")
 
     L.extend(summary_lines(a, b, c))
 
@@ -677,21 +687,20 @@ def summary_lines(a, b, c):
     ]))
     for label, t_fit in (("SQ-wSQ", sq), ("LR-wSQ", lr)):
         P = c["profile"][label]
-        rows = P["user rows: row_newton (m rows, incl. Gram)"] + \
-            P["item rows: row_newton (n rows, incl. Gram)"]
-        obj = P["objective after the iteration (_full_objective)"]
-        msg = (f"{label}: the two row_newton sweeps take {fmt_s(rows)} and the objective "
-               f"{fmt_s(obj)} of a {fmt_s(t_fit)} iteration")
-        fm_u = P.get("probe: user rows, row_newton with fastmath")
+        rows = P["user side: _update_side → row_newton (m rows, incl. Gram)"] + \
+            P["item side: _update_side → row_newton (n rows, incl. Gram)"]
+        msg = (f"{label}: the two side updates (row_newton sweeps) take {fmt_s(rows)} of a "
+               f"{fmt_s(t_fit)} iteration")
+        fm_u = P.get("probe: user side, row_newton with fastmath")
         if fm_u is not None:
-            fm = fm_u + P["probe: item rows, row_newton with fastmath"]
-            est = fm + obj
-            msg += (f"; with the reductions vectorised (fastmath probe) the sweeps take {fmt_s(fm)} "
+            fm = fm_u + P["probe: item side, row_newton with fastmath"]
+            est = max(t_fit - rows, 0.0) + fm
+            msg += (f"; with the reductions vectorised (fastmath probe) they take {fmt_s(fm)} "
                     f"({rows / fm:.1f}× faster), i.e. an iteration of about {fmt_s(est)} = "
-                    f"{est / t_imp:.2f}× implicit's (estimate from the pieces)")
-        ax_u = P.get("probe: user rows, row_newton with M v as column axpys (strict)")
+                    f"{est / t_imp:.2f}× implicit's (estimate: iteration − sweeps + probe sweeps)")
+        ax_u = P.get("probe: user side, row_newton with M v as column axpys (strict)")
         if ax_u is not None:
-            ax = ax_u + P["probe: item rows, row_newton with M v as column axpys (strict)"]
+            ax = ax_u + P["probe: item side, row_newton with M v as column axpys (strict)"]
             msg += (f"; the strict column-axpy rewrite of M v alone: sweeps {fmt_s(ax)} "
                     f"({rows / ax:.2f}×)")
         L.append("")
