@@ -47,7 +47,7 @@ from fastpu._threads import limit_threads  # noqa: E402
 FULL = dict(
     a_sizes=[250, 500, 1000, 2000, 4000], a_per_row=20, a_k=32,
     b_sizes=[5000, 10000, 20000], b_nnz=300_000, b_k=32, b_iter=3,
-    c_shape=(50_000, 20_000), c_nnz=2_000_000, c_k=64, c_iter=3, c_iter_1thread=2,
+    c_shape=(50_000, 20_000), c_nnz=2_000_000, c_k=64, c_iter=3, c_iter_1thread=3,
 )
 QUICK = dict(
     a_sizes=[100, 200, 400], a_per_row=20, a_k=32,
