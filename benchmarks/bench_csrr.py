@@ -263,7 +263,7 @@ def main(argv=None):
         "(O(|Ω+|k + (m+n)k²) per iteration). The rank is Ũ's after the last timed iteration; "
         "the last column is the I / e ratio in the same run.",
         "",
-        md_table(["m×n", "|Ω+|", "CSRR-I s/iter", "CSRR-II s/iter", "CSRR-e s/iter", "I / e"],
+        md_table(["m×n", "positives", "CSRR-I s/iter", "CSRR-II s/iter", "CSRR-e s/iter", "I / e"],
                  scale_rows),
         "",
         f"![scaling](bench_csrr_scaling{suffix}.png)",
