@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
-from ._kernels.csr import csr_dense, csr_dense_perm, row_scaled_product, sampled_dots
+from ._kernels.csr import csr_dense, row_scaled_product, sampled_dots, weighted_gram
 from ._kernels.losses import LOSS_CODES, SQUARE, entry_losses, entry_values
 from ._kernels.updates import row_newton
 from ._progress import Progress
@@ -244,8 +244,7 @@ class SubProblem:
         self.d = side.dim
         self.has_quad = bool(np.any(p_quad)) and bool(np.any(q_quad))
         # pre-processing (Algorithm 1): M, kappa, d, sums
-        self.M = (E.T * q_quad) @ E
-        self.kappa = E.T @ q_quad
+        self.M, self.kappa = _gram(self.E, q_quad)
         self.const = self.abar ** 2 * p_quad.sum() * q_quad.sum()
         self.dvec = side.tmul(p_quad[:, None])[:, 0] if not side.identity else p_quad
         # Supp-1.2: M̄ = Xᵀ diag(p) X when d² + dk < mk
@@ -610,6 +609,14 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
                          progress.history, params, "ocmf", extras)
 
 
+def _gram(E, q):
+    """M = Eᵀ diag(q) E and κ = Eᵀ q (a numba kernel: no BLAS pool competing with numba's)."""
+    k = E.shape[1]
+    M, kappa = np.empty((k, k)), np.empty(k)
+    weighted_gram(E, q, M, kappa)
+    return M, kappa
+
+
 def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, inner_iter,
                  nsteps, csteps):
     """Minimise over one side's W with the other side's latent matrix E fixed.
@@ -618,12 +625,12 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
     objective g(W) at the new W (everything in f that depends on W, plus the constant).
     """
     if fast_path and side.identity and side.L is None:
-        M = (E.T * q_quad) @ E
-        kappa = E.T @ q_quad
+        E = np.ascontiguousarray(E)
+        M, kappa = _gram(E, q_quad)
         W = np.array(W, copy=True, order="C")
         f_rows = np.empty(W.shape[0])
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
-                   entries.corr, setup.abar, np.ascontiguousarray(E), M, kappa, p_quad, setup.lam,
+                   entries.corr, setup.abar, E, M, kappa, p_quad, setup.lam,
                    W, nsteps, csteps, 1e-3, f_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
         return W, 0, float(f_rows.sum()) + const

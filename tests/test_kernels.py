@@ -127,3 +127,21 @@ def test_topk_skips_seen_and_matches_sort(Y, k, seed):
         assert np.all(items[i, len(ref):] == -1)
         assert np.all(np.isneginf(sc[i, len(ref):]))
         np.testing.assert_array_equal(sc[i, :len(ref)], S[i, ref])
+
+
+@given(st.integers(0, 5000), st.integers(1, 6), seeds)
+def test_weighted_gram_is_thread_count_independent(n, k, seed):
+    from fastpu._threads import limit_threads
+
+    rng = np.random.default_rng(seed)
+    E, q = rng.normal(size=(n, k)), rng.uniform(size=n) * (rng.random(n) < 0.7)
+    M, kap = np.empty((k, k)), np.empty(k)
+    K.weighted_gram(E, q, M, kap)
+    np.testing.assert_allclose(M, (E.T * q) @ E, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(kap, E.T @ q, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(M, M.T)
+    M1, k1 = np.empty((k, k)), np.empty(k)
+    with limit_threads(1):
+        K.weighted_gram(E, q, M1, k1)
+    np.testing.assert_array_equal(M, M1)
+    np.testing.assert_array_equal(kap, k1)

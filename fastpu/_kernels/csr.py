@@ -66,11 +66,42 @@ def row_scaled_product(p, B, M, out):
             out[i, c] = p[i] * acc
 
 
+_GRAM_CHUNK = 2048
+
+
 @nb.njit(parallel=True, **_JIT)
-def weighted_gram_rows(p, B, out_rows):
-    """out_rows[i] = p_i * vec(b_i b_iᵀ) (upper+lower), summed later in a fixed order."""
-    k = B.shape[1]
-    for i in nb.prange(B.shape[0]):
+def weighted_gram(E, q, M_out, kappa_out):
+    """M_out = Eᵀ diag(q) E and kappa_out = Eᵀ q.
+
+    Rows are summed in fixed chunks of 2048 (one partial per prange iteration), and the
+    partials are added in chunk order: the result does not depend on the thread count.
+    """
+    n, k = E.shape
+    n_chunks = (n + _GRAM_CHUNK - 1) // _GRAM_CHUNK
+    partM = np.zeros((n_chunks, k, k))
+    partk = np.zeros((n_chunks, k))
+    for c in nb.prange(n_chunks):
+        lo = c * _GRAM_CHUNK
+        hi = min(n, lo + _GRAM_CHUNK)
+        Mc = partM[c]
+        for j in range(lo, hi):
+            qj = q[j]
+            if qj == 0.0:
+                continue
+            for a in range(k):
+                s = qj * E[j, a]
+                partk[c, a] += s
+                for b in range(a, k):
+                    Mc[a, b] += s * E[j, b]
+    for a in range(k):
+        kappa_out[a] = 0.0
+        for b in range(k):
+            M_out[a, b] = 0.0
+    for c in range(n_chunks):
         for a in range(k):
-            for b in range(k):
-                out_rows[i, a * k + b] = p[i] * B[i, a] * B[i, b]
+            kappa_out[a] += partk[c, a]
+            for b in range(a, k):
+                M_out[a, b] += partM[c, a, b]
+    for a in range(k):
+        for b in range(a):
+            M_out[a, b] = M_out[b, a]

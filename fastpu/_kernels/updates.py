@@ -12,6 +12,11 @@ solved by conjugate gradient from zero (for the square loss one step is the
 warm-started least-squares solve), with a backtracking line search on f_i for
 losses that are not quadratic. Rows are independent: one prange iteration owns
 one row of W, so the result does not depend on the thread count.
+
+The row kernels allow LLVM to reassociate and contract floating-point sums
+(``fastmath={"reassoc", "contract"}``) so that the length-k dot products
+vectorise; they make no finite-math assumption (inf and NaN keep their meaning),
+and the loss functions they call are compiled without any fastmath flag.
 """
 
 import numba as nb
@@ -19,7 +24,7 @@ import numpy as np
 
 from .losses import SQUARE, loss_derivs, loss_value
 
-_JIT = dict(nogil=True, cache=True)
+_JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 
 
 @nb.njit(**_JIT)
@@ -142,8 +147,20 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
                 gs += g[a] * step[a]
             if gs >= 0.0:
                 break
-            # backtracking on f_i (the square loss accepts alpha = 1 at once:
-            # CG iterates never increase a quadratic)
+            if kind == SQUARE:
+                # f_i is quadratic: CG iterates never increase it, and with H step = -g - r
+                # its new value is f + gᵀstep + ½ stepᵀH step = f + ½ (gᵀstep - rᵀstep)
+                sr = 0.0
+                for a in range(k):
+                    w[a] += step[a]
+                    sr += step[a] * r[a]
+                f_cur = f_cur + 0.5 * (gs - sr)
+                if n_cg >= k or _ + 1 == n_newton:
+                    break
+                f_cur = _row_value(kind, lo, hi, indices, labels, weights, corr, abar, E, M, kappa,
+                                   p_i, lam, w, s_buf)
+                continue
+            # backtracking on f_i
             alpha = 1.0
             accepted = False
             for _b in range(30):
@@ -162,8 +179,6 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
             for a in range(k):
                 w[a] = trial[a]
             f_cur = f_new
-            if kind == SQUARE and n_cg >= k:
-                break
         for a in range(k):
             W[i, a] = w[a]
         f_out[i] = f_cur
