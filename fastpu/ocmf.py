@@ -506,8 +506,9 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         Solve a side with no features and no graph row by row (independent k-dimensional
         Newton–CG problems, in parallel) instead of with ``solver``.
     newton_steps, cg_steps : int, optional
-        Newton steps and CG steps per row on the fast path (defaults: 1 and 3 for the square
-        loss, 2 and 4 otherwise).
+        Newton steps and CG steps per row and outer iteration on the fast path (defaults: 1 and
+        3 for the square loss, 1 and 4 otherwise; the rows are warm-started, and on MovieLens-100K
+        more steps change P@5 by less than 0.002 — see docs/ocmf.md).
     init : tuple (W0, H0), optional
         Starting factors; default small Gaussian noise (``init_scale / sqrt(k)``).
     init_scale : float
@@ -570,7 +571,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
                             dense_limit=dense_limit)
         params["a_bar"] = setup.abar
         square = setup.kind == SQUARE
-        nsteps = V.check_int(newton_steps if newton_steps is not None else (1 if square else 2),
+        nsteps = V.check_int(newton_steps if newton_steps is not None else 1,
                              name="newton_steps", minimum=1)
         csteps = V.check_int(cg_steps if cg_steps is not None else (3 if square else 4),
                              name="cg_steps", minimum=1)
