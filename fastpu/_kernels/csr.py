@@ -12,7 +12,11 @@ import numpy as np
 _JIT = dict(nogil=True, cache=True)
 
 
-@nb.njit(parallel=True, **_JIT)
+# Dot products may be reassociated so that they vectorise (no finite-math assumption).
+_JIT_DOT = dict(_JIT, fastmath={"reassoc", "contract"})
+
+
+@nb.njit(parallel=True, **_JIT_DOT)
 def sampled_dots(indptr, indices, B, H, out):
     """out[p] = B[i] · H[j] for every stored entry p = (i, j)."""
     k = B.shape[1]
@@ -60,10 +64,11 @@ def row_scaled_product(p, B, M, out):
     l = M.shape[1]
     for i in nb.prange(B.shape[0]):
         for c in range(l):
-            acc = 0.0
-            for r in range(k):
-                acc += B[i, r] * M[r, c]
-            out[i, c] = p[i] * acc
+            out[i, c] = 0.0
+        for r in range(k):
+            b = p[i] * B[i, r]
+            for c in range(l):          # contiguous axpy: vectorises without reassociation
+                out[i, c] += b * M[r, c]
 
 
 _GRAM_CHUNK = 2048
