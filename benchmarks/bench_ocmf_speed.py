@@ -55,6 +55,7 @@ QUICK = dict(
     c_shape=(5_000, 2_000), c_nnz=100_000, c_k=64, c_iter=2, c_iter_1thread=2,
 )
 RHO, LAM, LAM_GRAPH = 0.01, 1.0, 1.0
+GIT_STATE = "unknown commit"
 THREADS = 2
 
 
@@ -267,9 +268,11 @@ def implicit_iteration_seconds(Y32, k, n_iter, threads):
     return np.array(times), als
 
 
+# newton_steps / cg_steps are given explicitly (the library's defaults when this was written)
+# so that the settings stated next to the numbers stay true if the defaults change.
 FASTPU_C = [
-    ("SQ-wSQ", dict(loss="square", rho=RHO, lam=LAM)),
-    ("LR-wSQ", dict(loss="logistic", rho=RHO, lam=LAM)),
+    ("SQ-wSQ", dict(loss="square", rho=RHO, lam=LAM, newton_steps=1, cg_steps=3)),
+    ("LR-wSQ", dict(loss="logistic", rho=RHO, lam=LAM, newton_steps=1, cg_steps=4)),
 ]
 
 
@@ -278,68 +281,55 @@ def fastpu_iteration_seconds(Y, k, kw, n_iter, threads):
     return per_iteration(model.history), model
 
 
-_HESSP_MV = """    for a in range(k):
-        acc = 0.0
-        for b in range(k):
-            acc += M[a, b] * v[b]
-        out[a] = 2.0 * p_i * acc + 2.0 * lam * v[a]
-"""
-_HESSP_MV_AXPY = """    for a in range(k):
-        out[a] = 2.0 * lam * v[a]
-    for b in range(k):
-        c = 2.0 * p_i * v[b]
-        for a in range(k):
-            out[a] += c * M[b, a]
-"""
+def _kernel_copy(mod, name, mode):
+    """A diagnostic copy of kernel ``name`` of module ``mod`` (the library is not touched).
 
-
-def _probe_variants():
-    """Diagnostic copies of fastpu's row_newton and sampled_dots (the library is not touched).
-
-    ``fastmath``: the same source re-jitted with fastmath={reassoc, contract}, so that LLVM may
-    vectorise the dot-product reductions (the loss functions stay the library's, strict).
-    ``axpy``: row_newton with only the k×k product M v of the per-row Hessian-vector product
-    rewritten as column updates (M is symmetric), which vectorises under strict IEEE rules.
-    Returns None when the library's source no longer has the expected shape.
+    The module's current source is re-compiled without numba's cache, with every kernel
+    ``mode`` = "strict" (no fastmath flag at all, strict IEEE order of every sum) or
+    "reassoc" (``fastmath={"reassoc", "contract"}`` on every kernel of the module, so that
+    LLVM may vectorise the dot-product reductions). Returns None if the source has an
+    unexpected shape.
     """
     import inspect
+    import re
 
     import numba as nb
 
+    src = inspect.getsource(mod)
+    src = re.sub(r"^from \.(\w+) import", r"from fastpu._kernels.\1 import", src, flags=re.M)
+    src = re.sub(r"\bcache=True", "cache=False", src)
+    src = re.sub(r",\s*fastmath=\{[^}]*\}", "", src)
+    if mode == "reassoc":
+        if "dict(nogil=True, cache=False)" not in src:
+            return None
+        src = src.replace("dict(nogil=True, cache=False)",
+                          'dict(nogil=True, cache=False, fastmath={"reassoc", "contract"})')
+    ns = {"__name__": f"_probe_{mode}_{name}", "nb": nb, "np": np}
+    exec(compile(src, f"<{mode} copy of {mod.__name__}>", "exec"), ns)
+    return ns.get(name)
+
+
+def _probe_variants():
+    """Strict-IEEE and reassociating copies of row_newton and sampled_dots."""
     from fastpu._kernels import csr as csr_mod
     from fastpu._kernels import updates as upd_mod
 
-    def build(mod, name, flags, edit=None):
-        src = inspect.getsource(mod).replace("dict(nogil=True, cache=True)", flags)
-        src = src.replace("from .losses import", "from fastpu._kernels.losses import")
-        if edit is not None:
-            if edit[0] not in src:
-                return None
-            src = src.replace(*edit)
-        ns = {"__name__": f"_probe_{name}", "nb": nb, "np": np}
-        exec(compile(src, f"<probe copy of {mod.__name__}>", "exec"), ns)
-        return ns[name]
-
-    fm = 'dict(nogil=True, cache=False, fastmath={"reassoc", "contract"})'
-    strict = "dict(nogil=True, cache=False)"
-    return {"row_newton_fastmath": build(upd_mod, "row_newton", fm),
-            "sampled_dots_fastmath": build(csr_mod, "sampled_dots", fm),
-            "row_newton_axpy": build(upd_mod, "row_newton", strict, (_HESSP_MV, _HESSP_MV_AXPY))}
+    return {f"{name} {mode}": _kernel_copy(mod, name, mode)
+            for mod, name in ((upd_mod, "row_newton"), (csr_mod, "sampled_dots"))
+            for mode in ("strict", "reassoc")}
 
 
 def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
     """Time the pieces of one outer iteration on the fast path (the kernels ``fit`` calls).
 
     Starts from the factors of ``model`` (a fit on ``Y``), so that the logistic line searches
-    behave as in a running fit. Kernels run with BLAS limited to one thread; the Gram matrices
-    are timed with BLAS at one thread and at its default. With ``probes`` (from
+    behave as in a running fit. BLAS is limited to one thread. With ``probes`` (from
     :func:`_probe_variants`), also times those copies of the kernels.
     """
     from threadpoolctl import threadpool_limits
 
     setup, _ = _setup(Y, kw["loss"], rho=kw["rho"], lam=kw["lam"])
-    square = kw["loss"] == "square"
-    ns, cs = (1, 3) if square else (2, 4)
+    ns, cs = kw["newton_steps"], kw["cg_steps"]
     W, H = model.user_factors, model.item_factors
 
     def gram(E, q):
@@ -350,7 +340,7 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
         return ocmf._update_side(setup, ent, side_, W, E, pq, qq, True, None, 1, ns, cs)[0]
 
     def side(kernel, ent, side_, W, E, pq, qq):
-        """The same update with a probe copy of row_newton (same arguments as the library's)."""
+        """The same update with a copy of row_newton (Grams by numpy)."""
         M, kap = gram(E, qq)
         W = np.array(W, copy=True, order="C")
         args = [setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
@@ -363,42 +353,32 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
     import inspect
     n_kernel_args = len(inspect.signature(row_newton.py_func).parameters)
     s = np.empty(Y.nnz)
+    ent = setup.entries
     out = {}
-    with limit_threads(threads):
-        out["Gram matrices M = EᵀE, κ (both sides), BLAS default threads"] = best_of(
-            lambda: (gram(H, setup.q_quad), gram(W, setup.p_quad)), repeat=repeat)
-        with threadpool_limits(1, "blas"):
-            out["Gram matrices M = EᵀE, κ (both sides), BLAS 1 thread"] = best_of(
-                lambda: (gram(H, setup.q_quad), gram(W, setup.p_quad)), repeat=repeat)
-            user = (setup.entries, setup.user, W, H, setup.p_quad, setup.q_quad)
-            item = (setup.entries_t, setup.item, H, W, setup.q_quad, setup.p_quad)
-            out["user side: _update_side → row_newton (m rows, incl. Gram)"] = best_of(
-                lambda: lib_side(*user), repeat=repeat, warmup=0)
-            out["item side: _update_side → row_newton (n rows, incl. Gram)"] = best_of(
-                lambda: lib_side(*item), repeat=repeat, warmup=0)
-            out["sampled_dots over Ω+ (TRON sub-problems, objective(); not on the fast path)"] = \
-                best_of(lambda: sampled_dots(setup.entries.indptr, setup.entries.indices, W, H, s),
-                        repeat=repeat)
-            if probes is not None:
-                ref = lib_side(*user)
-                fm_rn, fm_sd = probes["row_newton_fastmath"], probes["sampled_dots_fastmath"]
-                b = side(fm_rn, *user)
-                out["_fastmath_rel_diff"] = float(np.abs(ref - b).max() / np.abs(ref).max())
-                out["probe: user side, row_newton with fastmath"] = best_of(
-                    lambda: side(fm_rn, *user), repeat=repeat, warmup=0)
-                out["probe: item side, row_newton with fastmath"] = best_of(
-                    lambda: side(fm_rn, *item), repeat=repeat, warmup=0)
-                out["probe: sampled_dots with fastmath"] = best_of(
-                    lambda: fm_sd(setup.entries.indptr, setup.entries.indices, W, H, s),
-                    repeat=repeat)
-                ax = probes["row_newton_axpy"]
-                if ax is not None:
-                    b = side(ax, *user)
-                    out["_axpy_rel_diff"] = float(np.abs(ref - b).max() / np.abs(ref).max())
-                    out["probe: user side, row_newton with M v as column axpys (strict)"] = \
-                        best_of(lambda: side(ax, *user), repeat=repeat, warmup=0)
-                    out["probe: item side, row_newton with M v as column axpys (strict)"] = \
-                        best_of(lambda: side(ax, *item), repeat=repeat, warmup=0)
+    with limit_threads(threads), threadpool_limits(1, "blas"):
+        user = (setup.entries, setup.user, W, H, setup.p_quad, setup.q_quad)
+        item = (setup.entries_t, setup.item, H, W, setup.q_quad, setup.p_quad)
+        out["library: user side (_update_side, m rows)"] = best_of(
+            lambda: lib_side(*user), repeat=repeat, warmup=0)
+        out["library: item side (_update_side, n rows)"] = best_of(
+            lambda: lib_side(*item), repeat=repeat, warmup=0)
+        out["library: sampled_dots over Ω+ (TRON path, objective())"] = best_of(
+            lambda: sampled_dots(ent.indptr, ent.indices, W, H, s), repeat=repeat)
+        if probes is not None:
+            ref = lib_side(*user)
+            for mode in ("strict", "reassoc"):
+                rn = probes.get(f"row_newton {mode}")
+                if rn is not None:
+                    b = side(rn, *user)
+                    out[f"_{mode}_rel_diff"] = float(np.abs(ref - b).max() / np.abs(ref).max())
+                    out[f"{mode} copy: user side row_newton"] = best_of(
+                        lambda: side(rn, *user), repeat=repeat, warmup=0)
+                    out[f"{mode} copy: item side row_newton"] = best_of(
+                        lambda: side(rn, *item), repeat=repeat, warmup=0)
+                sd = probes.get(f"sampled_dots {mode}")
+                if sd is not None:
+                    out[f"{mode} copy: sampled_dots"] = best_of(
+                        lambda: sd(ent.indptr, ent.indices, W, H, s), repeat=repeat)
     return out
 
 
@@ -470,7 +450,8 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
     L.append("")
     L.append(f"Generated by `python benchmarks/bench_ocmf_speed.py{' --quick' if quick else ''}` "
              f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {elapsed / 60:.1f} min "
-             f"(JIT warm-up / cache load {warm:.1f} s, not included in any timing). "
+             f"(JIT warm-up / cache load {warm:.1f} s, not included in any timing), fastpu at "
+             f"{GIT_STATE}. "
              f"All fastpu runs use n_threads={THREADS} unless stated; all ratios come from one run.")
     if quick:
         L.append("")
@@ -485,9 +466,10 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
     L.append("Matrices are random binary PU matrices with power-law item popularity "
              "(`benchmarks/_common.py: powerlaw_pu`, item weight ∝ rank^-0.7, user weight ∝ "
              "rank^-0.5). Formulations: SQ-wSQ = `loss=\"square\", rho=0.01`; LR-wSQ = "
-             "`loss=\"logistic\", rho=0.01` (ā = -1); `lam=1`. fastpu defaults on the row-wise fast "
-             "path: square loss `newton_steps=1, cg_steps=3`; logistic `newton_steps=2, cg_steps=4`; "
-             "float64 throughout. Per-iteration times of `fit` come from the `seconds` of its "
+             "`loss=\"logistic\", rho=0.01` (ā = -1); `lam=1`. Row-wise fast path settings in "
+             "(c)/(d): " + "; ".join(f"{lab} `newton_steps={kw['newton_steps']}, "
+                                      f"cg_steps={kw['cg_steps']}`" for lab, kw in FASTPU_C)
+             + " (elsewhere the library's defaults); float64 throughout. Per-iteration times of `fit` come from the `seconds` of its "
              "`history` (differences of the cumulative times, so they cover everything `fit` does in "
              "an outer iteration, including the recorded objective); tables show the median over "
              "the iterations.")
@@ -569,8 +551,8 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
     rows = [["implicit ALS", f"CG, cg_steps={c['implicit_cg_steps']}, float32; BLAS 1 thread",
              fmt_s(t_imp), "1.00×", "—", "—"]]
     goals = {"SQ-wSQ": 1.0, "LR-wSQ": 3.0}
-    settings = {"SQ-wSQ": "newton_steps=1, cg_steps=3, float64",
-                "LR-wSQ": "newton_steps=2, cg_steps=4, float64"}
+    settings = {lab: f"newton_steps={kw['newton_steps']}, cg_steps={kw['cg_steps']}, float64"
+                for lab, kw in FASTPU_C}
     misses = []
     for label, _ in FASTPU_C:
         for blas in ("1", "default"):
@@ -597,32 +579,29 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
     L.append("")
     L.append("\"BLAS 1 thread\" runs `fit` inside `threadpoolctl.threadpool_limits(1, \"blas\")` "
              "(numba still uses 2 threads); \"BLAS default\" is how a user runs it out of the box "
-             "(OpenBLAS with as many threads as cores). fastpu calls BLAS only for the k×k Grams "
-             "of each side and the objective; multi-threaded BLAS there competes with numba's "
-             "OpenMP threads (both pools spin-wait), see the Gram rows below.")
+             "(OpenBLAS with as many threads as cores), where any BLAS call fastpu makes can compete "
+             "with numba's OpenMP threads (both pools spin-wait).")
     L.append("")
     L.append("### Where fastpu's iteration goes")
     L.append("")
-    L.append("Each piece of one outer iteration timed alone with the kernels `fit` calls "
-             f"({THREADS} numba threads, BLAS 1 thread unless stated, best of 2, starting from the "
-             "factors of the timed fit). The *probe* rows time diagnostic copies of the "
-             "library's kernels built by this script (the library is not changed): *fastmath* = "
-             "the same source re-compiled with `fastmath={\"reassoc\", \"contract\"}`, which "
-             "shows how much time goes to dot-product reductions that LLVM cannot vectorise under "
-             "strict IEEE ordering; *column axpys* = the same strict kernel with only the k×k "
-             "product M v inside each row's Hessian-vector product rewritten as "
-             "`out[:] += (2 p_i v_b) M[b, :]` (M is symmetric), which vectorises without "
-             "reassociation.")
+    L.append("Pieces of one outer iteration timed alone (" + f"{THREADS} numba threads, BLAS 1 "
+             "thread, best of 2, starting from the factors of the timed fit). *library* rows call "
+             "`ocmf._update_side` exactly as `fit` does on the fast path. The *copy* rows time "
+             "diagnostic copies of the library's current kernel source built by this script (the "
+             "library is not changed), with Grams by numpy: *strict* = every fastmath flag removed "
+             "(strict IEEE order of every sum, so LLVM cannot vectorise the length-k dot "
+             "products); *reassoc* = `fastmath={\"reassoc\", \"contract\"}` on every kernel of "
+             "the module. Their ratio is what vectorising the reductions is worth.")
     L.append("")
     labels = [lab for lab, _ in FASTPU_C]
     keys = [key for key in c["profile"][labels[0]] if not key.startswith("_")]
     L.append(md_table(["piece"] + labels,
                       [[key] + [fmt_s(c["profile"][lab][key]) for lab in labels] for key in keys]))
-    for key, what in (("_fastmath_rel_diff", "fastmath"), ("_axpy_rel_diff", "column-axpy")):
+    for key, what in (("_strict_rel_diff", "strict"), ("_reassoc_rel_diff", "reassoc")):
         if key in c["profile"][labels[0]]:
             L.append("")
-            L.append(f"Largest relative difference between the library's and the {what} user "
-                     "factors after one side update: " + ", ".join(
+            L.append(f"Largest relative difference between the library's and the {what} copy's "
+                     "user factors after one side update: " + ", ".join(
                          f"{lab} {c['profile'][lab][key]:.0e}" for lab in labels) + ".")
 
     # (d)
@@ -687,25 +666,34 @@ def summary_lines(a, b, c):
     ]))
     for label, t_fit in (("SQ-wSQ", sq), ("LR-wSQ", lr)):
         P = c["profile"][label]
-        rows = P["user side: _update_side → row_newton (m rows, incl. Gram)"] + \
-            P["item side: _update_side → row_newton (n rows, incl. Gram)"]
+        rows = P["library: user side (_update_side, m rows)"] + \
+            P["library: item side (_update_side, n rows)"]
         msg = (f"{label}: the two side updates (row_newton sweeps) take {fmt_s(rows)} of a "
                f"{fmt_s(t_fit)} iteration")
-        fm_u = P.get("probe: user side, row_newton with fastmath")
-        if fm_u is not None:
-            fm = fm_u + P["probe: item side, row_newton with fastmath"]
-            est = max(t_fit - rows, 0.0) + fm
-            msg += (f"; with the reductions vectorised (fastmath probe) they take {fmt_s(fm)} "
-                    f"({rows / fm:.1f}× faster), i.e. an iteration of about {fmt_s(est)} = "
-                    f"{est / t_imp:.2f}× implicit's (estimate: iteration − sweeps + probe sweeps)")
-        ax_u = P.get("probe: user side, row_newton with M v as column axpys (strict)")
-        if ax_u is not None:
-            ax = ax_u + P["probe: item side, row_newton with M v as column axpys (strict)"]
-            msg += (f"; the strict column-axpy rewrite of M v alone: sweeps {fmt_s(ax)} "
-                    f"({rows / ax:.2f}×)")
+        st = P.get("strict copy: user side row_newton")
+        ra = P.get("reassoc copy: user side row_newton")
+        if st is not None and ra is not None:
+            st += P["strict copy: item side row_newton"]
+            ra += P["reassoc copy: item side row_newton"]
+            msg += (f"; strict-IEEE copies of the kernel take {fmt_s(st)}, reassociating copies "
+                    f"{fmt_s(ra)} ({st / ra:.1f}× from vectorised reductions)")
         L.append("")
         L.append(msg + ".")
     return L
+
+
+def _git_state():
+    """Short commit hash of the repository and whether fastpu/ has uncommitted changes."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "fastpu"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown commit"
+    return f"commit {head}" + (" with uncommitted changes under fastpu/" if dirty else "")
 
 
 def _implicit_version():
@@ -730,6 +718,8 @@ def main(argv=None):
             os.path.join(ROOT, "docs")
     os.makedirs(args.out, exist_ok=True)
     t_start = time.perf_counter()
+    global GIT_STATE
+    GIT_STATE = _git_state()
     hw = hardware()
     log(hardware_line(hw))
     warm = warm_up()
