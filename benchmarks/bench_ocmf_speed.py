@@ -147,7 +147,8 @@ def plot_a(rows, path, hw):
     ax.loglog(ms, [r["dense"] for r in rows], "o-", label="dense reference, O(mnk) (numpy)")
     ax.loglog(ms, [r["eff"] for r in rows], "s-", label="fastpu.ocmf, O(|Ω+|k + mk²)")
     for r in rows:
-        ax.annotate(f"{r['ratio']:.0f}×", (r["m"], r["dense"]), textcoords="offset points",
+        ax.annotate(f"{r['ratio']:.1f}×" if r["ratio"] < 10 else f"{r['ratio']:.0f}×",
+                    (r["m"], r["dense"]), textcoords="offset points",
                     xytext=(-10, 6), fontsize=8)
     ax.set_xticks(ms)
     ax.set_xticklabels([f"{m:,}" for m in ms])
