@@ -13,7 +13,6 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # implicit's advice; k×k solves only here
 
 import argparse
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,23 +26,9 @@ sys.path.insert(0, str(ROOT))
 import fastpu as fp  # noqa: E402
 from fastpu import homf  # noqa: E402
 from fastpu.model import Factorization  # noqa: E402
+from _common import hardware_line  # noqa: E402
 
 K = 32
-
-
-def hardware():
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import numba
-    return (f"{os.cpu_count()} cores, CPU {cpu}, Python {platform.python_version()}, "
-            f"numpy {np.__version__}, numba {numba.__version__} "
-            f"(threading layer {numba.config.THREADING_LAYER})")
 
 
 def binarise(R):
@@ -249,7 +234,7 @@ def main(argv=None):
 
     ml100k = fp.datasets.load("ml-100k").Y
     parts = [f"# HOMF benchmarks{' (quick run)' if args.quick else ''}\n",
-             f"Hardware: {hardware()}.  Written by `python benchmarks/bench_homf.py"
+             f"{hardware_line()}  Written by `python benchmarks/bench_homf.py"
              f"{' --quick' if args.quick else ''}`; JIT warm-up (compile or cache load) "
              f"{t_warm:.1f} s, excluded from every timing.  Other processes may share the machine: "
              "compare ratios, which are measured within one run.\n",

@@ -15,33 +15,18 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import platform
 import sys
 import time
 
 import numpy as np
 
-import fastpu as fp
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import fastpu as fp  # noqa: E402
+
+from _common import hardware_line  # noqa: E402
+
 DOCS = os.path.join(HERE, "..", "docs")
-
-
-def hardware():
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import numba
-
-    return (f"{model}, {os.cpu_count()} cores, numba {numba.__version__} "
-            f"({numba.config.THREADING_LAYER} layer, {fp.get_num_threads()} threads), "
-            f"Python {platform.python_version()}")
 
 
 def grid(space):
@@ -134,7 +119,7 @@ def run(quick=False, seed=0):
 
 def write(rows, settings, path):
     lines = ["# ocmf quality against implicit's ALS", "",
-             f"Hardware: {hardware()}.", "",
+             hardware_line(), "",
              f"Protocol: 80/20 per-user holdout of the binarised data (seed 0); a further 80/20 holdout of "
              f"the training split for validation. Each method picks its best grid point by validation "
              f"P@5, is refitted on the whole training split and scored on the test split, training items "

@@ -242,16 +242,7 @@ def check_users(users, m):
     """Row indices as a 1-d int64 array inside [0, m); ``None`` means all rows."""
     if users is None:
         return np.arange(m, dtype=INDEX_DTYPE)
-    arr = np.asarray(users)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"users must be integer row indices, got dtype {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"users must be a 1-d array of row indices, got shape {arr.shape}")
-    if arr.size and (arr.min() < 0 or arr.max() >= m):
-        raise ValueError(f"users must lie in [0, {m}), got values in [{arr.min()}, {arr.max()}]")
-    return arr.astype(INDEX_DTYPE, copy=False)
+    return check_indices(users, name="users", size=m)
 
 
 def transpose_csr(Y):

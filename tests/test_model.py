@@ -55,7 +55,7 @@ def test_recommend_blocks_do_not_change_the_answer(monkeypatch):
     (dict(Y_seen=sp.csr_array((4, 7))), ValueError, "Y_seen has shape 4×7, expected 5×7"),
     (dict(n=0), ValueError, "n must be >= 1"),
     (dict(users=[7]), ValueError, r"users must lie in \[0, 5\)"),
-    (dict(users=[0.5]), TypeError, "users must be integer row indices"),
+    (dict(users=[0.5]), TypeError, "users must be integer indices"),
 ])
 def test_recommend_rejects_bad_input(kw, exc, msg):
     args = dict(Y_seen=None, n=3)
