@@ -27,7 +27,6 @@ Subsampled    ``negatives="sampled", neg_ratio=r`` (loss on Ω+ and r·|Ω+| sam
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -405,7 +404,7 @@ def _full_objective(setup, W, H):
     return prob.fun(W.ravel()) + _side_reg(setup, setup.item, H, E)
 
 
-def _check_factor(A, name, rows, k=None, what=""):
+def _check_factor(A, name, rows, k=None):
     A = V.check_dense(A, name=name, shape=(rows, k))
     if A.shape[1] < 1:
         raise ValueError(f"{name} has no columns; expected k >= 1 columns")
