@@ -10,10 +10,18 @@ Four published methods under one roof, each a module of plain functions:
 Every ``fit`` returns a :class:`Factorization`; use :func:`recommend` and :func:`evaluate`.
 """
 
-from . import apg, csrr, datasets, fbgd, homf, metrics, ocmf, prox, split, tron
-from ._threads import get_num_threads, set_num_threads
-from .metrics import evaluate
-from .model import Factorization, recommend
+import os as _os
+
+# numba's OpenMP threads otherwise spin after each parallel kernel and fight BLAS's threads
+# (and any other work) for the cores: measured on 2 cores, 2 threads ran up to 4x slower than
+# one. Sleeping idle threads cost microseconds per kernel instead. An explicit setting wins;
+# it must be in place before the first parallel kernel runs in the process.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import apg, csrr  # noqa: E402, datasets, fbgd, homf, metrics, ocmf, prox, split, tron
+from ._threads import get_num_threads, set_num_threads  # noqa: E402
+from .metrics import evaluate  # noqa: E402
+from .model import Factorization, recommend  # noqa: E402
 
 __version__ = "0.1.0"
 

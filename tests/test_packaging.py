@@ -48,3 +48,18 @@ def test_public_api_is_listed_and_documented():
         doc = inspect.getdoc(obj)
         assert "Parameters" in doc and "Returns" in doc
     assert not missing, missing
+
+
+def test_import_sets_a_passive_openmp_wait_policy_unless_chosen():
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, fastpu; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "PASSIVE"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ACTIVE"
