@@ -459,10 +459,11 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
         L.append("> **Quick smoke run (`--quick`): tiny sizes, the numbers say nothing about the "
                  "goals.** Run without `--quick` for the real tables.")
     L.append("")
-    L.append("> **Noise warning.** These numbers were measured while other engineers ran "
-             "their own jobs on the same 2-core machine (load average well above 2 during the run), "
-             "so absolute times are inflated and ratios are noisy. The lead re-runs this script on a "
-             "quiet machine; it overwrites this file and the PNG.")
+    load_end = os.getloadavg()[0]
+    L.append(f"> **Machine load.** 1-minute load average {LOAD_START:.2f} when the run started and "
+             f"{load_end:.2f} when it ended (this run itself keeps about 2 busy on 2 cores). A value "
+             "well above that means other work shared the machine: absolute times are then "
+             "inflated and the ratios noisy.")
     L.append("")
     L.append("Matrices are random binary PU matrices with power-law item popularity "
              "(`benchmarks/_common.py: powerlaw_pu`, item weight ∝ rank^-0.7, user weight ∝ "
@@ -703,6 +704,9 @@ def _implicit_version():
         return implicit.__version__
     except Exception:          # pragma: no cover - report only
         return "(version unknown)"
+
+
+LOAD_START = os.getloadavg()[0]
 
 
 def main(argv=None):
