@@ -221,7 +221,7 @@ class _Problem:
     def gram(self, w, B):
         S = np.empty((self.g, self.g))
         s = np.empty(self.g)
-        _k.weighted_gram(w, B, S, s)
+        _csr.weighted_gram(B, w, S, s)
         return S, s
 
     def loss_at(self, theta_x, theta_y):

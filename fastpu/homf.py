@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from . import _validation as V_
 from ._kernels import homf as _K
-from ._kernels.csr import csr_dense
+from ._kernels.csr import csr_dense, weighted_gram
 from ._progress import Progress
 from ._threads import limit_threads
 from .model import Factorization
@@ -416,11 +416,16 @@ def objective(A, U, V, T, lam, *, mode="exact", m_users=None, block_size=None, n
 
 # --------------------------------------------------------------------------- fit
 
+def _gram(U, out):
+    """out = Uᵀ U (the shared, thread-count-independent Gram kernel with unit weights)."""
+    weighted_gram(U, np.ones(U.shape[0]), out, np.empty(U.shape[1]))
+
+
 def _exact_half(walker, L, out, lam, block):
     """Ridge solve for every column of f_T(P) against fixed L; returns Σ_Ω residual²."""
     k = L.shape[1]
     LtL = np.empty((k, k))
-    _K.gram(L, LtL)
+    _gram(L, LtL)
     total = 0.0
     for start, stop in walker.ranges(block):
         cols = np.arange(start, stop, dtype=np.int64)
@@ -456,7 +461,7 @@ def _dense_half(P, T, L, lam, first, buf):
     k = L.shape[1]
     Z = _horner(P, T, L, first, buf)
     LtL = np.empty((k, k))
-    _K.gram(L, LtL)
+    _gram(L, LtL)
     S = LtL + 2.0 * lam * np.eye(k)
     new = np.ascontiguousarray(sla.cho_solve(sla.cho_factor(S, lower=True), Z.T).T)
     return new, float(np.sum(new * Z)), LtL
@@ -577,11 +582,11 @@ def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-
                 # f_T(A)ᵀ U = (1/T) Σ (Aᵀ)^l U;  f_T(A) V = (1/T) Σ A^l V.
                 V, cross, UtU = _dense_half(At, T, U, lam, first, buf)
                 VtV = np.empty((k, k))
-                _K.gram(V, VtV)
+                _gram(V, VtV)
                 obj_v = (-cross + 0.5 * float(np.sum(UtU * VtV))
                          + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
                 U, cross, VtV = _dense_half(A, T, V, lam, first, buf)
-                _K.gram(U, UtU)
+                _gram(U, UtU)
                 obj = (-cross + 0.5 * float(np.sum(UtU * VtV))
                        + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
                 if progress.step(it, obj, objective_v=obj_v):

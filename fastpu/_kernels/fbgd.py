@@ -26,23 +26,6 @@ _JIT = dict(nogil=True, cache=True)
 
 
 @nb.njit(parallel=True, **_JIT)
-def weighted_gram(w, B, G_out, s_out):
-    """G_out = Bᵀ diag(w) B and s_out = Bᵀ w (one output row per prange iteration)."""
-    n = B.shape[0]
-    g = B.shape[1]
-    for a in nb.prange(g):
-        for b in range(g):
-            G_out[a, b] = 0.0
-        acc = 0.0
-        for i in range(n):
-            wa = w[i] * B[i, a]
-            acc += wa
-            for b in range(g):
-                G_out[a, b] += wa * B[i, b]
-        s_out[a] = acc
-
-
-@nb.njit(parallel=True, **_JIT)
 def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
     """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
 

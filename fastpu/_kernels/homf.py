@@ -42,23 +42,6 @@ def walk_step(indptr, indices, data, first, prev, out):
 
 
 @nb.njit(**_JIT)
-def gram(U, out):
-    """out = Uᵀ U, summed serially over rows (a fixed order: thread-count independent)."""
-    k = U.shape[1]
-    for a in range(k):
-        for c in range(k):
-            out[a, c] = 0.0
-    for r in range(U.shape[0]):
-        for a in range(k):
-            ua = U[r, a]
-            for c in range(a, k):
-                out[a, c] += ua * U[r, c]
-    for a in range(k):
-        for c in range(a):
-            out[a, c] = out[c, a]
-
-
-@nb.njit(**_JIT)
 def _cholesky_solve(G, rhs, x):
     """Solve G x = rhs for symmetric positive definite G in place (G is overwritten by L)."""
     k = G.shape[0]
