@@ -100,7 +100,7 @@ def _columns(ks):
     return cols
 
 
-def _fit(method, Y_train, kwargs, *, seed, verbose, data=None):
+def _fit(method, Y_train, kwargs, *, seed, verbose):
     mod = _module(method)
     kwargs = dict(kwargs)
     t0 = time.perf_counter()
@@ -156,7 +156,6 @@ def cmd_run(args):
     data, Y = _load_data(args.data, threshold=args.threshold)
     params = dict(args.param or [])
     method = args.method
-    mod = _module(method)
     if "k" not in params and method in ("ocmf", "fbgd", "homf"):
         params["k"] = 32
     if args.test_frac > 0:
@@ -173,9 +172,7 @@ def cmd_run(args):
         side["user_graph"] = data.user_graph
     print(f"fastpu run: {method} on {data.name} ({Y.shape[0]}×{Y.shape[1]}, {Y.nnz} positives), "
           f"{_kw_str(params)}{' + side information' if side else ''}", flush=True)
-    t0 = time.perf_counter()
-    model = mod.fit(Y_train, **params, **side, seed=args.seed, verbose=not args.quiet)
-    secs = time.perf_counter() - t0
+    model, secs = _fit(method, Y_train, {**params, **side}, seed=args.seed, verbose=not args.quiet)
     if Y_test is not None:
         row = _evaluate_row(method, model, Y_train, Y_test, args.at, secs)
         print(_table([row], _columns(args.at)))

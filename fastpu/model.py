@@ -124,15 +124,14 @@ def recommend(model, Y_seen, users=None, n=10):
     n_take = min(n, n_items)
     items = np.full((users.size, n), -1, dtype=np.int64)
     scores = np.full((users.size, n), -np.inf)
-    step = _block_size(n_items)
-    for start in range(0, users.size, step):
-        rows = users[start:start + step]
-        S = np.ascontiguousarray(model.scores(rows), dtype=np.float64)
+    start = 0
+    for rows, S in iter_score_blocks(model, users):
         it = np.empty((rows.size, n_take), dtype=np.int64)
         sc = np.empty((rows.size, n_take))
         topk_rows(S, Y_seen.indptr, Y_seen.indices, rows, n_take, it, sc)
         items[start:start + rows.size, :n_take] = it
         scores[start:start + rows.size, :n_take] = sc
+        start += rows.size
     return items, scores
 
 
