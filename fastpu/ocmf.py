@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from . import _validation as V
 from ._kernels.csr import csr_dense, row_scaled_product, sampled_dots, weighted_gram
 from ._kernels.losses import LOSS_CODES, SQUARE, entry_losses, entry_values
-from ._kernels.updates import row_newton
+from ._kernels.updates import LOCAL_ENTRIES, row_newton
 from ._progress import Progress
 from ._threads import limit_threads
 from .model import Factorization
@@ -578,6 +578,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         if init is not None:
             if not (isinstance(init, tuple) and len(init) == 2):
                 raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
+            # fresh copies (check_dense copies): the fast path updates the factors in place
             W = _check_factor(init[0], "init[0] (W0)", du, k)
             H = _check_factor(init[1], "init[1] (H0)", dv, k)
         else:
@@ -621,17 +622,20 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
                  nsteps, csteps):
     """Minimise over one side's W with the other side's latent matrix E fixed.
 
-    Returns the new W, the solver iterations (0 on the fast path) and the sub-problem's
+    On the fast path W is updated in place (``fit`` owns its factors); the solvers return a
+    new array. Returns the new W, the solver iterations (0 on the fast path) and the sub-problem's
     objective g(W) at the new W (everything in f that depends on W, plus the constant).
     """
     if fast_path and side.identity and side.L is None:
         E = np.ascontiguousarray(E)
         M, kappa = _gram(E, q_quad)
-        W = np.array(W, copy=True, order="C")
+        if not (W.flags.c_contiguous and W.flags.writeable):
+            W = np.array(W, order="C")
         f_rows = np.empty(W.shape[0])
+        local_max = max(16, LOCAL_ENTRIES // W.shape[1])
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
                    entries.corr, setup.abar, E, M, kappa, p_quad, setup.lam,
-                   W, nsteps, csteps, 1e-3, f_rows)
+                   W, nsteps, csteps, 1e-3, local_max, f_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
         return W, 0, float(f_rows.sum()) + const
     prob = SubProblem(setup, entries, side, E, p_quad, q_quad)

@@ -71,15 +71,18 @@ def row_scaled_product(p, B, M, out):
                 out[i, c] += b * M[r, c]
 
 
-_GRAM_CHUNK = 2048
+_GRAM_CHUNK = 2048      # rows per prange iteration (one partial Gram each)
+_GRAM_BLOCK = 256       # rows transposed into a contiguous block inside a chunk
 
 
-@nb.njit(parallel=True, **_JIT)
+@nb.njit(parallel=True, **_JIT_DOT)
 def weighted_gram(E, q, M_out, kappa_out):
     """M_out = Eᵀ diag(q) E and kappa_out = Eᵀ q.
 
     Rows are summed in fixed chunks of 2048 (one partial per prange iteration), and the
     partials are added in chunk order: the result does not depend on the thread count.
+    Inside a chunk, blocks of 256 rows are copied transposed (float64) so that every
+    entry of the upper triangle is one contiguous dot product over the block.
     """
     n, k = E.shape
     n_chunks = (n + _GRAM_CHUNK - 1) // _GRAM_CHUNK
@@ -88,16 +91,26 @@ def weighted_gram(E, q, M_out, kappa_out):
     for c in nb.prange(n_chunks):
         lo = c * _GRAM_CHUNK
         hi = min(n, lo + _GRAM_CHUNK)
-        Mc = partM[c]
-        for j in range(lo, hi):
-            qj = q[j]
-            if qj == 0.0:
-                continue
+        Et = np.empty((k, _GRAM_BLOCK))
+        Qt = np.empty((k, _GRAM_BLOCK))
+        for b_lo in range(lo, hi, _GRAM_BLOCK):
+            nb_ = min(hi, b_lo + _GRAM_BLOCK) - b_lo
+            for t in range(nb_):
+                qj = q[b_lo + t]
+                for a in range(k):
+                    e = E[b_lo + t, a]
+                    Et[a, t] = e
+                    Qt[a, t] = qj * e
             for a in range(k):
-                s = qj * E[j, a]
-                partk[c, a] += s
+                acc = 0.0
+                for t in range(nb_):
+                    acc += Qt[a, t]
+                partk[c, a] += acc
                 for b in range(a, k):
-                    Mc[a, b] += s * E[j, b]
+                    acc = 0.0
+                    for t in range(nb_):
+                        acc += Qt[a, t] * Et[b, t]
+                    partM[c, a, b] += acc
     for a in range(k):
         kappa_out[a] = 0.0
         for b in range(k):

@@ -11,139 +11,205 @@ O(|row| k + k²) without forming it. Each row runs a few Newton steps, each
 solved by conjugate gradient from zero (for the square loss one step is the
 warm-started least-squares solve), with a backtracking line search on f_i for
 losses that are not quadratic. Rows are independent: one prange iteration owns
-one row of W, so the result does not depend on the thread count.
+a fixed chunk of rows of W, so the result does not depend on the thread count.
+
+How the work is laid out:
+
+* A row with at most ``local_max`` entries first copies its item vectors h_j
+  into a contiguous scratch block (float64, whatever the dtype of E); every
+  later pass (value, gradient, each CG product) reads that block from cache
+  instead of gathering rows of E again. Longer rows read E directly.
+* The value, the per-entry derivatives and the gradient come from one pass.
+* Products with M and with the item vectors handle four rows at a time, so
+  each load of w (or of the CG direction) feeds four sums.
 
 The row kernels allow LLVM to reassociate and contract floating-point sums
 (``fastmath={"reassoc", "contract"}``) so that the length-k dot products
 vectorise; they make no finite-math assumption (inf and NaN keep their meaning),
 and the loss functions they call are compiled without any fastmath flag.
+All sums are accumulated in float64.
 """
 
 import numba as nb
 import numpy as np
-
 from .losses import SQUARE, loss_derivs, loss_value
 
 _JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
+_CHUNK = 64                 # rows per prange iteration (scratch is allocated once per chunk)
+LOCAL_ENTRIES = 65536       # default scratch budget: local_max = LOCAL_ENTRIES // k entries
 
 
 @nb.njit(**_JIT)
-def _row_value(kind, lo, hi, indices, labels, weights, corr, abar, E, M, kappa, p_i, lam, w, s_buf):
+def _symv(M, v, out):
+    """out = M v, four rows of M at a time (each v[b] feeds four sums)."""
+    k = v.shape[0]
+    a = 0
+    while a + 4 <= k:
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for b in range(k):
+            vb = v[b]
+            s0 += M[a, b] * vb
+            s1 += M[a + 1, b] * vb
+            s2 += M[a + 2, b] * vb
+            s3 += M[a + 3, b] * vb
+        out[a] = s0
+        out[a + 1] = s1
+        out[a + 2] = s2
+        out[a + 3] = s3
+        a += 4
+    while a < k:
+        acc = 0.0
+        for b in range(k):
+            acc += M[a, b] * v[b]
+        out[a] = acc
+        a += 1
+
+
+@nb.njit(**_JIT)
+def _scores(G, idx, off, nrow, w, s):
+    """s[t] = G[idx[off + t]] · w, four rows at a time."""
     k = w.shape[0]
-    val = 0.0
-    for t in range(hi - lo):
-        e = lo + t
-        j = indices[e]
+    t = 0
+    while t + 4 <= nrow:
+        j0 = idx[off + t]
+        j1 = idx[off + t + 1]
+        j2 = idx[off + t + 2]
+        j3 = idx[off + t + 3]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for r in range(k):
+            wr = w[r]
+            s0 += G[j0, r] * wr
+            s1 += G[j1, r] * wr
+            s2 += G[j2, r] * wr
+            s3 += G[j3, r] * wr
+        s[t] = s0
+        s[t + 1] = s1
+        s[t + 2] = s2
+        s[t + 3] = s3
+        t += 4
+    while t < nrow:
+        j = idx[off + t]
         acc = 0.0
         for r in range(k):
-            acc += w[r] * E[j, r]
-        s_buf[t] = acc
-        d = abar - acc
-        val += weights[e] * loss_value(kind, labels[e], acc) - corr[e] * d * d
+            acc += G[j, r] * w[r]
+        s[t] = acc
+        t += 1
+
+
+@nb.njit(**_JIT)
+def _accumulate(G, idx, off, nrow, z, out):
+    """out += Σ_t z[t] G[idx[off + t]], four rows at a time."""
+    k = out.shape[0]
+    t = 0
+    while t + 4 <= nrow:
+        j0 = idx[off + t]
+        j1 = idx[off + t + 1]
+        j2 = idx[off + t + 2]
+        j3 = idx[off + t + 3]
+        z0 = z[t]
+        z1 = z[t + 1]
+        z2 = z[t + 2]
+        z3 = z[t + 3]
+        for a in range(k):
+            out[a] += G[j0, a] * z0 + G[j1, a] * z1 + G[j2, a] * z2 + G[j3, a] * z3
+        t += 4
+    while t < nrow:
+        j = idx[off + t]
+        zt = z[t]
+        for a in range(k):
+            out[a] += G[j, a] * zt
+        t += 1
+
+
+@nb.njit(**_JIT)
+def _quad_part(M, kappa, abar, p_i, lam, w, g):
+    """p_i (wᵀMw - 2 abar wᵀκ) + lam ‖w‖²; writes its gradient into g."""
+    k = w.shape[0]
+    _symv(M, w, g)
     quad = 0.0
     lin = 0.0
     nrm = 0.0
     for a in range(k):
-        mw = 0.0
-        for b in range(k):
-            mw += M[a, b] * w[b]
-        quad += w[a] * mw
+        quad += w[a] * g[a]
         lin += w[a] * kappa[a]
         nrm += w[a] * w[a]
-    return val + p_i * (quad - 2.0 * abar * lin) + lam * nrm
+    for a in range(k):
+        g[a] = 2.0 * p_i * (g[a] - abar * kappa[a]) + 2.0 * lam * w[a]
+    return p_i * (quad - 2.0 * abar * lin) + lam * nrm
 
 
 @nb.njit(**_JIT)
-def _row_hessp(lo, hi, indices, d2, E, M, p_i, lam, v, out):
-    k = v.shape[0]
-    for a in range(k):
-        acc = 0.0
-        for b in range(k):
-            acc += M[a, b] * v[b]
-        out[a] = 2.0 * p_i * acc + 2.0 * lam * v[a]
-    for t in range(hi - lo):
-        j = indices[lo + t]
-        dot = 0.0
-        for r in range(k):
-            dot += E[j, r] * v[r]
-        c = d2[t] * dot
-        for r in range(k):
-            out[r] += c * E[j, r]
+def _value(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam, w, s,
+           scratch):
+    """f_i(w); leaves the scores of w in s (``scratch`` is a length-k work array)."""
+    _scores(G, idx, off, nrow, w, s)
+    val = 0.0
+    for t in range(nrow):
+        e = lo + t
+        dd = abar - s[t]
+        val += weights[e] * loss_value(kind, labels[e], s[t]) - corr[e] * dd * dd
+    return val + _quad_part(M, kappa, abar, p_i, lam, w, scratch)
 
 
-@nb.njit(parallel=True, **_JIT)
-def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, p, lam,
-               W, n_newton, n_cg, cg_tol, f_out):
-    """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
+@nb.njit(**_JIT)
+def _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam, w,
+                s, d1, d2, g, fresh):
+    """f_i(w), per-entry first/second derivatives d1, d2 and the gradient g in one pass.
 
-    ``f_out[i]`` receives f_i at the updated row (without the constant p_i ā² Σq).
+    The scores are recomputed from w if ``fresh``; otherwise s already holds them.
     """
-    m, k = W.shape
-    n_chunks = (m + _CHUNK - 1) // _CHUNK
-    for c in nb.prange(n_chunks):
-        # scratch allocated once per chunk of rows, not once per row
-        c_lo = c * _CHUNK
-        c_hi = min(m, c_lo + _CHUNK)
-        longest = 0
-        for i in range(c_lo, c_hi):
-            longest = max(longest, indptr[i + 1] - indptr[i])
-        s_all = np.empty(longest)
-        d1_all = np.empty(longest)
-        d2_all = np.empty(longest)
-        w = np.empty(k)
-        g = np.empty(k)
-        step = np.empty(k)
-        r = np.empty(k)
-        d = np.empty(k)
-        Hd = np.empty(k)
-        trial = np.empty(k)
-        for i in range(c_lo, c_hi):
-            _newton_row(kind, i, indptr, indices, labels, weights, corr, abar, E, M, kappa, p, lam,
-                        W, n_newton, n_cg, cg_tol, f_out, s_all, d1_all, d2_all, w, g, step, r, d,
-                        Hd, trial)
-
-
-_CHUNK = 64
+    if fresh:
+        _scores(G, idx, off, nrow, w, s)
+    val = _quad_part(M, kappa, abar, p_i, lam, w, g)
+    for t in range(nrow):
+        e = lo + t
+        v, g1, g2 = loss_derivs(kind, labels[e], s[t])
+        dd = abar - s[t]
+        val += weights[e] * v - corr[e] * dd * dd
+        d1[t] = weights[e] * g1 + 2.0 * corr[e] * dd
+        d2[t] = weights[e] * g2 - 2.0 * corr[e]
+    _accumulate(G, idx, off, nrow, d1, g)
+    return val
 
 
 @nb.njit(**_JIT)
-def _newton_row(kind, i, indptr, indices, labels, weights, corr, abar, E, M, kappa, p, lam,
-                W, n_newton, n_cg, cg_tol, f_out, s_all, d1_all, d2_all, w, g, step, r, d, Hd,
-                trial):
-    """Newton–CG steps on row i's f_i, in the caller's scratch arrays."""
-    k = W.shape[1]
-    lo = indptr[i]
-    hi = indptr[i + 1]
-    nrow = hi - lo
-    p_i = p[i]
-    s_buf = s_all[:nrow]
-    d1 = d1_all[:nrow]
-    d2 = d2_all[:nrow]
+def _hessp(G, idx, off, nrow, d2, M, p_i, lam, v, u, out):
+    """out = (2 p_i M + 2 lam I + Σ_t d2[t] g_t g_tᵀ) v with g_t = G[idx[off + t]]; u is scratch."""
+    k = v.shape[0]
+    _symv(M, v, out)
     for a in range(k):
-        w[a] = W[i, a]
-    f_cur = _row_value(kind, lo, hi, indices, labels, weights, corr, abar, E, M, kappa, p_i, lam, w, s_buf)
-    for _ in range(n_newton):
-        # gradient at w (s_buf holds the scores of w)
-        for a in range(k):
-            acc = 0.0
-            for b in range(k):
-                acc += M[a, b] * w[b]
-            g[a] = 2.0 * p_i * (acc - abar * kappa[a]) + 2.0 * lam * w[a]
-        for t in range(nrow):
-            e = lo + t
-            j = indices[e]
-            v, g1, g2 = loss_derivs(kind, labels[e], s_buf[t])
-            dd = abar - s_buf[t]
-            d1[t] = weights[e] * g1 + 2.0 * corr[e] * dd
-            d2[t] = weights[e] * g2 - 2.0 * corr[e]
-            for a in range(k):
-                g[a] += d1[t] * E[j, a]
+        out[a] = 2.0 * p_i * out[a] + 2.0 * lam * v[a]
+    _scores(G, idx, off, nrow, v, u)
+    for t in range(nrow):
+        u[t] *= d2[t]
+    _accumulate(G, idx, off, nrow, u, out)
+
+
+@nb.njit(**_JIT)
+def _solve_row(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam,
+               w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step, r, d, Hd, trial):
+    """Newton–CG steps on one row's f_i from w (updated in place); returns f_i at the new w.
+
+    The row's item vectors are G[idx[off + t]] for t < nrow; its entries' labels, weights and
+    corrections are at lo + t.
+    """
+    k = w.shape[0]
+    f_cur = 0.0
+    fresh = True
+    for it in range(n_newton):
+        f_cur = _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa,
+                            p_i, lam, w, s, d1, d2, g, fresh)
         gg = 0.0
         for a in range(k):
             gg += g[a] * g[a]
         if gg == 0.0:
             break
-        # CG on H step = -g from step = 0
         for a in range(k):
             step[a] = 0.0
             r[a] = -g[a]
@@ -151,7 +217,7 @@ def _newton_row(kind, i, indptr, indices, labels, weights, corr, abar, E, M, kap
         rr = gg
         stop = cg_tol * cg_tol * gg
         for _c in range(n_cg):
-            _row_hessp(lo, hi, indices, d2, E, M, p_i, lam, d, Hd)
+            _hessp(G, idx, off, nrow, d2, M, p_i, lam, d, u, Hd)
             dHd = 0.0
             for a in range(k):
                 dHd += d[a] * Hd[a]
@@ -175,37 +241,86 @@ def _newton_row(kind, i, indptr, indices, labels, weights, corr, abar, E, M, kap
         if gs >= 0.0:
             break
         if kind == SQUARE:
-            # f_i is quadratic: CG iterates never increase it, and with H step = -g - r
-            # its new value is f + gᵀstep + ½ stepᵀH step = f + ½ (gᵀstep - rᵀstep)
             sr = 0.0
             for a in range(k):
                 w[a] += step[a]
                 sr += step[a] * r[a]
             f_cur = f_cur + 0.5 * (gs - sr)
-            if n_cg >= k or _ + 1 == n_newton:
+            if n_cg >= k:
                 break
-            f_cur = _row_value(kind, lo, hi, indices, labels, weights, corr, abar, E, M, kappa,
-                               p_i, lam, w, s_buf)
+            fresh = True
             continue
-        # backtracking on f_i
         alpha = 1.0
         accepted = False
+        f_new = f_cur
         for _b in range(30):
             for a in range(k):
                 trial[a] = w[a] + alpha * step[a]
-            f_new = _row_value(kind, lo, hi, indices, labels, weights, corr, abar, E, M, kappa,
-                               p_i, lam, trial, s_buf)
+            f_new = _value(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa,
+                           p_i, lam, trial, s, Hd)
             if f_new <= f_cur + 1e-4 * alpha * gs:
                 accepted = True
                 break
             alpha *= 0.5
         if not accepted:
-            # restore the scores of w in s_buf and stop on this row
-            _row_value(kind, lo, hi, indices, labels, weights, corr, abar, E, M, kappa, p_i, lam, w, s_buf)
             break
         for a in range(k):
             w[a] = trial[a]
         f_cur = f_new
-    for a in range(k):
-        W[i, a] = w[a]
-    f_out[i] = f_cur
+        fresh = False
+    return f_cur
+
+
+@nb.njit(parallel=True, **_JIT)
+def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, p, lam,
+               W, n_newton, n_cg, cg_tol, local_max, f_out):
+    """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
+
+    Rows with at most ``local_max`` entries copy their item vectors into a contiguous
+    float64 block first (see the module docstring); the result is the same either way up
+    to rounding. ``f_out[i]`` receives f_i at the updated row (without the constant
+    p_i ā² Σq). E and W may be float32 or float64; every sum is accumulated in float64.
+    """
+    m, k = W.shape
+    n_chunks = (m + _CHUNK - 1) // _CHUNK
+    cap = max(local_max, 0)
+    for c in nb.prange(n_chunks):
+        c_lo = c * _CHUNK
+        c_hi = min(m, c_lo + _CHUNK)
+        longest = 0
+        for i in range(c_lo, c_hi):
+            longest = max(longest, indptr[i + 1] - indptr[i])
+        n_local = min(longest, cap)
+        G = np.empty((n_local, k))
+        iota = np.arange(n_local)
+        s = np.empty(longest)
+        d1 = np.empty(longest)
+        d2 = np.empty(longest)
+        u = np.empty(longest)
+        w = np.empty(k)
+        g = np.empty(k)
+        step = np.empty(k)
+        r = np.empty(k)
+        d = np.empty(k)
+        Hd = np.empty(k)
+        trial = np.empty(k)
+        for i in range(c_lo, c_hi):
+            lo = indptr[i]
+            nrow = indptr[i + 1] - lo
+            for a in range(k):
+                w[a] = W[i, a]
+            if nrow <= n_local:
+                for t in range(nrow):
+                    j = indices[lo + t]
+                    for a in range(k):
+                        G[t, a] = E[j, a]
+                f = _solve_row(kind, G, iota, 0, lo, nrow, labels, weights, corr, abar, M, kappa,
+                               p[i], lam, w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step, r, d,
+                               Hd, trial)
+            else:
+                f = _solve_row(kind, E, indices, lo, lo, nrow, labels, weights, corr, abar, M,
+                               kappa, p[i], lam, w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step,
+                               r, d, Hd, trial)
+            for a in range(k):
+                W[i, a] = w[a]
+            f_out[i] = f
