@@ -212,6 +212,17 @@ def check_choice(value, *, name, choices):
     return value
 
 
+def check_float_dtype(dtype):
+    """np.dtype float64 or float32 from a name, numpy type or dtype."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    return dt
+
+
 def check_callback(callback):
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")

@@ -391,9 +391,20 @@ class SubProblem:
 # Public functions
 # ----------------------------------------------------------------------------------------------
 
+def _f64(A):
+    """A itself if float64, else a float64 copy (for float32 factors)."""
+    return A if A.dtype == np.float64 else A.astype(np.float64)
+
+
+def _latent(side, W):
+    """X W; with no features W itself, in its own precision (the fast path reads float32)."""
+    return W if side.identity else side.mul(_f64(W))
+
+
 def _side_reg(setup, side, W, B):
-    r = float(np.sum(W * W))
+    r = float(np.sum(np.square(W, dtype=np.float64)))
     if side.L is not None and setup.lam_g > 0:
+        B = _f64(B)
         r += setup.lam_g * float(np.sum(B * side.lmul(B)))
     return setup.lam * r
 
@@ -458,8 +469,8 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
 def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, Z=None,
         user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full", neg_ratio=1.0,
         solver="tron", n_iter=15, inner_iter=5, fast_path=True, newton_steps=None, cg_steps=None,
-        init=None, init_scale=0.1, dense_limit=None, seed=0, n_threads=None, callback=None,
-        verbose=False):
+        init=None, init_scale=0.1, dense_limit=None, dtype="float64", seed=0, n_threads=None,
+        callback=None, verbose=False):
     """Fit one-class structured matrix factorization by alternating minimisation.
 
     Parameters
@@ -514,6 +525,11 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         Scale of the default initialisation.
     dense_limit : int, optional
         Largest m·n the dense ``negatives="full_logistic"`` accepts (default 25,000,000).
+    dtype : {"float64", "float32"}
+        Precision in which the factors are stored between side updates and returned.
+        "float32" halves their memory and the memory traffic of the fast path, which reads
+        them in float32 and still accumulates every sum in float64; coupled sides are solved
+        in float64 and rounded back. The objective is always computed in float64.
     seed : int
         Seed of the initialisation and of sampled negatives.
     n_threads : int, optional
@@ -526,8 +542,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
     Returns
     -------
     Factorization
-        ``user_factors`` = X W (m×k), ``item_factors`` = Z H (n×k); with features, ``W`` and ``H``
-        are in ``extras``. ``history`` holds per outer iteration ``iter``, ``objective``,
+        ``user_factors`` = X W (m×k), ``item_factors`` = Z H (n×k), both of ``dtype``; with
+        features, ``W`` and ``H`` are in ``extras``. ``history`` holds per outer iteration ``iter``, ``objective``,
         ``seconds``, ``inner`` (solver iterations of the coupled sides).
 
     Raises
@@ -535,8 +551,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
     TypeError, ValueError
         Non-sparse ``Y``; NaN/inf or negative stored values; shape mismatches between ``Y``,
         ``X``, ``Z``, graphs, ``p``, ``q``, ``init``; a graph that is not square, symmetric and
-        non-negative; ``k < 1``; unknown ``loss``, ``solver`` or ``negatives``; malformed CSR; a
-        dense variant above its size limit.
+        non-negative; ``k < 1``; unknown ``loss``, ``solver``, ``negatives`` or ``dtype``;
+        malformed CSR; a dense variant above its size limit.
     FloatingPointError
         If the objective becomes non-finite.
 
@@ -557,10 +573,11 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
     init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
     callback = V.check_callback(callback)
     rng = V.check_seed(seed)
+    fdt = V.check_float_dtype(dtype)
     params = dict(k=k, loss=loss, rho=rho, a_bar=a_bar, lam=lam, lam_graph=lam_graph,
                   negatives=negatives, neg_ratio=neg_ratio, solver=solver, n_iter=n_iter,
                   inner_iter=inner_iter, fast_path=fast_path, newton_steps=newton_steps,
-                  cg_steps=cg_steps, init_scale=init_scale, seed=seed,
+                  cg_steps=cg_steps, init_scale=init_scale, seed=seed, dtype=fdt.name,
                   has_X=X is not None, has_Z=Z is not None,
                   has_user_graph=user_graph is not None, has_item_graph=item_graph is not None)
     with limit_threads(n_threads):
@@ -579,19 +596,19 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
             if not (isinstance(init, tuple) and len(init) == 2):
                 raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
             # fresh copies (check_dense copies): the fast path updates the factors in place
-            W = _check_factor(init[0], "init[0] (W0)", du, k)
-            H = _check_factor(init[1], "init[1] (H0)", dv, k)
+            W = _check_factor(init[0], "init[0] (W0)", du, k).astype(fdt, copy=False)
+            H = _check_factor(init[1], "init[1] (H0)", dv, k).astype(fdt, copy=False)
         else:
             scale = init_scale / np.sqrt(k)
-            W = rng.standard_normal((du, k)) * scale
-            H = rng.standard_normal((dv, k)) * scale
+            W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
+            H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
         progress = Progress("ocmf", verbose=verbose, callback=callback)
         solve = tron if solver == "tron" else gd
         for it in range(1, n_iter + 1):
-            E = setup.item.mul(H)
+            E = _latent(setup.item, H)
             W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
                                          setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
-            B = setup.user.mul(W)
+            B = _latent(setup.user, W)
             H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
                                                  setup.q_quad, setup.p_quad, fast_path, solve,
                                                  inner_iter, nsteps, csteps)
@@ -599,8 +616,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
             obj = sub_value + _side_reg(setup, setup.user, W, B)
             if progress.step(it, obj, inner=inner_w + inner_h):
                 break
-        U = np.ascontiguousarray(setup.user.mul(W))
-        Vf = np.ascontiguousarray(setup.item.mul(H))
+        U = np.ascontiguousarray(setup.user.mul(_f64(W)), dtype=fdt)
+        Vf = np.ascontiguousarray(setup.item.mul(_f64(H)), dtype=fdt)
     extras = {}
     if X is not None:
         extras["W"] = W
@@ -638,9 +655,9 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
                    W, nsteps, csteps, 1e-3, local_max, f_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
         return W, 0, float(f_rows.sum()) + const
-    prob = SubProblem(setup, entries, side, E, p_quad, q_quad)
-    res = solve(prob, W.ravel(), max_iter=inner_iter)
-    return res.x.reshape(W.shape), res.n_iter, res.fun
+    prob = SubProblem(setup, entries, side, np.asarray(E, dtype=np.float64), p_quad, q_quad)
+    res = solve(prob, W.ravel().astype(np.float64), max_iter=inner_iter)
+    return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.n_iter, res.fun
 
 
 # ----------------------------------------------------------------------------------------------

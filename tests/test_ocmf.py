@@ -203,6 +203,36 @@ def test_one_and_two_threads_agree():
         np.testing.assert_array_equal(a.item_factors, b.item_factors)
 
 
+@pytest.mark.parametrize("kw", [
+    dict(loss="square", rho=0.1),
+    dict(loss="logistic", rho=0.1),
+    dict(loss="logistic", rho=0.1, features=True, graph=True, lam_graph=0.5),
+])
+def test_float32_factors_follow_the_float64_run(kw):
+    Y = _data(6)
+    kw = dict(kw)
+    rng = np.random.default_rng(1)
+    if kw.pop("features", False):
+        kw["Z"] = sp.random(Y.shape[1], 6, density=0.4, random_state=2, format="csr")
+    if kw.pop("graph", False):
+        S = sp.random(Y.shape[0], Y.shape[0], density=0.1, random_state=3)
+        kw["user_graph"] = S + S.T
+    a = ocmf.fit(Y, 4, n_iter=5, lam=0.5, **kw)
+    b = ocmf.fit(Y, 4, n_iter=5, lam=0.5, dtype="float32", **kw)
+    assert b.user_factors.dtype == np.float32 and b.item_factors.dtype == np.float32
+    assert b.params["dtype"] == "float32" and a.params["dtype"] == "float64"
+    obj_a = np.array([h["objective"] for h in a.history])
+    obj_b = np.array([h["objective"] for h in b.history])
+    np.testing.assert_allclose(obj_b, obj_a, rtol=1e-5)
+    np.testing.assert_allclose(b.user_factors, a.user_factors, rtol=1e-3, atol=1e-4)
+    # the recorded objective is that of the returned (rounded) factors, evaluated in float64
+    refkw = {k: v for k, v in kw.items() if k not in ("solver", "fast_path")}
+    assert obj_b[-1] == pytest.approx(ocmf.objective(Y, b.W, b.H, lam=0.5, **refkw), rel=1e-6)
+    with limit_threads(1):
+        c = ocmf.fit(Y, 4, n_iter=5, lam=0.5, dtype=np.float32, **kw)
+    np.testing.assert_array_equal(c.user_factors, b.user_factors)
+
+
 def test_deterministic_for_a_seed_and_callback_stops():
     Y = _data(5)
     a = ocmf.fit(Y, 3, n_iter=3, seed=7)
@@ -279,6 +309,7 @@ Y0 = sp.csr_array(np.array([[1.0, 0, 1], [0, 1, 0]]))
     (dict(callback=3), TypeError, "callback must be callable"),
     (dict(seed=-3), TypeError, "seed must be a non-negative integer"),
     (dict(n_threads=0), ValueError, "n_threads must be in"),
+    (dict(dtype="float16"), ValueError, "dtype must be 'float64' or 'float32', got 'float16'"),
 ])
 def test_fit_rejects_bad_input(kw, exc, msg):
     args = dict(Y=Y0, k=2)

@@ -132,3 +132,17 @@ def test_rows_of_every_length_and_thread_counts_give_identical_results():
     np.testing.assert_array_equal(f1, f2)
     for i in (0, 1, 2, 3, 4, 150):
         np.testing.assert_allclose(f1[i], f_row(P, i, W1[i]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["square", "logistic"])
+@given(Y=csr_matrices(max_rows=8, max_cols=8), k=st.integers(1, 6), seed=seeds)
+def test_float32_factors_give_the_float64_update_to_float32_precision(loss, Y, k, seed):
+    P = make_problem(Y, k, loss, seed)
+    P["W0"] = P["W0"].astype(np.float32).astype(np.float64)     # same start for both
+    P["E"] = P["E"].astype(np.float32).astype(np.float64)
+    W64, f64 = run(P, 1, 3)
+    W32, f32 = run(P, 1, 3, dtype=np.float32, local_max=2)
+    assert W32.dtype == np.float32
+    # same arithmetic (float64 sums) on the same inputs; only the stored result is rounded
+    np.testing.assert_allclose(f32, f64, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(W32, W64, rtol=1e-6, atol=1e-7)

@@ -16,12 +16,15 @@ a fixed chunk of rows of W, so the result does not depend on the thread count.
 How the work is laid out:
 
 * A row with at most ``local_max`` entries first copies its item vectors h_j
-  into a contiguous scratch block (float64, whatever the dtype of E); every
+  into a contiguous scratch block (in E's dtype); every
   later pass (value, gradient, each CG product) reads that block from cache
   instead of gathering rows of E again. Longer rows read E directly.
 * The value, the per-entry derivatives and the gradient come from one pass.
 * Products with M and with the item vectors handle four rows at a time, so
   each load of w (or of the CG direction) feeds four sums.
+* The small helpers are inlined into the per-row solver (numba ``inline="always"``):
+  a call between compiled functions costs about as much as a k = 32 product, and
+  a row with few entries makes many of them.
 
 The row kernels allow LLVM to reassociate and contract floating-point sums
 (``fastmath={"reassoc", "contract"}``) so that the length-k dot products
@@ -39,7 +42,7 @@ _CHUNK = 64                 # rows per prange iteration (scratch is allocated on
 LOCAL_ENTRIES = 65536       # default scratch budget: local_max = LOCAL_ENTRIES // k entries
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _symv(M, v, out):
     """out = M v, four rows of M at a time (each v[b] feeds four sums)."""
     k = v.shape[0]
@@ -68,7 +71,7 @@ def _symv(M, v, out):
         a += 1
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _scores(G, idx, off, nrow, w, s):
     """s[t] = G[idx[off + t]] · w, four rows at a time."""
     k = w.shape[0]
@@ -102,7 +105,7 @@ def _scores(G, idx, off, nrow, w, s):
         t += 1
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _accumulate(G, idx, off, nrow, z, out):
     """out += Σ_t z[t] G[idx[off + t]], four rows at a time."""
     k = out.shape[0]
@@ -127,7 +130,7 @@ def _accumulate(G, idx, off, nrow, z, out):
         t += 1
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _quad_part(M, kappa, abar, p_i, lam, w, g):
     """p_i (wᵀMw - 2 abar wᵀκ) + lam ‖w‖²; writes its gradient into g."""
     k = w.shape[0]
@@ -144,7 +147,7 @@ def _quad_part(M, kappa, abar, p_i, lam, w, g):
     return p_i * (quad - 2.0 * abar * lin) + lam * nrm
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _value(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam, w, s,
            scratch):
     """f_i(w); leaves the scores of w in s (``scratch`` is a length-k work array)."""
@@ -157,7 +160,7 @@ def _value(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p
     return val + _quad_part(M, kappa, abar, p_i, lam, w, scratch)
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam, w,
                 s, d1, d2, g, fresh):
     """f_i(w), per-entry first/second derivatives d1, d2 and the gradient g in one pass.
@@ -178,7 +181,7 @@ def _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kap
     return val
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _hessp(G, idx, off, nrow, d2, M, p_i, lam, v, u, out):
     """out = (2 p_i M + 2 lam I + Σ_t d2[t] g_t g_tᵀ) v with g_t = G[idx[off + t]]; u is scratch."""
     k = v.shape[0]
@@ -277,7 +280,7 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
     """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
 
     Rows with at most ``local_max`` entries copy their item vectors into a contiguous
-    float64 block first (see the module docstring); the result is the same either way up
+    block first (see the module docstring); the result is the same either way up
     to rounding. ``f_out[i]`` receives f_i at the updated row (without the constant
     p_i ā² Σq). E and W may be float32 or float64; every sum is accumulated in float64.
     """
@@ -291,7 +294,7 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
         for i in range(c_lo, c_hi):
             longest = max(longest, indptr[i + 1] - indptr[i])
         n_local = min(longest, cap)
-        G = np.empty((n_local, k))
+        G = np.empty((n_local, k), dtype=E.dtype)
         iota = np.arange(n_local)
         s = np.empty(longest)
         d1 = np.empty(longest)
@@ -314,13 +317,17 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
                     j = indices[lo + t]
                     for a in range(k):
                         G[t, a] = E[j, a]
-                f = _solve_row(kind, G, iota, 0, lo, nrow, labels, weights, corr, abar, M, kappa,
-                               p[i], lam, w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step, r, d,
-                               Hd, trial)
+                src = G
+                idx = iota
+                off = 0
             else:
-                f = _solve_row(kind, E, indices, lo, lo, nrow, labels, weights, corr, abar, M,
-                               kappa, p[i], lam, w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step,
-                               r, d, Hd, trial)
+                src = E
+                idx = indices
+                off = lo
+            # one call site (G has E's type): the solver tree is compiled once per dtype
+            f = _solve_row(kind, src, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa,
+                           p[i], lam, w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step, r, d,
+                           Hd, trial)
             for a in range(k):
                 W[i, a] = w[a]
             f_out[i] = f
