@@ -20,6 +20,9 @@ How the work is laid out:
   later pass (value, gradient, each CG product) reads that block from cache
   instead of gathering rows of E again. Longer rows read E directly.
 * The value, the per-entry derivatives and the gradient come from one pass.
+* The CG loop also accumulates the step's scores g_t·step and M step from the
+  products it computes anyway, so the backtracking line search evaluates
+  f_i(w + α step) from a few scalars and one loss per entry.
 * Products with M and with the item vectors handle four rows at a time, so
   each load of w (or of the CG direction) feeds four sums.
 * The small helpers are inlined into the per-row solver (numba ``inline="always"``):
@@ -131,45 +134,33 @@ def _accumulate(G, idx, off, nrow, z, out):
 
 
 @nb.njit(inline="always", **_JIT)
-def _quad_part(M, kappa, abar, p_i, lam, w, g):
-    """p_i (wᵀMw - 2 abar wᵀκ) + lam ‖w‖²; writes its gradient into g."""
+def _quad_part(M, kappa, abar, p_i, lam, w, g, mw):
+    """p_i (wᵀMw - 2 abar wᵀκ) + lam ‖w‖²; writes M w into mw and the term's gradient into g."""
     k = w.shape[0]
-    _symv(M, w, g)
+    _symv(M, w, mw)
     quad = 0.0
     lin = 0.0
     nrm = 0.0
     for a in range(k):
-        quad += w[a] * g[a]
+        quad += w[a] * mw[a]
         lin += w[a] * kappa[a]
         nrm += w[a] * w[a]
     for a in range(k):
-        g[a] = 2.0 * p_i * (g[a] - abar * kappa[a]) + 2.0 * lam * w[a]
+        g[a] = 2.0 * p_i * (mw[a] - abar * kappa[a]) + 2.0 * lam * w[a]
     return p_i * (quad - 2.0 * abar * lin) + lam * nrm
 
 
 @nb.njit(inline="always", **_JIT)
-def _value(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam, w, s,
-           scratch):
-    """f_i(w); leaves the scores of w in s (``scratch`` is a length-k work array)."""
-    _scores(G, idx, off, nrow, w, s)
-    val = 0.0
-    for t in range(nrow):
-        e = lo + t
-        dd = abar - s[t]
-        val += weights[e] * loss_value(kind, labels[e], s[t]) - corr[e] * dd * dd
-    return val + _quad_part(M, kappa, abar, p_i, lam, w, scratch)
-
-
-@nb.njit(inline="always", **_JIT)
 def _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam, w,
-                s, d1, d2, g, fresh):
+                s, d1, d2, g, mw, fresh):
     """f_i(w), per-entry first/second derivatives d1, d2 and the gradient g in one pass.
 
-    The scores are recomputed from w if ``fresh``; otherwise s already holds them.
+    The scores are recomputed from w if ``fresh``; otherwise s already holds them. M w is
+    left in mw.
     """
     if fresh:
         _scores(G, idx, off, nrow, w, s)
-    val = _quad_part(M, kappa, abar, p_i, lam, w, g)
+    val = _quad_part(M, kappa, abar, p_i, lam, w, g, mw)
     for t in range(nrow):
         e = lo + t
         v, g1, g2 = loss_derivs(kind, labels[e], s[t])
@@ -182,32 +173,51 @@ def _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kap
 
 
 @nb.njit(inline="always", **_JIT)
-def _hessp(G, idx, off, nrow, d2, M, p_i, lam, v, u, out):
-    """out = (2 p_i M + 2 lam I + Σ_t d2[t] g_t g_tᵀ) v with g_t = G[idx[off + t]]; u is scratch."""
+def _hessp(G, idx, off, nrow, d2, M, p_i, lam, v, u, z, mv, out):
+    """out = (2 p_i M + 2 lam I + Σ_t d2[t] g_t g_tᵀ) v with g_t = G[idx[off + t]].
+
+    Also leaves M v in mv and the scores g_t·v in u (z is scratch).
+    """
     k = v.shape[0]
-    _symv(M, v, out)
+    _symv(M, v, mv)
     for a in range(k):
-        out[a] = 2.0 * p_i * out[a] + 2.0 * lam * v[a]
+        out[a] = 2.0 * p_i * mv[a] + 2.0 * lam * v[a]
     _scores(G, idx, off, nrow, v, u)
     for t in range(nrow):
-        u[t] *= d2[t]
-    _accumulate(G, idx, off, nrow, u, out)
+        z[t] = d2[t] * u[t]
+    _accumulate(G, idx, off, nrow, z, out)
+
+
+@nb.njit(inline="always", **_JIT)
+def _entry_value(kind, lo, nrow, labels, weights, corr, abar, s, sd, alpha):
+    """Σ_t c l(y, s_t + α sd_t) - r (ā - s_t - α sd_t)²: the entries' part of f_i on a line."""
+    val = 0.0
+    for t in range(nrow):
+        e = lo + t
+        st = s[t] + alpha * sd[t]
+        dd = abar - st
+        val += weights[e] * loss_value(kind, labels[e], st) - corr[e] * dd * dd
+    return val
 
 
 @nb.njit(**_JIT)
 def _solve_row(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam,
-               w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step, r, d, Hd, trial):
+               w, n_newton, n_cg, cg_tol, s, d1, d2, u, z, sd, g, step, r, d, Hd, mw, md, mstep):
     """Newton–CG steps on one row's f_i from w (updated in place); returns f_i at the new w.
 
     The row's item vectors are G[idx[off + t]] for t < nrow; its entries' labels, weights and
-    corrections are at lo + t.
+    corrections are at lo + t. Along with the CG step, the loop keeps its scores
+    sd_t = g_t·step and M step (sums of the CG directions' own products), so that the line
+    search evaluates f_i(w + α step) from scalars and one loss per entry, without touching
+    the item vectors or M again.
     """
     k = w.shape[0]
     f_cur = 0.0
     fresh = True
+    line = kind != SQUARE
     for it in range(n_newton):
         f_cur = _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa,
-                            p_i, lam, w, s, d1, d2, g, fresh)
+                            p_i, lam, w, s, d1, d2, g, mw, fresh)
         gg = 0.0
         for a in range(k):
             gg += g[a] * g[a]
@@ -215,12 +225,15 @@ def _solve_row(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kapp
             break
         for a in range(k):
             step[a] = 0.0
+            mstep[a] = 0.0
             r[a] = -g[a]
             d[a] = -g[a]
+        for t in range(nrow):
+            sd[t] = 0.0
         rr = gg
         stop = cg_tol * cg_tol * gg
         for _c in range(n_cg):
-            _hessp(G, idx, off, nrow, d2, M, p_i, lam, d, u, Hd)
+            _hessp(G, idx, off, nrow, d2, M, p_i, lam, d, u, z, md, Hd)
             dHd = 0.0
             for a in range(k):
                 dHd += d[a] * Hd[a]
@@ -232,6 +245,11 @@ def _solve_row(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kapp
                 step[a] += alpha * d[a]
                 r[a] -= alpha * Hd[a]
                 rr_new += r[a] * r[a]
+            if line:
+                for a in range(k):
+                    mstep[a] += alpha * md[a]
+                for t in range(nrow):
+                    sd[t] += alpha * u[t]
             if rr_new <= stop:
                 break
             beta = rr_new / rr
@@ -243,7 +261,9 @@ def _solve_row(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kapp
             gs += g[a] * step[a]
         if gs >= 0.0:
             break
-        if kind == SQUARE:
+        if not line:
+            # f_i is quadratic: CG iterates never increase it, and with H step = -g - r
+            # its new value is f + gᵀstep + ½ stepᵀH step = f + ½ (gᵀstep - rᵀstep)
             sr = 0.0
             for a in range(k):
                 w[a] += step[a]
@@ -253,14 +273,32 @@ def _solve_row(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kapp
                 break
             fresh = True
             continue
+        # backtracking on f_i(w + α step), whose quadratic part is a polynomial in α
+        wmw = 0.0
+        smw = 0.0
+        sms = 0.0
+        wk = 0.0
+        sk = 0.0
+        ww = 0.0
+        ws = 0.0
+        ss = 0.0
+        for a in range(k):
+            wmw += w[a] * mw[a]
+            smw += step[a] * mw[a]
+            sms += step[a] * mstep[a]
+            wk += w[a] * kappa[a]
+            sk += step[a] * kappa[a]
+            ww += w[a] * w[a]
+            ws += w[a] * step[a]
+            ss += step[a] * step[a]
         alpha = 1.0
         accepted = False
         f_new = f_cur
         for _b in range(30):
-            for a in range(k):
-                trial[a] = w[a] + alpha * step[a]
-            f_new = _value(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa,
-                           p_i, lam, trial, s, Hd)
+            quad = p_i * (wmw + alpha * (2.0 * smw + alpha * sms) - 2.0 * abar * (wk + alpha * sk))
+            reg = lam * (ww + alpha * (2.0 * ws + alpha * ss))
+            f_new = _entry_value(kind, lo, nrow, labels, weights, corr, abar, s, sd, alpha)
+            f_new += quad + reg
             if f_new <= f_cur + 1e-4 * alpha * gs:
                 accepted = True
                 break
@@ -268,7 +306,9 @@ def _solve_row(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kapp
         if not accepted:
             break
         for a in range(k):
-            w[a] = trial[a]
+            w[a] += alpha * step[a]
+        for t in range(nrow):
+            s[t] += alpha * sd[t]          # the scores of the new w, for the next step
         f_cur = f_new
         fresh = False
     return f_cur
@@ -300,13 +340,17 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
         d1 = np.empty(longest)
         d2 = np.empty(longest)
         u = np.empty(longest)
+        z = np.empty(longest)
+        sd = np.empty(longest)
         w = np.empty(k)
         g = np.empty(k)
         step = np.empty(k)
         r = np.empty(k)
         d = np.empty(k)
         Hd = np.empty(k)
-        trial = np.empty(k)
+        mw = np.empty(k)
+        md = np.empty(k)
+        mstep = np.empty(k)
         for i in range(c_lo, c_hi):
             lo = indptr[i]
             nrow = indptr[i + 1] - lo
@@ -326,8 +370,8 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
                 off = lo
             # one call site (G has E's type): the solver tree is compiled once per dtype
             f = _solve_row(kind, src, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa,
-                           p[i], lam, w, n_newton, n_cg, cg_tol, s, d1, d2, u, g, step, r, d,
-                           Hd, trial)
+                           p[i], lam, w, n_newton, n_cg, cg_tol, s, d1, d2, u, z, sd, g, step, r,
+                           d, Hd, mw, md, mstep)
             for a in range(k):
                 W[i, a] = w[a]
             f_out[i] = f
