@@ -543,8 +543,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
     -------
     Factorization
         ``user_factors`` = X W (m×k), ``item_factors`` = Z H (n×k), both of ``dtype``; with
-        features, ``W`` and ``H`` are in ``extras``. ``history`` holds per outer iteration ``iter``, ``objective``,
-        ``seconds``, ``inner`` (solver iterations of the coupled sides).
+        features, ``W`` and ``H`` are in ``extras``. ``history`` holds per outer iteration
+        ``iter``, ``objective``, ``seconds``, ``inner`` (solver iterations of the coupled sides).
 
     Raises
     ------

@@ -72,7 +72,7 @@ def row_scaled_product(p, B, M, out):
 
 
 _GRAM_CHUNK = 2048      # rows per prange iteration (one partial Gram each)
-_GRAM_BLOCK = 256       # rows transposed into a contiguous block inside a chunk
+_GRAM_BLOCK = 64        # rows transposed into a contiguous block inside a chunk (fits L1)
 
 
 @nb.njit(parallel=True, **_JIT_DOT)
@@ -81,7 +81,7 @@ def weighted_gram(E, q, M_out, kappa_out):
 
     Rows are summed in fixed chunks of 2048 (one partial per prange iteration), and the
     partials are added in chunk order: the result does not depend on the thread count.
-    Inside a chunk, blocks of 256 rows are copied transposed (float64) so that every
+    Inside a chunk, blocks of 64 rows are copied transposed (float64) so that every
     entry of the upper triangle is one contiguous dot product over the block.
     """
     n, k = E.shape
