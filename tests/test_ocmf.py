@@ -225,12 +225,23 @@ def test_float32_factors_follow_the_float64_run(kw):
     obj_b = np.array([h["objective"] for h in b.history])
     np.testing.assert_allclose(obj_b, obj_a, rtol=1e-5)
     np.testing.assert_allclose(b.user_factors, a.user_factors, rtol=1e-3, atol=1e-4)
-    # the recorded objective is that of the returned (rounded) factors, evaluated in float64
+    # the recorded objective (float64, at the rows before rounding) matches the returned factors
     refkw = {k: v for k, v in kw.items() if k not in ("solver", "fast_path")}
     assert obj_b[-1] == pytest.approx(ocmf.objective(Y, b.W, b.H, lam=0.5, **refkw), rel=1e-6)
     with limit_threads(1):
         c = ocmf.fit(Y, 4, n_iter=5, lam=0.5, dtype=np.float32, **kw)
     np.testing.assert_array_equal(c.user_factors, b.user_factors)
+
+
+def test_init_factors_are_not_modified():
+    Y = _data(7)
+    rng = np.random.default_rng(2)
+    W0, H0 = rng.normal(size=(Y.shape[0], 3)), rng.normal(size=(Y.shape[1], 3))
+    W0c, H0c = W0.copy(), H0.copy()
+    for dtype in ("float64", "float32"):
+        ocmf.fit(Y, 3, n_iter=2, init=(W0, H0), dtype=dtype)
+        np.testing.assert_array_equal(W0, W0c)
+        np.testing.assert_array_equal(H0, H0c)
 
 
 def test_deterministic_for_a_seed_and_callback_stops():
