@@ -211,7 +211,6 @@ def test_one_and_two_threads_agree():
 def test_float32_factors_follow_the_float64_run(kw):
     Y = _data(6)
     kw = dict(kw)
-    rng = np.random.default_rng(1)
     if kw.pop("features", False):
         kw["Z"] = sp.random(Y.shape[1], 6, density=0.4, random_state=2, format="csr")
     if kw.pop("graph", False):

@@ -16,18 +16,19 @@ a fixed chunk of rows of W, so the result does not depend on the thread count.
 How the work is laid out:
 
 * A row with at most ``local_max`` entries first copies its item vectors h_j
-  into a contiguous scratch block (in E's dtype); every
-  later pass (value, gradient, each CG product) reads that block from cache
-  instead of gathering rows of E again. Longer rows read E directly.
+  into a contiguous scratch block (in E's dtype); every later pass (value,
+  gradient, each CG product) reads that block from cache instead of gathering
+  rows of E again. Longer rows read E directly.
 * The value, the per-entry derivatives and the gradient come from one pass.
 * The CG loop also accumulates the step's scores g_t·step and M step from the
   products it computes anyway, so the backtracking line search evaluates
   f_i(w + α step) from a few scalars and one loss per entry.
 * Products with M and with the item vectors handle four rows at a time, so
   each load of w (or of the CG direction) feeds four sums.
-* The small helpers are inlined into the per-row solver (numba ``inline="always"``):
-  a call between compiled functions costs about as much as a k = 32 product, and
-  a row with few entries makes many of them.
+* The small helpers are inlined (numba ``inline="always"``) and the per-row
+  solver is written inside the loop over a chunk's rows: a call between compiled
+  functions costs about as much as a k = 32 product, and a row with few entries
+  makes many of them.
 
 The row kernels allow LLVM to reassociate and contract floating-point sums
 (``fastmath={"reassoc", "contract"}``) so that the length-k dot products
@@ -38,6 +39,7 @@ All sums are accumulated in float64.
 
 import numba as nb
 import numpy as np
+
 from .losses import SQUARE, loss_derivs, loss_value
 
 _JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
@@ -369,7 +371,7 @@ def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, 
     to rounding. ``f_out[i]`` receives f_i at the updated row (without the constant
     p_i ā² Σq). E and W may be float32 or float64; every sum is accumulated in float64.
     """
-    m, k = W.shape
+    m = W.shape[0]
     n_chunks = (m + _CHUNK - 1) // _CHUNK
     cap = max(local_max, 0)
     for c in nb.prange(n_chunks):
