@@ -12,10 +12,14 @@ overwriting them. Parts:
     efficient O(|Ω+|k + mk²) path (``ocmf.SubProblem``) against a dense O(mnk) numpy
     reference, as m = n grows; the two agree to 1e-8 relative (checked at every size).
 (b) time per outer iteration as m·n grows 16× at fixed |Ω+| (LR-wSQ on the row-wise fast
-    path, and LR-wSQ with a user graph solved by TRON).
+    path, and LR-wSQ with a user graph solved by TRON; implicit's ALS as a reference).
 (c) time per outer iteration against implicit's AlternatingLeastSquares on the same
-    50,000 × 20,000 matrix with 2,000,000 positives, k = 64, 2 threads, with a profile of
-    where fastpu's iteration goes.
+    50,000 × 20,000 matrix with 2,000,000 positives, k = 64, 2 threads (float64 and float32
+    factors), with a profile of where fastpu's iteration goes.
+
+(b) and (c) let their configurations take turns over several rounds, so that a slow spell of
+a shared machine falls on all of them, and report the ratio of each round next to the
+ratio of the pooled medians.
 (d) fastpu (and implicit) at 1 and 2 threads on the (c) matrix.
 """
 
