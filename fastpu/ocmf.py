@@ -616,8 +616,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
             obj = sub_value + _side_reg(setup, setup.user, W, B)
             if progress.step(it, obj, inner=inner_w + inner_h):
                 break
-        U = np.ascontiguousarray(setup.user.mul(_f64(W)), dtype=fdt)
-        Vf = np.ascontiguousarray(setup.item.mul(_f64(H)), dtype=fdt)
+        U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
+        Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
     extras = {}
     if X is not None:
         extras["W"] = W
@@ -655,8 +655,8 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
                    W, nsteps, csteps, 1e-3, local_max, f_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
         return W, 0, float(f_rows.sum()) + const
-    prob = SubProblem(setup, entries, side, np.asarray(E, dtype=np.float64), p_quad, q_quad)
-    res = solve(prob, W.ravel().astype(np.float64), max_iter=inner_iter)
+    prob = SubProblem(setup, entries, side, _f64(E), p_quad, q_quad)
+    res = solve(prob, W.ravel(), max_iter=inner_iter)          # the solvers work on a float64 copy
     return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.n_iter, res.fun
 
 

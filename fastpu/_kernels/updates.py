@@ -48,65 +48,54 @@ LOCAL_ENTRIES = 65536       # default scratch budget: local_max = LOCAL_ENTRIES 
 
 
 @nb.njit(inline="always", **_JIT)
+def _dot4(A, j0, j1, j2, j3, v):
+    """(A[j0]·v, A[j1]·v, A[j2]·v, A[j3]·v): each load of v feeds four sums."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    for r in range(v.shape[0]):
+        vr = v[r]
+        s0 += A[j0, r] * vr
+        s1 += A[j1, r] * vr
+        s2 += A[j2, r] * vr
+        s3 += A[j3, r] * vr
+    return s0, s1, s2, s3
+
+
+@nb.njit(inline="always", **_JIT)
+def _dot1(A, j, v):
+    """A[j]·v."""
+    acc = 0.0
+    for r in range(v.shape[0]):
+        acc += A[j, r] * v[r]
+    return acc
+
+
+@nb.njit(inline="always", **_JIT)
 def _symv(M, v, out):
-    """out = M v, four rows of M at a time (each v[b] feeds four sums)."""
+    """out = M v, four rows of M at a time."""
     k = v.shape[0]
     a = 0
     while a + 4 <= k:
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for b in range(k):
-            vb = v[b]
-            s0 += M[a, b] * vb
-            s1 += M[a + 1, b] * vb
-            s2 += M[a + 2, b] * vb
-            s3 += M[a + 3, b] * vb
-        out[a] = s0
-        out[a + 1] = s1
-        out[a + 2] = s2
-        out[a + 3] = s3
+        out[a], out[a + 1], out[a + 2], out[a + 3] = _dot4(M, a, a + 1, a + 2, a + 3, v)
         a += 4
     while a < k:
-        acc = 0.0
-        for b in range(k):
-            acc += M[a, b] * v[b]
-        out[a] = acc
+        out[a] = _dot1(M, a, v)
         a += 1
 
 
 @nb.njit(inline="always", **_JIT)
 def _scores(G, idx, off, nrow, w, s):
     """s[t] = G[idx[off + t]] · w, four rows at a time."""
-    k = w.shape[0]
     t = 0
     while t + 4 <= nrow:
-        j0 = idx[off + t]
-        j1 = idx[off + t + 1]
-        j2 = idx[off + t + 2]
-        j3 = idx[off + t + 3]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for r in range(k):
-            wr = w[r]
-            s0 += G[j0, r] * wr
-            s1 += G[j1, r] * wr
-            s2 += G[j2, r] * wr
-            s3 += G[j3, r] * wr
-        s[t] = s0
-        s[t + 1] = s1
-        s[t + 2] = s2
-        s[t + 3] = s3
+        j = off + t
+        s[t], s[t + 1], s[t + 2], s[t + 3] = _dot4(G, idx[j], idx[j + 1], idx[j + 2],
+                                                   idx[j + 3], w)
         t += 4
     while t < nrow:
-        j = idx[off + t]
-        acc = 0.0
-        for r in range(k):
-            acc += G[j, r] * w[r]
-        s[t] = acc
+        s[t] = _dot1(G, idx[off + t], w)
         t += 1
 
 
@@ -237,6 +226,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
     mw = np.empty(k)
     md = np.empty(k)
     mstep = np.empty(k)
+    line = kind != SQUARE          # a line search (and what it needs) for non-quadratic losses
     for i in range(c_lo, c_hi):
         lo = indptr[i]
         nrow = indptr[i + 1] - lo
@@ -257,7 +247,6 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
             off = lo
         f_cur = 0.0
         fresh = True
-        line = kind != SQUARE
         for it in range(n_newton):
             f_cur = _value_grad(kind, src, idx, off, lo, nrow, labels, weights, corr, abar, M,
                                 kappa, p_i, lam, w, s, d1, d2, g, mw, fresh)
