@@ -74,14 +74,14 @@ def planted(m, n, per_row, seed):
     return datasets.synthetic(m, n, rank=8, density=per_row / n, seed=seed).Y
 
 
-def bench_scaling(sizes, k, n_epochs, threads):
+def bench_scaling(sizes, k, n_iter, threads):
     rows, curve = [], []
     for size in sizes:
         Y = planted(size, size, 25, seed=size)
         a0 = 0.5 * size
-        model = fbgd.fit(Y, k, alpha0=a0, n_epochs=n_epochs, update="batch", n_threads=threads)
+        model = fbgd.fit(Y, k, alpha0=a0, n_iter=n_iter, update="batch", n_threads=threads)
         t_fast = epoch_seconds(model)
-        model_c = fbgd.fit(Y, k, alpha0=a0, n_epochs=max(2, n_epochs // 2), update="coordinate",
+        model_c = fbgd.fit(Y, k, alpha0=a0, n_iter=max(2, n_iter // 2), update="coordinate",
                            n_threads=threads)
         t_coord = epoch_seconds(model_c)
         D = Y.toarray() > 0
@@ -157,26 +157,26 @@ def fbgd_model(Y, k, seed, threads, **kw):
     return model, time.perf_counter() - t0
 
 
-def bench_vs_als(mats, k, threads, n_epochs):
+def bench_vs_als(mats, k, threads, n_iter):
     rows = []
     for name, Y in mats:
-        _, t_als = als(Y, k, 0, threads, iterations=n_epochs)
-        f_b, _ = fbgd_model(Y, k, 0, threads, n_epochs=n_epochs, update="batch")
-        f_c, _ = fbgd_model(Y, k, 0, threads, n_epochs=max(2, n_epochs // 3), update="coordinate")
-        tb, tc, ta = epoch_seconds(f_b), epoch_seconds(f_c), t_als / n_epochs
+        _, t_als = als(Y, k, 0, threads, iterations=n_iter)
+        f_b, _ = fbgd_model(Y, k, 0, threads, n_iter=n_iter, update="batch")
+        f_c, _ = fbgd_model(Y, k, 0, threads, n_iter=max(2, n_iter // 3), update="coordinate")
+        tb, tc, ta = epoch_seconds(f_b), epoch_seconds(f_c), t_als / n_iter
         rows.append([name, f"{Y.shape[0]}×{Y.shape[1]}", Y.nnz, k, threads, f"{ta * 1e3:.1f}",
                      f"{tb * 1e3:.1f}", f"{tc * 1e3:.1f}", f"{ta / tb:.2f}", f"{ta / tc:.2f}"])
         print("vs-als", rows[-1], flush=True)
     return rows
 
 
-def bench_threads(mats, k, n_epochs):
+def bench_threads(mats, k, n_iter):
     rows = []
     for name, Y in mats:
         res = {}
         for nt in (1, 2):
             for upd in ("batch", "coordinate"):
-                m, _ = fbgd_model(Y, k, 0, nt, n_epochs=n_epochs, update=upd)
+                m, _ = fbgd_model(Y, k, 0, nt, n_iter=n_iter, update=upd)
                 res[nt, upd] = epoch_seconds(m)
         for upd in ("batch", "coordinate"):
             rows.append([name, upd, k, f"{res[1, upd] * 1e3:.1f}", f"{res[2, upd] * 1e3:.1f}",
@@ -196,25 +196,25 @@ def grids(n_items, quick):
     return {"fBGD (batch, Adagrad)": f, "implicit ALS": a, "implicit BPR": b}
 
 
-def train_method(method, Y, k, seed, threads, params, n_epochs):
+def train_method(method, Y, k, seed, threads, params, n_iter):
     if method.startswith("fBGD"):
-        return fbgd_model(Y, k, seed, threads, n_epochs=n_epochs, update="batch", **params)
+        return fbgd_model(Y, k, seed, threads, n_iter=n_iter, update="batch", **params)
     if method == "implicit ALS":
         return als(Y, k, seed, threads, **params)
     return bpr(Y, k, seed, threads, **params)
 
 
-def tune_and_test(Y_train, Y_valid, Y_fit, Y_test, k, threads, select, report, quick, n_epochs):
+def tune_and_test(Y_train, Y_valid, Y_fit, Y_test, k, threads, select, report, quick, n_iter):
     """Pick each method's grid point on (Y_fit → Y_valid) by ``select``; refit on Y_train."""
     rows = []
     for method, grid in grids(Y_train.shape[1], quick).items():
         best, best_val = None, -np.inf
         for params in grid:
-            model, _ = train_method(method, Y_fit, k, 0, threads, params, n_epochs)
+            model, _ = train_method(method, Y_fit, k, 0, threads, params, n_iter)
             val = fp.evaluate(model, Y_fit, Y_valid, k=(5, 10))[select]
             if val > best_val:
                 best, best_val = params, val
-        model, secs = train_method(method, Y_train, k, 0, threads, best, n_epochs)
+        model, secs = train_method(method, Y_train, k, 0, threads, best, n_iter)
         res = fp.evaluate(model, Y_train, Y_test, k=(5, 10))
         shown = {p: (round(v, 1) if isinstance(v, float) and v >= 1 else v) for p, v in best.items()}
         rows.append([method, len(grid), shown, f"{best_val:.4f}"] + [f"{res[r]:.4f}" for r in report]
@@ -246,8 +246,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     tiny = planted(30, 20, 4, seed=0)
     for upd in ("batch", "coordinate"):          # load / compile every kernel once
-        fbgd.fit(tiny, 3, n_epochs=2, update=upd)
-        fbgd.fit(tiny, 3, n_epochs=1, update=upd, user_features=sp.identity(30, format="csr"))
+        fbgd.fit(tiny, 3, n_iter=2, update=upd)
+        fbgd.fit(tiny, 3, n_iter=1, update=upd, user_features=sp.identity(30, format="csr"))
     fbgd.objective(tiny, np.ones((30, 2)), np.ones((20, 2)))
     warm = time.perf_counter() - t0
     print(f"warm-up (JIT compile or cache load): {warm:.1f}s", flush=True)

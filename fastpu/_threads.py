@@ -1,10 +1,11 @@
-"""Thread control: the one place that changes numba's thread count."""
+"""Thread control: the one place that changes numba's (and, during a fit, BLAS's) thread count."""
 
 from __future__ import annotations
 
 import contextlib
 
 import numba
+from threadpoolctl import threadpool_limits
 
 
 def get_num_threads() -> int:
@@ -53,15 +54,23 @@ def _check_threads(n):
 
 
 @contextlib.contextmanager
-def limit_threads(n):
-    """Run the block with ``n`` numba threads (``None``: leave as is); restore in ``finally``."""
-    if n is None:
-        yield numba.get_num_threads()
-        return
-    n = _check_threads(n)
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield n
-    finally:
-        numba.set_num_threads(old)
+def limit_threads(n, *, blas=1):
+    """Run the block with ``n`` numba threads and ``blas`` BLAS threads; restore both in ``finally``.
+
+    ``n=None`` leaves numba's count as it is. ``blas=1`` (the default) keeps BLAS to one thread
+    while numba's threads do the work, so the two pools never oversubscribe the cores (OpenBLAS
+    threads spin after a call and would compete with numba's); ``blas=None`` leaves BLAS alone,
+    for code whose main cost is a BLAS/LAPACK call (CSRR-I/II's SVD).
+    """
+    blas_ctx = threadpool_limits(limits=blas, user_api="blas") if blas is not None else contextlib.nullcontext()
+    with blas_ctx:
+        if n is None:
+            yield numba.get_num_threads()
+            return
+        n = _check_threads(n)
+        old = numba.get_num_threads()
+        numba.set_num_threads(n)
+        try:
+            yield n
+        finally:
+            numba.set_num_threads(old)

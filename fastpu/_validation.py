@@ -130,17 +130,21 @@ def check_vector(v, *, name, size, default=1.0, positive=False, nonnegative=True
     return v
 
 
-def check_features(X, *, name, n_rows):
-    """Side features: ``None``, a CSR (canonical) or a dense float64 array with ``n_rows`` rows."""
+def check_features(X, *, name, n_rows, of="row"):
+    """Side features: ``None``, a CSR (canonical) or a dense float64 array with ``n_rows`` rows.
+
+    ``of`` says what a feature row describes in messages: one per ``"row"`` (user) or
+    ``"column"`` (item) of Y.
+    """
     if X is None:
         return None
     if sp.issparse(X):
         if X.shape[0] != n_rows:
-            raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per row of Y)")
+            raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per {of} of Y)")
         return check_csr(X, name=name, nonnegative=False)
     X = check_dense(X, name=name)
     if X.shape[0] != n_rows:
-        raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per row of Y)")
+        raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per {of} of Y)")
     if X.shape[1] < 1:
         raise ValueError(f"{name} has no columns; expected at least one feature")
     return X

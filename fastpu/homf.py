@@ -33,7 +33,7 @@ from ._kernels import homf as _K
 from ._kernels.csr import csr_dense, weighted_gram
 from ._progress import Progress
 from ._threads import limit_threads
-from .model import Factorization
+from .model import Factorization, accepts_dataset
 
 __all__ = ["transition_matrix", "walk_columns", "walk_rows", "objective", "fit", "demo_configs"]
 
@@ -467,8 +467,9 @@ def _dense_half(P, T, L, lam, first, buf):
     return new, float(np.sum(new * Z)), LtL
 
 
-def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-3,
-        n_iter=10, mode="exact", *, block_size=None, n_threads=None, seed=0,
+@accepts_dataset
+def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-3,
+        n_iter=10, mode="exact", block_size=None, n_threads=None, seed=0,
         callback=None, verbose=False):
     """Factor f_T(A) of the user-item(-side-graph) random walk: HOMF.
 
@@ -479,8 +480,8 @@ def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-
 
     Parameters
     ----------
-    R : scipy.sparse matrix, shape (m, n)
-        Observed user-item entries (ratings, counts or ones).
+    Y : scipy.sparse matrix, shape (m, n)
+        Observed user-item entries R (ratings, counts or ones).
     k : int >= 1
         Rank.
     T : int >= 1
@@ -551,8 +552,8 @@ def fit(R, k, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     callback = V_.check_callback(callback)
     rng = V_.check_seed(seed)
-    A = transition_matrix(R, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g)
-    m, n = R.shape
+    A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g)
+    m, n = Y.shape
     N = m + n
     params = dict(k=k, T=T, alpha=alpha if (user_graph is not None or item_graph is not None) else 0.0,
                   g=g, lam=lam, n_iter=n_iter, mode=mode, block_size=block_size,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
 
 from . import _validation as V
+from ._dataset import Dataset
 from ._kernels.topk import topk_rows
 
 # Scores are produced in blocks of users so that nothing m×n is ever allocated.
@@ -32,6 +34,9 @@ class Factorization:
         Name of the method that produced it (``"ocmf"``, ``"fbgd"``, ...).
     extras : dict
         Method-specific parts (``W``, ``H`` for feature models, ...).
+    user_ids, item_ids : ndarray or None
+        The original identifier of each row / column when the model was fitted on a
+        :class:`fastpu.datasets.Dataset`; ``None`` when it was fitted on a bare matrix.
 
     Methods whose scores are not a plain product subclass this and override
     :meth:`scores`.
@@ -43,6 +48,8 @@ class Factorization:
     params: dict = dataclasses.field(default_factory=dict)
     method: str = ""
     extras: dict = dataclasses.field(default_factory=dict)
+    user_ids: np.ndarray | None = None
+    item_ids: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -73,6 +80,21 @@ class Factorization:
         """
         users = V.check_users(users, self.shape[0])
         return self.user_factors[users] @ self.item_factors.T
+
+
+def accepts_dataset(fit):
+    """Let a method's ``fit(Y, k, ...)`` take a :class:`~fastpu.datasets.Dataset` as ``Y``.
+
+    The data set's ``Y`` is fitted as given (binarise first if its values are ratings you do
+    not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model.
+    """
+    @functools.wraps(fit)
+    def wrapper(Y, *args, **kwargs):
+        if not isinstance(Y, Dataset):
+            return fit(Y, *args, **kwargs)
+        model = fit(Y.Y, *args, **kwargs)
+        return dataclasses.replace(model, user_ids=Y.user_ids, item_ids=Y.item_ids)
+    return wrapper
 
 
 def _block_size(n_items):

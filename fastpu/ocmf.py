@@ -37,7 +37,7 @@ from ._kernels.losses import LOSS_CODES, SQUARE, entry_losses, entry_values
 from ._kernels.updates import LOCAL_ENTRIES, row_newton
 from ._progress import Progress
 from ._threads import limit_threads
-from .model import Factorization
+from .model import Factorization, accepts_dataset
 from .tron import gd, tron
 
 __all__ = ["fit", "objective", "nystrom_features", "NystromMap", "demo_configs",
@@ -160,8 +160,8 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
     abar = _resolve_abar(loss, a_bar)
     lam = V.check_scalar(lam, name="lam", minimum=0.0)
     lam_g = V.check_scalar(lam_graph, name="lam_graph", minimum=0.0)
-    X = V.check_features(X, name="X", n_rows=m)
-    Z = V.check_features(Z, name="Z", n_rows=n)
+    X = V.check_features(X, name="user_features", n_rows=m)
+    Z = V.check_features(Z, name="item_features", n_rows=n, of="column")
     Su = V.check_graph(user_graph, name="user_graph", n=m)
     Sv = V.check_graph(item_graph, name="item_graph", n=n)
     Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
@@ -422,8 +422,8 @@ def _check_factor(A, name, rows, k=None):
     return A
 
 
-def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, Z=None,
-              user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full",
+def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
+              user_features=None, item_features=None, user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full",
               neg_ratio=1.0, seed=0, dense_limit=None, n_threads=None):
     """The objective f(W, H) of equation (2), computed in O(|Ω+|k + (m+n)k² + nnz(X, Z, L)k).
 
@@ -431,9 +431,9 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
     ----------
     Y : scipy.sparse matrix, shape (m, n)
         Observed positives; the stored values are the weights C_ij (1 for binary data).
-    W : array, shape (d, k) with user features ``X`` (m×d), else (m, k)
-    H : array, shape (e, k) with item features ``Z`` (n×e), else (n, k)
-    loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph, negatives, neg_ratio, seed, dense_limit
+    W : array, shape (d, k) with ``user_features`` X (m×d), else (m, k)
+    H : array, shape (e, k) with ``item_features`` Z (n×e), else (n, k)
+    loss, rho, p, q, a_bar, user_features, item_features, user_graph, item_graph, lam, lam_graph, negatives, neg_ratio, seed, dense_limit
         As in :func:`fit`.
     n_threads : int, optional
         Threads for the kernels (restored afterwards).
@@ -457,8 +457,8 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
     57.0
     """
     with limit_threads(n_threads):
-        setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=X, Z=Z,
-                            user_graph=user_graph, item_graph=item_graph, lam=lam,
+        setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
+                            Z=item_features, user_graph=user_graph, item_graph=item_graph, lam=lam,
                             lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=seed,
                             dense_limit=dense_limit)
         W = _check_factor(W, "W", setup.user.dim)
@@ -466,8 +466,9 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
         return _full_objective(setup, W, H)
 
 
-def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, Z=None,
-        user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full", neg_ratio=1.0,
+@accepts_dataset
+def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_features=None,
+        item_features=None, user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full", neg_ratio=1.0,
         solver="tron", n_iter=15, inner_iter=5, fast_path=True, newton_steps=None, cg_steps=None,
         init=None, init_scale=0.1, dense_limit=None, dtype="float64", seed=0, n_threads=None,
         callback=None, verbose=False):
@@ -488,10 +489,10 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         Per-user and per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
         Target score of unlabeled entries; ``None`` gives -1 for logistic/squared hinge, 0 for square.
-    X : array or sparse matrix, shape (m, d), optional
-        User features (then ``W`` is d×k and the user factors are X W).
-    Z : array or sparse matrix, shape (n, e), optional
-        Item features (then ``H`` is e×k and the item factors are Z H).
+    user_features : array or sparse matrix, shape (m, d), optional
+        User features X (then ``W`` is d×k and the user factors are X W).
+    item_features : array or sparse matrix, shape (n, e), optional
+        Item features Z (then ``H`` is e×k and the item factors are Z H).
     user_graph, item_graph : sparse or dense matrix, optional
         Symmetric non-negative similarities S; the regulariser uses L = D - S.
     lam : float
@@ -578,11 +579,11 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
                   negatives=negatives, neg_ratio=neg_ratio, solver=solver, n_iter=n_iter,
                   inner_iter=inner_iter, fast_path=fast_path, newton_steps=newton_steps,
                   cg_steps=cg_steps, init_scale=init_scale, seed=seed, dtype=fdt.name,
-                  has_X=X is not None, has_Z=Z is not None,
+                  user_features=user_features is not None, item_features=item_features is not None,
                   has_user_graph=user_graph is not None, has_item_graph=item_graph is not None)
     with limit_threads(n_threads):
-        setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=X, Z=Z,
-                            user_graph=user_graph, item_graph=item_graph, lam=lam,
+        setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
+                            Z=item_features, user_graph=user_graph, item_graph=item_graph, lam=lam,
                             lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=rng,
                             dense_limit=dense_limit)
         params["a_bar"] = setup.abar
@@ -619,11 +620,11 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, X=None, 
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
     extras = {}
-    if X is not None:
+    if user_features is not None:
         extras["W"] = W
-    if Z is not None:
+    if item_features is not None:
         extras["H"] = H
-    return Factorization(U if X is not None else W, Vf if Z is not None else H,
+    return Factorization(U if user_features is not None else W, Vf if item_features is not None else H,
                          progress.history, params, "ocmf", extras)
 
 

@@ -25,7 +25,7 @@ def test_ml100k():
     assert np.array_equal(ds.timestamps.indptr, ds.Y.indptr) and np.array_equal(ds.timestamps.indices, ds.Y.indices)
     assert ds.timestamps.data.min() > 8e8                       # Unix seconds, 1997-1998
     np.testing.assert_array_equal(ds.user_ids, np.arange(1, 944))   # 1-based originals kept
-    assert ds.X is None and ds.user_graph is None and ds.hidden is None
+    assert ds.user_features is None and ds.user_graph is None and ds.hidden is None
     # the file's first line: "196 242 3 881250949" (1-based original ids)
     u, i = np.searchsorted(ds.user_ids, 196), np.searchsorted(ds.item_ids, 242)
     assert ds.Y[u, i] == 3.0 and ds.timestamps[u, i] == 881250949.0
@@ -81,13 +81,13 @@ def test_ciao_with_trust_graph():
 
 def test_yeast():
     ds = D.load("yeast")
-    assert ds.X.shape == (2417, 103) and ds.X.dtype == np.float64 and ds.X.flags.c_contiguous
+    assert ds.user_features.shape == (2417, 103) and ds.user_features.dtype == np.float64 and ds.user_features.flags.c_contiguous
     assert ds.Y.shape == (2417, 14) and np.all(ds.Y.data == 1.0)
     _canonical(ds.Y)
     assert ds.Y.nnz == 10_241
     assert ds.item_ids[0] == "Class1" and ds.timestamps is None
     # first data line of the file: features start 0.004168,-0.170975; labels 7, 8, 12, 13 set
-    np.testing.assert_array_equal(ds.X[0, :2], [0.004168, -0.170975])
+    np.testing.assert_array_equal(ds.user_features[0, :2], [0.004168, -0.170975])
     np.testing.assert_array_equal(ds.Y[[0]].indices, [6, 7, 11, 12])
 
 

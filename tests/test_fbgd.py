@@ -180,15 +180,15 @@ def _check_fd(prob, tx, ty, gx, gy, dense, biases, h):
 
 
 # --------------------------------------------------------------------------- updates
-def _one_run(pb, update, adagrad, n_epochs, lr, reg):
+def _one_run(pb, update, adagrad, n_iter, lr, reg):
     prob, tx, ty, dense = _build(pb)
     nx, ny = tx.copy(), ty.copy()
     progress = Progress("test")
-    fbgd._train(prob, tx, ty, lr=lr, n_epochs=n_epochs, update=update, adagrad=adagrad, reg=reg,
+    fbgd._train(prob, tx, ty, lr=lr, n_iter=n_iter, update=update, adagrad=adagrad, reg=reg,
                 progress=progress)
     ax, ay = np.zeros_like(nx), np.zeros_like(ny)
     step = naive.coordinate_epoch if update == "coordinate" else naive.batch_epoch
-    for _ in range(n_epochs):
+    for _ in range(n_iter):
         step(dense["D"], dense["Zx"], dense["Zy"], nx, ny, ax, ay, prob.free_x, prob.free_y,
              pb["k"], pb["biases"], dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"],
              lr, adagrad, reg)
@@ -220,7 +220,7 @@ def test_both_update_modes_lower_the_objective(update, features):
         rng = np.random.default_rng(1)
         kw = dict(user_features=sp.hstack([sp.identity(60), _random_csr(rng, 60, 4, 0.5)], format="csr"),
                   item_features=sp.hstack([sp.identity(50), _random_csr(rng, 50, 3, 0.5)], format="csr"))
-    model = fbgd.fit(Y, 4, alpha0=10.0, n_epochs=20, update=update, **kw)
+    model = fbgd.fit(Y, 4, alpha0=10.0, n_iter=20, update=update, **kw)
     objs = [model.extras["initial_objective"]] + [h["objective"] for h in model.history]
     assert objs[-1] < 0.7 * objs[0]
     assert objs[-1] <= min(objs[:5])
@@ -237,7 +237,7 @@ def _skewed_problem():
 
 def test_plain_gd_diverges_or_stalls_on_skewed_features_where_adagrad_does_not():
     Y, Zx = _skewed_problem()
-    kw = dict(user_features=Zx, alpha0=10.0, n_epochs=25, update="batch", seed=0)
+    kw = dict(user_features=Zx, alpha0=10.0, n_iter=25, update="batch", seed=0)
     ada = fbgd.fit(Y, 4, lr=0.05, optimizer="adagrad", **kw)
     j0 = ada.extras["initial_objective"]
     j_ada = ada.history[-1]["objective"]
@@ -264,7 +264,7 @@ def test_adagrad_accumulator_zero_uses_epsilon():
     # (0 / ε, not 0 / 0 = NaN).
     Y = _planted(m=20, n=15, seed=5)
     Zx = sp.hstack([sp.identity(20), sp.csr_array((20, 1))], format="csr")
-    model = fbgd.fit(Y, 2, user_features=Zx, alpha0=3.0, n_epochs=3, update="batch", init_std=0.0)
+    model = fbgd.fit(Y, 2, user_features=Zx, alpha0=3.0, n_iter=3, update="batch", init_std=0.0)
     assert np.all(np.isfinite(model.user_factors))
     assert model.extras["V_user"][-1].tolist() == [0.0, 0.0]
 
@@ -275,7 +275,7 @@ def test_scores_include_the_biases_of_eq13():
     Y = _planted(m=30, n=20, seed=2)
     Zx = _random_csr(rng, 30, 5, 0.5, values=True)
     Zy = _random_csr(rng, 20, 4, 0.5, values=True)
-    model = fbgd.fit(Y, 3, user_features=Zx, item_features=Zy, alpha0=4.0, n_epochs=3)
+    model = fbgd.fit(Y, 3, user_features=Zx, item_features=Zy, alpha0=4.0, n_iter=3)
     e = model.extras
     ref = (Zx.toarray() @ e["V_user"]) @ (Zy.toarray() @ e["V_item"]).T
     ref += e["w0"] + (Zx.toarray() @ e["w_user"])[:, None] + (Zy.toarray() @ e["w_item"])[None, :]
@@ -286,7 +286,7 @@ def test_scores_include_the_biases_of_eq13():
 
 def test_plain_mf_has_no_biases_and_matches_objective():
     Y = _planted(m=25, n=20, seed=4)
-    model = fbgd.fit(Y, 3, alpha0=5.0, rho=0.5, n_epochs=4, update="batch")
+    model = fbgd.fit(Y, 3, alpha0=5.0, rho=0.5, n_iter=4, update="batch")
     assert model.user_factors.shape == (25, 3) and "w0" not in model.extras
     J = fbgd.objective(Y, model.user_factors, model.item_factors,
                        neg_weights=fbgd.negative_weights(Y, 5.0, 0.5))
@@ -296,9 +296,9 @@ def test_plain_mf_has_no_biases_and_matches_objective():
 @pytest.mark.parametrize("update", ["coordinate", "batch"])
 def test_deterministic_for_a_seed_and_across_thread_counts(update):
     Y = _planted(seed=6)
-    a = fbgd.fit(Y, 4, alpha0=5.0, n_epochs=4, update=update, seed=3, n_threads=1)
-    b = fbgd.fit(Y, 4, alpha0=5.0, n_epochs=4, update=update, seed=3, n_threads=2)
-    c = fbgd.fit(Y, 4, alpha0=5.0, n_epochs=4, update=update, seed=4, n_threads=2)
+    a = fbgd.fit(Y, 4, alpha0=5.0, n_iter=4, update=update, seed=3, n_threads=1)
+    b = fbgd.fit(Y, 4, alpha0=5.0, n_iter=4, update=update, seed=3, n_threads=2)
+    c = fbgd.fit(Y, 4, alpha0=5.0, n_iter=4, update=update, seed=4, n_threads=2)
     np.testing.assert_array_equal(a.user_factors, b.user_factors)
     np.testing.assert_array_equal(a.item_factors, b.item_factors)
     assert not np.array_equal(a.user_factors, c.user_factors)
@@ -307,7 +307,7 @@ def test_deterministic_for_a_seed_and_across_thread_counts(update):
 def test_callback_stops_early_and_history_is_complete():
     Y = _planted(seed=7)
     seen = []
-    model = fbgd.fit(Y, 2, alpha0=5.0, n_epochs=10, callback=lambda info: seen.append(info) or len(seen) == 3)
+    model = fbgd.fit(Y, 2, alpha0=5.0, n_iter=10, callback=lambda info: seen.append(info) or len(seen) == 3)
     assert len(model.history) == 3 and len(seen) == 3
     assert {"iter", "objective", "loss", "seconds"} <= set(model.history[0])
 
@@ -316,8 +316,8 @@ def test_pos_weight_values_uses_stored_values():
     Y = _planted(m=20, n=15, seed=8)
     Y2 = Y.copy()
     Y2.data = Y2.data * 4.0
-    a = fbgd.fit(Y, 2, alpha0=3.0, n_epochs=2, pos_weight=4.0, update="batch")
-    b = fbgd.fit(Y2, 2, alpha0=3.0, n_epochs=2, pos_weight="values", update="batch")
+    a = fbgd.fit(Y, 2, alpha0=3.0, n_iter=2, pos_weight=4.0, update="batch")
+    b = fbgd.fit(Y2, 2, alpha0=3.0, n_iter=2, pos_weight="values", update="batch")
     np.testing.assert_allclose(a.user_factors, b.user_factors, rtol=1e-12)
 
 
@@ -326,7 +326,7 @@ def test_demo_configs_are_valid_fit_arguments():
     configs = fbgd.demo_configs()
     assert configs and all(isinstance(label, str) for label, _ in configs)
     for _, kw in configs:
-        kw = dict(kw, n_epochs=1)
+        kw = dict(kw, n_iter=1)
         model = fbgd.fit(Y, **kw, seed=0, verbose=False)
         assert model.scores([0]).shape == (1, 25)
 
@@ -370,8 +370,8 @@ def test_bad_inputs_get_clear_errors():
         fbgd.fit(Y, 2, neg_weights=-np.ones(8))
     with pytest.raises(TypeError, match=r"biases must be True, False or None, got 'yes'"):
         fbgd.fit(Y, 2, biases="yes")
-    with pytest.raises(ValueError, match=r"n_epochs must be >= 1, got 0"):
-        fbgd.fit(Y, 2, n_epochs=0)
+    with pytest.raises(ValueError, match=r"n_iter must be >= 1, got 0"):
+        fbgd.fit(Y, 2, n_iter=0)
     with pytest.raises(ValueError, match=r"k must be >= 1, got 0"):
         fbgd.fit(Y, 0)
     with pytest.raises(ValueError, match=r"P has 2 columns and Q has 3; expected the same embedding size"):
@@ -386,4 +386,4 @@ def test_bad_inputs_get_clear_errors():
 def test_plain_gd_divergence_raises_instead_of_returning_nan():
     Y, Zx = _skewed_problem()
     with pytest.raises(FloatingPointError, match=r"fbgd: objective became (nan|inf)"):
-        fbgd.fit(Y, 4, user_features=Zx, alpha0=10.0, n_epochs=40, update="batch", optimizer="gd", lr=1.0)
+        fbgd.fit(Y, 4, user_features=Zx, alpha0=10.0, n_iter=40, update="batch", optimizer="gd", lr=1.0)

@@ -48,8 +48,12 @@ def problems(draw, negatives=("full", "full_logistic")):
 
 
 def fp_kw(kw):
+    """The dense reference's keyword names (the paper's X, Z) as fit's names."""
     out = dict(kw)
     out["loss"] = out.pop("loss_name")
+    for paper, name in (("X", "user_features"), ("Z", "item_features")):
+        if paper in out:
+            out[name] = out.pop(paper)
     return out
 
 
@@ -170,8 +174,8 @@ def test_alternating_objective_never_increases(kw):
     kw = dict(kw)
     rng = np.random.default_rng(1)
     if kw.pop("features", False):
-        kw["X"] = rng.normal(size=(Y.shape[0], 5))
-        kw["Z"] = sp.random(Y.shape[1], 6, density=0.4, random_state=2, format="csr")
+        kw["user_features"] = rng.normal(size=(Y.shape[0], 5))
+        kw["item_features"] = sp.random(Y.shape[1], 6, density=0.4, random_state=2, format="csr")
     if kw.pop("graph", False):
         S = sp.random(Y.shape[0], Y.shape[0], density=0.1, random_state=3)
         kw["user_graph"] = S + S.T
@@ -195,7 +199,7 @@ def test_fast_path_and_tron_reach_the_same_objective(loss):
 def test_one_and_two_threads_agree():
     Y = _data(4, 60, 50)
     X = np.random.default_rng(0).normal(size=(60, 4))
-    for kw in (dict(loss="logistic"), dict(loss="square", X=X)):
+    for kw in (dict(loss="logistic"), dict(loss="square", user_features=X)):
         with limit_threads(1):
             a = ocmf.fit(Y, 4, n_iter=3, **kw)
         b = ocmf.fit(Y, 4, n_iter=3, n_threads=2, **kw)
@@ -212,7 +216,7 @@ def test_float32_factors_follow_the_float64_run(kw):
     Y = _data(6)
     kw = dict(kw)
     if kw.pop("features", False):
-        kw["Z"] = sp.random(Y.shape[1], 6, density=0.4, random_state=2, format="csr")
+        kw["item_features"] = sp.random(Y.shape[1], 6, density=0.4, random_state=2, format="csr")
     if kw.pop("graph", False):
         S = sp.random(Y.shape[0], Y.shape[0], density=0.1, random_state=3)
         kw["user_graph"] = S + S.T
@@ -258,7 +262,7 @@ def test_features_give_factors_as_products_and_scores():
     Y = _data(6)
     rng = np.random.default_rng(0)
     X, Z = rng.normal(size=(40, 3)), sp.random(30, 4, density=0.5, random_state=1, format="csr")
-    model = ocmf.fit(Y, 2, X=X, Z=Z, n_iter=2)
+    model = ocmf.fit(Y, 2, user_features=X, item_features=Z, n_iter=2)
     assert model.W.shape == (3, 2) and model.H.shape == (4, 2)
     np.testing.assert_allclose(model.user_factors, X @ model.W)
     np.testing.assert_allclose(model.item_factors, Z @ model.H)
@@ -304,8 +308,8 @@ Y0 = sp.csr_array(np.array([[1.0, 0, 1], [0, 1, 0]]))
     (dict(loss="hinge"), ValueError, "unknown loss 'hinge'"),
     (dict(solver="lbfgs"), ValueError, "unknown solver 'lbfgs'"),
     (dict(negatives="some"), ValueError, "unknown negatives 'some'"),
-    (dict(X=np.ones((3, 2))), ValueError, "X has 3 rows, expected 2"),
-    (dict(Z=sp.csr_array(np.ones((2, 2)))), ValueError, "Z has 2 rows, expected 3"),
+    (dict(user_features=np.ones((3, 2))), ValueError, r"user_features has 3 rows, expected 2 \(one per row of Y\)"),
+    (dict(item_features=sp.csr_array(np.ones((2, 2)))), ValueError, r"item_features has 2 rows, expected 3 \(one per column of Y\)"),
     (dict(user_graph=np.ones((2, 3))), ValueError, "user_graph has shape 2×3, expected a square 2×2"),
     (dict(item_graph=np.array([[0, 1, 0], [0, 0, 0], [0, 0, 0.0]])), ValueError, "item_graph is not symmetric"),
     (dict(user_graph=np.array([[0, -1], [-1, 0.0]])), ValueError, "user_graph has negative similarities"),
@@ -365,9 +369,9 @@ def test_nystrom_rejects_bad_arguments():
 def test_feature_aware_multilabel_on_yeast_beats_label_frequency():
     """LEML-style use: instances × labels with instance features (plus an intercept column)."""
     data = fp.datasets.load("yeast")
-    X = np.hstack([data.X, np.ones((data.X.shape[0], 1))])
+    X = np.hstack([data.user_features, np.ones((data.user_features.shape[0], 1))])
     test = np.random.default_rng(0).random(X.shape[0]) < 0.2
-    model = ocmf.fit(data.Y[~test], 14, X=X[~test], loss="logistic", rho=0.1, lam=0.1, n_iter=4)
+    model = ocmf.fit(data.Y[~test], 14, user_features=X[~test], loss="logistic", rho=0.1, lam=0.1, n_iter=4)
     truth = data.Y[test].toarray()
     top = np.argsort(-(X[test] @ model.W @ model.H.T), axis=1)[:, :3]
     p3 = np.take_along_axis(truth, top, axis=1).mean()

