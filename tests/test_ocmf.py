@@ -72,7 +72,7 @@ def test_sampled_objective_equals_reference_on_its_sample(Y, seed, loss):
     m, n = Y.shape
     W, H = rng.normal(size=(m, 2)), rng.normal(size=(n, 2))
     kw = dict(rho=0.5, a_bar=-1.0, lam=0.3, lam_graph=0.0)
-    neg = ocmf._sample_negatives(fp._validation.check_csr(Y), 1.5, np.random.default_rng(seed))
+    neg = fp._ocmf_problem._sample_negatives(fp._validation.check_csr(Y), 1.5, np.random.default_rng(seed))
     got = ocmf.objective(Y, W, H, loss=loss, negatives="sampled", neg_ratio=1.5,
                          seed=np.random.default_rng(seed), **kw)
     ref = naive.ocmf_objective(Y, W, H, loss_name=loss, negatives="sampled",

@@ -1,0 +1,146 @@
+"""Nyström features for ocmf's feature-aware formulations (Yu et al., Section 4.3)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _validation as V
+
+__all__ = ["NystromMap", "nystrom_features"]
+
+
+@dataclasses.dataclass(frozen=True)
+class NystromMap:
+    """z = K^(-1/2) z̄ with z̄_t = exp(-γ‖c_t - x‖²) for K-means landmarks c_t.
+
+    Attributes
+    ----------
+    centers : ndarray, shape (D, d)
+    gamma : float
+    k_inv_sqrt : ndarray, shape (D, D)
+    """
+
+    centers: np.ndarray
+    gamma: float
+    k_inv_sqrt: np.ndarray
+
+    def transform(self, X):
+        """Nyström features of the rows of ``X`` (dense or sparse, d columns) as a dense array."""
+        X = V.check_features(X, name="X", n_rows=X.shape[0])
+        if X.shape[1] != self.centers.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} columns, expected {self.centers.shape[1]}")
+        Zbar = np.exp(-self.gamma * _sq_dists(X, self.centers))
+        return Zbar @ self.k_inv_sqrt
+
+
+def _sq_dists(X, C):
+    if sp.issparse(X):
+        xx = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        xc = np.asarray(X @ C.T)
+    else:
+        xx = np.einsum("ij,ij->i", X, X)
+        xc = X @ C.T
+    return np.maximum(xx[:, None] - 2.0 * xc + np.einsum("ij,ij->i", C, C)[None, :], 0.0)
+
+
+def _kmeans(X, D, rng, n_iter):
+    """Lloyd's algorithm with k-means++ seeding (deterministic for a Generator)."""
+    m = X.shape[0]
+    dense = X.toarray() if sp.issparse(X) and X.shape[1] <= 4096 else X
+    first = rng.integers(m)
+    C = [np.asarray(dense[first].todense()).ravel() if sp.issparse(dense) else dense[first]]
+    d2 = _sq_dists(X, np.array(C)).ravel()
+    for _ in range(1, D):
+        tot = d2.sum()
+        idx = rng.integers(m) if tot <= 0 else int(rng.choice(m, p=d2 / tot))
+        c = np.asarray(dense[idx].todense()).ravel() if sp.issparse(dense) else dense[idx]
+        C.append(c)
+        d2 = np.minimum(d2, _sq_dists(X, c[None, :]).ravel())
+    C = np.array(C, dtype=np.float64)
+    for _ in range(n_iter):
+        assign = np.argmin(_sq_dists(X, C), axis=1)
+        newC = C.copy()
+        counts = np.bincount(assign, minlength=D)
+        S = sp.csr_array((np.ones(m), (assign, np.arange(m))), shape=(D, m)) @ X
+        S = S.toarray() if sp.issparse(S) else S
+        nz = counts > 0
+        newC[nz] = S[nz] / counts[nz, None]
+        if np.allclose(newC, C):
+            C = newC
+            break
+        C = newC
+    return C
+
+
+def nystrom_features(X, n_landmarks=500, *, gamma=None, append=True, n_kmeans_iter=20, seed=0,
+                     eig_floor=1e-8):
+    """The K-means Nyström feature map of Section 4.3, and the transformed features.
+
+    Parameters
+    ----------
+    X : array or sparse matrix, shape (m, d)
+        Features.
+    n_landmarks : int
+        Number D of K-means centres (at most m).
+    gamma : float, optional
+        RBF parameter of K(x, y) = exp(-γ‖x - y‖²); default 1/σ² with σ² the variance of all
+        feature values (the paper searches {0.5, 1, 2}/σ²).
+    append : bool
+        Return [X, z] (the paper appends z to x) instead of z alone.
+    n_kmeans_iter : int
+        Lloyd iterations.
+    seed : int
+        Seed of the K-means initialisation.
+    eig_floor : float
+        Eigenvalues of K below ``eig_floor`` · max eigenvalue are dropped in K^(-1/2).
+
+    Returns
+    -------
+    features : ndarray or sparse matrix, shape (m, d + D) or (m, D)
+    nmap : NystromMap
+        Use ``nmap.transform(X_new)`` for new rows.
+
+    Raises
+    ------
+    ValueError
+        If ``n_landmarks`` is not in [1, m] or ``gamma`` is not positive.
+
+    Examples
+    --------
+    >>> import numpy as np, fastpu as fp
+    >>> X = np.random.default_rng(0).normal(size=(50, 4))
+    >>> F, nmap = fp.ocmf.nystrom_features(X, 10)
+    >>> F.shape
+    (50, 14)
+    """
+    if X is None:
+        raise TypeError("X must be an array or sparse matrix of features, got None")
+    X = V.check_features(X, name="X", n_rows=np.shape(X)[0])
+    m = X.shape[0]
+    D = V.check_int(n_landmarks, name="n_landmarks", minimum=1)
+    if D > m:
+        raise ValueError(f"n_landmarks must be at most the number of rows ({m}), got {D}")
+    if gamma is None:
+        vals = X.data if sp.issparse(X) else X.ravel()
+        n_all = m * X.shape[1]
+        mean = vals.sum() / n_all
+        var = (np.sum(vals ** 2) / n_all) - mean ** 2
+        gamma = 1.0 / var if var > 0 else 1.0
+    gamma = V.check_scalar(gamma, name="gamma", minimum=0.0, strict_min=True)
+    rng = V.check_seed(seed)
+    C = _kmeans(X, D, rng, V.check_int(n_kmeans_iter, name="n_kmeans_iter", minimum=0))
+    K = np.exp(-gamma * _sq_dists(C, C))
+    evals, evecs = np.linalg.eigh((K + K.T) / 2)
+    keep = evals > eig_floor * evals.max()
+    k_inv_sqrt = (evecs[:, keep] / np.sqrt(evals[keep])) @ evecs[:, keep].T
+    nmap = NystromMap(C, gamma, k_inv_sqrt)
+    Zf = nmap.transform(X)
+    if not append:
+        return Zf, nmap
+    if sp.issparse(X):
+        return sp.csr_array(sp.hstack([X, sp.csr_array(Zf)])), nmap
+    return np.hstack([X, Zf]), nmap
+
