@@ -1,0 +1,84 @@
+"""One vocabulary: every method's fit is fit(Y, k, *, ...) with the shared names spelled the same."""
+
+import inspect
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastpu as fp
+from fastpu.datasets import from_pairs
+
+FITS = {"ocmf": fp.ocmf.fit, "fbgd": fp.fbgd.fit, "csrr": fp.csrr.fit, "homf": fp.homf.fit}
+
+# every fit has these; the others are shared where the method has the concept
+REQUIRED = ("n_iter", "seed", "n_threads", "callback", "verbose")
+SHARED = REQUIRED + ("user_features", "item_features", "user_graph", "item_graph", "dtype")
+# spellings the one-interface change retired: none may come back as an alias
+RETIRED = ("X", "Z", "R", "n_epochs", "epochs", "iterations", "random_state", "n_jobs",
+           "factors", "rank", "regularization", "features", "graph")
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+def test_fit_takes_data_then_rank_then_keywords(name):
+    params = list(inspect.signature(FITS[name]).parameters.values())
+    assert [p.name for p in params[:2]] == ["Y", "k"]
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params[:2])
+    rest = params[2:]
+    assert rest and all(p.kind is p.KEYWORD_ONLY for p in rest), \
+        [p.name for p in rest if p.kind is not p.KEYWORD_ONLY]
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+def test_fit_uses_the_shared_names(name):
+    names = set(inspect.signature(FITS[name]).parameters)
+    assert set(REQUIRED) <= names, set(REQUIRED) - names
+    assert not names & set(RETIRED), names & set(RETIRED)
+    # a shared meaning is never spelled differently: user_* / item_* side information only
+    side = {n for n in names if n.startswith(("user_", "item_"))}
+    assert side <= {"user_features", "item_features", "user_graph", "item_graph"}, side
+
+
+def test_shared_defaults_agree():
+    for name, fit in FITS.items():
+        sig = inspect.signature(fit).parameters
+        assert sig["seed"].default == 0, name
+        assert sig["n_threads"].default is None, name
+        assert sig["callback"].default is None, name
+        assert sig["verbose"].default is False, name
+
+
+def test_docstrings_document_every_parameter():
+    for name, fit in FITS.items():
+        doc = inspect.getdoc(fit)
+        for p in inspect.signature(fit).parameters:
+            assert f"\n{p}" in doc or f", {p}" in doc or f"{p}," in doc, (name, p)
+
+
+def test_csrr_rank_is_second_and_optional_for_the_dense_variants():
+    sig = inspect.signature(fp.csrr.fit).parameters
+    assert sig["k"].default is None
+    Y = sp.random_array((12, 9), density=0.3, random_state=0, format="csr")
+    assert fp.csrr.fit(Y, 3, variant="e", n_iter=2).user_factors.shape == (12, 3)
+    with pytest.raises(ValueError, match="variant 'I' has no fixed rank"):
+        fp.csrr.fit(Y, 3, variant="I", n_iter=2)
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+def test_fit_accepts_a_dataset_and_keeps_its_ids(name):
+    rng = np.random.default_rng(0)
+    users = [f"u{i}" for i in rng.integers(0, 15, 80)]
+    items = [int(j) * 10 for j in rng.integers(0, 12, 80)]
+    data = from_pairs(users, items)
+    kw = dict(n_iter=2)
+    if name == "csrr":
+        kw["variant"] = "e"
+    model = FITS[name](data, 3, **kw)
+    bare = FITS[name](data.Y, 3, **kw)
+    np.testing.assert_array_equal(model.user_ids, data.user_ids)
+    np.testing.assert_array_equal(model.item_ids, data.item_ids)
+    assert bare.user_ids is None and bare.item_ids is None
+    # the same model as on the bare matrix
+    np.testing.assert_array_equal(model.user_factors, bare.user_factors)
+    np.testing.assert_array_equal(model.item_factors, bare.item_factors)
+    assert type(model) is type(bare)
