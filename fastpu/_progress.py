@@ -17,6 +17,11 @@ class Progress:
     logs it at DEBUG level, and returns True when the callback asks to stop
     (by returning True). A non-finite objective raises ``FloatingPointError``
     instead of letting a run silently return NaN.
+
+    ``model``, when the method passes it, is a function of no arguments that returns the
+    current iterate as a model (fresh copies of the factors); the callback receives it as
+    ``info["model"]`` (it is not stored in ``history``), so that a callback can evaluate
+    every outer iteration (:func:`fastpu.select.search` picks the best iteration this way).
     """
 
     def __init__(self, method, *, verbose=False, callback=None, stream=None):
@@ -27,7 +32,7 @@ class Progress:
         self.history = []
         self.t0 = time.perf_counter()
 
-    def step(self, iter, objective, **info):
+    def step(self, iter, objective, *, model=None, **info):
         objective = float(objective)
         if objective != objective or objective in (float("inf"), float("-inf")):
             raise FloatingPointError(
@@ -46,5 +51,5 @@ class Progress:
             print(f"[{self.method}] iter {iter:3d}  objective {objective:.6g}  "
                   f"{rec['seconds']:7.2f}s{extra}", file=self.stream, flush=True)
         if self.callback is not None:
-            return bool(self.callback(dict(rec)))
+            return bool(self.callback(dict(rec) if model is None else dict(rec, model=model)))
         return False

@@ -110,7 +110,9 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
         Stop when |F(x_{t+1}) − F(x_t)| ≤ tol · max(1, |F(x_t)|) (needs ``objective``;
         0 disables).
     callback : callable, optional
-        ``callback(info)`` with the history dict of each iteration; returning True stops.
+        ``callback(info)`` with the history dict of each iteration, plus the new iterate
+        ``info["x"]`` and the extrapolated point ``info["y"]`` (not kept in ``history``);
+        returning True stops.
     y0 : object, optional
         The first momentum point, for problems whose momentum points are stored differently
         from their iterates; it must represent the same point as ``x0`` (default ``x0``).
@@ -208,7 +210,7 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
         logger.debug("apg %s", info)
         converged = (tol > 0 and abs(f_new - f_x) <= tol * max(1.0, abs(f_x)))
         x, tau, f_x = x_new, tau_new, f_new
-        if callback is not None and callback(dict(info)):
+        if callback is not None and callback(dict(info, x=x_new, y=y)):
             status, message = "callback", f"the callback asked to stop at iteration {t}"
             break
         if converged:

@@ -294,9 +294,15 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
     y0 = (prob.buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
 
     def report(info):
+        def model():
+            (Ut, _), (U, v) = info["x"], info["y"]
+            root = np.sqrt(Ut.s)
+            return CSRRModel(user_factors=Ut.left * root, item_factors=Ut.right.T * root,
+                             method="csrr", U=np.array(U), V=_sparse_v(data, v), variant=variant)
+
         return progress.step(info["iter"], info["objective"], rank=prob.rank,
                              svd_computed=prob.n_computed, beta=info["beta"],
-                             restarted=info["restarted"])
+                             restarted=info["restarted"], model=model)
 
     res = apg(prob, x0, y0=y0, step=eta, n_iter=n_iter, restart=restart, callback=report)
     Ut, v = res.x
@@ -402,7 +408,8 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
         K.soft_box(v - eV * prob.g, eV * lam2, 0.0, 1.0, v_new)
         v, v_new = v_new, v
         f_prev = prob.objective(P, Q, v, GP=GP, GQ=GQ, same_dots=True)
-        if progress.step(t, f_prev, inner=inner, nnz_V=int(np.count_nonzero(v))):
+        if progress.step(t, f_prev, inner=inner, nnz_V=int(np.count_nonzero(v)), model=lambda: CSRRModel(
+                P.copy(), Q.copy(), method="csrr", V=_sparse_v(data, v), variant="e")):
             break
     return P, Q, v
 
@@ -456,7 +463,8 @@ def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss
     seed : int
         Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
     callback : callable, optional
-        ``callback(info)`` after every outer iteration; returning True stops.
+        ``callback(info)`` after every outer iteration; returning True stops. ``info["model"]()``
+        is the current iterate as a :class:`CSRRModel` (copies).
     verbose : bool
         Print one line per iteration.
 

@@ -370,6 +370,8 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
         Seed of the initialisation.
     callback : callable, optional
         Called with each epoch's history dict; returning True stops training.
+        ``info["model"]()`` is the current iterate as a :class:`~fastpu.Factorization` (copies
+        of P and Q).
     verbose : bool
         Print one line per epoch.
     n_threads : int, optional
@@ -520,7 +522,8 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
         Sq, sq = prob.gram(prob.neg, Q)
         loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
         total = loss + _penalty(reg, prob, theta_x, theta_y)
-        if progress.step(epoch, total, loss=loss):
+        if progress.step(epoch, total, loss=loss,
+                         model=lambda: Factorization(P.copy(), Q.copy(), method="fbgd")):
             break
     return P, Q, init
 

@@ -510,7 +510,8 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
     seed : int, Generator or None
         U and V start uniform on [0, 1) as in the paper.
     callback : callable, optional
-        Called with each history dict; return True to stop.
+        Called with each history dict; return True to stop. ``info["model"]()`` is the current
+        iterate as a :class:`~fastpu.Factorization` (copies of ``U[:m]`` and ``V[m:]``).
     verbose : bool
         Print one line per iteration.
 
@@ -574,7 +575,8 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
                 obj_v = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
                 loss = _exact_half(rows_walk, V, U, lam, block)
                 obj = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
-                if progress.step(it, obj, objective_v=obj_v):
+                if progress.step(it, obj, objective_v=obj_v, model=lambda: Factorization(
+                        U[:m].copy(), V[m:].copy(), params=params, method="homf")):
                     break
         else:
             first = np.empty((N, k))
@@ -590,7 +592,8 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
                 _gram(U, UtU)
                 obj = (-cross + 0.5 * float(np.sum(UtU * VtV))
                        + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
-                if progress.step(it, obj, objective_v=obj_v):
+                if progress.step(it, obj, objective_v=obj_v, model=lambda: Factorization(
+                        U[:m].copy(), V[m:].copy(), params=params, method="homf")):
                     break
     return Factorization(
         user_factors=np.ascontiguousarray(U[:m]),

@@ -156,7 +156,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
     n_threads : int, optional
         Numba threads for this call (restored afterwards).
     callback : callable, optional
-        Called with each history dict; returning True stops early.
+        Called with each history dict; returning True stops early. ``info["model"]()`` is the
+        current iterate as a :class:`~fastpu.Factorization` (copies of the factors).
     verbose : bool
         Print one progress line per outer iteration.
 
@@ -235,7 +236,9 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
                                                  inner_iter, nsteps, csteps)
             # f(W, H) = the H sub-problem's value + the W side's regulariser
             obj = sub_value + _side_reg(setup, setup.user, W, B)
-            if progress.step(it, obj, inner=inner_w + inner_h):
+            if progress.step(it, obj, inner=inner_w + inner_h, model=lambda: Factorization(
+                    np.array(_latent(setup.user, W)), np.array(_latent(setup.item, H)),
+                    params=params, method="ocmf")):
                 break
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)

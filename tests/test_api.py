@@ -82,3 +82,26 @@ def test_fit_accepts_a_dataset_and_keeps_its_ids(name):
     np.testing.assert_array_equal(model.user_factors, bare.user_factors)
     np.testing.assert_array_equal(model.item_factors, bare.item_factors)
     assert type(model) is type(bare)
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("ocmf", dict(loss="logistic")),
+    ("ocmf", dict(loss="square", user_features=np.eye(15)[:, :4] + 0.1)),
+    ("fbgd", dict()),
+    ("csrr", dict(variant="e")),
+    ("csrr", dict(variant="I", k=None)),
+    ("homf", dict(mode="dense")),
+])
+def test_callback_sees_the_current_model(name, kw):
+    """info["model"]() is the iterate of that iteration: the last one scores like the result."""
+    rng = np.random.default_rng(1)
+    Y = sp.csr_array((rng.random((15, 11)) < 0.3).astype(float))
+    kw = dict(kw)
+    k = kw.pop("k", 3)
+    seen = []
+    model = FITS[name](Y, k, n_iter=3, callback=lambda info: seen.append(
+        (info["iter"], info["model"]().scores())) and False, **kw)
+    assert [it for it, _ in seen] == [1, 2, 3]
+    np.testing.assert_allclose(seen[-1][1], model.scores(), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(seen[0][1], seen[-1][1])      # an iterate, not the final model
+    assert all("model" not in h for h in model.history)
