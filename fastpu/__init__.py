@@ -18,7 +18,7 @@ import os as _os
 # it must be in place before the first parallel kernel runs in the process.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from . import apg, csrr, datasets, fbgd, homf, metrics, ocmf, prox, split, tron  # noqa: E402
+from . import apg, csrr, datasets, fbgd, homf, metrics, ocmf, prox, select, split, tron  # noqa: E402
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from .metrics import evaluate  # noqa: E402
 from .model import Factorization, recommend  # noqa: E402
@@ -38,6 +38,7 @@ __all__ = [
     "ocmf",
     "prox",
     "recommend",
+    "select",
     "set_num_threads",
     "split",
     "tron",

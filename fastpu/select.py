@@ -1,0 +1,448 @@
+"""Choosing a method's settings on a validation split carved from the training data.
+
+The protocol is the one the four papers use: hold out part of each user's *training*
+positives as a validation set, fit every candidate setting on the rest, evaluate on the
+validation set after every outer iteration, keep the best (setting, iteration) pair, and
+refit on all of the training data with that setting for that many iterations. The test
+split never enters: :func:`search` and :func:`tune` only ever see the matrix they are given.
+
+- :func:`search` — grid or random search over a space you give;
+- :func:`tune` — the same over a documented default space per method (:data:`SPACES`).
+
+A space maps a ``fit`` parameter name to a list of candidate values (grid search) or to a
+distribution with an ``rvs(random_state=...)`` method such as ``scipy.stats.loguniform(1e-3, 1)``
+(random search). Results are reproducible for a fixed ``seed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+import math
+import numbers
+import sys
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.stats as stats
+
+from . import _validation as V
+from ._dataset import Dataset
+from .metrics import METRICS, evaluate
+from .split import validation_split
+
+__all__ = ["SPACES", "SearchResult", "default_space", "search", "tune"]
+
+METHODS = ("ocmf", "fbgd", "csrr", "homf")
+
+
+def _fit_function(method):
+    if callable(method):
+        return method, getattr(method, "__module__", "callable").rsplit(".", 1)[-1]
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))} or a fit function, "
+                         f"got {method!r}")
+    import importlib
+
+    return importlib.import_module(f"fastpu.{method}").fit, method
+
+
+# Default search spaces of :func:`tune`: the fixed settings each trial starts from, and the
+# ranges searched. An entry may be a function of the matrix shape (m, n) where the paper's
+# scale depends on it. The ranges bracket the papers' own grids and the settings chosen on
+# validation splits of the *training* data by the benchmarks (docs/select.md says which).
+SPACES: dict[str, dict[str, Any]] = {
+    "ocmf": dict(
+        fixed=dict(k=64, n_iter=15),
+        space=dict(rho=stats.loguniform(1e-3, 1.0), lam=stats.loguniform(0.1, 100.0)),
+    ),
+    "fbgd": dict(
+        fixed=dict(k=64, n_iter=30),
+        space=dict(alpha0=lambda m, n: stats.loguniform(0.05 * n, 5.0 * n),
+                   rho=stats.uniform(0.0, 1.0), lr=stats.loguniform(0.01, 0.3),
+                   reg=[0.0, 1e-3, 1e-2, 1e-1, 1.0]),
+    ),
+    "csrr": dict(
+        fixed=dict(k=64, variant="e", n_iter=100),
+        space=dict(alpha=stats.loguniform(1.0, 20.0), lam1=stats.loguniform(1e-2, 10.0),
+                   lam2=stats.loguniform(1e-3, 1.0)),
+    ),
+    "homf": dict(
+        fixed=dict(k=64, mode="dense", n_iter=10),
+        space=dict(T=[1, 2, 4, 6, 8], lam=stats.loguniform(1e-4, 1.0), g=["exp", "linear", "step"]),
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """What :func:`search` and :func:`tune` found.
+
+    Attributes
+    ----------
+    model : Factorization or None
+        The winner refitted on all of ``Y`` for ``best_iter`` outer iterations (``None`` with
+        ``refit=False``).
+    best_params : dict
+        The winning setting (the searched parameters and the fixed ones, ``n_iter`` excluded).
+    best_iter : int
+        The outer iteration at which the winner scored best on the validation split.
+    best_score : float
+        Its validation score.
+    metric : str
+        The metric that was maximised, e.g. ``"ndcg@10"``.
+    trials : list of dict
+        One per trial: ``trial``, ``params``, ``scores`` (validation metric after each outer
+        iteration), ``best_iter``, ``best_score``, ``fit_seconds``, ``eval_seconds`` and
+        ``error`` (``None``, or the message of a fit that failed; its score is ``-inf``).
+    """
+
+    model: Any
+    best_params: dict
+    best_iter: int
+    best_score: float
+    metric: str
+    trials: list
+
+    def table(self) -> str:
+        """The trials as a markdown table, best first.
+
+        Returns
+        -------
+        str
+        """
+        keys = sorted({k for t in self.trials for k in t["params"]})
+        head = ["trial", *keys, f"best {self.metric}", "best iter", "fit s", "note"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for t in sorted(self.trials, key=lambda t: -t["best_score"]):
+            cells = [str(t["trial"]), *(_fmt(t["params"].get(k)) for k in keys),
+                     f"{t['best_score']:.4f}", str(t["best_iter"]), f"{t['fit_seconds']:.1f}",
+                     t["error"] or ""]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+
+def _fmt(v):
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _check_metric(metric):
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a string such as 'ndcg@10' or 'auc', got {metric!r}")
+    if metric == "auc":
+        return "auc", None
+    name, _, k = metric.partition("@")
+    if name not in METRICS or name == "auc" or not k.isdigit() or int(k) < 1:
+        raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(m for m in METRICS if m != 'auc')} "
+                         f"and k >= 1, or 'auc'; got {metric!r}")
+    return name, int(k)
+
+
+def _is_distribution(v):
+    return callable(getattr(v, "rvs", None))
+
+
+def _check_space(space, fit, fixed, m, n):
+    """Validate a space against fit's parameters; resolve shape-dependent entries."""
+    if not isinstance(space, dict):
+        raise TypeError(f"space must be a dict of parameter name -> list of values or distribution, "
+                        f"got {type(space).__name__}")
+    if not space:
+        raise ValueError("space is empty; give at least one parameter to search")
+    names = set(inspect.signature(fit).parameters) - {"Y"}
+    out = {}
+    for key, val in space.items():
+        if key not in names:
+            raise ValueError(f"space has unknown parameter {key!r}; the fit takes {', '.join(sorted(names))}")
+        if key in fixed:
+            raise ValueError(f"{key!r} is both searched (in space) and fixed (a keyword argument); give it once")
+        if key in ("n_iter", "callback", "verbose", "seed"):
+            raise ValueError(f"space must not search {key!r}: the search sets it (n_iter is chosen "
+                             "as the best iteration)")
+        if callable(val) and not _is_distribution(val):
+            val = val(m, n)
+        if _is_distribution(val):
+            out[key] = val
+            continue
+        if isinstance(val, (str, bytes)) or not hasattr(val, "__len__"):
+            raise TypeError(f"space[{key!r}] must be a list of candidate values or a distribution with "
+                            f"rvs(), got {val!r}")
+        if len(val) == 0:
+            raise ValueError(f"space[{key!r}] is an empty list; give at least one candidate value")
+        out[key] = list(val)
+    return out
+
+
+def _draw(space, n_trials, rng):
+    """Candidate settings: the whole grid, a sample of it, or random draws."""
+    keys = sorted(space)
+    if all(isinstance(space[k], list) for k in keys):
+        grid = [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
+        if n_trials is None or n_trials >= len(grid):
+            return grid
+        pick = np.sort(rng.choice(len(grid), size=n_trials, replace=False))
+        return [grid[i] for i in pick]
+    if n_trials is None:
+        raise ValueError("n_trials is required when the space holds distributions (random search); "
+                         "give n_trials, or lists only for a grid search")
+    out = []
+    for _ in range(n_trials):
+        trial = {}
+        for k in keys:
+            v = space[k]
+            if isinstance(v, list):
+                trial[k] = v[int(rng.integers(len(v)))]
+            else:
+                trial[k] = _python(v.rvs(random_state=rng))
+        out.append(trial)
+    return out
+
+
+def _python(v):
+    """A numpy scalar drawn from a distribution as a plain float or int."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    return v
+
+
+def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None, seed=0,
+           refit=True, n_threads=None, verbose=False, **fixed) -> SearchResult:
+    """Search a method's settings on a validation split carved from ``Y``, keep the best iteration.
+
+    Parameters
+    ----------
+    method : {"ocmf", "fbgd", "csrr", "homf"} or callable
+        The method, or any function ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the
+        fastpu calling convention (the callback receives ``info["model"]``).
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        The training positives. Nothing else is seen: pass the training part of your split.
+    space : dict
+        Parameter name -> list of candidate values (grid) or a distribution with
+        ``rvs(random_state=...)`` (random search), e.g. ``{"lam": [1, 10], "rho":
+        scipy.stats.loguniform(1e-3, 1)}``.
+    validation : float or (Y_fit, Y_valid)
+        Fraction of each user's positives of ``Y`` held out for validation (per user, as
+        :func:`fastpu.split.holdout`), or an explicit pair whose sum is the data to search on.
+    metric : str
+        Validation metric to maximise: ``"<name>@<k>"`` with a name from
+        :data:`fastpu.metrics.METRICS` (e.g. ``"ndcg@10"``, ``"precision@5"``) or ``"auc"``.
+    n_trials : int, optional
+        Number of settings to try. ``None``: the whole grid (the space must hold lists only).
+        Fewer than the grid's size: a random sample of the grid without repetition.
+    seed : int
+        Seeds the validation split, the sampling of settings and every fit.
+    refit : bool
+        Refit the winner on all of ``Y`` for ``best_iter`` iterations (``result.model``).
+    n_threads : int, optional
+        Threads for the fits and the evaluation.
+    verbose : bool
+        Print one line per trial.
+    **fixed
+        Passed to every fit unchanged (``n_iter`` is the largest number of iterations a trial
+        runs; the method's own default otherwise).
+
+    Returns
+    -------
+    SearchResult
+        ``.model`` (the refitted winner), ``.best_params``, ``.best_iter``, ``.best_score``,
+        ``.trials`` (every trial's scores per iteration) and ``.table()``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Unknown method or metric, a space that names a parameter the fit does not take, an
+        empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
+        validation fraction outside (0, 1), or when every trial failed.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=0).Y
+    >>> res = fp.select.search("ocmf", Y, {"lam": [0.1, 10.0]}, k=4, n_iter=3, metric="ndcg@5")
+    >>> sorted(res.best_params), 1 <= res.best_iter <= 3, res.model.shape
+    (['k', 'lam'], True, (60, 40))
+    """
+    fit, name = _fit_function(method)
+    mname, mk = _check_metric(metric)
+    if n_trials is not None:
+        n_trials = V.check_int(n_trials, name="n_trials", minimum=1)
+    rng = V.check_seed(seed)
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+        raise TypeError(f"seed must be a non-negative integer (every trial is refitted from it), got {seed!r}")
+    ids = (Y.user_ids, Y.item_ids) if isinstance(Y, Dataset) else (None, None)
+    Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
+    if isinstance(validation, tuple):
+        if len(validation) != 2:
+            raise ValueError(f"validation must be a fraction or a pair (Y_fit, Y_valid), got {len(validation)} items")
+        Y_fit = V.check_csr(validation[0], name="validation[0] (Y_fit)", shape=Y.shape, nonnegative=False)
+        Y_valid = V.check_csr(validation[1], name="validation[1] (Y_valid)", shape=Y.shape, nonnegative=False)
+        union = (Y_fit != 0).astype(np.int8) + (Y_valid != 0).astype(np.int8)
+        if (union.nnz and union.max() > 1) or ((union != 0) != (Y != 0)).nnz:
+            raise ValueError("validation=(Y_fit, Y_valid) must split Y's positives into two disjoint "
+                             "parts; they do not add up to Y")
+    else:
+        frac = V.check_scalar(validation, name="validation", minimum=0.0, maximum=1.0,
+                              strict_min=True, strict_max=True)
+        Y_fit, Y_valid = validation_split(Y, frac, seed=int(seed))
+    if Y_valid.nnz == 0:
+        raise ValueError("the validation split holds no positives (users need at least 2 positives "
+                         "to give one to validation); lower validation or use more data")
+    space = _check_space(space, fit, fixed, *Y.shape)
+    settings = _draw(space, n_trials, rng)
+    ks = (mk,) if mk is not None else (1,)
+    wanted = [mname]
+
+    trials = []
+    for t, setting in enumerate(settings, 1):
+        params = {**fixed, **setting}
+        scores, eval_s = [], [0.0]
+
+        def callback(info, scores=scores, eval_s=eval_s):
+            t0 = time.perf_counter()
+            res = evaluate(info["model"](), Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
+            scores.append(res[metric])
+            eval_s[0] += time.perf_counter() - t0
+            return False
+
+        k = params.pop("k", None)
+        error = None
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit(Y_fit, k, seed=int(seed), callback=callback, n_threads=n_threads, **params)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+            error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        fit_s = time.perf_counter() - t0 - eval_s[0]
+        finite = [s for s in scores if math.isfinite(s)]
+        if finite and error is None:
+            best_i = int(np.argmax(scores)) + 1
+            best = float(scores[best_i - 1])
+        else:
+            best_i, best = 0, -math.inf
+        trials.append(dict(trial=t, params=dict(setting), scores=[float(s) for s in scores],
+                           best_iter=best_i, best_score=best, fit_seconds=fit_s,
+                           eval_seconds=eval_s[0], error=error))
+        if verbose:
+            shown = ", ".join(f"{p}={_fmt(v)}" for p, v in setting.items())
+            msg = error or f"best {metric} {best:.4f} at iteration {best_i}"
+            print(f"[select {name}] trial {t}/{len(settings)}  {shown}  {msg}  ({fit_s:.1f}s)",
+                  file=sys.stderr, flush=True)
+
+    ok = [tr for tr in trials if tr["error"] is None and tr["best_iter"] > 0]
+    if not ok:
+        first = trials[0]["error"] if trials else "no trials"
+        raise ValueError(f"every trial failed (first error: {first}); check the space and the fixed "
+                         "arguments")
+    win = max(ok, key=lambda tr: (tr["best_score"], -tr["trial"]))
+    best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
+    model = None
+    if refit:
+        kw = dict(best_params)
+        k = kw.pop("k", None)
+        model = fit(Y, k, n_iter=win["best_iter"], seed=int(seed), n_threads=n_threads, **kw)
+        if ids[0] is not None:
+            model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
+    return SearchResult(model=model, best_params=best_params, best_iter=win["best_iter"],
+                        best_score=win["best_score"], metric=metric, trials=trials)
+
+
+def default_space(method, Y=None, **fixed):
+    """The space and fixed settings :func:`tune` uses for ``method``.
+
+    Parameters
+    ----------
+    method : {"ocmf", "fbgd", "csrr", "homf"}
+    Y : scipy.sparse matrix, optional
+        Needed where a range scales with the data (fBGD's ``alpha0`` with the number of items).
+    **fixed
+        Keyword arguments the user fixes: they leave the space and override the defaults.
+
+    Returns
+    -------
+    space, fixed : dict, dict
+
+    Raises
+    ------
+    ValueError
+        For an unknown method.
+
+    Examples
+    --------
+    >>> from fastpu.select import default_space
+    >>> space, fixed = default_space("ocmf", loss="square")
+    >>> sorted(space), fixed["loss"], fixed["k"]
+    (['lam', 'rho'], 'square', 64)
+    """
+    if method not in SPACES:
+        raise ValueError(f"method must be one of {', '.join(map(repr, SPACES))}, got {method!r}")
+    base = SPACES[method]
+    fixed_out = {**base["fixed"], **fixed}
+    space = {k: v for k, v in base["space"].items() if k not in fixed}
+    if method == "homf" and (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None) \
+            and "alpha" not in fixed:
+        space["alpha"] = stats.uniform(0.0, 1.0)
+    if method == "csrr" and fixed_out.get("variant") in ("I", "II"):
+        fixed_out.pop("k", None)
+        fixed_out["n_iter"] = fixed.get("n_iter", 60)
+    if Y is not None:
+        m, n = Y.shape
+        space = {k: (v(m, n) if callable(v) and not _is_distribution(v) else v) for k, v in space.items()}
+    return space, fixed_out
+
+
+def tune(method, Y, *, budget=16, space=None, validation=0.2, metric="ndcg@10", seed=0,
+         refit=True, n_threads=None, verbose=False, **fixed) -> SearchResult:
+    """Random search over the method's default space (:data:`SPACES`), with ``budget`` trials.
+
+    Keyword arguments the search does not cover are passed to ``fit`` unchanged and leave the
+    space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ's ``rho`` and ``lam``.
+
+    Parameters
+    ----------
+    method : {"ocmf", "fbgd", "csrr", "homf"}
+    Y : scipy.sparse matrix or Dataset
+        Training positives only (the validation split is carved from it).
+    budget : int
+        Number of trials.
+    space : dict, optional
+        Replaces the default space (then this is :func:`search` with ``n_trials=budget``).
+    validation, metric, seed, refit, n_threads, verbose
+        As in :func:`search`.
+    **fixed
+        Passed to every fit.
+
+    Returns
+    -------
+    SearchResult
+        The refitted winner is ``.model``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`search`; ``budget < 1``.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=0).Y
+    >>> res = fp.select.tune("ocmf", Y, budget=2, k=4, n_iter=2, metric="ndcg@5")
+    >>> sorted(res.best_params), res.model.shape
+    (['k', 'lam', 'rho'], (60, 40))
+    """
+    budget = V.check_int(budget, name="budget", minimum=1)
+    if method not in SPACES:
+        raise ValueError(f"method must be one of {', '.join(map(repr, SPACES))}, got {method!r}")
+    data = Y.Y if isinstance(Y, Dataset) else Y
+    default, fixed_all = default_space(method, data, **fixed)
+    return search(method, Y, default if space is None else space, validation=validation,
+                  metric=metric, n_trials=budget, seed=seed, refit=refit, n_threads=n_threads,
+                  verbose=verbose, **fixed_all)
+

@@ -1,0 +1,162 @@
+"""fastpu.select: search / tune on a validation split carved from the training data."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.stats as stats
+
+import fastpu as fp
+from fastpu import select
+from fastpu._progress import Progress
+from fastpu.model import Factorization
+from fastpu.split import validation_split
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return fp.datasets.synthetic(80, 50, rank=3, density=0.12, seed=0)
+
+
+def _oracle_fit(data, seen):
+    """A fit whose model is the planted score matrix plus noise that grows with |a - 0.7| and
+    with the distance of the iteration from 2: the planted optimum is a = 0.7 at iteration 2."""
+    U, Vf = data.extras["U"], data.extras["V"]
+
+    def fit(Y, k, *, a=0.0, n_iter=4, seed=0, callback=None, n_threads=None, verbose=False):
+        seen.append((Y.copy(), a, n_iter))
+        rng = np.random.default_rng(seed)
+        noise_u, noise_v = rng.normal(size=U.shape), rng.normal(size=Vf.shape)
+        progress = Progress("oracle", callback=callback)
+        for t in range(1, n_iter + 1):
+            w = abs(a - 0.7) + 0.3 * abs(t - 2)
+            P = np.hstack([U, w * noise_u])
+            Q = np.hstack([Vf, w * noise_v])
+            if progress.step(t, w, model=lambda P=P, Q=Q: Factorization(P, Q, method="oracle")):
+                break
+        return Factorization(P, Q, history=progress.history, params=dict(a=a, n_iter=n_iter))
+    return fit
+
+
+def test_search_finds_the_planted_optimum_and_its_iteration(planted):
+    seen = []
+    res = select.search(_oracle_fit(planted, seen), planted.Y, {"a": [0.1, 0.4, 0.7, 1.0]},
+                        n_iter=4, metric="ndcg@10", seed=3)
+    assert res.best_params == {"a": 0.7}
+    assert res.best_iter == 2
+    assert res.model.params == {"a": 0.7, "n_iter": 2}      # refitted for the best iteration
+    assert len(res.trials) == 4 and all(len(t["scores"]) == 4 for t in res.trials)
+    # every trial saw the fit part only, the refit saw all of Y
+    Y_fit, Y_valid = validation_split(planted.Y, 0.2, seed=3)
+    for Yseen, _, _ in seen[:-1]:
+        assert (Yseen != Y_fit).nnz == 0
+    assert (seen[-1][0] != planted.Y).nnz == 0
+    assert Y_valid.nnz > 0 and (Y_valid.multiply(Y_fit)).nnz == 0
+    assert "| trial |" in res.table().splitlines()[0]
+
+
+def test_random_search_draws_from_distributions_reproducibly(planted):
+    space = {"a": stats.uniform(0.0, 1.4)}
+    r1 = select.search(_oracle_fit(planted, []), planted.Y, space, n_trials=6, n_iter=3, seed=5)
+    r2 = select.search(_oracle_fit(planted, []), planted.Y, space, n_trials=6, n_iter=3, seed=5)
+    r3 = select.search(_oracle_fit(planted, []), planted.Y, space, n_trials=6, n_iter=3, seed=6)
+    assert [t["params"] for t in r1.trials] == [t["params"] for t in r2.trials]
+    assert [t["scores"] for t in r1.trials] == [t["scores"] for t in r2.trials]
+    assert [t["params"] for t in r1.trials] != [t["params"] for t in r3.trials]
+    assert all(isinstance(t["params"]["a"], float) for t in r1.trials)
+    # the winner is the drawn value nearest the planted 0.7
+    drawn = [t["params"]["a"] for t in r1.trials]
+    assert r1.best_params["a"] == min(drawn, key=lambda a: abs(a - 0.7))
+
+
+def test_grid_sample_without_repetition(planted):
+    res = select.search(_oracle_fit(planted, []), planted.Y, {"a": [0.0, 0.2, 0.4, 0.6, 0.8]},
+                        n_trials=3, n_iter=2, seed=0, refit=False)
+    drawn = [t["params"]["a"] for t in res.trials]
+    assert len(set(drawn)) == 3 and res.model is None
+
+
+CASES = [
+    ("ocmf", dict(k=4, loss="logistic"), {"lam": [0.5, 5.0]}),
+    ("fbgd", dict(k=4, update="batch"), {"reg": [0.0, 0.1]}),
+    ("csrr", dict(k=4, variant="e"), {"lam1": [0.1, 1.0]}),
+    ("csrr", dict(variant="I"), {"lam1": [0.5, 2.0]}),
+    ("homf", dict(k=4, mode="dense"), {"T": [1, 3]}),
+]
+
+
+@pytest.mark.parametrize("method, fixed, space", CASES)
+def test_each_method_is_scored_per_iteration_as_evaluate_would(planted, method, fixed, space):
+    Y = planted.Y
+    res = select.search(method, Y, space, n_iter=3, metric="precision@5", seed=1, **fixed)
+    assert len(res.trials) == 2 and all(t["error"] is None for t in res.trials)
+    assert all(len(t["scores"]) == 3 for t in res.trials)
+    # the recorded score is evaluate() of the same fit stopped at that iteration
+    Y_fit, Y_valid = validation_split(Y, 0.2, seed=1)
+    kw = {**fixed, **res.best_params}
+    k = kw.pop("k", None)
+    mod = getattr(fp, method)
+    again = mod.fit(Y_fit, k, n_iter=res.best_iter, seed=1, **kw)
+    want = fp.evaluate(again, Y_fit, Y_valid, k=5)["precision@5"]
+    assert res.best_score == pytest.approx(want, rel=1e-12, abs=1e-12)
+    # the refit saw all of Y for the best number of iterations
+    assert res.model.shape == Y.shape and len(res.model.history) == res.best_iter
+
+
+def test_tune_fixes_what_the_user_fixes(planted):
+    res = select.tune("ocmf", planted.Y, budget=3, k=4, n_iter=2, loss="square", metric="ndcg@5")
+    assert res.model.params["loss"] == "square"
+    assert set(res.best_params) == {"k", "loss", "lam", "rho"}
+    assert all(set(t["params"]) == {"lam", "rho"} for t in res.trials)
+    space, fixed = select.default_space("ocmf", lam=1.0)
+    assert set(space) == {"rho"} and fixed["lam"] == 1.0
+
+
+def test_default_spaces_are_valid_for_every_method(planted):
+    for method in select.METHODS:
+        space, fixed = select.default_space(method, planted.Y)
+        fit = getattr(fp, method).fit
+        select._check_space(space, fit, fixed, *planted.Y.shape)   # raises if a name is wrong
+    space, _ = select.default_space("homf", planted.Y, user_graph=sp.eye(80))
+    assert "alpha" in space
+
+
+def test_dataset_ids_survive_the_refit():
+    data = fp.datasets.from_pairs([f"u{i % 9}" for i in range(60)], [i % 7 for i in range(60)])
+    res = select.search("ocmf", data, {"lam": [1.0]}, k=2, n_iter=2, validation=0.3)
+    np.testing.assert_array_equal(res.model.user_ids, data.user_ids)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda Y: select.search("nope", Y, {"lam": [1]}), ValueError, "method must be one of"),
+    (lambda Y: select.search("ocmf", Y, {"lamb": [1]}, k=2), ValueError, "unknown parameter 'lamb'"),
+    (lambda Y: select.search("ocmf", Y, {"lam": []}, k=2), ValueError, r"space\['lam'\] is an empty list"),
+    (lambda Y: select.search("ocmf", Y, {"lam": 3.0}, k=2), TypeError, r"space\['lam'\] must be a list"),
+    (lambda Y: select.search("ocmf", Y, {}, k=2), ValueError, "space is empty"),
+    (lambda Y: select.search("ocmf", Y, [("lam", 1)], k=2), TypeError, "space must be a dict"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, lam=2, k=2), ValueError, "both searched"),
+    (lambda Y: select.search("ocmf", Y, {"n_iter": [1, 2]}, k=2), ValueError, "must not search 'n_iter'"),
+    (lambda Y: select.search("ocmf", Y, {"lam": stats.uniform()}, k=2), ValueError, "n_trials is required"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, n_trials=0), ValueError, "n_trials must be >= 1"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, metric="ndcg"), ValueError, "metric must be"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, metric="nope@5"), ValueError, "metric must be"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, validation=1.0), ValueError, "validation must be <"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, validation=(Y,)), ValueError, "pair"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, seed=None), TypeError, "seed must be"),
+    (lambda Y: select.search("ocmf", Y.toarray(), {"lam": [1]}, k=2), TypeError, "Y must be a scipy.sparse"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [-1.0]}, k=2), ValueError, "every trial failed .*lam"),
+    (lambda Y: select.tune("ocmf", Y, budget=0), ValueError, "budget must be >= 1"),
+    (lambda Y: select.tune("als", Y), ValueError, "method must be one of"),
+])
+def test_bad_input_is_named(planted, call, exc, match):
+    with pytest.raises(exc, match=match):
+        call(planted.Y)
+
+
+def test_explicit_validation_pair_must_split_y(planted):
+    Y = planted.Y
+    Y_fit, Y_valid = validation_split(Y, 0.25, seed=0)
+    res = select.search("ocmf", Y, {"lam": [1.0]}, k=2, n_iter=2, validation=(Y_fit, Y_valid))
+    want = fp.evaluate(fp.ocmf.fit(Y_fit, 2, lam=1.0, n_iter=res.best_iter), Y_fit, Y_valid, k=10)
+    assert res.best_score == pytest.approx(want["ndcg@10"], rel=1e-12)
+    with pytest.raises(ValueError, match="do not add up to Y"):
+        select.search("ocmf", Y, {"lam": [1.0]}, k=2, validation=(Y_fit, Y_fit))
