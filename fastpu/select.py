@@ -31,20 +31,25 @@ import scipy.stats as stats
 
 from . import _validation as V
 from ._dataset import Dataset
+from .baselines import BASELINES
 from .metrics import METRICS, evaluate
 from .split import validation_split
 
-__all__ = ["SPACES", "SearchResult", "default_space", "search", "tune"]
+__all__ = ["NAMES", "SPACES", "SearchResult", "default_space", "search", "tune"]
 
 METHODS = ("ocmf", "fbgd", "csrr", "homf")
+#: Every name :func:`search` takes: the four methods and the baselines of :mod:`fastpu.baselines`.
+NAMES = METHODS + tuple(BASELINES)
 
 
 def _fit_function(method):
     if callable(method):
-        return method, getattr(method, "__module__", "callable").rsplit(".", 1)[-1]
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))} or a fit function, "
+        return method, getattr(method, "__name__", "callable")
+    if method not in NAMES:
+        raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
                          f"got {method!r}")
+    if method in BASELINES:
+        return BASELINES[method], method
     import importlib
 
     return importlib.import_module(f"fastpu.{method}").fit, method
@@ -73,6 +78,20 @@ SPACES: dict[str, dict[str, Any]] = {
     "homf": dict(
         fixed=dict(k=64, mode="dense", n_iter=10),
         space=dict(T=[1, 2, 4, 6, 8], lam=stats.loguniform(1e-4, 1.0), g=["exp", "linear", "step"]),
+    ),
+    # baselines (fastpu.baselines): WRMF through ocmf, and implicit's ALS and BPR
+    "wrmf": dict(
+        fixed=dict(k=64, n_iter=15),
+        space=dict(alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0)),
+    ),
+    "als": dict(
+        fixed=dict(k=64, n_iter=15),
+        space=dict(alpha=stats.loguniform(1.0, 100.0), regularization=stats.loguniform(1e-3, 10.0)),
+    ),
+    "bpr": dict(
+        fixed=dict(k=64, n_iter=100),
+        space=dict(learning_rate=stats.loguniform(1e-3, 0.1),
+                   regularization=stats.loguniform(1e-4, 0.1)),
     ),
 }
 
@@ -218,8 +237,9 @@ def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None,
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf"} or callable
-        The method, or any function ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the
+    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"} or callable
+        A method, a baseline of :mod:`fastpu.baselines` (``"als"``/``"bpr"`` need `implicit`),
+        or any function ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the
         fastpu calling convention (the callback receives ``info["model"]``).
     Y : scipy.sparse matrix, shape (m, n), or Dataset
         The training positives. Nothing else is seen: pass the training part of your split.
@@ -359,7 +379,7 @@ def default_space(method, Y=None, **fixed):
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf"}
+    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"}
     Y : scipy.sparse matrix, optional
         Needed where a range scales with the data (fBGD's ``alpha0`` with the number of items).
     **fixed
@@ -407,7 +427,7 @@ def tune(method, Y, *, budget=16, space=None, validation=0.2, metric="ndcg@10", 
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf"}
+    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"}
     Y : scipy.sparse matrix or Dataset
         Training positives only (the validation split is carved from it).
     budget : int

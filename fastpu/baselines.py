@@ -1,0 +1,237 @@
+"""Standard baselines in fastpu's calling convention, so they can be tuned and compared alike.
+
+- :func:`popularity` — every user ranks items by their training count;
+- :func:`wrmf` — WRMF / implicit ALS (Hu, Koren, Volinsky 2008) expressed through ocmf's square
+  loss with confidence weights: confidence c_ij = 1 + ``alpha`` · r_ij on the positives and 1 on
+  every other entry, target 1 on the positives and 0 elsewhere, λ(‖W‖² + ‖H‖²). This is
+  :func:`fastpu.ocmf.fit` with ``loss="square", rho=1, a_bar=0`` on the matrix ``1 + alpha·Y``:
+  ocmf's Full objective is then term for term the WRMF objective (tested). The `implicit`
+  package's ALS weights a positive by ``alpha · r`` instead of ``1 + alpha · r`` (its solver
+  adds ``(c − 1) y yᵀ`` per positive): on binary data implicit's ``alpha=a`` is ``wrmf``'s
+  ``alpha=a − 1``, and its ``regularization`` is ``lam``;
+- :func:`implicit_als`, :func:`implicit_bpr` — the `implicit` package's ALS and BPR (optional:
+  only when `implicit` is installed), wrapped as ``fit(Y, k, *, ...)`` functions that report
+  every iteration's model to the callback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _validation as V
+from . import ocmf
+from ._progress import Progress
+from ._threads import limit_threads
+from .metrics import popularity
+from .model import Factorization, accepts_dataset
+
+__all__ = ["BASELINES", "implicit_als", "implicit_bpr", "popularity", "wrmf", "wrmf_weights"]
+
+
+def wrmf_weights(Y, alpha):
+    """The confidence matrix 1 + alpha · r on the positives of ``Y`` (its stored values r).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix
+        Observed positives (values are counts, ratings or ones).
+    alpha : float
+        Confidence slope α >= 0.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Same pattern as ``Y``, values 1 + α r.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``Y`` is not a valid non-negative sparse matrix or ``alpha`` is not a finite number >= 0.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu.baselines import wrmf_weights
+    >>> wrmf_weights(sp.csr_array(np.array([[2.0, 0.0]])), 10.0).toarray()
+    array([[21.,  0.]])
+    """
+    Y = V.check_csr(Y, name="Y")
+    alpha = V.check_scalar(alpha, name="alpha", minimum=0.0)
+    C = Y.copy()
+    C.data = 1.0 + alpha * C.data
+    return C
+
+
+@accepts_dataset
+def wrmf(Y, k, *, alpha=10.0, lam=1.0, n_iter=15, seed=0, n_threads=None, callback=None,
+         verbose=False, **ocmf_params):
+    """WRMF / implicit ALS through ocmf's square loss with confidence weights.
+
+    Minimises Σ_ij c_ij (p_ij − w_i·h_j)² + λ(‖W‖² + ‖H‖²) with p_ij = 1 on the positives and 0
+    elsewhere, c_ij = 1 + α r_ij on the positives and 1 elsewhere (Hu, Koren, Volinsky 2008).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Observed positives; the stored values r_ij scale the confidence (ones for binary data).
+    k : int
+        Rank.
+    alpha : float
+        Confidence slope α (implicit's ``alpha``).
+    lam : float
+        Regularisation λ (implicit's ``regularization``).
+    n_iter, seed, n_threads, callback, verbose
+        As in :func:`fastpu.ocmf.fit`.
+    **ocmf_params
+        Further :func:`fastpu.ocmf.fit` arguments (``newton_steps``, ``cg_steps``, ``dtype``, ...).
+
+    Returns
+    -------
+    Factorization
+        ``method`` is ``"wrmf"``; ``params`` records ``alpha`` and ``lam``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`fastpu.ocmf.fit`, and for a loss, ``rho`` or ``a_bar`` that is not WRMF's.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(40, 30, rank=3, density=0.2, seed=0).Y
+    >>> fp.baselines.wrmf(Y, 4, alpha=5.0, n_iter=2).method
+    'wrmf'
+    """
+    for fixed in ("loss", "rho", "a_bar", "p", "q", "negatives"):
+        if fixed in ocmf_params:
+            raise ValueError(f"wrmf fixes {fixed}; use fastpu.ocmf.fit for other formulations")
+    model = ocmf.fit(wrmf_weights(Y, alpha), k, loss="square", rho=1.0, a_bar=0.0, lam=lam,
+                     n_iter=n_iter, seed=seed, n_threads=n_threads, callback=callback,
+                     verbose=verbose, **ocmf_params)
+    params = dict(model.params, alpha=float(alpha), lam=float(lam))
+    return Factorization(model.user_factors, model.item_factors, model.history, params, "wrmf",
+                         model.extras)
+
+
+def _implicit_model(kind):
+    try:
+        if kind == "als":
+            from implicit.cpu.als import AlternatingLeastSquares as cls
+        else:
+            from implicit.cpu.bpr import BayesianPersonalizedRanking as cls
+    except ImportError:
+        raise ImportError(f"the implicit {kind.upper()} baseline needs the `implicit` package: "
+                          "pip install implicit (or the fastpu[bench] extra)") from None
+    return cls
+
+
+def _implicit_fit(kind, Y, k, n_iter, seed, n_threads, callback, verbose, **kw):
+    cls = _implicit_model(kind)
+    Y = V.check_csr(Y, name="Y")
+    k = V.check_k(k)
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
+    seed = V.check_int(seed, name="seed", minimum=0)
+    callback = V.check_callback(callback)
+    progress = Progress(f"implicit-{kind}", verbose=verbose, callback=callback)
+    stop = []
+
+    def snapshot():
+        return Factorization(np.array(model.user_factors, dtype=np.float64),
+                             np.array(model.item_factors, dtype=np.float64), method=f"implicit_{kind}")
+
+    def report(it, elapsed, *extra):
+        # ALS passes its training loss (None unless asked to compute it), BPR its sample counts
+        loss = extra[0] if kind == "als" and extra[0] is not None else 0.0
+        if not stop and progress.step(it + 1, loss, model=snapshot):
+            stop.append(True)
+            raise StopIteration
+
+    # implicit's BLAS calls should run single-threaded next to its own threads (its authors' advice)
+    with limit_threads(None, blas=1):
+        model = cls(factors=k, iterations=n_iter, random_state=seed,
+                    num_threads=0 if n_threads is None else int(n_threads), dtype=np.float32, **kw)
+        try:
+            model.fit(sp.csr_matrix(Y, dtype=np.float32), show_progress=False, callback=report)
+        except StopIteration:
+            pass
+    out = snapshot()
+    return Factorization(out.user_factors, out.item_factors, progress.history,
+                         dict(k=k, n_iter=n_iter, seed=seed, **kw), f"implicit_{kind}")
+
+
+@accepts_dataset
+def implicit_als(Y, k, *, regularization=0.01, alpha=1.0, n_iter=15, seed=0, n_threads=None,
+                 callback=None, verbose=False):
+    """implicit's AlternatingLeastSquares (float32, conjugate gradient) as a fastpu fit.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Observed positives (implicit weights them by 1 + alpha · value).
+    k : int
+        Number of factors.
+    regularization, alpha : float
+        implicit's λ and confidence slope.
+    n_iter, seed, n_threads, callback, verbose
+        As every fastpu fit (``callback`` gets ``info["model"]``; the objective reported is 0:
+        implicit computes no loss unless asked to).
+
+    Returns
+    -------
+    Factorization
+
+    Raises
+    ------
+    ImportError
+        If `implicit` is not installed.
+    TypeError, ValueError
+        On bad input.
+
+    Examples
+    --------
+    ``fp.baselines.implicit_als(Y, 64, regularization=0.05, alpha=10.0)`` — with `implicit`
+    installed — returns a :class:`~fastpu.Factorization` that ``fp.evaluate`` and
+    ``fp.recommend`` take like any other.
+    """
+    return _implicit_fit("als", Y, k, n_iter, seed, n_threads, callback, verbose,
+                         regularization=float(regularization), alpha=float(alpha))
+
+
+@accepts_dataset
+def implicit_bpr(Y, k, *, learning_rate=0.01, regularization=0.01, n_iter=100, seed=0,
+                 n_threads=None, callback=None, verbose=False):
+    """implicit's BayesianPersonalizedRanking as a fastpu fit (see :func:`implicit_als`).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Observed positives.
+    k : int
+        Number of factors (implicit adds one item-bias column to its factors).
+    learning_rate, regularization : float
+        implicit's SGD step and λ.
+    n_iter, seed, n_threads, callback, verbose
+        As :func:`implicit_als`.
+
+    Returns
+    -------
+    Factorization
+
+    Raises
+    ------
+    ImportError
+        If `implicit` is not installed.
+    TypeError, ValueError
+        On bad input.
+
+    Examples
+    --------
+    ``fp.baselines.implicit_bpr(Y, 64, learning_rate=0.05)`` with `implicit` installed.
+    """
+    return _implicit_fit("bpr", Y, k, n_iter, seed, n_threads, callback, verbose,
+                         learning_rate=float(learning_rate), regularization=float(regularization))
+
+
+#: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
+BASELINES = {"wrmf": wrmf, "als": implicit_als, "bpr": implicit_bpr}
