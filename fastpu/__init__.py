@@ -18,7 +18,8 @@ import os as _os
 # it must be in place before the first parallel kernel runs in the process.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from . import apg, csrr, datasets, fbgd, homf, metrics, ocmf, prox, select, split, tron  # noqa: E402
+from . import (apg, baselines, compare, csrr, datasets, fbgd, homf, metrics, ocmf, prox,  # noqa: E402
+               select, split, tron)
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from .metrics import evaluate  # noqa: E402
 from .model import Factorization, recommend  # noqa: E402
@@ -28,6 +29,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Factorization",
     "apg",
+    "baselines",
+    "compare",
     "csrr",
     "datasets",
     "evaluate",

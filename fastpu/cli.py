@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import os
 import sys
 import time
@@ -193,6 +194,24 @@ def cmd_run(args):
     return 0
 
 
+def cmd_compare(args):
+    from .compare import compare
+
+    data, Y = _load_data(args.data, threshold=args.threshold)
+    res = compare(dataclasses.replace(data, Y=Y), args.methods, splits=args.splits,
+                  test_frac=args.test_frac, budget=args.budget, metric=args.metric, seed=args.seed,
+                  n_threads=args.threads, verbose=not args.quiet)
+    md = res.to_markdown()
+    print(md)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(md)
+        if args.plot:
+            res.plot(args.plot)
+        print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else ""))
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="fastpu", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -224,6 +243,24 @@ def build_parser():
     run.add_argument("--save", default=None, help="write the factors to this .npz file")
     common(run)
     run.set_defaults(func=cmd_run)
+
+    cmp_ = sub.add_parser("compare", help="tune every method on several splits and tabulate the test scores")
+    cmp_.add_argument("--data", default="ml-100k",
+                      help="data set name (" + ", ".join(DATASETS) + ") or a .csv / .npz path")
+    cmp_.add_argument("--methods", default="all",
+                      help="'all' or a comma-separated list of popularity, wrmf, als, bpr, " + ", ".join(METHODS))
+    cmp_.add_argument("--splits", type=int, default=5, help="random per-user splits (default 5)")
+    cmp_.add_argument("--budget", type=int, default=16, help="tuning trials per method and split (default 16)")
+    cmp_.add_argument("--metric", default="ndcg@10", help="validation metric tuning maximises (default ndcg@10)")
+    cmp_.add_argument("--test-frac", type=float, default=0.2, help="per-user test fraction (default 0.2)")
+    cmp_.add_argument("--threshold", type=float, default=None,
+                      help="positives are values >= threshold (default: every stored entry)")
+    cmp_.add_argument("--out", default=None, help="write the markdown table to this file")
+    cmp_.add_argument("--plot", default=None, help="with --out: also write a PNG bar chart here")
+    cmp_.add_argument("--seed", type=int, default=0, help="seed of the first split (default 0)")
+    cmp_.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
+    cmp_.add_argument("--quiet", action="store_true", help="no per-trial progress")
+    cmp_.set_defaults(func=cmd_compare)
     return parser
 
 

@@ -53,3 +53,21 @@ def test_bad_arguments_give_clear_messages(capsys):
         cli.main(["run", "--param", "novalue"])
     with pytest.raises(SystemExit, match="unknown method 'xyz'"):
         cli.main(["demo", "--methods", "xyz"])
+
+
+def test_compare_writes_a_table(tmp_path, capsys):
+    import fastpu.datasets as ds
+    from fastpu.cli import main
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "pairs.csv"
+    pairs = {(int(u), int(i)) for u, i in zip(rng.integers(0, 30, 400), rng.integers(0, 20, 400))}
+    path.write_text("".join(f"{u},{i}\n" for u, i in sorted(pairs)))
+    assert ds.read_csv(path).Y.shape == (30, 20)
+    out = tmp_path / "cmp.md"
+    code = main(["compare", "--data", str(path), "--methods", "popularity,wrmf", "--splits", "2",
+                 "--budget", "1", "--out", str(out), "--quiet"])
+    assert code == 0
+    text = out.read_text()
+    assert "| popularity |" in text or "| **popularity** |" in text
+    assert "wrmf" in text and "2 random per-user" in text

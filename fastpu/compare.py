@@ -1,0 +1,241 @@
+"""One comparison: every method tuned on the training part of several random splits, tested once.
+
+For each of ``splits`` per-user holdout splits of the data, every method is tuned with
+:func:`fastpu.select.tune` on the training part only (its own validation split is carved from
+that training part), refitted there with the winner, and evaluated once on the test part.
+The result reports each metric as mean ± standard deviation over the splits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from . import _validation as V
+from ._dataset import Dataset
+from .metrics import evaluate, popularity
+from .select import NAMES, tune
+from .split import holdout
+
+__all__ = ["COLUMNS", "CompareResult", "compare"]
+
+#: The columns of the comparison: (header, key of the per-split row).
+COLUMNS = (("P@5", "precision@5"), ("nDCG@10", "ndcg@10"), ("MAP@10", "map@10"), ("AUC", "auc"),
+           ("fit s", "fit_seconds"))
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareResult:
+    """Per-split results of :func:`compare`.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One per (split, method): ``label``, ``method``, ``split``, every metric of
+        :data:`COLUMNS`, ``best_params`` and ``best_iter`` of the tuning.
+    labels : list of str
+        The methods in the order they were given.
+    description : str
+        Data, splits, budget and metric, for the report's header.
+    """
+
+    rows: list
+    labels: list
+    description: str
+
+    def summary(self) -> dict:
+        """Mean and standard deviation of each metric per method.
+
+        Returns
+        -------
+        dict
+            ``{label: {key: (mean, std)}}`` over the splits (std with ddof=1; 0 for one split).
+        """
+        out = {}
+        for label in self.labels:
+            rows = [r for r in self.rows if r["label"] == label]
+            out[label] = {}
+            for _, key in COLUMNS:
+                vals = np.array([r[key] for r in rows], dtype=float)
+                sd = float(vals.std(ddof=1)) if vals.size > 1 else 0.0
+                out[label][key] = (float(vals.mean()), sd)
+        return out
+
+    def to_markdown(self) -> str:
+        """The summary as a markdown table (mean ± std over the splits), best nDCG@10 in bold.
+
+        Returns
+        -------
+        str
+        """
+        summ = self.summary()
+        best = max(self.labels, key=lambda lab: summ[lab]["ndcg@10"][0])
+        head = ["method", *(h for h, _ in COLUMNS)]
+        lines = [self.description, "", "| " + " | ".join(head) + " |", "|---" + "|---:" * len(COLUMNS) + "|"]
+        for label in self.labels:
+            cells = []
+            for h, key in COLUMNS:
+                mu, sd = summ[label][key]
+                cells.append(f"{mu:.1f} ± {sd:.1f}" if key == "fit_seconds" else f"{mu:.4f} ± {sd:.4f}")
+            name = f"**{label}**" if label == best else label
+            lines.append("| " + " | ".join([name, *cells]) + " |")
+        return "\n".join(lines) + "\n"
+
+    def plot(self, path):
+        """A bar chart of nDCG@10 and P@5 (mean ± std) per method, written to ``path``.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Output image (PNG).
+
+        Raises
+        ------
+        ImportError
+            If matplotlib is not installed.
+        """
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError("CompareResult.plot needs matplotlib: pip install matplotlib "
+                              "(or the fastpu[bench] extra)") from None
+        summ = self.summary()
+        x = np.arange(len(self.labels))
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(self.labels)), 3.4))
+        for off, (h, key) in zip((-0.2, 0.2), (("nDCG@10", "ndcg@10"), ("P@5", "precision@5"))):
+            mu = [summ[lab][key][0] for lab in self.labels]
+            sd = [summ[lab][key][1] for lab in self.labels]
+            ax.bar(x + off, mu, 0.4, yerr=sd, capsize=3, label=h)
+        ax.set_xticks(x, self.labels, rotation=30, ha="right")
+        ax.set_ylabel("test score (mean ± std over splits)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+
+
+def _entries(methods, params):
+    """(label, method, fixed kwargs) triples from names, tuples or "all"."""
+    if methods == "all":
+        methods = ("popularity", "wrmf", "ocmf", "fbgd", "csrr", "homf")
+    if isinstance(methods, str):
+        methods = tuple(m.strip() for m in methods.split(","))
+    out = []
+    for entry in methods:
+        if isinstance(entry, tuple):
+            if len(entry) != 3 or not isinstance(entry[2], dict):
+                raise ValueError(f"a method entry must be a name or (label, method, fixed kwargs), got {entry!r}")
+            label, method, fixed = entry
+        else:
+            label, method, fixed = entry, entry, {}
+        if method != "popularity" and method not in NAMES:
+            raise ValueError(f"unknown method {method!r}; expected 'popularity' or one of {', '.join(NAMES)}")
+        fixed = {**(params or {}).get(label, {}), **fixed}
+        out.append((label, method, fixed))
+    if not out:
+        raise ValueError("methods is empty; give at least one method")
+    labels = [lab for lab, _, _ in out]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"method labels must be unique, got {labels}")
+    return out
+
+
+def compare(Y, methods="all", *, splits=5, test_frac=0.2, budget=16, metric="ndcg@10", seed=0,
+            params=None, n_threads=None, verbose=False) -> CompareResult:
+    """Tune every method on the training part of each split and evaluate it once on the test part.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix or Dataset
+        All positives (binarise ratings first if they should not act as weights).
+    methods : "all", str or sequence
+        Names (``"popularity"`` and every name of :data:`fastpu.select.NAMES`; a comma-separated
+        string works too) or ``(label, method, fixed kwargs)`` triples, e.g.
+        ``("LR-wSQ", "ocmf", {"loss": "logistic"})``. ``"all"``: popularity, wrmf and the four
+        methods with their defaults.
+    splits : int
+        Number of random per-user holdout splits (seeds ``seed``, ``seed + 1``, ...).
+    test_frac : float
+        Fraction of each user's positives in the test part.
+    budget : int
+        Trials of :func:`fastpu.select.tune` per method and split.
+    metric : str
+        The validation metric tuning maximises.
+    seed : int
+        First split's seed.
+    params : dict, optional
+        ``{label: fixed kwargs}`` added to the entries (e.g. ``{"homf": {"mode": "exact"}}``).
+    n_threads : int, optional
+        Threads for the fits and the evaluation.
+    verbose : bool
+        Print one line per (split, method).
+
+    Returns
+    -------
+    CompareResult
+        ``.rows``, ``.summary()``, ``.to_markdown()``, ``.plot(path)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Unknown method, duplicate labels, ``splits``/``budget`` < 1, a test fraction outside
+        (0, 1), or as :func:`fastpu.select.tune`.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(80, 50, rank=3, density=0.15, seed=0).Y
+    >>> res = fp.compare.compare(Y, ["popularity", ("ocmf", "ocmf", {"k": 4, "n_iter": 3})],
+    ...                          splits=2, budget=2)
+    >>> sorted(res.summary())
+    ['ocmf', 'popularity']
+    """
+    entries = _entries(methods, params)
+    splits = V.check_int(splits, name="splits", minimum=1)
+    budget = V.check_int(budget, name="budget", minimum=1)
+    seed = V.check_int(seed, name="seed", minimum=0)
+    test_frac = V.check_scalar(test_frac, name="test_frac", minimum=0.0, maximum=1.0,
+                               strict_min=True, strict_max=True)
+    name = Y.name if isinstance(Y, Dataset) else "matrix"
+    Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
+    ks = (5, 10)
+    rows = []
+    for s in range(splits):
+        Y_train, Y_test = holdout(Y, test_frac=test_frac, seed=seed + s)
+        for label, method, fixed in entries:
+            t0 = time.perf_counter()
+            if method == "popularity":
+                model, best, best_iter = popularity(Y_train), {}, 0
+                fit_s = time.perf_counter() - t0
+            else:
+                res = tune(method, Y_train, budget=budget, metric=metric, seed=seed + s,
+                           n_threads=n_threads, **fixed)
+                model, best, best_iter = res.model, res.best_params, res.best_iter
+                fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")
+            scores = evaluate(model, Y_train, Y_test, k=ks, metrics=("precision", "ndcg", "map", "auc"),
+                              n_threads=n_threads)
+            row: dict[str, Any] = dict(label=label, method=method, split=s, fit_seconds=fit_s,
+                                       best_params=_plain(best), best_iter=best_iter,
+                                       tune_seconds=time.perf_counter() - t0)
+            row.update({key: scores[key] for _, key in COLUMNS if key in scores})
+            rows.append(row)
+            if verbose:
+                print(f"[compare] split {s + 1}/{splits}  {label:<16} P@5 {row['precision@5']:.4f}  "
+                      f"nDCG@10 {row['ndcg@10']:.4f}  ({row['tune_seconds']:.1f}s)", file=sys.stderr, flush=True)
+    desc = (f"{name}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} positives; {splits} random per-user "
+            f"{1 - test_frac:.0%}/{test_frac:.0%} splits (seeds {seed}..{seed + splits - 1}); every "
+            f"method tuned by fastpu.select.tune ({budget} trials, {metric} on a validation split of "
+            f"the training part), refitted on the training part, evaluated once on the test part.")
+    return CompareResult(rows=rows, labels=[lab for lab, _, _ in entries], description=desc)
+
+
+def _plain(params):
+    """Tuned parameters without arrays or matrices (graphs, features), for reports."""
+    return {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool, type(None)))}
+

@@ -1,0 +1,62 @@
+"""fastpu.compare: tuned on each split's training part, tested once on its test part."""
+
+import numpy as np
+import pytest
+
+import fastpu as fp
+from fastpu import compare as C
+from fastpu import select
+from fastpu.split import holdout
+
+
+@pytest.fixture(scope="module")
+def data():
+    return fp.datasets.synthetic(70, 45, rank=3, density=0.15, seed=2)
+
+
+@pytest.fixture(scope="module")
+def result(data):
+    return C.compare(data, ["popularity", ("SQ", "ocmf", {"k": 3, "n_iter": 2, "loss": "square"})],
+                     splits=2, budget=2, metric="ndcg@5", seed=4)
+
+
+def test_rows_follow_the_protocol(data, result):
+    assert [(r["split"], r["label"]) for r in result.rows] == \
+        [(0, "popularity"), (0, "SQ"), (1, "popularity"), (1, "SQ")]
+    # split 1's SQ row: tune on that split's training part only, evaluate once on its test part
+    Y_train, Y_test = holdout(data.Y, test_frac=0.2, seed=5)
+    res = select.tune("ocmf", Y_train, budget=2, metric="ndcg@5", seed=5, k=3, n_iter=2, loss="square")
+    want = fp.evaluate(res.model, Y_train, Y_test, k=(5, 10))
+    row = result.rows[3]
+    for key in ("precision@5", "ndcg@10", "map@10", "auc"):
+        assert row[key] == pytest.approx(want[key], rel=1e-12)
+    assert row["best_params"]["loss"] == "square" and row["best_iter"] == res.best_iter
+
+
+def test_summary_is_mean_and_std_over_splits(result):
+    summ = result.summary()
+    vals = [r["ndcg@10"] for r in result.rows if r["label"] == "SQ"]
+    assert summ["SQ"]["ndcg@10"] == pytest.approx((np.mean(vals), np.std(vals, ddof=1)))
+    md = result.to_markdown()
+    assert "| method | P@5 | nDCG@10 | MAP@10 | AUC | fit s |" in md and "popularity" in md
+    assert md.count("**") == 2                 # the best nDCG@10 is bold
+
+
+def test_plot_writes_a_png(result, tmp_path):
+    path = tmp_path / "cmp.png"
+    result.plot(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(methods=["nope"]), ValueError, "unknown method 'nope'"),
+    (dict(methods=[]), ValueError, "methods is empty"),
+    (dict(methods=["ocmf", "ocmf"]), ValueError, "labels must be unique"),
+    (dict(methods=[("a", "ocmf")]), ValueError, "a method entry must be"),
+    (dict(splits=0), ValueError, "splits must be >= 1"),
+    (dict(budget=0), ValueError, "budget must be >= 1"),
+    (dict(test_frac=0.0), ValueError, "test_frac must be >"),
+])
+def test_bad_input_is_named(data, kw, exc, match):
+    with pytest.raises(exc, match=match):
+        C.compare(data.Y, **{"methods": ["popularity"], **kw})
