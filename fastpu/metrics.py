@@ -20,8 +20,9 @@ from ._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
 from ._kernels.topk import topk_rows
 from ._threads import limit_threads
 from .model import Factorization, iter_score_blocks
+from ._cost_metrics import cost_sensitive  # noqa: F401  (CSRR paper, measures (2) and (3))
 
-__all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "METRICS"]
+__all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "cost_sensitive", "METRICS"]
 
 #: Metric names accepted by ``evaluate(metrics=...)``; all but "auc" are reported at each k.
 METRICS = ("precision", "recall", "f1", "ndcg", "map", "mrr", "auc")

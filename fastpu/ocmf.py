@@ -77,7 +77,7 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
     >>> Y = sp.csr_array(np.eye(3))
     >>> W = np.ones((3, 2)); H = np.ones((3, 2))
     >>> round(fp.ocmf.objective(Y, W, H, loss="square", rho=1.0, a_bar=0.0, lam=0.0), 6)
-    57.0
+    27.0
     """
     with limit_threads(n_threads):
         setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
@@ -86,7 +86,7 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
                             dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h)
         W = _check_factor(W, "W", setup.user.dim)
         H = _check_factor(H, "H", setup.item.dim, W.shape[1])
-        return _full_objective(setup, W, H)
+        return float(_full_objective(setup, W, H))
 
 
 @accepts_dataset
