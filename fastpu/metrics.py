@@ -16,11 +16,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
+from ._cost_metrics import cost_sensitive  # CSRR paper's measures (2) and (3), re-exported
 from ._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
 from ._kernels.topk import topk_rows
 from ._threads import limit_threads
 from .model import Factorization, iter_score_blocks
-from ._cost_metrics import cost_sensitive  # noqa: F401  (CSRR paper, measures (2) and (3))
 
 __all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "cost_sensitive", "METRICS"]
 

@@ -16,8 +16,7 @@ import naive_metrics as naive
 
 
 def _model_from_scores(S):
-    m, n = S.shape
-    return Factorization(np.eye(m), np.ascontiguousarray(S.T))
+    return Factorization(np.eye(S.shape[0]), np.ascontiguousarray(S.T))
 
 
 def _problem(seed, m, n, ties, overlap):
