@@ -58,12 +58,14 @@ class _Entries:
 
 @dataclasses.dataclass
 class _Side:
-    """One side of the model: features (None, CSR or dense), its transpose, graph Laplacian."""
+    """One side of the model: features (None, CSR or dense), its transpose, graph Laplacian,
+    and the side's regularisation weight (λ_w for the users' W, λ_h for the items' H)."""
 
     X: object
     XT: object
     L: object
     n_rows: int
+    lam: float = 0.0
 
     @property
     def dim(self):
@@ -99,9 +101,9 @@ class _Side:
         return out
 
 
-def _side(X, L, n_rows):
+def _side(X, L, n_rows, lam=0.0):
     XT = V.transpose_csr(X) if (X is not None and sp.issparse(X)) else None
-    return _Side(X, XT, L, n_rows)
+    return _Side(X, XT, L, n_rows, lam)
 
 
 @dataclasses.dataclass
@@ -125,7 +127,7 @@ def _resolve_abar(loss, a_bar):
 
 
 def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph,
-             negatives, neg_ratio, seed, dense_limit=None):
+             negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None):
     Y = V.check_csr(Y, name="Y")
     m, n = Y.shape
     V.check_choice(loss, name="loss", choices=LOSSES)
@@ -135,6 +137,8 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
     q = V.check_vector(q, name="q", size=n)
     abar = _resolve_abar(loss, a_bar)
     lam = V.check_scalar(lam, name="lam", minimum=0.0)
+    lam_w = lam if lam_w is None else V.check_scalar(lam_w, name="lam_w", minimum=0.0)
+    lam_h = lam if lam_h is None else V.check_scalar(lam_h, name="lam_h", minimum=0.0)
     lam_g = V.check_scalar(lam_graph, name="lam_graph", minimum=0.0)
     X = V.check_features(X, name="user_features", n_rows=m)
     Z = V.check_features(Z, name="item_features", n_rows=n, of="column")
@@ -169,8 +173,8 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
         weights[is_pos] = Y.data                    # same CSR order: positives in row-major order
         ent = _Entries(both.indptr, both.indices, labels, weights, np.zeros(both.nnz), (m, n))
         p_quad, q_quad = np.zeros(m), np.zeros(n)
-    return _Setup(kind, abar, lam, lam_g, ent, ent.transpose(), _side(X, Lu, m), _side(Z, Lv, n),
-                  p_quad, q_quad), Y
+    return _Setup(kind, abar, lam, lam_g, ent, ent.transpose(), _side(X, Lu, m, lam_w),
+                  _side(Z, Lv, n, lam_h), p_quad, q_quad), Y
 
 
 def _sample_negatives(Y, ratio, rng):
@@ -204,7 +208,9 @@ def _sample_negatives(Y, ratio, rng):
 # ----------------------------------------------------------------------------------------------
 
 class SubProblem:
-    """g(W) = L⁺(W) + L⁻(W) + λ(‖W‖² + λ_g tr(Bᵀ L B)) for fixed E (Algorithms 1–3).
+    """g(W) = L⁺(W) + L⁻(W) + λ_w(‖W‖² + λ_g tr(Bᵀ L B)) for fixed E (Algorithms 1–3).
+
+    λ_w is ``side.lam``: λ_w for the users' side, λ_h when the roles are swapped.
 
     ``fun``, ``grad`` and ``hessp`` act on ``w = vec(W)`` (row-major flattening of the
     d×k matrix W). ``grad`` fixes the curvature used by later ``hessp`` calls.
@@ -212,7 +218,7 @@ class SubProblem:
 
     def __init__(self, setup, entries, side, E, p_quad, q_quad):
         self.kind, self.abar = setup.kind, setup.abar
-        self.lam, self.lam_g = setup.lam, setup.lam_g
+        self.lam, self.lam_g = side.lam, setup.lam_g          # the side's λ (λ_w or λ_h)
         self.ent, self.side, self.E = entries, side, np.ascontiguousarray(E)
         self.p = p_quad
         self.k = E.shape[1]
@@ -384,7 +390,7 @@ def _side_reg(setup, side, W, B):
     if side.L is not None and setup.lam_g > 0:
         B = _f64(B)
         r += setup.lam_g * float(np.sum(B * side.lmul(B)))
-    return setup.lam * r
+    return side.lam * r
 
 
 def _full_objective(setup, W, H):
@@ -425,7 +431,7 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
         f_rows = np.empty(W.shape[0])
         local_max = max(16, LOCAL_ENTRIES // W.shape[1])
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
-                   entries.corr, setup.abar, E, M, kappa, p_quad, setup.lam,
+                   entries.corr, setup.abar, E, M, kappa, p_quad, side.lam,
                    W, nsteps, csteps, 1e-3, local_max, f_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
         return W, 0, float(f_rows.sum()) + const

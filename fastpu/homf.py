@@ -29,6 +29,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from . import _validation as V_
+from ._homf_graph import mixed_blocks
 from ._kernels import homf as _K
 from ._kernels.csr import csr_dense, weighted_gram
 from ._progress import Progress
@@ -54,11 +55,14 @@ def _apply_g(values, g, shift):
     return (values > 0).astype(np.float64)
 
 
-def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp"):
+def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp", *,
+                      g_user_graph=None, g_item_graph=None):
     """The row-normalised random-walk matrix of equation (3) over m users then n items.
 
-    ``G = [[α g(S_u), (1−α) g(R)], [(1−α) g(R)ᵀ, α g(S_i)]]`` and ``A = D⁻¹ G`` with
-    ``D`` the row sums of ``G`` (a node without edges keeps an all-zero row).  ``g``
+    ``G = [[α g₁(G_r), (1−α) g₂(R)], [(1−α) g₂(R)ᵀ, α g₃(G_c)]]`` and ``A = D⁻¹ G`` with
+    ``D`` the row sums of ``G`` (a node without edges keeps an all-zero row); G_r is
+    ``user_graph``, G_c is ``item_graph``, g₂ is ``g`` and g₁, g₃ are ``g_user_graph``,
+    ``g_item_graph`` (default: ``g``, one function for all three blocks).  Each function
     acts on the stored entries only: an entry that is not stored is no edge, whatever
     ``g(0)`` would be.  Without any side graph ``alpha`` is forced to 0.
 
@@ -74,10 +78,15 @@ def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp"):
     alpha : float in [0, 1]
         Weight of the side graphs; rating edges get ``1 - alpha``.
     g : {"exp", "linear", "step"}
-        Edge weight of a stored value x: ``exp(x)``, ``x`` (the paper's ``c·x``: any
-        ``c > 0`` cancels in the row normalisation), or ``1 if x > 0 else 0``.
-        ``exp`` is evaluated as ``exp(x − max x)``, which normalises to the same ``A``
-        without overflow.
+        g₂, the edge weight of a stored rating x: ``exp(x)``, ``x`` (the paper's ``c·x``:
+        any ``c > 0`` cancels in the row normalisation), or ``1 if x > 0 else 0``; also
+        g₁ and g₃ unless they are given.  ``exp`` is evaluated as ``exp(x − max x)``, which
+        normalises to the same ``A`` without overflow.  (When the blocks mix ``exp`` with
+        another function the shift is taken per row, which again leaves ``A`` unchanged.)
+    g_user_graph : {"exp", "linear", "step"}, optional
+        g₁, the edge weight of the user-user block α g₁(G_r) (default: ``g``).
+    g_item_graph : {"exp", "linear", "step"}, optional
+        g₃, the edge weight of the item-item block α g₃(G_c) (default: ``g``).
 
     Returns
     -------
@@ -91,7 +100,7 @@ def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp"):
     ValueError
         If a graph has the wrong shape, is not symmetric or has negative weights,
         ``R`` has non-finite values (or negative ones with ``g="linear"``),
-        ``alpha`` is outside [0, 1] or ``g`` is unknown.
+        ``alpha`` is outside [0, 1] or ``g``, ``g_user_graph`` or ``g_item_graph`` is unknown.
 
     Examples
     --------
@@ -104,8 +113,16 @@ def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp"):
            [0. , 0. , 0. , 1. ],
            [1. , 0. , 0. , 0. ],
            [0.5, 0.5, 0. , 0. ]])
+    >>> Gr = sp.csr_array(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    >>> A = fp.homf.transition_matrix(R, user_graph=Gr, alpha=0.5, g="linear", g_user_graph="step")
+    >>> A.toarray()[1]                          # (α·1, (1−α)·3) normalised
+    array([0.25, 0.  , 0.  , 0.75])
     """
     g = V_.check_choice(g, name="g", choices=_G_CHOICES)
+    g1 = g if g_user_graph is None else V_.check_choice(g_user_graph, name="g_user_graph",
+                                                        choices=_G_CHOICES)
+    g3 = g if g_item_graph is None else V_.check_choice(g_item_graph, name="g_item_graph",
+                                                        choices=_G_CHOICES)
     R = V_.check_csr(R, name="R", nonnegative=(g == "linear"))
     m, n = R.shape
     Su = V_.check_graph(user_graph, name="user_graph", n=m)
@@ -113,23 +130,34 @@ def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp"):
     alpha = V_.check_scalar(alpha, name="alpha", minimum=0.0, maximum=1.0)
     if Su is None and Si is None:
         alpha = 0.0
-    return _transition(R, Su, Si, alpha, g)
+    return _transition(R, Su, Si, alpha, g, g1, g3)
 
 
-def _transition(R, Su, Si, alpha, g):
+def _transition(R, Su, Si, alpha, g, g1=None, g3=None):
     m, n = R.shape
+    g1 = g if g1 is None else g1
+    g3 = g if g3 is None else g3
+    fns = {g} | {fn for S, fn in ((Su, g1), (Si, g3)) if S is not None and alpha > 0}
+    if len(fns) > 1 and "exp" in fns:
+        # Mixed blocks: exp(x − s) would not cancel against a linear or step weight, but a
+        # common factor per row does — every weight of row r is multiplied by exp(−s_r).
+        return _normalise(mixed_blocks(R, Su, Si, alpha, g, g1, g3), m, n)
     parts = [R.data] + [S.data for S in (Su, Si) if S is not None]
     shift = max((float(p.max()) for p in parts if p.size), default=0.0) if g == "exp" else 0.0
 
-    def weighted(M, w):
-        M = sp.csr_array((w * _apply_g(M.data, g, shift), M.indices, M.indptr), shape=M.shape)
+    def weighted(M, w, fn=g):
+        M = sp.csr_array((w * _apply_g(M.data, fn, shift), M.indices, M.indptr), shape=M.shape)
         return M
 
     blocks = [[None, weighted(R, 1.0 - alpha)], [weighted(R, 1.0 - alpha).T, None]]
     if Su is not None and alpha > 0:
-        blocks[0][0] = weighted(Su, alpha)
+        blocks[0][0] = weighted(Su, alpha, g1)
     if Si is not None and alpha > 0:
-        blocks[1][1] = weighted(Si, alpha)
+        blocks[1][1] = weighted(Si, alpha, g3)
+    return _normalise(blocks, m, n)
+
+
+def _normalise(blocks, m, n):
     if blocks[0][0] is None:
         blocks[0][0] = sp.csr_array((m, m))
     if blocks[1][1] is None:
@@ -138,7 +166,14 @@ def _transition(R, Su, Si, alpha, g):
     G.eliminate_zeros()
     deg = np.asarray(G.sum(axis=1)).ravel()
     inv = np.zeros_like(deg)
-    np.divide(1.0, deg, out=inv, where=deg > 0)
+    with np.errstate(over="ignore"):
+        np.divide(1.0, deg, out=inv, where=deg > 0)
+    if np.isinf(inv).any():
+        # a row whose weights are so small (subnormal) that 1/deg overflows: scale it up first
+        G = sp.csr_array(sp.diags_array(np.where(np.isinf(inv), 2.0**600, 1.0)) @ G)
+        deg = np.asarray(G.sum(axis=1)).ravel()
+        inv = np.zeros_like(deg)
+        np.divide(1.0, deg, out=inv, where=deg > 0)
     A = sp.csr_array(sp.diags_array(inv) @ G)
     return V_.check_csr(A, name="A")
 
@@ -470,7 +505,7 @@ def _dense_half(P, T, L, lam, first, buf):
 @accepts_dataset
 def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-3,
         n_iter=10, mode="exact", block_size=None, n_threads=None, seed=0,
-        callback=None, verbose=False):
+        callback=None, verbose=False, g_user_graph=None, g_item_graph=None):
     """Factor f_T(A) of the user-item(-side-graph) random walk: HOMF.
 
     Alternates V ← argmin and U ← argmin of objective (4).  Each is one ridge
@@ -491,7 +526,8 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
     user_graph, item_graph : sparse or dense, optional
         Symmetric non-negative side graphs (m×m, n×n).
     g : {"exp", "linear", "step"}
-        Edge weights from stored values (see :func:`transition_matrix`).
+        Edge weights from stored values (see :func:`transition_matrix`): the paper's g₂ of
+        the rating block, and g₁, g₃ of the side-graph blocks unless those are given.
     lam : float > 0
         Regularisation λ of objective (4).
     n_iter : int >= 1
@@ -514,6 +550,9 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
         iterate as a :class:`~fastpu.Factorization` (copies of ``U[:m]`` and ``V[m:]``).
     verbose : bool
         Print one line per iteration.
+    g_user_graph, g_item_graph : {"exp", "linear", "step"}, optional
+        The paper's g₁ (user-user block α g₁(G_r)) and g₃ (item-item block α g₃(G_c)) of
+        equation (3); ``None`` (default): ``g``.
 
     Returns
     -------
@@ -553,13 +592,16 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     callback = V_.check_callback(callback)
     rng = V_.check_seed(seed)
-    A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g)
+    A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
+                          g_user_graph=g_user_graph, g_item_graph=g_item_graph)
     m, n = Y.shape
     N = m + n
     params = dict(k=k, T=T, alpha=alpha if (user_graph is not None or item_graph is not None) else 0.0,
                   g=g, lam=lam, n_iter=n_iter, mode=mode, block_size=block_size,
                   n_threads=n_threads, seed=seed if not isinstance(seed, np.random.Generator) else None,
-                  user_graph=user_graph is not None, item_graph=item_graph is not None)
+                  user_graph=user_graph is not None, item_graph=item_graph is not None,
+                  g_user_graph=g if g_user_graph is None else g_user_graph,
+                  g_item_graph=g if g_item_graph is None else g_item_graph)
     U = rng.uniform(0.0, 1.0, size=(N, k))
     V = rng.uniform(0.0, 1.0, size=(N, k))
     At = V_.transpose_csr(A)

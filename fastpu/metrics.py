@@ -16,12 +16,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
+from ._cost_metrics import cost_sensitive  # CSRR paper's measures (2) and (3), re-exported
 from ._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
 from ._kernels.topk import topk_rows
 from ._threads import limit_threads
 from .model import Factorization, iter_score_blocks
 
-__all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "METRICS"]
+__all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "cost_sensitive", "METRICS"]
 
 #: Metric names accepted by ``evaluate(metrics=...)``; all but "auc" are reported at each k.
 METRICS = ("precision", "recall", "f1", "ndcg", "map", "mrr", "auc")

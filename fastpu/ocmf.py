@@ -4,9 +4,10 @@ Scores are s_ij = x_iᵀ W h_j, more generally b_i · e_j with B = XW and E = ZH
 (X = I or Z = I when a side has no features). The Full objective is
 
     f(W, H) = Σ_{Ω+} C_ij l(1, s_ij) + Σ_{(i,j) ∉ Ω+} p_i q_j (ā - s_ij)²
-              + λ (‖W‖² + λ_g tr(Bᵀ L_u B)) + λ (‖H‖² + λ_g tr(Eᵀ L_v E)),
+              + λ_w (‖W‖² + λ_g tr(Bᵀ L_u B)) + λ_h (‖H‖² + λ_g tr(Eᵀ L_v E)),
 
-where C_ij are the stored values of Y, L = D - S are graph Laplacians and the
+where C_ij are the stored values of Y, L = D - S are graph Laplacians (λ_w = λ_h = ``lam``
+unless ``lam_w`` / ``lam_h`` are given) and the
 unlabeled weight is p_i q_j (``rho`` times the given ``p`` and ``q``). It is
 minimised by alternating over W and H; each sub-problem costs
 O(nnz(X)k + |Ω+|k + nnz(L)k + mk² + dk) per function, gradient or
@@ -44,7 +45,7 @@ __all__ = ["fit", "objective", "nystrom_features", "NystromMap", "demo_configs",
 
 def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
               user_features=None, item_features=None, user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full",
-              neg_ratio=1.0, seed=0, dense_limit=None, n_threads=None):
+              neg_ratio=1.0, seed=0, dense_limit=None, n_threads=None, lam_w=None, lam_h=None):
     """The objective f(W, H) of equation (2), computed in O(|Ω+|k + (m+n)k² + nnz(X, Z, L)k).
 
     Parameters
@@ -55,6 +56,8 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
     H : array, shape (e, k) with ``item_features`` Z (n×e), else (n, k)
     loss, rho, p, q, a_bar, user_features, item_features, user_graph, item_graph, lam, lam_graph, negatives, neg_ratio, seed, dense_limit
         As in :func:`fit`.
+    lam_w, lam_h : float, optional
+        λ_w and λ_h of equation (2), as in :func:`fit` (``None``: ``lam``).
     n_threads : int, optional
         Threads for the kernels (restored afterwards).
 
@@ -74,16 +77,16 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
     >>> Y = sp.csr_array(np.eye(3))
     >>> W = np.ones((3, 2)); H = np.ones((3, 2))
     >>> round(fp.ocmf.objective(Y, W, H, loss="square", rho=1.0, a_bar=0.0, lam=0.0), 6)
-    57.0
+    27.0
     """
     with limit_threads(n_threads):
         setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
                             Z=item_features, user_graph=user_graph, item_graph=item_graph, lam=lam,
                             lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=seed,
-                            dense_limit=dense_limit)
+                            dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h)
         W = _check_factor(W, "W", setup.user.dim)
         H = _check_factor(H, "H", setup.item.dim, W.shape[1])
-        return _full_objective(setup, W, H)
+        return float(_full_objective(setup, W, H))
 
 
 @accepts_dataset
@@ -91,7 +94,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
         item_features=None, user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full", neg_ratio=1.0,
         solver="tron", n_iter=15, inner_iter=5, fast_path=True, newton_steps=None, cg_steps=None,
         init=None, init_scale=0.1, dense_limit=None, dtype="float64", seed=0, n_threads=None,
-        callback=None, verbose=False):
+        callback=None, verbose=False, lam_w=None, lam_h=None):
     """Fit one-class structured matrix factorization by alternating minimisation.
 
     Parameters
@@ -116,9 +119,9 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
     user_graph, item_graph : sparse or dense matrix, optional
         Symmetric non-negative similarities S; the regulariser uses L = D - S.
     lam : float
-        Regularisation λ (the same on both sides).
+        Regularisation λ shared by both sides: the default of ``lam_w`` and ``lam_h``.
     lam_graph : float
-        Graph weight λ_g (term λ λ_g tr(Bᵀ L B)).
+        Graph weight λ_g (terms λ_w λ_g tr(Bᵀ L_u B) and λ_h λ_g tr(Eᵀ L_v E)).
     negatives : {"full", "sampled", "full_logistic"}
         "full": every unlabeled entry, weighted square loss (the paper's Full approach, linear in
         |Ω+|). "sampled": the loss on Ω+ and ``neg_ratio``·|Ω+_i| unobserved items drawn uniformly
@@ -160,6 +163,10 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
         current iterate as a :class:`~fastpu.Factorization` (copies of the factors).
     verbose : bool
         Print one progress line per outer iteration.
+    lam_w, lam_h : float, optional
+        The paper's λ_w and λ_h of equation (2): separate regularisation weights of the
+        users' side W (with its graph term) and the items' side H. ``None`` (default): ``lam``,
+        which reproduces the shared-λ model exactly.
 
     Returns
     -------
@@ -206,8 +213,9 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
         setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
                             Z=item_features, user_graph=user_graph, item_graph=item_graph, lam=lam,
                             lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=rng,
-                            dense_limit=dense_limit)
+                            dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h)
         params["a_bar"] = setup.abar
+        params["lam_w"], params["lam_h"] = setup.user.lam, setup.item.lam
         square = setup.kind == SQUARE
         nsteps = V.check_int(newton_steps if newton_steps is not None else 1,
                              name="newton_steps", minimum=1)

@@ -20,8 +20,11 @@ def loss(kind, y, s):
 
 def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=None,
                    user_graph=None, item_graph=None, lam, lam_graph, negatives="full",
-                   neg_mask=None):
+                   neg_mask=None, lam_w=None, lam_h=None):
     """Equation (2) of Yu et al. with C_ij from (3), every entry visited explicitly.
+
+    Regulariser λ_w (‖W‖² + λ_g tr(Bᵀ L_u B)) + λ_h (‖H‖² + λ_g tr(Eᵀ L_v E)), where
+    λ_w, λ_h default to ``lam``.
 
     negatives="full": positives C_ij l(1, s_ij), every other entry p_i q_j (a - s_ij)^2.
     negatives="full_logistic": every other entry p_i q_j l(a, s_ij).
@@ -46,13 +49,16 @@ def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=
                 total += w * (a_bar - S[i, j]) ** 2
             elif negatives == "full_logistic" or (neg_mask is not None and neg_mask[i, j]):
                 total += w * loss(loss_name, a_bar, S[i, j])
-    reg = np.sum(W * W) + np.sum(H * H)
-    for G, F in ((user_graph, B), (item_graph, E)):
+    lam_w = lam if lam_w is None else lam_w
+    lam_h = lam if lam_h is None else lam_h
+    for lam_side, F, G, M in ((lam_w, W, user_graph, B), (lam_h, H, item_graph, E)):
+        reg = np.sum(F * F)
         if G is not None and lam_graph > 0:
             Sg = dense(G)
             Lg = np.diag(Sg.sum(axis=1)) - Sg
-            reg += lam_graph * np.trace(F.T @ Lg @ F)
-    return total + lam * reg
+            reg += lam_graph * np.trace(M.T @ Lg @ M)
+        total += lam_side * reg
+    return total
 
 
 def num_grad(f, x, h=1e-6):

@@ -77,26 +77,36 @@ def bilinear_loss_grads(P, Q, V, A, variant, alpha):
     return G @ Q, G.T @ P
 
 
-def algorithm2(A, P, Q, variant, alpha, lam1, lam2, n_iter, eta=None):
-    """Algorithm 2 densely with one P pass, one Q pass, then V per outer iteration.
+def algorithm2(A, P, Q, variant, alpha, lam1, lam2, n_iter, eta=None, max_inner=1, tol=0.0):
+    """Algorithm 2 densely: P, Q passes ("repeat … until convergence"), then V, per outer iteration.
 
     Steps: given ``eta`` everywhere, else 1/(c λmax(QᵀQ)), 1/(c λmax(PᵀP)) and 1/c (a
-    vanishing Gram matrix gets the step 1e12: the block's loss is then flat).
+    vanishing Gram matrix gets the step 1e12: the block's loss is then flat). The inner loop
+    makes at most ``max_inner`` passes and stops after the first pass whose objective changed
+    by at most ``tol`` · max(1, |previous objective|); ``inner`` records the passes made.
     """
     c = max(alpha, 1.0) if variant == "I" else 1.0
     hi = 1.0 / np.sqrt(P.shape[1])
     V = np.zeros(A.shape)
     out = []
+    f_prev = bilinear_objective(P, Q, V, A, variant, alpha, lam1, lam2)
     for _ in range(n_iter):
-        eP = eta if eta is not None else 1.0 / max(c * np.linalg.eigvalsh(Q.T @ Q)[-1], 1e-12)
-        gP, _ = bilinear_loss_grads(P, Q, V, A, variant, alpha)
-        P = np.clip((P - eP * gP) / (1 + eP * lam1), 0.0, hi)                 # (22), (23)
-        eQ = eta if eta is not None else 1.0 / max(c * np.linalg.eigvalsh(P.T @ P)[-1], 1e-12)
-        _, gQ = bilinear_loss_grads(P, Q, V, A, variant, alpha)
-        Q = np.clip((Q - eQ * gQ) / (1 + eQ * lam1), 0.0, hi)
+        f_inner = f_prev
+        for inner in range(1, max_inner + 1):
+            eP = eta if eta is not None else 1.0 / max(c * np.linalg.eigvalsh(Q.T @ Q)[-1], 1e-12)
+            gP, _ = bilinear_loss_grads(P, Q, V, A, variant, alpha)
+            P = np.clip((P - eP * gP) / (1 + eP * lam1), 0.0, hi)             # (22), (23)
+            eQ = eta if eta is not None else 1.0 / max(c * np.linalg.eigvalsh(P.T @ P)[-1], 1e-12)
+            _, gQ = bilinear_loss_grads(P, Q, V, A, variant, alpha)
+            Q = np.clip((Q - eQ * gQ) / (1 + eQ * lam1), 0.0, hi)
+            f_new = bilinear_objective(P, Q, V, A, variant, alpha, lam1, lam2)
+            converged = abs(f_inner - f_new) <= tol * max(1.0, abs(f_inner))
+            f_inner = f_new
+            if converged:
+                break
         eV = eta if eta is not None else 1.0 / c
         G = grad(P @ Q.T + V, A, variant, alpha)
         V = np.clip(soft(V - eV * G, eV * lam2), 0.0, 1.0)                  # (17) with V's box
-        out.append(dict(P=P.copy(), Q=Q.copy(), V=V.copy(),
-                        objective=bilinear_objective(P, Q, V, A, variant, alpha, lam1, lam2)))
+        f_prev = bilinear_objective(P, Q, V, A, variant, alpha, lam1, lam2)
+        out.append(dict(P=P.copy(), Q=Q.copy(), V=V.copy(), objective=f_prev, inner=inner))
     return out

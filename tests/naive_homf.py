@@ -6,11 +6,17 @@ Everything here forms the full (m+n)×(m+n) matrices: small problems only.
 import numpy as np
 
 
-def graph(R, mask_R, g, alpha, Su=None, Si=None):
-    """Equation (3) as a dense matrix; ``mask_R`` marks the stored entries of R."""
-    m, n = R.shape
+def graph(R, mask_R, g, alpha, Su=None, Si=None, g1=None, g3=None):
+    """Equation (3) as a dense matrix; ``mask_R`` marks the stored entries of R.
 
-    def gw(M, mask):
+    G = [[α g₁(G_r), (1−α) g₂(R)], [(1−α) g₂(R)ᵀ, α g₃(G_c)]] with g₂ = ``g`` and g₁, g₃
+    defaulting to ``g``; exp is taken literally (small values only).
+    """
+    m, n = R.shape
+    g1 = g if g1 is None else g1
+    g3 = g if g3 is None else g3
+
+    def gw(M, mask, g=g):
         if g == "exp":
             W = np.exp(M)
         elif g == "linear":
@@ -25,9 +31,9 @@ def graph(R, mask_R, g, alpha, Su=None, Si=None):
     G[:m, m:] = (1 - alpha) * gw(R, mask_R)
     G[m:, :m] = G[:m, m:].T
     if Su is not None:
-        G[:m, :m] = alpha * gw(Su, Su != 0)
+        G[:m, :m] = alpha * gw(Su, Su != 0, g1)
     if Si is not None:
-        G[m:, m:] = alpha * gw(Si, Si != 0)
+        G[m:, m:] = alpha * gw(Si, Si != 0, g3)
     return G
 
 

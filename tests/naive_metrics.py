@@ -97,3 +97,31 @@ def auc_against(scores_row, pos, neg):
         vals.append(np.mean([1.0 if scores_row[p] > scores_row[q] else
                              (0.5 if scores_row[p] == scores_row[q] else 0.0) for q in neg]))
     return float(np.mean(vals))
+
+
+def cost_sensitive(S, train, test, q, mu_p, c_p, users=None):
+    """Equations (2) and (3) of Yang et al. by visiting every (user, item) pair.
+
+    Candidates: not a training positive. Positive: a test entry that is not a training one.
+    Predicted positive: score > q. Returns the same keys as fastpu.metrics.cost_sensitive.
+    """
+    users = range(S.shape[0]) if users is None else sorted(set(users))
+    T_p = T_n = M_p = M_n = 0
+    for u in users:
+        for j in range(S.shape[1]):
+            if train[u, j]:
+                continue
+            predicted = S[u, j] > q
+            if test[u, j]:
+                T_p += 1
+                M_p += 0 if predicted else 1
+            else:
+                T_n += 1
+                M_n += 1 if predicted else 0
+    recall = (T_p - M_p) / T_p
+    specificity = (T_n - M_n) / T_n if T_n else float("nan")
+    cost = c_p * M_p + (1 - c_p) * M_n
+    return {"weighted_sum": mu_p * recall + (1 - mu_p) * specificity, "weighted_cost": cost,
+            "weighted_cost_rate": cost / (T_p + T_n), "recall": recall, "specificity": specificity,
+            "false_negatives": M_p, "false_positives": M_n, "n_positives": T_p, "n_negatives": T_n,
+            "n_users": len(list(users))}

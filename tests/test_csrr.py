@@ -250,6 +250,41 @@ def test_algorithm2_matches_dense_step_for_step(seed, shape, k, loss, alpha, lam
     np.testing.assert_allclose(model.scores(), ref[-1]["P"] @ ref[-1]["Q"].T + ref[-1]["V"], atol=1e-10)
 
 
+@given(seeds, st.tuples(st.integers(2, 6), st.integers(2, 6)), st.integers(1, 3), variants,
+       st.sampled_from([None, 4]), st.sampled_from([1e-2, 1e-4]))
+def test_algorithm2_inner_loop_matches_dense_repeat_until_convergence(seed, shape, k, loss, n_inner, tol):
+    """n_inner=None is the paper's rule (until the relative change is at most inner_tol, capped)."""
+    Y, A = _pu(seed, *shape)
+    model = csrr.fit(Y, variant="e", k=k, loss=loss, alpha=2.0, lam1=0.3, lam2=0.05, n_iter=3,
+                     seed=seed, n_inner=n_inner, inner_tol=tol)
+    rng = np.random.default_rng(seed)
+    P0 = rng.uniform(0, 1 / np.sqrt(k), size=(shape[0], k))
+    Q0 = rng.uniform(0, 1 / np.sqrt(k), size=(shape[1], k))
+    cap = csrr.INNER_CAP if n_inner is None else n_inner
+    ref = naive.algorithm2(A, P0, Q0, loss, 2.0, 0.3, 0.05, 3, max_inner=cap, tol=tol)
+    assert [h["inner"] for h in model.history] == [r["inner"] for r in ref]
+    np.testing.assert_allclose([h["objective"] for h in model.history],
+                               [r["objective"] for r in ref], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(model.P, ref[-1]["P"], atol=1e-10)
+    np.testing.assert_allclose(model.Q, ref[-1]["Q"], atol=1e-10)
+
+
+def test_inner_loop_until_convergence_takes_more_passes_and_descends():
+    Y, _ = _pu(11, 60, 45, density=0.1)
+    one = csrr.fit(Y, variant="e", k=4, n_iter=5, seed=0)
+    conv = csrr.fit(Y, variant="e", k=4, n_iter=5, seed=0, n_inner=None, inner_tol=1e-6)
+    assert [h["inner"] for h in one.history] == [1] * 5
+    assert conv.history[0]["inner"] > 1
+    assert all(h["inner"] <= csrr.INNER_CAP for h in conv.history)
+    obj = np.array([h["objective"] for h in conv.history])
+    assert np.all(np.diff(obj) <= 1e-9 * np.abs(obj[:-1]))
+    assert conv.params["n_inner"] is None
+    # the default is one pass, exactly as n_inner=1
+    same = csrr.fit(Y, variant="e", k=4, n_iter=5, seed=0, n_inner=1, inner_tol=0.5)
+    np.testing.assert_array_equal(one.P, same.P)
+    np.testing.assert_array_equal(one.V.toarray(), same.V.toarray())
+
+
 def test_algorithm2_objective_non_increasing_and_box():
     Y, _ = _pu(9, 60, 45, density=0.1)
     for loss in ("I", "II"):
@@ -334,6 +369,8 @@ def test_messages():
         csrr.fit(Y, variant="I", svd_method="qr")
     with pytest.raises(ValueError, match="n_inner must be >= 1, got 0"):
         csrr.fit(Y, n_inner=0)
+    with pytest.raises(TypeError, match="n_inner must be an integer"):
+        csrr.fit(Y, n_inner=2.5)
     with pytest.raises(TypeError, match="callback must be callable or None, got str"):
         csrr.fit(Y, callback="x")
     with pytest.raises(ValueError, match="Y has 1 negative stored values"):

@@ -60,6 +60,58 @@ def test_transition_matrix_equals_dense_equation_3(m, n, density, seed, g, alpha
     assert np.all((np.abs(rows - 1) < 1e-12) | (rows == 0))
 
 
+_GS = st.sampled_from(["exp", "linear", "step"])
+
+
+@given(m=sizes, n=sizes, density=densities, seed=seeds, g=_GS, g1=_GS, g3=_GS,
+       alpha=st.floats(0.0, 1.0), which=st.sampled_from(["user", "item", "both"]),
+       scale=st.sampled_from([1.0, 30.0]))
+def test_block_functions_g1_g2_g3_equal_dense_equation_3(m, n, density, seed, g, g1, g3, alpha,
+                                                          which, scale):
+    """Each block of (3) with its own function: α g₁(G_r), (1−α) g₂(R), α g₃(G_c)."""
+    R, Rd, mask, Su, Si = _problem(m, n, density, seed, graphs=True)
+    R = R * scale                       # larger values exercise the per-row exp shift
+    Rd, Su, Si = Rd * scale, Su * scale, Si * scale
+    Su = Su if which in ("user", "both") else None
+    Si = Si if which in ("item", "both") else None
+    A = homf.transition_matrix(R, user_graph=Su, item_graph=Si, alpha=alpha, g=g,
+                               g_user_graph=g1, g_item_graph=g3)
+    ref = nh.row_normalise(nh.graph(Rd, mask, g, alpha, Su=Su, Si=Si, g1=g1, g3=g3))
+    np.testing.assert_allclose(A.toarray(), ref, rtol=1e-11, atol=1e-15)
+
+
+@pytest.mark.parametrize("g", ["exp", "linear", "step"])
+def test_g_alone_still_gives_the_same_A(g):
+    R, _, _, Su, Si = _problem(6, 5, 0.5, 3, graphs=True)
+    A = homf.transition_matrix(R, user_graph=Su, item_graph=Si, alpha=0.4, g=g)
+    B = homf.transition_matrix(R, user_graph=Su, item_graph=Si, alpha=0.4, g=g,
+                               g_user_graph=g, g_item_graph=g)
+    C = homf.transition_matrix(R, Su, Si, 0.4, g, g_user_graph=None, g_item_graph=None)
+    for other in (B, C):
+        np.testing.assert_array_equal(A.indptr, other.indptr)
+        np.testing.assert_array_equal(A.indices, other.indices)
+        np.testing.assert_array_equal(A.data, other.data)
+    a = homf.fit(R, 2, T=2, n_iter=2, user_graph=Su, alpha=0.4, g=g, mode="dense")
+    b = homf.fit(R, 2, T=2, n_iter=2, user_graph=Su, alpha=0.4, g=g, mode="dense",
+                 g_user_graph=g, g_item_graph=g)
+    np.testing.assert_array_equal(a.user_factors, b.user_factors)
+    assert (a.params["g_user_graph"], a.params["g_item_graph"]) == (g, g)
+
+
+def test_mixed_exp_and_linear_blocks_do_not_overflow():
+    # R through exp at 800 (the shift), the user graph linear: row 0 mixes both kinds
+    R = sp.csr_array(np.array([[800.0, 801.0], [0.0, 2.0]]))
+    Su = np.array([[0.0, 3.0], [3.0, 0.0]])
+    A = homf.transition_matrix(R, user_graph=Su, alpha=0.5, g="exp", g_user_graph="linear").toarray()
+    assert np.all(np.isfinite(A))
+    np.testing.assert_allclose(A[0, 2:], [1 / (1 + np.e), np.e / (1 + np.e)], rtol=1e-12)
+    assert A[0, 1] < 1e-300                                     # 3 against e^800: no weight
+    d1 = 0.5 * 3.0 + 0.5 * np.exp(2.0)                          # row 1: linear 3 and exp(2)
+    np.testing.assert_allclose(A[1], [0.5 * 3.0 / d1, 0.0, 0.0, 0.5 * np.exp(2.0) / d1], rtol=1e-12)
+    fit = homf.fit(R, 1, T=2, n_iter=1, user_graph=Su, alpha=0.5, g_user_graph="linear", mode="dense")
+    np.testing.assert_array_equal(fit.extras["A"].toarray(), A)
+
+
 def test_g_acts_on_stored_entries_only():
     # a stored 0 is an edge of weight exp(0) = 1; an absent entry is no edge
     R = sp.csr_array(sp.coo_array(([0.0, 1.0], ([0, 0], [0, 1])), shape=(2, 2)))
@@ -294,6 +346,9 @@ A0 = homf.transition_matrix(R0)
     (lambda: homf.transition_matrix(np.ones((2, 2))), TypeError, "R must be a scipy.sparse"),
     (lambda: homf.transition_matrix(R0, g="cubic"), ValueError, "unknown g 'cubic'; expected one of"),
     (lambda: homf.transition_matrix(R0, alpha=1.5), ValueError, "alpha must be <= 1.0, got 1.5"),
+    (lambda: homf.transition_matrix(R0, g_user_graph="cubic"), ValueError,
+     "unknown g_user_graph 'cubic'; expected one of"),
+    (lambda: homf.fit(R0, 1, g_item_graph="log"), ValueError, "unknown g_item_graph 'log'; expected one of"),
     (lambda: homf.transition_matrix(R0, alpha="a"), TypeError, "alpha must be a real number"),
     (lambda: homf.transition_matrix(sp.csr_array(np.array([[-1.0, 1.0]])), g="linear"),
      ValueError, "R has 1 negative stored values"),

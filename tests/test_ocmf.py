@@ -22,6 +22,10 @@ def problems(draw, negatives=("full", "full_logistic")):
     kw = dict(loss_name=draw(st.sampled_from(ocmf.LOSSES)), rho=draw(st.sampled_from([0.05, 0.5, 1.0])),
               a_bar=draw(st.sampled_from([0.0, -1.0, 0.3])), lam=draw(st.sampled_from([0.0, 0.7])),
               lam_graph=draw(st.sampled_from([0.0, 1.3])), negatives=draw(st.sampled_from(negatives)))
+    for side in ("lam_w", "lam_h"):              # the paper's separate λ_w, λ_h (None: lam)
+        value = draw(st.sampled_from([None, 0.0, 0.4, 2.5]))
+        if value is not None:
+            kw[side] = value
     if draw(st.booleans()):
         kw["p"] = rng.uniform(0.2, 1.0, m)
     if draw(st.booleans()):
@@ -91,7 +95,7 @@ def _subproblems(Y, W, H, kw):
                              a_bar=kw["a_bar"], X=kw.get("X"), Z=kw.get("Z"),
                              user_graph=kw.get("user_graph"), item_graph=kw.get("item_graph"),
                              lam=kw["lam"], lam_graph=kw["lam_graph"], negatives=kw["negatives"],
-                             neg_ratio=1.0, seed=0)
+                             neg_ratio=1.0, seed=0, lam_w=kw.get("lam_w"), lam_h=kw.get("lam_h"))
     E = setup.item.mul(H)
     B = setup.user.mul(W)
     pu = ocmf.SubProblem(setup, setup.entries, setup.user, E, setup.p_quad, setup.q_quad)
@@ -150,6 +154,93 @@ def test_line_search_function_equals_objective(case, seed):
     phi = prob.line(w, dw)
     for a in (0.0, 0.3, 1.0):
         assert phi(a) == pytest.approx(prob.fun(w + a * dw), rel=1e-10, abs=1e-10)
+
+
+# ---- λ_w, λ_h: the paper's separate regularisation of the two sides ---------------------------
+
+def _coupled_case(seed=5):
+    """A problem with features on the users and a graph on each side (every λ term active)."""
+    rng = np.random.default_rng(seed)
+    Y = sp.random(6, 5, density=0.4, random_state=seed, format="csr")
+    Su = sp.random(6, 6, density=0.5, random_state=seed + 1)
+    Sv = sp.random(5, 5, density=0.5, random_state=seed + 2)
+    kw = dict(loss_name="logistic", rho=0.3, a_bar=-1.0, lam=0.7, lam_graph=1.3, negatives="full",
+              X=rng.normal(size=(6, 4)), user_graph=Su + Su.T, item_graph=Sv + Sv.T,
+              lam_w=0.2, lam_h=3.0)
+    return Y, rng.normal(size=(4, 3)), rng.normal(size=(5, 3)), kw
+
+
+def test_lam_w_lam_h_objective_equals_dense_reference():
+    Y, W, H, kw = _coupled_case()
+    got = ocmf.objective(Y, W, H, **fp_kw(kw))
+    assert got == pytest.approx(naive.ocmf_objective(Y, W, H, **kw), rel=1e-10)
+    # each λ weighs only its own side: the two sides' regularisers differ by the expected amounts
+    base = dict(kw, lam_w=0.0, lam_h=0.0)
+    reg_w = ocmf.objective(Y, W, H, **fp_kw(dict(base, lam_w=1.0))) - ocmf.objective(Y, W, H, **fp_kw(base))
+    B = kw["X"] @ W
+    Su = kw["user_graph"].toarray()
+    assert reg_w == pytest.approx(np.sum(W * W) + 1.3 * np.trace(B.T @ (np.diag(Su.sum(1)) - Su) @ B),
+                                  rel=1e-10)
+
+
+def test_lam_w_lam_h_gradients_match_finite_differences():
+    Y, W, H, kw = _coupled_case()
+    for prob, x in zip(_subproblems(Y, W, H, kw), (W, H)):
+        x = x.ravel()
+        fd = naive.num_grad(prob.fun, x, h=1e-6)
+        np.testing.assert_allclose(prob.grad(x), fd, rtol=1e-6, atol=1e-6 * (1 + np.abs(fd).max()))
+        s = np.random.default_rng(0).normal(size=x.size)
+        prob.fun(x)
+        prob.grad(x)
+        fd_h = (prob.grad(x + 1e-6 * s) - prob.grad(x - 1e-6 * s)) / 2e-6
+        prob.fun(x)
+        prob.grad(x)
+        np.testing.assert_allclose(prob.hessp(s), fd_h, rtol=1e-5, atol=1e-5 * (1 + np.abs(fd_h).max()))
+    # the sub-problems' regularisers use their own side's λ
+    pu, pv = _subproblems(Y, W, H, kw)
+    assert (pu.lam, pv.lam) == (0.2, 3.0)
+
+
+@pytest.mark.parametrize("kw", [dict(loss="logistic", rho=0.1),
+                                dict(loss="square", rho=0.1, fast_path=False),
+                                dict(loss="logistic", rho=0.1, features=True, graph=True, lam_graph=0.5)])
+def test_lam_alone_gives_the_same_model_as_before(kw):
+    Y = _data(6)
+    kw = dict(kw)
+    rng = np.random.default_rng(1)
+    if kw.pop("features", False):
+        kw["user_features"] = rng.normal(size=(Y.shape[0], 5))
+    if kw.pop("graph", False):
+        S = sp.random(Y.shape[1], Y.shape[1], density=0.1, random_state=3)
+        kw["item_graph"] = S + S.T
+    a = ocmf.fit(Y, 3, n_iter=4, lam=0.5, **kw)
+    b = ocmf.fit(Y, 3, n_iter=4, lam=0.5, lam_w=None, lam_h=None, **kw)
+    c = ocmf.fit(Y, 3, n_iter=4, lam=9.0, lam_w=0.5, lam_h=0.5, **kw)      # lam is only a default
+    for other in (b, c):
+        np.testing.assert_array_equal(a.user_factors, other.user_factors)
+        np.testing.assert_array_equal(a.item_factors, other.item_factors)
+        assert [h["objective"] for h in a.history] == [h["objective"] for h in other.history]
+    assert (a.params["lam_w"], a.params["lam_h"]) == (0.5, 0.5)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_fit_with_lam_w_lam_h_records_the_split_objective(fast_path):
+    Y = _data(7)
+    kw = dict(loss="logistic", rho=0.1, lam=1.0, lam_w=0.05, lam_h=4.0)
+    model = ocmf.fit(Y, 3, n_iter=5, fast_path=fast_path, **kw)
+    obj = np.array([h["objective"] for h in model.history])
+    assert np.all(np.diff(obj) <= 1e-9 * abs(obj[0]))
+    assert obj[-1] == pytest.approx(ocmf.objective(Y, model.W, model.H, **kw), rel=1e-10)
+    # a heavier λ_h shrinks the item factors more than the user factors
+    assert np.linalg.norm(model.H) < np.linalg.norm(model.W)
+
+
+def test_fast_path_and_tron_agree_with_lam_w_lam_h():
+    Y = _data(3)
+    kw = dict(loss="square", rho=0.2, lam_w=0.1, lam_h=2.0, n_iter=8)
+    a = ocmf.fit(Y, 3, newton_steps=6, cg_steps=3, **kw)
+    b = ocmf.fit(Y, 3, fast_path=False, inner_iter=20, **kw)
+    assert a.history[-1]["objective"] == pytest.approx(b.history[-1]["objective"], rel=1e-3)
 
 
 def _data(seed=0, m=40, n=30):
@@ -317,6 +408,8 @@ Y0 = sp.csr_array(np.array([[1.0, 0, 1], [0, 1, 0]]))
     (dict(q=-np.ones(3)), ValueError, "q must be non-negative"),
     (dict(rho=-1.0), ValueError, "rho must be >= 0"),
     (dict(lam=float("nan")), ValueError, "lam must be finite"),
+    (dict(lam_w=-0.5), ValueError, "lam_w must be >= 0"),
+    (dict(lam_h="big"), TypeError, "lam_h must be a real number"),
     (dict(neg_ratio=0.0, negatives="sampled"), ValueError, "neg_ratio must be > 0"),
     (dict(init=(np.ones((2, 2)), np.ones((2, 2)))), ValueError, r"init\[1\] \(H0\) has shape 2×2, expected 3×2"),
     (dict(init=np.ones(3)), TypeError, "init must be a tuple"),
