@@ -417,9 +417,9 @@ def load(path):
         got = sorted(fields) if isinstance(fields, dict) else fields
         raise dec.bad(f"a {header['class']} has fields {sorted(want)}, the file has {got}")
     values = {name: dec.value(v) for name, v in fields.items()}
+    _check_model(values, header["class"], dec)
     if dec.used != set(arrays):
         raise dec.bad(f"arrays {sorted(set(arrays) - dec.used)[:5]} are not used by the model")
-    _check_model(values, header["class"], dec)
     return cls(**values)
 
 
