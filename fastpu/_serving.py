@@ -108,6 +108,8 @@ def _positions(model, values, *, side, name, ids):
     """Row (user) or column (item) numbers from ids or numbers; ``None`` stays ``None``."""
     if values is None:
         return None
+    if isinstance(values, (list, tuple)) and len(values) == 0:
+        return np.empty(0, dtype=np.int64)           # [] is float64 to numpy, but means none
     size = model.shape[0 if side == "user" else 1]
     if ids:
         return lookup(_ids_of(model, side), values, name=name, what=side)
