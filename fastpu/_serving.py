@@ -7,6 +7,7 @@ ever allocated; every result has at most ``min(n, number of candidates)`` column
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -18,6 +19,10 @@ from ._kernels.topk import topk_candidates
 from .model import Factorization, _block_size, iter_score_blocks
 
 __all__ = ["recommend", "similar_items", "similar_users"]
+
+# Up to this many ids are looked up by one scan each; more by one sort of the model's ids.
+_SCAN_LIMIT = 16
+_BASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Factorization))
 
 
 # ----------------------------------------------------------------------------- checks
@@ -36,6 +41,21 @@ def _check_finite(F, name):
         raise ValueError(f"{name} has {bad} non-finite (NaN or inf) values; a model with non-finite "
                          "factors cannot rank items: refit it (lower the step size or raise the "
                          "regularisation)")
+
+
+def _check_model_finite(model, users):
+    """The item factors, and every per-user part of the requested users, must be finite."""
+    _check_finite(model.item_factors, "model.item_factors")
+    _check_finite(model.user_factors[users], "model.user_factors (of the requested users)")
+    m = model.shape[0]
+    for f in dataclasses.fields(model):          # parts of subclasses, e.g. CSRR's U and V
+        if f.name in _BASE_FIELDS:
+            continue
+        part = getattr(model, f.name)
+        if sp.issparse(part):
+            _check_finite(part.data, f"model.{f.name}")
+        elif isinstance(part, np.ndarray) and part.ndim == 2 and part.shape[0] == m:
+            _check_finite(part[users], f"model.{f.name} (of the requested users)")
 
 
 def _check_bool(value, name):
@@ -68,6 +88,8 @@ def lookup(known, wanted, *, name, what, strict=True):
     """Positions in ``known`` (a model's id array) of the ids ``wanted``.
 
     With ``strict`` an unknown id is a ValueError naming ``name``; otherwise its position is -1.
+    An id that occurs more than once in ``known`` is a ValueError when it is looked up (a
+    lookup of more than ``_SCAN_LIMIT`` ids sorts ``known`` and rejects any repeated id).
     """
     known = np.asarray(known)
     wanted = np.asarray(wanted)
@@ -84,23 +106,34 @@ def lookup(known, wanted, *, name, what, strict=True):
         raise TypeError(f"{name} must hold {kk} ids like the model's {what} ids "
                         f"(e.g. {known[:3].tolist()}), got dtype {wanted.dtype}")
     if kk == "string":
-        known, wanted = known.astype(str), wanted.astype(str)
+        known, wanted = known.astype(str, copy=False), wanted.astype(str, copy=False)
     else:
-        known, wanted = known.astype(np.int64), wanted.astype(np.int64)
-    order = np.argsort(known, kind="stable")
-    sk = known[order]
-    if sk.size > 1 and np.any(sk[1:] == sk[:-1]):
-        raise ValueError(f"the model's {what} ids are not unique, so {name} cannot be looked up")
-    pos = np.searchsorted(sk, wanted)
-    inside = pos < sk.size
-    found = np.zeros(wanted.size, dtype=bool)
-    found[inside] = sk[pos[inside]] == wanted[inside]
+        known, wanted = known.astype(np.int64, copy=False), wanted.astype(np.int64, copy=False)
+    out = np.full(wanted.size, -1, dtype=np.int64)
+    if wanted.size <= _SCAN_LIMIT:
+        # a few ids (the serving case): one O(len(known)) scan each, no sort
+        for t, w in enumerate(wanted):
+            hit = np.flatnonzero(known == w)
+            if hit.size > 1:
+                raise ValueError(f"the model's {what} ids are not unique ({w!r} appears {hit.size} "
+                                 f"times), so {name} cannot be looked up")
+            if hit.size:
+                out[t] = hit[0]
+        found = out >= 0
+    else:
+        order = np.argsort(known, kind="stable")
+        sk = known[order]
+        if sk.size > 1 and np.any(sk[1:] == sk[:-1]):
+            raise ValueError(f"the model's {what} ids are not unique, so {name} cannot be looked up")
+        pos = np.searchsorted(sk, wanted)
+        inside = pos < sk.size
+        found = np.zeros(wanted.size, dtype=bool)
+        found[inside] = sk[pos[inside]] == wanted[inside]
+        out[found] = order[pos[found]]
     if strict and not found.all():
         missing = wanted[~found]
         raise ValueError(f"{name} has {missing.size} {what} id(s) the model does not know: "
                          f"{missing[:5].tolist()}{' ...' if missing.size > 5 else ''}")
-    out = np.full(wanted.size, -1, dtype=np.int64)
-    out[found] = order[pos[found]]
     return out
 
 
@@ -227,14 +260,13 @@ def recommend(model, Y_seen, users=None, n=10, *, ids=False, items=None, exclude
     model = check_model(model)
     n = V.check_k(n, name="n")
     ids = _check_bool(ids, "ids")
-    m_users, n_items = model.shape
+    m_users = model.shape[0]
     users = _positions(model, users, side="user", name="users", ids=ids)
     if users is None:
         users = np.arange(m_users, dtype=np.int64)
     cand = _candidates(model, items, exclude, ids)
     seen = _seen_matrix(model, Y_seen)
-    _check_finite(model.item_factors, "model.item_factors")
-    _check_finite(model.user_factors[users], "model.user_factors (of the requested users)")
+    _check_model_finite(model, users)
     n_take = min(n, cand.size)
     out_items = np.full((users.size, n_take), -1, dtype=np.int64)
     out_scores = np.full((users.size, n_take), -np.inf)

@@ -15,7 +15,6 @@ from fastpu import _io
 from fastpu.csrr import CSRRModel
 from fastpu.model import Factorization, load
 
-
 # ----------------------------------------------------------------------------- helpers
 
 def assert_same(a, b, where="model"):

@@ -9,20 +9,18 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import csr_matrices
 
 import fastpu as fp
 from fastpu import model as model_mod
 from fastpu.model import Factorization, similar_items, similar_users
 
-from strategies import csr_matrices
-
-
 # ----------------------------------------------------------------------------- references
 
 def ref_recommend(S, seen, users, n, cand, exclude):
     """Dense brute force: per user, candidates minus seen minus exclude by (-score, index)."""
-    cand = set(range(S.shape[1])) if cand is None else set(int(c) for c in cand)
-    cand -= set(int(e) for e in (exclude if exclude is not None else []))
+    cand = set(range(S.shape[1])) if cand is None else {int(c) for c in cand}
+    cand -= {int(e) for e in (exclude if exclude is not None else [])}
     width = min(n, len(cand))
     items = np.full((len(users), width), -1)
     scores = np.full((len(users), width), -np.inf)
@@ -114,6 +112,21 @@ def test_non_finite_scores_are_never_ranked():
     assert not np.isnan(scores).any() and np.isfinite(scores[:, :3]).all()
 
 
+def test_a_csrr_model_with_non_finite_parts_is_an_error():
+    Y = fp.datasets.synthetic(12, 10, rank=2, density=0.3, seed=0).Y
+    model = fp.csrr.fit(Y, variant="I", n_iter=3)
+    U = model.U.copy()
+    U[2, 3] = np.nan
+    bad = dataclasses.replace(model, U=U)
+    with pytest.raises(ValueError, match=r"model.U \(of the requested users\) has 1 non-finite"):
+        fp.recommend(bad, Y, users=[1, 2], n=3)
+    fp.recommend(bad, Y, users=[0, 1], n=3)                  # other users' rows are fine
+    V = model.V.copy()
+    V.data[:1] = np.inf
+    with pytest.raises(ValueError, match="model.V has 1 non-finite"):
+        fp.recommend(dataclasses.replace(model, V=V), Y, n=3)
+
+
 @pytest.mark.parametrize("where", ["user", "item"])
 def test_a_model_with_non_finite_factors_is_an_error(where):
     U, Vf = np.ones((3, 2)), np.ones((4, 2))
@@ -167,6 +180,24 @@ def test_recommend_rejects_bad_input(kw, exc, msg):
     args.update(kw)
     with pytest.raises(exc, match=msg):
         fp.recommend(args.pop("model"), args.pop("Y_seen"), **args)
+
+
+@pytest.mark.parametrize("count", [3, 40])                 # one scan per id / one sort
+def test_id_lookup_by_scan_and_by_sort_agree(count):
+    from fastpu._serving import lookup
+
+    rng = np.random.default_rng(count)
+    known = np.array([f"id{j}" for j in rng.permutation(60)], dtype=object)
+    pos = rng.integers(0, 60, size=count)
+    np.testing.assert_array_equal(lookup(known, known[pos], name="users", what="user"), pos)
+    wanted = np.concatenate([known[pos], ["nope"]])
+    with pytest.raises(ValueError, match=r"users has 1 user id\(s\) the model does not know: \['nope'\]"):
+        lookup(known, wanted, name="users", what="user")
+    got = lookup(known, wanted, name="Y_seen.user_ids", what="user", strict=False)
+    assert got[-1] == -1 and np.array_equal(got[:-1], pos)
+    dup = np.concatenate([known, known[:1]])
+    with pytest.raises(ValueError, match="user ids are not unique"):
+        lookup(dup, np.concatenate([known[pos], known[:1]]), name="users", what="user")
 
 
 def test_ids_on_a_model_without_ids_is_a_clear_error():
