@@ -176,7 +176,7 @@ def save(model, path):
     if hasattr(path, "write"):
         np.savez(path, **payload)
         return
-    path = _check_target(path)
+    path = check_save_path(path)
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".fastpu-", suffix=".npz.tmp", dir=folder)
     try:
@@ -206,8 +206,6 @@ def check_save_path(path, *, name="path"):
         raise ValueError(f"{name} {path!r} exists and is not writable")
     return path
 
-
-_check_target = check_save_path
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -416,7 +414,10 @@ def load(path):
     if not isinstance(fields, dict) or set(fields) != want:
         got = sorted(fields) if isinstance(fields, dict) else fields
         raise dec.bad(f"a {header['class']} has fields {sorted(want)}, the file has {got}")
-    values = {name: dec.value(v) for name, v in fields.items()}
+    try:
+        values = {name: dec.value(v) for name, v in fields.items()}
+    except RecursionError:
+        raise dec.bad("its values are nested too deeply") from None
     _check_model(values, header["class"], dec)
     if dec.used != set(arrays):
         raise dec.bad(f"arrays {sorted(set(arrays) - dec.used)[:5]} are not used by the model")
@@ -434,6 +435,8 @@ def _header(text, where):
         header = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ModelFileError(f"{where} is damaged or was edited: its header is not JSON ({exc})") from None
+    except RecursionError:
+        raise ModelFileError(f"{where} is damaged or was edited: its header is nested too deeply") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ModelFileError(f"{where} is not a fastpu model file (its header is not {FORMAT!r})")
     version = header.get("format_version")

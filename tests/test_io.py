@@ -346,6 +346,20 @@ def test_re_signed_but_malformed_headers_are_rejected(saved, tmp_path, edit, msg
         load(tmp_path / "bad.npz")
 
 
+@pytest.mark.parametrize("depth", [100_000, 700])
+def test_deeply_nested_headers_are_rejected(saved, tmp_path, depth):
+    with np.load(saved, allow_pickle=False) as f:
+        content = {k: f[k] for k in f.files}
+    text = str(content.pop("__fastpu__"))
+    content.pop("__checksum__")
+    deep = '{"t": "list", "v": [' * depth + '"x"' + "]}" * depth
+    text = text.replace('"method": "csrr"', '"method": ' + deep)
+    np.savez(tmp_path / "deep.npz", __fastpu__=np.array(text),
+             __checksum__=np.array(hashlib.sha256(text.encode()).hexdigest()), **content)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        load(tmp_path / "deep.npz")
+
+
 def test_re_signed_sparse_parts_out_of_range_are_rejected(saved, tmp_path):
     h = json.loads(str(np.load(saved)["__fastpu__"]))
     key = h["fields"]["V"]["parts"]["indices"]
