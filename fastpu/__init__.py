@@ -22,7 +22,7 @@ from . import (apg, baselines, compare, csrr, datasets, fbgd, homf, metrics, ocm
                select, split, tron)
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from .metrics import evaluate  # noqa: E402
-from .model import Factorization, recommend  # noqa: E402
+from .model import Factorization, load, recommend, similar_items, similar_users  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -37,12 +37,15 @@ __all__ = [
     "fbgd",
     "get_num_threads",
     "homf",
+    "load",
     "metrics",
     "ocmf",
     "prox",
     "recommend",
     "select",
     "set_num_threads",
+    "similar_items",
+    "similar_users",
     "split",
     "tron",
 ]

@@ -1,4 +1,4 @@
-"""The ``fastpu`` command line: ``fastpu demo`` and ``fastpu run``.
+"""The ``fastpu`` command line: ``fastpu demo``, ``fastpu run`` and ``fastpu recommend``.
 
 ``fastpu demo`` trains every method's demo configurations on MovieLens-100K
 (80/20 per-user holdout of the binarised ratings), with per-iteration progress,
@@ -6,7 +6,11 @@ and prints precision, nDCG and training time next to a popularity baseline.
 
 ``fastpu run`` does the same for one method on a named data set or the user's
 own CSV (``user,item[,value]``) or ``.npz`` file, with parameters given as
-``--param name=value``, and can save the factors.
+``--param name=value``, and can save the model (``--save model.npz``, read back by
+``fastpu.load``).
+
+``fastpu recommend --model model.npz --users u1,u2 -n 10`` prints the top items of a
+saved model, by id.
 """
 
 from __future__ import annotations
@@ -154,6 +158,10 @@ def _kw_str(kwargs):
 def cmd_run(args):
     from . import split
 
+    if args.save:
+        from ._io import check_save_path
+
+        check_save_path(args.save, name="--save")     # before training, not after
     data, Y = _load_data(args.data, threshold=args.threshold)
     params = dict(args.param or [])
     method = args.method
@@ -180,17 +188,82 @@ def cmd_run(args):
     else:
         print(f"trained in {secs:.1f}s")
     if args.save:
-        arrays = {"user_factors": model.user_factors, "item_factors": model.item_factors,
-                  "objective": np.array([h["objective"] for h in model.history])}
-        for key, val in model.extras.items():
-            if isinstance(val, np.ndarray):
-                arrays[key] = val
-        if data.user_ids is not None:
-            arrays["user_ids"] = np.asarray(data.user_ids)
-        if data.item_ids is not None:
-            arrays["item_ids"] = np.asarray(data.item_ids)
-        np.savez(args.save, **arrays)
-        print(f"saved {', '.join(arrays)} to {args.save}")
+        import dataclasses
+
+        model = dataclasses.replace(model, user_ids=data.user_ids, item_ids=data.item_ids)
+        model.save(args.save)
+        print(f"saved the {method} model ({model.shape[0]} users × {model.shape[1]} items"
+              f"{', with ids' if data.user_ids is not None else ''}) to {args.save}; "
+              f"serve it with: fastpu recommend --model {args.save}")
+    return 0
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _parse_users(text, model):
+    """The --users list as the model's ids (or row numbers when the model has no ids)."""
+    tokens = [t.strip() for t in text.split(",") if t.strip()]
+    if not tokens:
+        raise ValueError(f"--users expects comma-separated user ids, got {text!r}")
+    ids = model.user_ids
+    if ids is None or np.asarray(ids).dtype.kind in "iu":
+        what = "row numbers (the model has no user ids)" if ids is None else "integer user ids"
+        try:
+            return [int(t) for t in tokens], ids is not None
+        except ValueError:
+            raise ValueError(f"--users expects {what}, got {text!r}") from None
+    return tokens, True
+
+
+def cmd_recommend(args):
+    import dataclasses
+
+    from ._io import load
+    from ._serving import recommend
+
+    if not os.path.isfile(args.model):
+        raise ValueError(f"--model {args.model!r}: no such file; write one with fastpu run --save")
+    model = load(args.model)
+    if args.users is None:
+        users = None
+        by_id = model.user_ids is not None
+    else:
+        users, by_id = _parse_users(args.users, model)
+    seen = None
+    if args.exclude_seen is not None:
+        data, Y = _load_data(args.exclude_seen, threshold=args.threshold)
+        seen = dataclasses.replace(data, Y=Y) if (by_id and model.item_ids is not None) else Y
+    try:
+        if by_id:
+            items, scores = recommend(model, seen, users, n=args.n, ids=True)
+        else:
+            idx, sc = recommend(model, seen, users, n=args.n)
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        raise ValueError(f"--{msg}" if msg.startswith("users ") else msg) from None
+    if by_id:
+        user_labels = model.user_ids if users is None else users
+    else:
+        keep = idx >= 0
+        items = [row[k] for row, k in zip(idx, keep)]
+        scores = [row[k] for row, k in zip(sc, keep)]
+        user_labels = range(model.shape[0]) if users is None else users
+    rows = []
+    for user, its, scs in zip(user_labels, items, scores):
+        for rank, (item, score) in enumerate(zip(its, scs), start=1):
+            rows.append({"user": str(user), "rank": rank, "item": str(item), "score": float(score)})
+    print(f"fastpu recommend: {model.method} model, {model.shape[0]} users × {model.shape[1]} items; "
+          f"top {args.n}{' excluding the items seen in ' + args.exclude_seen if seen is not None else ''}")
+    print(_table(rows, [("user", "user", "{}"), ("rank", "rank", "{}"), ("item", "item", "{}"),
+                        ("score", "score", "{:.4f}")]))
     return 0
 
 
@@ -240,7 +313,9 @@ def build_parser():
                      help="positives are values >= threshold (default: every stored entry)")
     run.add_argument("--test-frac", type=float, default=0.2,
                      help="per-user test fraction for evaluation; 0 trains on everything (default 0.2)")
-    run.add_argument("--save", default=None, help="write the factors to this .npz file")
+    run.add_argument("--save", default=None, metavar="FILE",
+                     help="write the fitted model to this .npz file (read it back with fastpu.load "
+                          "or serve it with fastpu recommend)")
     common(run)
     run.set_defaults(func=cmd_run)
 
@@ -261,6 +336,19 @@ def build_parser():
     cmp_.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
     cmp_.add_argument("--quiet", action="store_true", help="no per-trial progress")
     cmp_.set_defaults(func=cmd_compare)
+
+    rec = sub.add_parser("recommend", help="print the top items of a saved model, by id")
+    rec.add_argument("--model", required=True, metavar="FILE", help="a model written by fastpu run --save")
+    rec.add_argument("--users", default=None,
+                     help="comma-separated user ids as in the data (row numbers when the model has no "
+                          "ids); default every user")
+    rec.add_argument("-n", type=_positive_int, default=10, help="items per user (default 10)")
+    rec.add_argument("--exclude-seen", default=None, metavar="DATA",
+                     help="leave out the items each user has in this data set name or .csv/.npz file")
+    rec.add_argument("--threshold", type=float, default=None,
+                     help="with --exclude-seen: seen items are values >= threshold (default: every stored entry)")
+    rec.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
+    rec.set_defaults(func=cmd_recommend)
     return parser
 
 

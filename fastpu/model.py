@@ -1,4 +1,9 @@
-"""The result type shared by every method, and top-N recommendation."""
+"""The result type shared by every method; saving, loading and serving it.
+
+``Factorization`` is defined here; the serving functions live in private modules
+(``_io`` for :meth:`Factorization.save` / :func:`load`, ``_serving`` for
+:func:`recommend`, :func:`similar_items`, :func:`similar_users`) and are exported here.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,6 @@ import numpy as np
 
 from . import _validation as V
 from ._dataset import Dataset
-from ._kernels.topk import topk_rows
 
 # Scores are produced in blocks of users so that nothing m×n is ever allocated.
 _BLOCK_BYTES = 64 * 2**20
@@ -81,6 +85,46 @@ class Factorization:
         users = V.check_users(users, self.shape[0])
         return self.user_factors[users] @ self.item_factors.T
 
+    def save(self, path):
+        """Write the model to one ``.npz`` file that :func:`fastpu.load` reads back exactly.
+
+        Everything is kept: factors, extras (sparse parts, feature coefficients), method,
+        params, history, user and item ids, and the fastpu version that wrote the file.
+        The file holds no pickled objects (it is read with ``allow_pickle=False``), and
+        checksums catch a truncated or damaged file. The file is written under a temporary
+        name and then renamed, so an interrupted save never leaves a half-written model.
+
+        Parameters
+        ----------
+        path : str, os.PathLike or writable binary file object
+            Target file, written as given (no ``.npz`` is appended).
+
+        Raises
+        ------
+        TypeError
+            If ``path`` is neither a path nor a file object, or the model holds a value a
+            model file cannot represent (an object other than None, bool, int, float, str,
+            list, tuple, dict, numpy scalar or array, scipy sparse matrix). A value of another
+            type inside ``params`` (for example a ``numpy.random.Generator`` passed as
+            ``seed``) is saved as its ``repr`` string with a warning instead.
+        ValueError
+            If ``path`` is a directory, or its folder does not exist or is not writable.
+
+        Examples
+        --------
+        >>> import io, fastpu as fp
+        >>> Y = fp.datasets.synthetic(20, 15, rank=2, density=0.2, seed=0).Y
+        >>> model = fp.fbgd.fit(Y, 3, n_iter=2)
+        >>> buf = io.BytesIO()
+        >>> model.save(buf)
+        >>> from fastpu.model import load
+        >>> load(io.BytesIO(buf.getvalue())).params == model.params
+        True
+        """
+        from ._io import save
+
+        save(self, path)
+
 
 def accepts_dataset(fit):
     """Let a method's ``fit(Y, k, ...)`` take a :class:`~fastpu.datasets.Dataset` as ``Y``.
@@ -101,65 +145,16 @@ def _block_size(n_items):
     return max(1, min(4096, _BLOCK_BYTES // (8 * max(1, n_items))))
 
 
-def recommend(model, Y_seen, users=None, n=10):
-    """Top-``n`` items per user by score, excluding the items each user has seen.
-
-    Parameters
-    ----------
-    model : Factorization
-        Any fitted fastpu model.
-    Y_seen : scipy.sparse matrix, shape (m, n_items) or None
-        Items to exclude per user (usually the training matrix). ``None`` excludes nothing.
-    users : array-like of int, optional
-        Users to recommend for (all when ``None``).
-    n : int
-        Number of items per user.
-
-    Returns
-    -------
-    items : ndarray of int64, shape (len(users), n)
-        Best first; ``-1`` where a user has fewer than ``n`` unseen items.
-    scores : ndarray of float64, shape (len(users), n)
-        The matching scores (``-inf`` in empty slots).
-
-    Raises
-    ------
-    ValueError
-        If ``Y_seen`` does not have the model's shape or ``n < 1``.
-
-    Examples
-    --------
-    >>> import fastpu as fp
-    >>> Y = fp.datasets.synthetic(30, 20, rank=3, density=0.2, seed=0).Y
-    >>> m = fp.ocmf.fit(Y, 4, n_iter=2)
-    >>> items, scores = fp.recommend(m, Y, users=[0, 1], n=5)
-    >>> items.shape
-    (2, 5)
-    """
-    n = V.check_k(n, name="n")
-    m_users, n_items = model.shape
-    if Y_seen is None:
-        import scipy.sparse as sp
-        Y_seen = sp.csr_array((m_users, n_items))
-    Y_seen = V.check_csr(Y_seen, name="Y_seen", shape=(m_users, n_items), nonnegative=False)
-    users = V.check_users(users, m_users)
-    n_take = min(n, n_items)
-    items = np.full((users.size, n), -1, dtype=np.int64)
-    scores = np.full((users.size, n), -np.inf)
-    start = 0
-    for rows, S in iter_score_blocks(model, users):
-        it = np.empty((rows.size, n_take), dtype=np.int64)
-        sc = np.empty((rows.size, n_take))
-        topk_rows(S, Y_seen.indptr, Y_seen.indices, rows, n_take, it, sc)
-        items[start:start + rows.size, :n_take] = it
-        scores[start:start + rows.size, :n_take] = sc
-        start += rows.size
-    return items, scores
-
-
 def iter_score_blocks(model, users):
     """Yield ``(rows, dense scores)`` for ``users`` in memory-bounded blocks."""
     step = _block_size(model.shape[1])
     for start in range(0, users.size, step):
         rows = users[start:start + step]
         yield rows, np.ascontiguousarray(model.scores(rows), dtype=np.float64)
+
+
+# The serving functions need Factorization and iter_score_blocks above.
+from ._io import load  # noqa: E402
+from ._serving import recommend, similar_items, similar_users  # noqa: E402
+
+__all__ = ["Factorization", "load", "recommend", "similar_items", "similar_users"]

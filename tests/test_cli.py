@@ -1,4 +1,4 @@
-"""The command line: demo and run, on real and user-supplied data."""
+"""The command line: demo, run and recommend, on real and user-supplied data."""
 
 import numpy as np
 import pytest
@@ -6,6 +6,7 @@ import scipy.sparse as sp
 
 import fastpu as fp
 from fastpu import cli
+from fastpu.model import load
 
 
 def test_demo_prints_a_table_with_the_baseline(monkeypatch, capsys):
@@ -28,11 +29,13 @@ def test_run_on_a_csv_and_save(tmp_path, capsys):
     code = cli.main(["run", "--method", "ocmf", "--data", str(path), "--param", "k=3",
                      "--param", "n_iter=2", "--param", "loss=square", "--save", str(out_file), "--quiet"])
     assert code == 0
-    saved = np.load(out_file, allow_pickle=False)
-    assert saved["user_factors"].shape[1] == 3
-    assert len(saved["objective"]) == 2
-    assert saved["user_ids"].size == saved["user_factors"].shape[0]
-    assert "P@5" in capsys.readouterr().out
+    saved = load(out_file)                       # the model format, not loose factors
+    assert saved.method == "ocmf" and saved.user_factors.shape[1] == 3
+    assert len(saved.history) == 2 and saved.params["loss"] == "square"
+    assert saved.user_ids.size == saved.user_factors.shape[0] and saved.user_ids[0].startswith("u")
+    assert saved.item_ids.size == saved.item_factors.shape[0]
+    out = capsys.readouterr().out
+    assert "P@5" in out and "saved the ocmf model" in out
 
 
 def test_run_on_npz_trains_on_everything(tmp_path, capsys):
@@ -71,3 +74,107 @@ def test_compare_writes_a_table(tmp_path, capsys):
     text = out.read_text()
     assert "| popularity |" in text or "| **popularity** |" in text
     assert "wrmf" in text and "2 random per-user" in text
+
+
+def _pairs_csv(tmp_path, n=300):
+    rng = np.random.default_rng(0)
+    lines = ["user,item,value"] + [f"u{rng.integers(30)},i{rng.integers(20)},1" for _ in range(n)]
+    path = tmp_path / "pairs.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _rows(out):
+    """(user, rank, item, score) rows of the recommend table."""
+    lines = out.strip().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("----")) + 1
+    return [(u, int(r), it, float(s)) for u, r, it, s in (line.split() for line in lines[start:])]
+
+
+@pytest.mark.parametrize("method, params", [("csrr", ["variant=e", "k=3"]), ("homf", ["k=3", "T=2"])])
+def test_run_save_then_recommend_by_id(tmp_path, capsys, method, params):
+    csv = _pairs_csv(tmp_path)
+    model_file = tmp_path / "m.npz"
+    argv = ["run", "--method", method, "--data", str(csv), "--test-frac", "0", "--param", "n_iter=2",
+            "--save", str(model_file), "--quiet"]
+    for p in params:
+        argv += ["--param", p]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert cli.main(["recommend", "--model", str(model_file), "--users", "u1,u7", "-n", "4",
+                     "--exclude-seen", str(csv)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    model = load(model_file)
+    data = fp.datasets.read_csv(str(csv))
+    items, scores = fp.recommend(model, data, users=["u1", "u7"], n=4, ids=True)
+    want = [(u, r + 1, str(it), sc) for u, its, scs in zip(["u1", "u7"], items, scores)
+            for r, (it, sc) in enumerate(zip(its, scs))]
+    assert [(u, r, it) for u, r, it, _ in rows] == [(u, r, it) for u, r, it, _ in want]
+    np.testing.assert_allclose([s for *_, s in rows], [s for *_, s in want], atol=5e-5)
+    seen = {(u, i) for u, i in zip(*np.nonzero(data.Y.toarray()))}
+    uid, iid = list(data.user_ids), list(data.item_ids)
+    assert all((uid.index(u), iid.index(it)) not in seen for u, _, it, _ in rows)
+
+
+def test_recommend_on_a_model_without_ids_takes_row_numbers(tmp_path, capsys):
+    model = fp.Factorization(np.ones((3, 1)), np.array([[1.0], [3.0], [2.0]]), method="test")
+    model.save(tmp_path / "m.npz")
+    assert cli.main(["recommend", "--model", str(tmp_path / "m.npz"), "--users", "2", "-n", "5"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert [(u, it) for u, _, it, _ in rows] == [("2", "1"), ("2", "2"), ("2", "0")]
+    assert cli.main(["recommend", "--model", str(tmp_path / "m.npz"), "-n", "1"]) == 0
+    assert [(u, it) for u, _, it, _ in _rows(capsys.readouterr().out)] == [("0", "1"), ("1", "1"), ("2", "1")]
+
+
+def test_run_save_checks_the_folder_before_training(tmp_path, capsys, monkeypatch):
+    def no_training(*a, **k):
+        raise AssertionError("trained before checking --save")
+
+    monkeypatch.setattr(cli, "_fit", no_training)
+    csv = _pairs_csv(tmp_path, 50)
+    assert cli.main(["run", "--data", str(csv), "--save", str(tmp_path / "no" / "m.npz")]) == 2
+    assert "--save" in capsys.readouterr().err
+    assert cli.main(["run", "--data", str(csv), "--save", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_recommend_bad_input_exits_2_with_a_message(tmp_path, capsys):
+    model = fp.Factorization(np.ones((3, 1)), np.ones((2, 1)), user_ids=np.array([5, 6, 7]),
+                             item_ids=np.array(["a", "b"]))
+    path = tmp_path / "m.npz"
+    model.save(path)
+    cases = [
+        (["--model", str(tmp_path / "none.npz")], "no such file"),
+        (["--model", str(path), "--users", "5,9"], r"--users has 1 user id(s) the model does not know: [9]"),
+        (["--model", str(path), "--users", "x"], "--users expects integer user ids, got 'x'"),
+        (["--model", str(path), "--users", ","], "--users expects comma-separated user ids"),
+    ]
+    np.savez(tmp_path / "other.npz", a=np.ones(2))
+    cases.append((["--model", str(tmp_path / "other.npz")], "not a fastpu model"))
+    for argv, msg in cases:
+        assert cli.main(["recommend", *argv]) == 2, argv
+        assert msg in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["recommend", "--model", str(path), "-n", "0"])
+    assert exc.value.code == 2 and "expected a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_python_dash_m_fastpu_recommend(tmp_path):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    model = fp.Factorization(np.ones((2, 1)), np.array([[1.0], [2.0]]), user_ids=np.array(["x", "y"]),
+                             item_ids=np.array(["p", "q"]))
+    model.save(tmp_path / "m.npz")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([sys.executable, "-m", "fastpu", "recommend", "--model", str(tmp_path / "m.npz"),
+                          "--users", "y", "-n", "2"], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert [(u, it) for u, _, it, _ in _rows(res.stdout)] == [("y", "q"), ("y", "p")]
+    bad = subprocess.run([sys.executable, "-m", "fastpu", "recommend", "--model", str(tmp_path / "m.npz"),
+                          "--users", "zz"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "does not know: ['zz']" in bad.stderr

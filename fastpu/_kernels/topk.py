@@ -31,12 +31,50 @@ def _sift_down(hs, hi, pos, size):
             return
 
 
+@nb.njit(**_JIT)
+def _push(hs, hi, size, k, s, j):
+    """Offer (s, j) to a heap of at most k kept items holding ``size``; return the new size."""
+    if size < k:
+        pos = size
+        hs[pos] = s
+        hi[pos] = j
+        size += 1
+        while pos > 0:
+            parent = (pos - 1) // 2
+            if _better(hs[parent], hi[parent], hs[pos], hi[pos]):
+                hs[parent], hs[pos] = hs[pos], hs[parent]
+                hi[parent], hi[pos] = hi[pos], hi[parent]
+                pos = parent
+            else:
+                break
+    elif _better(s, j, hs[0], hi[0]):
+        hs[0] = s
+        hi[0] = j
+        _sift_down(hs, hi, 0, size)
+    return size
+
+
+@nb.njit(**_JIT)
+def _drain(hs, hi, size, k, items_out, scores_out, b):
+    """Write the heap best first into row b of the outputs; empty slots get -1 / -inf."""
+    for t in range(k):
+        items_out[b, t] = -1
+        scores_out[b, t] = -np.inf
+    while size > 0:
+        size -= 1
+        items_out[b, size] = hi[0]
+        scores_out[b, size] = hs[0]
+        hs[0] = hs[size]
+        hi[0] = hi[size]
+        _sift_down(hs, hi, 0, size)
+
+
 @nb.njit(parallel=True, **_JIT)
 def topk_rows(scores, seen_indptr, seen_indices, rows, k, items_out, scores_out):
     """For each b: the k best items of scores[b] not in row rows[b] of the seen CSR.
 
     Ranked by score, ties broken by lower item index. Slots beyond the number of
-    unseen items get item -1 and score -inf.
+    unseen items get item -1 and score -inf. Scores must be finite (callers check).
     """
     n = scores.shape[1]
     for b in nb.prange(scores.shape[0]):
@@ -48,35 +86,38 @@ def topk_rows(scores, seen_indptr, seen_indices, rows, k, items_out, scores_out)
         hi = np.empty(k, dtype=np.int64)
         size = 0
         for j in range(n):
+            if not mask[j]:
+                size = _push(hs, hi, size, k, scores[b, j], j)
+        _drain(hs, hi, size, k, items_out, scores_out, b)
+
+
+@nb.njit(parallel=True, **_JIT)
+def topk_candidates(scores, seen_indptr, seen_indices, rows, cand, k, items_out, scores_out,
+                    nonfinite_out):
+    """For each b: the k best items j in ``cand`` of scores[b], j not in row rows[b] of the seen CSR.
+
+    Ranked by score, ties broken by lower item index. A non-finite score (NaN, ±inf) is
+    never ranked: it is skipped like a seen item and counted in ``nonfinite_out[b]``.
+    Slots beyond the number of ranked items get item -1 and score -inf.
+    """
+    n = scores.shape[1]
+    for b in nb.prange(scores.shape[0]):
+        mask = np.zeros(n, dtype=np.bool_)
+        u = rows[b]
+        for p in range(seen_indptr[u], seen_indptr[u + 1]):
+            mask[seen_indices[p]] = True
+        hs = np.empty(k, dtype=np.float64)
+        hi = np.empty(k, dtype=np.int64)
+        size = 0
+        bad = 0
+        for t in range(cand.shape[0]):
+            j = cand[t]
             if mask[j]:
                 continue
             s = scores[b, j]
-            if size < k:
-                # insert and sift up
-                pos = size
-                hs[pos] = s
-                hi[pos] = j
-                size += 1
-                while pos > 0:
-                    parent = (pos - 1) // 2
-                    if _better(hs[parent], hi[parent], hs[pos], hi[pos]):
-                        hs[parent], hs[pos] = hs[pos], hs[parent]
-                        hi[parent], hi[pos] = hi[pos], hi[parent]
-                        pos = parent
-                    else:
-                        break
-            elif _better(s, j, hs[0], hi[0]):
-                hs[0] = s
-                hi[0] = j
-                _sift_down(hs, hi, 0, size)
-        # pop worst-first into the tail: output best first
-        for t in range(k):
-            items_out[b, t] = -1
-            scores_out[b, t] = -np.inf
-        while size > 0:
-            size -= 1
-            items_out[b, size] = hi[0]
-            scores_out[b, size] = hs[0]
-            hs[0] = hs[size]
-            hi[0] = hi[size]
-            _sift_down(hs, hi, 0, size)
+            if not np.isfinite(s):
+                bad += 1
+                continue
+            size = _push(hs, hi, size, k, s, j)
+        nonfinite_out[b] = bad
+        _drain(hs, hi, size, k, items_out, scores_out, b)

@@ -1,0 +1,297 @@
+"""Serving: recommend with ids and filters, non-finite scores, bounded memory; similar_*."""
+
+import dataclasses
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import csr_matrices
+
+import fastpu as fp
+from fastpu import model as model_mod
+from fastpu.model import Factorization, similar_items, similar_users
+
+# ----------------------------------------------------------------------------- references
+
+def ref_recommend(S, seen, users, n, cand, exclude):
+    """Dense brute force: per user, candidates minus seen minus exclude by (-score, index)."""
+    cand = set(range(S.shape[1])) if cand is None else {int(c) for c in cand}
+    cand -= {int(e) for e in (exclude if exclude is not None else [])}
+    width = min(n, len(cand))
+    items = np.full((len(users), width), -1)
+    scores = np.full((len(users), width), -np.inf)
+    for r, u in enumerate(users):
+        ok = sorted(cand - set(np.flatnonzero(seen[u])), key=lambda j: (-S[u, j], j))[:width]
+        items[r, :len(ok)] = ok
+        scores[r, :len(ok)] = S[u, ok]
+    return items, scores
+
+
+def ref_cosine(F):
+    norms = np.linalg.norm(F, axis=1)
+    safe = np.where(norms > 0, norms, 1.0)
+    Fn = np.where(norms[:, None] > 0, F / safe[:, None], 0.0)
+    return Fn @ Fn.T
+
+
+def _ids_model(m=6, n=5, k=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return Factorization(rng.normal(size=(m, k)), rng.normal(size=(n, k)), method="test",
+                         user_ids=np.array([f"u{i}" for i in range(m)]),
+                         item_ids=np.array([100 + j for j in range(n)]))
+
+
+# ----------------------------------------------------------------------------- recommend
+
+@given(Y=csr_matrices(max_rows=7, max_cols=9), k=st.integers(1, 3), n=st.integers(1, 12),
+       seed=st.integers(0, 2**31 - 1), filt=st.sampled_from(["none", "items", "exclude", "both"]))
+def test_recommend_matches_the_dense_reference(Y, k, n, seed, filt):
+    rng = np.random.default_rng(seed)
+    m_, n_ = Y.shape
+    # small integer factors: exact ties, so the tie rule (lower index first) is tested exactly
+    model = Factorization(rng.integers(-2, 3, size=(m_, k)).astype(float),
+                          rng.integers(-2, 3, size=(n_, k)).astype(float))
+    cand = rng.choice(n_, size=rng.integers(0, n_ + 1), replace=False) if filt in ("items", "both") else None
+    excl = rng.choice(n_, size=rng.integers(0, n_ + 1), replace=False) if filt in ("exclude", "both") else None
+    users = rng.integers(0, m_, size=rng.integers(1, 2 * m_ + 1))
+    items, scores = fp.recommend(model, Y, users=users, n=n, items=cand, exclude=excl)
+    ri, rs = ref_recommend(model.scores(), Y.toarray() != 0, users, n, cand, excl)
+    np.testing.assert_array_equal(items, ri)
+    np.testing.assert_array_equal(scores, rs)
+    assert not np.isnan(scores).any()
+
+
+def test_recommend_by_id_returns_ids_and_never_a_padding_slot():
+    model = _ids_model()
+    seen = sp.csr_array(np.array([[1, 1, 1, 1, 0]] + [[0] * 5] * 5, dtype=float))
+    items, scores = fp.recommend(model, seen, users=["u0", "u3"], n=3, ids=True)
+    assert isinstance(items, list) and len(items) == 2
+    assert items[0].tolist() == [104] and scores[0].shape == (1,)     # one unseen item, no -1 id
+    idx, sc = fp.recommend(model, seen, users=[0, 3], n=3)
+    assert idx[0].tolist() == [4, -1, -1]
+    np.testing.assert_array_equal(items[1], model.item_ids[idx[1]])
+    np.testing.assert_array_equal(scores[1], sc[1])
+    # candidates and exclusions by id
+    items, _ = fp.recommend(model, None, users=["u1"], n=10, ids=True, items=[101, 103, 104], exclude=[103])
+    assert sorted(items[0].tolist()) == [101, 104]
+    # all users by id
+    items, _ = fp.recommend(model, None, n=2, ids=True)
+    assert len(items) == 6 and all(row.shape == (2,) for row in items)
+
+
+def test_recommend_matches_a_dataset_by_id():
+    data = fp.datasets.from_pairs(["a", "a", "b", "c"], ["x", "y", "y", "z"])
+    model = fp.ocmf.fit(data, 2, n_iter=1)
+    items, _ = fp.recommend(model, data, users=["a", "b", "c"], n=5, ids=True)
+    assert [sorted(r.tolist()) for r in items] == [["z"], ["x", "z"], ["x", "y"]]
+    # a data set over other (and fewer) ids: matched by id, unknown ids ignored
+    other = fp.datasets.from_pairs(["c", "q"], ["x", "w"])
+    items, _ = fp.recommend(model, other, users=["c"], n=5, ids=True)
+    assert sorted(items[0].tolist()) == ["y", "z"]
+
+
+def test_non_finite_scores_are_never_ranked():
+    @dataclasses.dataclass(frozen=True)
+    class Odd(Factorization):
+        def scores(self, users=None):
+            S = super().scores(users)
+            S[:, 1] = np.nan
+            S[:, 3] = np.inf
+            S[:, 4] = -np.inf
+            return S
+
+    base = Factorization(np.ones((2, 1)), np.array([[5.0], [9.0], [1.0], [8.0], [7.0], [2.0]]))
+    odd = Odd(base.user_factors, base.item_factors)
+    with pytest.warns(RuntimeWarning, match="6 non-finite scores .* left out"):
+        items, scores = fp.recommend(odd, None, n=6)
+    assert items[0].tolist() == [0, 5, 2, -1, -1, -1]
+    assert not np.isnan(scores).any() and np.isfinite(scores[:, :3]).all()
+
+
+def test_a_csrr_model_with_non_finite_parts_is_an_error():
+    Y = fp.datasets.synthetic(12, 10, rank=2, density=0.3, seed=0).Y
+    model = fp.csrr.fit(Y, variant="I", n_iter=3)
+    U = model.U.copy()
+    U[2, 3] = np.nan
+    bad = dataclasses.replace(model, U=U)
+    with pytest.raises(ValueError, match=r"model.U \(of the requested users\) has 1 non-finite"):
+        fp.recommend(bad, Y, users=[1, 2], n=3)
+    fp.recommend(bad, Y, users=[0, 1], n=3)                  # other users' rows are fine
+    V = model.V.copy()
+    V.data[:1] = np.inf
+    with pytest.raises(ValueError, match="model.V has 1 non-finite"):
+        fp.recommend(dataclasses.replace(model, V=V), Y, n=3)
+
+
+@pytest.mark.parametrize("where", ["user", "item"])
+def test_a_model_with_non_finite_factors_is_an_error(where):
+    U, Vf = np.ones((3, 2)), np.ones((4, 2))
+    (U if where == "user" else Vf)[1, 0] = np.nan
+    model = Factorization(U, Vf)
+    with pytest.raises(ValueError, match=f"model.{where}_factors.* has 1 non-finite"):
+        fp.recommend(model, None, n=2)
+    if where == "user":
+        fp.recommend(model, None, users=[0, 2], n=2)      # finite users are still served
+
+
+def test_a_huge_n_allocates_only_the_items_there_are():
+    model = Factorization(np.ones((50, 3)), np.arange(60.0).reshape(20, 3))
+    fp.recommend(model, None, users=[0], n=2)             # compile (or load) the kernel first
+    tracemalloc.start()
+    try:
+        items, scores = fp.recommend(model, None, n=10**9)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert items.shape == scores.shape == (50, 20) and peak < 2**20
+    items, _ = fp.recommend(model, None, n=10**9, items=[3, 4])
+    assert items.shape == (50, 2)
+    items, _ = fp.recommend(model, None, n=5, items=[])
+    assert items.shape == (50, 0)
+
+
+def test_recommend_blocks_with_filters_do_not_change_the_answer(monkeypatch):
+    model = _ids_model(40, 9)
+    a = fp.recommend(model, None, n=4, items=[0, 2, 4, 6, 8], exclude=[2])
+    monkeypatch.setattr(model_mod, "_BLOCK_BYTES", 8 * 9 * 3)
+    b = fp.recommend(model, None, n=4, items=[0, 2, 4, 6, 8], exclude=[2])
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(model="m"), TypeError, r"model must be a fitted fastpu Factorization .*got str"),
+    (dict(ids="yes"), TypeError, "ids must be True or False, got 'yes'"),
+    (dict(items=[9]), ValueError, r"items must lie in \[0, 5\)"),
+    (dict(items=[0.5]), TypeError, "items must be integer indices"),
+    (dict(exclude=[[1]]), ValueError, "exclude must be a 1-d array"),
+    (dict(exclude=[-1]), ValueError, r"exclude must lie in \[0, 5\)"),
+    (dict(users=["u9"], ids=True), ValueError, r"users has 1 user id\(s\) the model does not know: \['u9'\]"),
+    (dict(users=[0], ids=True), TypeError, "users must hold string ids like the model's user ids"),
+    (dict(items=["x"], ids=True), TypeError, "items must hold integer ids"),
+    (dict(exclude=[999], ids=True), ValueError, r"exclude has 1 item id\(s\) the model does not know"),
+    (dict(Y_seen=sp.csr_array((6, 4))), ValueError, "Y_seen has shape 6×4, expected 6×5"),
+    (dict(n=2.0), TypeError, "n must be an integer"),
+])
+def test_recommend_rejects_bad_input(kw, exc, msg):
+    args = dict(model=_ids_model(), Y_seen=None, n=3)
+    args.update(kw)
+    with pytest.raises(exc, match=msg):
+        fp.recommend(args.pop("model"), args.pop("Y_seen"), **args)
+
+
+@pytest.mark.parametrize("count", [3, 40])                 # one scan per id / one sort
+def test_id_lookup_by_scan_and_by_sort_agree(count):
+    from fastpu._serving import lookup
+
+    rng = np.random.default_rng(count)
+    known = np.array([f"id{j}" for j in rng.permutation(60)], dtype=object)
+    pos = rng.integers(0, 60, size=count)
+    np.testing.assert_array_equal(lookup(known, known[pos], name="users", what="user"), pos)
+    wanted = np.concatenate([known[pos], ["nope"]])
+    with pytest.raises(ValueError, match=r"users has 1 user id\(s\) the model does not know: \['nope'\]"):
+        lookup(known, wanted, name="users", what="user")
+    got = lookup(known, wanted, name="Y_seen.user_ids", what="user", strict=False)
+    assert got[-1] == -1 and np.array_equal(got[:-1], pos)
+    dup = np.concatenate([known, known[:1]])
+    with pytest.raises(ValueError, match="user ids are not unique"):
+        lookup(dup, np.concatenate([known[pos], known[:1]]), name="users", what="user")
+
+
+def test_ids_on_a_model_without_ids_is_a_clear_error():
+    model = Factorization(np.ones((2, 1)), np.ones((3, 1)))
+    with pytest.raises(ValueError, match="ids=True needs the model's user ids, but model.user_ids is None"):
+        fp.recommend(model, None, users=[0], ids=True)
+    with pytest.raises(ValueError, match="model.item_ids is None"):
+        fp.recommend(model, None, ids=True)
+    dup = dataclasses.replace(model, user_ids=np.array([1, 1]), item_ids=np.arange(3))
+    with pytest.raises(ValueError, match="user ids are not unique"):
+        fp.recommend(dup, None, users=[1], ids=True)
+
+
+# ----------------------------------------------------------------------------- similar_*
+
+@given(F=st.integers(2, 9).flatmap(lambda N: st.integers(1, 4).map(lambda k: (N, k))),
+       seed=st.integers(0, 2**31 - 1), n=st.integers(1, 10), side=st.sampled_from(["item", "user"]),
+       zero_row=st.booleans())
+def test_similar_matches_dense_cosine(F, seed, n, side, zero_row):
+    N, k = F
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, k))
+    if zero_row:
+        X[rng.integers(N)] = 0.0
+    other = rng.normal(size=(3, k))
+    model = Factorization(other, X) if side == "item" else Factorization(X, other)
+    fn = similar_items if side == "item" else similar_users
+    q = rng.integers(0, N, size=rng.integers(1, 2 * N))
+    nb, sims = fn(model, q, n=n)
+    C = ref_cosine(X)
+    width = min(n, N - 1)
+    assert nb.shape == sims.shape == (q.size, width)
+    for r, i in enumerate(q):
+        ref = sorted((j for j in range(N) if j != i), key=lambda j: (-C[i, j], j))[:width]
+        assert i not in nb[r] and len(set(nb[r])) == width
+        np.testing.assert_allclose(sims[r], C[i, ref], rtol=1e-12, atol=1e-12)   # the top values
+        np.testing.assert_allclose(sims[r], C[i, nb[r]], rtol=1e-12, atol=1e-12)  # of these items
+        assert np.all(np.diff(sims[r]) <= 1e-12)
+    assert np.isfinite(sims).all() and np.all(np.abs(sims) <= 1.0)
+
+
+def test_similar_exact_order_blocks_and_ids(monkeypatch):
+    rng = np.random.default_rng(3)
+    model = _ids_model(30, 25, k=4, seed=3)
+    nb, sims = similar_items(model, [0, 7, 24], n=5)
+    C = ref_cosine(model.item_factors)
+    for r, i in enumerate([0, 7, 24]):
+        order = [j for j in np.argsort(-C[i], kind="stable") if j != i][:5]
+        assert nb[r].tolist() == order
+    monkeypatch.setattr(model_mod, "_BLOCK_BYTES", 8 * 25 * 2)      # blocks of 2 queries
+    nb2, _ = similar_items(model, [0, 7, 24], n=5)
+    np.testing.assert_array_equal(nb, nb2)
+    ids, sims_id = similar_items(model, [100, 107, 124], n=5, ids=True)
+    np.testing.assert_array_equal(ids, model.item_ids[nb])
+    np.testing.assert_array_equal(sims_id, sims)
+    users, _ = similar_users(model, ["u3"], n=2, ids=True)
+    assert users.dtype.kind == "U" and "u3" not in users[0]
+    assert similar_items(Factorization(np.ones((1, 2)), np.ones((1, 2))), [0])[0].shape == (1, 0)
+    del rng
+
+
+def test_similar_on_csrr_uses_the_low_rank_factors():
+    Y = fp.datasets.synthetic(20, 15, rank=2, density=0.3, seed=0).Y
+    model = fp.csrr.fit(Y, variant="I", n_iter=5)
+    nb, sims = similar_items(model, [0, 1], n=3)
+    C = ref_cosine(model.item_factors)
+    for r, i in enumerate([0, 1]):
+        np.testing.assert_allclose(sims[r], C[i, nb[r]], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [similar_items, similar_users])
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(model=3), TypeError, r"model must be a fitted fastpu Factorization .*got int"),
+    (dict(q=None), TypeError, "must be the (item|user)s to find neighbours for, got None"),
+    (dict(q=[99]), ValueError, r"must lie in \[0, 5\)"),
+    (dict(q=[1.5]), TypeError, "must be integer indices"),
+    (dict(n=0), ValueError, "n must be >= 1"),
+    (dict(ids=1), TypeError, "ids must be True or False"),
+    (dict(q=["zz"], ids=True), (TypeError, ValueError),
+     r"items must hold integer ids|users has 1 user id\(s\) the model does not know: \['zz'\]"),
+])
+def test_similar_rejects_bad_input(fn, kw, exc, msg):
+    args = dict(model=_ids_model(5, 5), q=[0], n=2, ids=False)
+    args.update(kw)
+    name = "items" if fn is similar_items else "users"
+    with pytest.raises(exc, match=msg.replace("must", f"{name} must") if msg.startswith("must") else msg):
+        fn(args["model"], args["q"], n=args["n"], ids=args["ids"])
+
+
+def test_similar_rejects_non_finite_factors():
+    model = Factorization(np.ones((3, 2)), np.array([[1.0, np.inf], [1.0, 0.0]]))
+    with pytest.raises(ValueError, match="model.item_factors has 1 non-finite"):
+        similar_items(model, [0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        similar_users(model, [0])                           # the user side is finite
