@@ -15,16 +15,22 @@ The loss (eq. 2) weighs every unlabeled pair::
     J = Σ_P α⁺_xy (r⁺ − r̂_xy)² + Σ_U α⁻_y (r⁻ − r̂_xy)²  (+ reg ‖Θ‖², 0 in the paper)
 
 and is evaluated as an all-pairs term, which needs only the g×g caches
-S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻ (and S^p = PᵀP, s^p = Pᵀ1 for the item side),
-plus a correction on the positives, so an epoch costs O((N(Z^X) + N(Z^Y)) g² + |P| g)
+S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻ (and S^p = PᵀP, s^p = Pᵀ1 for the item side,
+weighted by α⁻_x when row weights are given), plus a correction on the positives, so an epoch costs O((N(Z^X) + N(Z^Y)) g² + |P| g)
 and nothing of size |X|·|Y| is ever formed.  Parameters are updated with Adagrad
 (eq. 24) either coordinate by coordinate as in Appendix B (``update="coordinate"``)
 or all at once per side from the full gradient, in parallel (``update="batch"``).
 
-Not implemented: the tensor models of Appendix A (pairwise interaction and CP
-tensor factorisation).  Their embeddings are products of two parameter blocks
-(p_xh,d = v^X_jd v^H_j'd), not linear in the parameters, so they do not fit the
-linear feature machinery used here.
+The tensor models of Appendix A (PITF, eq. 25-26, and rank-f CP, eq. 27-28) over
+(x, h) pairs × y are :func:`fit_tensor` (module ``_fbgd_tensor``).  Their pair
+embeddings p_xh are not linear in the parameters (p_xh,d = v^X_x,d v^H_h,d for CP), but
+the loss still depends on the parameters only through the rows of P and Q: the same
+caches give ∂J/∂p_xh in O(g²) per pair, and the chain rule to v^X and v^H is local to the
+pairs of each x and each h.
+
+Both weights of the unlabeled pairs that keep the cached form are available: α⁻_y
+(``neg_weights``, eq. 22) and α⁻_x (``neg_row_weights``); the pair (x, y) weighs
+α⁻_x α⁻_y, and S^p = Pᵀ diag(α⁻_x) P, s^p = Pᵀ α⁻_x.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ from ._progress import Progress
 from ._threads import limit_threads
 from .model import Factorization, accepts_dataset
 
-__all__ = ["demo_configs", "fit", "negative_weights", "objective"]
+__all__ = ["demo_configs", "fit", "fit_tensor", "negative_weights", "objective", "pair_model",
+           "tensor_objective", "triples_to_pairs"]
 
 _EPS = 1e-4                 # eq. 24: used where the Adagrad accumulator is still zero
 _UPDATES = ("coordinate", "batch")
@@ -566,3 +573,7 @@ def demo_configs():
         ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate")),
         ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch")),
     ]
+
+
+# the tensor models of Appendix A live in their own module; imported last (it uses the above)
+from ._fbgd_tensor import fit_tensor, pair_model, tensor_objective, triples_to_pairs  # noqa: E402

@@ -145,3 +145,73 @@ def batch_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, f, bi
                             neg_rows)
     for j, d in zip(*np.nonzero(free_y)):
         _step(theta_y, acc_y, j, d, gy[j, d], lr, adagrad)
+
+
+# --------------------------------------------------------------------------- Appendix A
+def tensor_score(VX, VH, VY, x, h, y, tensor):
+    """r̂_xhy literally: eq. 25 (PITF, shared factors) or eq. 27 (rank-f CP)."""
+    f = VX.shape[1]
+    if tensor == "pitf":
+        return (sum(VX[x, d] * VH[h, d] for d in range(f)) + sum(VX[x, d] * VY[y, d] for d in range(f))
+                + sum(VH[h, d] * VY[y, d] for d in range(f)))
+    return sum(VX[x, d] * VH[h, d] * VY[y, d] for d in range(f))
+
+
+def tensor_score_grads(VX, VH, VY, x, h, y, tensor):
+    """∂r̂_xhy/∂v^X_x, ∂/∂v^H_h, ∂/∂v^Y_y (vectors over d) of eq. 25 / 27."""
+    if tensor == "pitf":
+        return VH[h] + VY[y], VX[x] + VY[y], VX[x] + VH[h]
+    return VH[h] * VY[y], VX[x] * VY[y], VX[x] * VH[h]
+
+
+def tensor_loss(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg, neg_pairs=None):
+    """Eq. 2 over every (x, h) with ``pair_mask[x, h]`` and every y, triple by triple.
+
+    ``D3`` is the dense |X|×|H|×|Y| positive mask, ``apos3``/``rpos3`` dense α⁺, r⁺ (read on
+    the positives), ``neg`` α⁻_y and ``neg_pairs`` a dense |X|×|H| α⁻_xh (1 when ``None``).
+    """
+    J = 0.0
+    for x, h in zip(*np.nonzero(pair_mask)):
+        for y in range(D3.shape[2]):
+            r = tensor_score(VX, VH, VY, x, h, y, tensor)
+            if D3[x, h, y]:
+                J += apos3[x, h, y] * (rpos3[x, h, y] - r) ** 2
+            else:
+                a = neg[y] * (1.0 if neg_pairs is None else neg_pairs[x, h])
+                J += a * (r_neg - r) ** 2
+    return J
+
+
+def tensor_gradients(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg, neg_pairs=None,
+                     reg=0.0):
+    """Eq. 4 for the tensor models: Σ over all triples of ∂J/∂r̂ · ∂r̂/∂v, plus 2 reg v."""
+    gX, gH, gY = np.zeros_like(VX), np.zeros_like(VH), np.zeros_like(VY)
+    for x, h in zip(*np.nonzero(pair_mask)):
+        for y in range(D3.shape[2]):
+            r = tensor_score(VX, VH, VY, x, h, y, tensor)
+            if D3[x, h, y]:
+                e = -2.0 * apos3[x, h, y] * (rpos3[x, h, y] - r)
+            else:
+                a = neg[y] * (1.0 if neg_pairs is None else neg_pairs[x, h])
+                e = -2.0 * a * (r_neg - r)
+            dx, dh, dy = tensor_score_grads(VX, VH, VY, x, h, y, tensor)
+            gX[x] += e * dx
+            gH[h] += e * dh
+            gY[y] += e * dy
+    return gX + 2.0 * reg * VX, gH + 2.0 * reg * VH, gY + 2.0 * reg * VY
+
+
+def tensor_batch_epoch(D3, pair_mask, VX, VH, VY, accs, tensor, apos3, rpos3, neg, r_neg, lr, adagrad,
+                       neg_pairs=None, reg=0.0):
+    """One epoch of the two sides: V^X and V^H from one gradient, then V^Y.  In place."""
+    gX, gH, _ = tensor_gradients(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg,
+                                 neg_pairs, reg)
+    for V, g, acc in ((VX, gX, accs[0]), (VH, gH, accs[1])):
+        for j in range(V.shape[0]):
+            for d in range(V.shape[1]):
+                _step(V, acc, j, d, g[j, d], lr, adagrad)
+    _, _, gY = tensor_gradients(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg,
+                                neg_pairs, reg)
+    for j in range(VY.shape[0]):
+        for d in range(VY.shape[1]):
+            _step(VY, accs[2], j, d, gY[j, d], lr, adagrad)
