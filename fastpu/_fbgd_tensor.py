@@ -45,7 +45,19 @@ def _fb():
 
 
 # --------------------------------------------------------------------------- boundary
-def _check_pairs(pairs, n_rows, n_x, n_h):
+def _unique_pairs(a, b):
+    """Distinct (a, b) pairs sorted by a then b, and the index of each input's pair."""
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    new = np.ones(a.size, dtype=bool)
+    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    group = np.cumsum(new) - 1
+    inverse = np.empty(a.size, dtype=np.int64)
+    inverse[order] = group
+    return sa[new], sb[new], inverse
+
+
+def _check_pairs(pairs, n_rows, n_x, n_h, names=("n_x", "n_h")):
     """(px, ph, n_x, n_h): the (x, h) pair of each row of Y, distinct and in range."""
     if sp.issparse(pairs):
         raise TypeError("pairs must be a dense integer array of shape (n_pairs, 2), got a sparse matrix")
@@ -63,7 +75,7 @@ def _check_pairs(pairs, n_rows, n_x, n_h):
     px = np.ascontiguousarray(arr[:, 0], dtype=np.int64)
     ph = np.ascontiguousarray(arr[:, 1], dtype=np.int64)
     sizes = []
-    for name, col, given in (("n_x", px, n_x), ("n_h", ph, n_h)):
+    for name, col, given in ((names[0], px, n_x), (names[1], ph, n_h)):
         need = int(col.max()) + 1 if col.size else 0
         if given is None:
             sizes.append(need)
@@ -73,8 +85,7 @@ def _check_pairs(pairs, n_rows, n_x, n_h):
             raise ValueError(f"{name} is {given} but pairs uses index {need - 1}; expected {name} >= {need}")
         sizes.append(given)
     if px.size:
-        key = px * max(sizes[1], 1) + ph
-        n_distinct = np.unique(key).size
+        n_distinct = _unique_pairs(px, ph)[0].size
         if n_distinct != px.size:
             raise ValueError(
                 f"pairs has {px.size - n_distinct} repeated (x, h) pairs; expected each pair once "
@@ -210,11 +221,9 @@ def triples_to_pairs(x, h, y, values=None, *, shape=None):
             if a.size and a.max() >= s:
                 raise ValueError(f"{name} has index {a.max()}, outside shape {shape}")
     vals = V.check_vector(values, name="values", size=x.size)
-    n_h = max(shape[1], 1)
-    key = x * n_h + h
-    uniq, row = np.unique(key, return_inverse=True)
-    pairs = np.column_stack([uniq // n_h, uniq % n_h]).astype(np.int64)
-    Y = V.check_csr(sp.coo_array((vals, (row.ravel(), y)), shape=(uniq.size, shape[2])), name="Y",
+    ux, uh, row = _unique_pairs(x, h)
+    pairs = np.column_stack([ux, uh]).astype(np.int64)
+    Y = V.check_csr(sp.coo_array((vals, (row, y)), shape=(ux.size, shape[2])), name="Y",
                     nonnegative=False)
     return Y, pairs
 
@@ -269,7 +278,8 @@ def tensor_objective(Y, VX, VH, VY, *, pairs, tensor="pitf", neg_weights=None, n
     tensor = V.check_choice(tensor, name="tensor", choices=_TENSORS)
     VX = V.check_dense(VX, name="VX")
     f = VX.shape[1]
-    px, ph, n_x, n_h = _check_pairs(pairs, Y.shape[0], VX.shape[0], None)
+    px, ph, _, n_h = _check_pairs(pairs, Y.shape[0], VX.shape[0], None,
+                                  names=("the number of rows of VX", "n_h"))
     VH = V.check_dense(VH, name="VH")
     if VH.shape[0] < n_h:
         raise ValueError(f"VH has {VH.shape[0]} rows but pairs uses h index {n_h - 1}")
@@ -514,7 +524,7 @@ def pair_model(model, pairs):
         raise TypeError(f"pairs must be integer (x, h) indices, got dtype {arr.dtype}")
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(f"pairs must have shape (n, 2), got {arr.shape}")
-    VX, VH, VY = ex["V_x"], ex["V_h"], ex["V_y"]
+    VX, VH = ex["V_x"], ex["V_h"]
     px = V.check_indices(arr[:, 0], name="pairs[:, 0] (x)", size=VX.shape[0])
     ph = V.check_indices(arr[:, 1], name="pairs[:, 1] (h)", size=VH.shape[0])
     tp = _Tensor(px, ph, VX.shape[0], VH.shape[0], VX.shape[1], ex["tensor"])

@@ -242,7 +242,7 @@ def test_pair_model_scores_any_pair_by_eq25_27(tensor):
 def test_recommend_and_evaluate_run_on_the_pair_matrix():
     Y, pairs = _planted_triples(seed=5)
     model = fbgd.fit_tensor(Y, 3, pairs=pairs, n_iter=3)
-    items, scores = fp.recommend(model, Y, users=[0, 1], n=4)
+    items, _ = fp.recommend(model, Y, users=[0, 1], n=4)
     assert items.shape == (2, 4)
     for r in (0, 1):
         assert not set(items[r]) & set(Y.indices[Y.indptr[r]:Y.indptr[r + 1]])
@@ -261,6 +261,8 @@ def test_triples_to_pairs_matches_a_dense_tensor():
     np.testing.assert_array_equal(pairs, present)
     np.testing.assert_allclose(Y.toarray(), dense[pairs[:, 0], pairs[:, 1]], rtol=1e-12)
     assert Y.shape == (len(present), 8)
+    Y0, pairs0 = fbgd.triples_to_pairs([], [], [], shape=(2, 3, 4))
+    assert Y0.shape == (0, 4) and pairs0.shape == (0, 2)
 
 
 def test_never_forms_the_dense_tensor():
@@ -311,6 +313,8 @@ def test_bad_inputs_get_clear_errors():
     ones = np.ones((3, 2))
     with pytest.raises(ValueError, match=r"VY has shape 2×2, expected 3×2"):
         fbgd.tensor_objective(Y, ones, ones[:2], ones[:2], pairs=pairs)
+    with pytest.raises(ValueError, match=r"the number of rows of VX is 2 but pairs uses index 2"):
+        fbgd.tensor_objective(Y, ones[:2], ones[:2], ones, pairs=pairs)
     with pytest.raises(ValueError, match=r"VH has 1 rows but pairs uses h index 1"):
         fbgd.tensor_objective(Y, ones, ones[:1], ones, pairs=pairs)
     with pytest.raises(ValueError, match=r"VH has shape 2×1, expected 2×2"):
