@@ -367,11 +367,6 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
         Target r⁺ of the positives.
     r_neg : float
         Target r⁻ of the unlabeled entries.
-    neg_row_weights : array_like, shape (m,), optional
-        α⁻_x, a weight of the unlabeled entries per row (the paper's α⁻_xy = α⁻_x, under
-        eq. 9); combined with α⁻_y the unlabeled entry (x, y) weighs α⁻_x α⁻_y, which keeps
-        the cached form (S^p = Pᵀ diag(α⁻_x) P).  ``None`` (default) means 1 for every row
-        and gives exactly the results of a fit without it.
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
     n_iter : int
@@ -398,6 +393,11 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
         Print one line per epoch.
     n_threads : int, optional
         Threads for the parallel kernels (restored afterwards).
+    neg_row_weights : array_like, shape (m,), optional
+        α⁻_x, a weight of the unlabeled entries per row (the paper's α⁻_xy = α⁻_x, under
+        eq. 9); combined with α⁻_y the unlabeled entry (x, y) weighs α⁻_x α⁻_y, which keeps
+        the cached form (S^p = Pᵀ diag(α⁻_x) P).  ``None`` (default) means 1 for every row
+        and gives exactly the results of a fit without it.
 
     Returns
     -------
