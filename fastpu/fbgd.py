@@ -17,9 +17,10 @@ The loss (eq. 2) weighs every unlabeled pair::
 and is evaluated as an all-pairs term, which needs only the g×g caches
 S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻ (and S^p = PᵀP, s^p = Pᵀ1 for the item side,
 weighted by α⁻_x when row weights are given), plus a correction on the positives, so
-an epoch costs O((N(Z^X) + N(Z^Y)) g² + |P| g) and nothing of size |X|·|Y| is ever formed.  Parameters are updated with Adagrad
-(eq. 24) either coordinate by coordinate as in Appendix B (``update="coordinate"``)
-or all at once per side from the full gradient, in parallel (``update="batch"``).
+an epoch costs O((N(Z^X) + N(Z^Y)) g² + |P| g) and nothing of size |X|·|Y| is ever
+formed.  Parameters are updated with Adagrad (eq. 24) either coordinate by coordinate as
+in Appendix B (``update="coordinate"``) or all at once per side from the full gradient,
+in parallel (``update="batch"``).
 
 The tensor models of Appendix A (PITF, eq. 25-26, and rank-f CP, eq. 27-28) over
 (x, h) pairs × y are :func:`fit_tensor` (module ``_fbgd_tensor``).  Their pair
