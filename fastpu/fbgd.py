@@ -15,16 +15,23 @@ The loss (eq. 2) weighs every unlabeled pair::
     J = Σ_P α⁺_xy (r⁺ − r̂_xy)² + Σ_U α⁻_y (r⁻ − r̂_xy)²  (+ reg ‖Θ‖², 0 in the paper)
 
 and is evaluated as an all-pairs term, which needs only the g×g caches
-S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻ (and S^p = PᵀP, s^p = Pᵀ1 for the item side),
-plus a correction on the positives, so an epoch costs O((N(Z^X) + N(Z^Y)) g² + |P| g)
-and nothing of size |X|·|Y| is ever formed.  Parameters are updated with Adagrad
-(eq. 24) either coordinate by coordinate as in Appendix B (``update="coordinate"``)
-or all at once per side from the full gradient, in parallel (``update="batch"``).
+S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻ (and S^p = PᵀP, s^p = Pᵀ1 for the item side,
+weighted by α⁻_x when row weights are given), plus a correction on the positives, so
+an epoch costs O((N(Z^X) + N(Z^Y)) g² + |P| g) and nothing of size |X|·|Y| is ever
+formed.  Parameters are updated with Adagrad (eq. 24) either coordinate by coordinate as
+in Appendix B (``update="coordinate"``) or all at once per side from the full gradient,
+in parallel (``update="batch"``).
 
-Not implemented: the tensor models of Appendix A (pairwise interaction and CP
-tensor factorisation).  Their embeddings are products of two parameter blocks
-(p_xh,d = v^X_jd v^H_j'd), not linear in the parameters, so they do not fit the
-linear feature machinery used here.
+The tensor models of Appendix A (PITF, eq. 25-26, and rank-f CP, eq. 27-28) over
+(x, h) pairs × y are :func:`fit_tensor` (module ``_fbgd_tensor``).  Their pair
+embeddings p_xh are not linear in the parameters (p_xh,d = v^X_x,d v^H_h,d for CP), but
+the loss still depends on the parameters only through the rows of P and Q: the same
+caches give ∂J/∂p_xh in O(g²) per pair, and the chain rule to v^X and v^H is local to the
+pairs of each x and each h.
+
+Both weights of the unlabeled pairs that keep the cached form are available: α⁻_y
+(``neg_weights``, eq. 22) and α⁻_x (``neg_row_weights``); the pair (x, y) weighs
+α⁻_x α⁻_y, and S^p = Pᵀ diag(α⁻_x) P, s^p = Pᵀ α⁻_x.
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ from ._progress import Progress
 from ._threads import limit_threads
 from .model import Factorization, accepts_dataset
 
-__all__ = ["demo_configs", "fit", "negative_weights", "objective"]
+__all__ = ["demo_configs", "fit", "fit_tensor", "negative_weights", "objective", "pair_model",
+           "tensor_objective", "triples_to_pairs"]
 
 _EPS = 1e-4                 # eq. 24: used where the Adagrad accumulator is still zero
 _UPDATES = ("coordinate", "batch")
@@ -126,6 +134,13 @@ def _neg_vector(neg_weights, n):
     return w
 
 
+def _neg_row_vector(neg_row_weights, m):
+    """α⁻_x, or ``None`` (all ones, the default path kept bit for bit)."""
+    if neg_row_weights is None:
+        return None
+    return V.check_vector(neg_row_weights, name="neg_row_weights", size=m, nonnegative=True)
+
+
 def _transpose_with_perm(Y):
     """CSR of Yᵀ (structure only) and perm: its p-th entry is entry perm[p] of Y."""
     m, n = Y.shape
@@ -163,7 +178,7 @@ def _augment(Z, biases):
 class _Problem:
     """Canonical data of one fBGD problem, built once at the boundary."""
 
-    def __init__(self, Y, Zx, Zy, k, biases, neg, apos, rpos, r_neg):
+    def __init__(self, Y, Zx, Zy, k, biases, neg, apos, rpos, r_neg, neg_rows=None):
         self.m, self.n = Y.shape
         self.Y = Y
         self.f = k
@@ -172,8 +187,10 @@ class _Problem:
         self.Zx, self.Zy = _augment(Zx, biases), _augment(Zy, biases)
         self.ZxT, self.ZyT = V.transpose_csr(self.Zx), V.transpose_csr(self.Zy)
         self.neg = np.ascontiguousarray(neg, dtype=np.float64)
+        # α⁻_x of each row (1 by default): the unlabeled pair (x, y) weighs α⁻_x α⁻_y
+        self.arow = np.ones(self.m) if neg_rows is None else np.ascontiguousarray(neg_rows, dtype=np.float64)
         self.apos, self.rpos, self.r_neg = apos, rpos, float(r_neg)
-        self.aneg = np.ascontiguousarray(self.neg[Y.indices])
+        self.aneg = np.ascontiguousarray(self.neg[Y.indices] * np.repeat(self.arow, np.diff(Y.indptr)))
         # positives seen from each side, per-positive arrays in that side's entry order:
         # (indptr, indices, α⁺ − α⁻, α⁺ r⁺ − α⁻ r⁻) for the gradients
         cpos = apos - self.aneg
@@ -182,7 +199,6 @@ class _Problem:
         yt_indptr, yt_indices, perm = _transpose_with_perm(Y)
         self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(cpos[perm]),
                        np.ascontiguousarray(bpos[perm]))
-        self.ones_m = np.ones(self.m)
         self.free_x, self.free_y = self._masks()
 
     def _masks(self):
@@ -228,12 +244,12 @@ class _Problem:
         """Loss (2) at parameters Θ^X, Θ^Y (no penalty)."""
         P, Q = self.embed(self.Zx, theta_x), self.embed(self.Zy, theta_y)
         Sq, sq = self.gram(self.neg, Q)
-        Sp, sp_ = self.gram(self.ones_m, P)
+        Sp, sp_ = self.gram(self.arow, P)
         return self.loss(P, Q, Sq, sq, Sp, sp_)
 
     def loss(self, P, Q, Sq, sq, Sp, sp_):
         """Loss (2) from the caches: all-pairs term + correction on the positives."""
-        const = self.r_neg * self.r_neg * self.m * float(self.neg.sum())
+        const = self.r_neg * self.r_neg * float(self.arow.sum()) * float(self.neg.sum())
         with np.errstate(over="ignore", invalid="ignore"):   # a diverging run is reported by Progress
             allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
         pred = np.empty(self.Y.nnz)
@@ -254,12 +270,12 @@ def _check_embedding_pair(P, Q, m, n):
 
 
 # --------------------------------------------------------------------------- objective
-def objective(Y, P, Q, neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0):
+def objective(Y, P, Q, neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, neg_row_weights=None):
     """Loss (2) of embeddings P, Q, computed without forming any m×n array.
 
-    J = Σ_P α⁺ (r⁺ − p_x·q_y)² + Σ_U α⁻_y (r⁻ − p_x·q_y)², via the caches
-    S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻, S^p = PᵀP, s^p = Pᵀ1 (eq. 6-10) in
-    O((m + n) g² + |P| g).
+    J = Σ_P α⁺ (r⁺ − p_x·q_y)² + Σ_U α⁻_x α⁻_y (r⁻ − p_x·q_y)², via the caches
+    S^q = Qᵀ diag(α⁻_y) Q, s^q = Qᵀ α⁻_y, S^p = Pᵀ diag(α⁻_x) P, s^p = Pᵀ α⁻_x
+    (eq. 6-10) in O((m + n) g² + |P| g).
 
     Parameters
     ----------
@@ -277,6 +293,9 @@ def objective(Y, P, Q, neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0):
         Target r⁺ of the positives (or Y's stored values).
     r_neg : float
         Target r⁻ of the unlabeled entries.
+    neg_row_weights : array_like, shape (m,), optional
+        α⁻_x, the row-side weight of the unlabeled entries (the paper's α⁻_xy = α⁻_x);
+        the unlabeled entry (x, y) weighs α⁻_x α⁻_y.  ``None`` means 1 for every row.
 
     Returns
     -------
@@ -305,9 +324,10 @@ def objective(Y, P, Q, neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0):
     apos = _positive_array(pos_weight, name="pos_weight", Y=Y, minimum=0.0)
     rpos = _positive_array(r_pos, name="r_pos", Y=Y, minimum=None)
     r_neg = V.check_scalar(r_neg, name="r_neg")
-    prob = _Problem(Y, _ident(m), _ident(n), P.shape[1], False, neg, apos, rpos, r_neg)
+    neg_rows = _neg_row_vector(neg_row_weights, m)
+    prob = _Problem(Y, _ident(m), _ident(n), P.shape[1], False, neg, apos, rpos, r_neg, neg_rows)
     Sq, sq = prob.gram(neg, Q)
-    Sp, sp_ = prob.gram(prob.ones_m, P)
+    Sp, sp_ = prob.gram(prob.arow, P)
     return prob.loss(P, Q, Sq, sq, Sp, sp_)
 
 
@@ -321,7 +341,7 @@ def _ident(n):
 def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
         neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.05, n_iter=30,
         update="coordinate", optimizer="adagrad", biases=None, reg=0.0, init_std=0.01,
-        seed=0, callback=None, verbose=False, n_threads=None):
+        seed=0, callback=None, verbose=False, n_threads=None, neg_row_weights=None):
     """Fit an fBGD embedding model (plain MF or SVDFeature) on all positive and unlabeled pairs.
 
     Parameters
@@ -376,6 +396,11 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
         Print one line per epoch.
     n_threads : int, optional
         Threads for the parallel kernels (restored afterwards).
+    neg_row_weights : array_like, shape (m,), optional
+        α⁻_x, a weight of the unlabeled entries per row (the paper's α⁻_xy = α⁻_x, under
+        eq. 9); combined with α⁻_y the unlabeled entry (x, y) weighs α⁻_x α⁻_y, which keeps
+        the cached form (S^p = Pᵀ diag(α⁻_x) P).  ``None`` (default) means 1 for every row
+        and gives exactly the results of a fit without it.
 
     Returns
     -------
@@ -383,7 +408,7 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
         ``user_factors`` = P (m×g) and ``item_factors`` = Q (n×g), so ``scores`` = P Qᵀ
         includes the biases.  ``extras`` holds ``V_user``, ``V_item`` (feature
         embeddings), ``w_user``, ``w_item``, ``w0`` (biases, with ``biases``),
-        ``neg_weights`` and ``initial_objective``; ``W``/``H`` are the feature embeddings
+        ``neg_weights``, ``neg_row_weights`` (``None`` unless given) and ``initial_objective``; ``W``/``H`` are the feature embeddings
         when features are given.  ``history`` has ``iter``, ``objective``, ``loss``, ``seconds``.
 
     Raises
@@ -423,6 +448,7 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
     apos = _positive_array(pos_weight, name="pos_weight", Y=Y, minimum=0.0)
     rpos = _positive_array(r_pos, name="r_pos", Y=Y, minimum=None)
     r_neg = V.check_scalar(r_neg, name="r_neg")
+    neg_rows = _neg_row_vector(neg_row_weights, m)
     lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     update = V.check_choice(update, name="update", choices=_UPDATES)
@@ -436,14 +462,15 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)
 
-    prob = _Problem(Y, Zx, Zy, k, bool(biases), neg, apos, rpos, r_neg)
+    prob = _Problem(Y, Zx, Zy, k, bool(biases), neg, apos, rpos, r_neg, neg_rows)
     theta_x, theta_y = prob.init_params(rng, init_std)
     params = dict(k=k, alpha0=alpha0, rho=rho, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg,
                   lr=lr, n_iter=n_iter, update=update, optimizer=optimizer, biases=bool(biases),
                   reg=reg, init_std=init_std, seed=seed if isinstance(seed, numbers.Integral) else None,
                   user_features=None if not has_ux else tuple(Zx.shape),
                   item_features=None if not has_ix else tuple(Zy.shape),
-                  neg_weights="given" if neg_weights is not None else "eq22")
+                  neg_weights="given" if neg_weights is not None else "eq22",
+                  neg_row_weights=None if neg_rows is None else "given")
     progress = Progress("fbgd", verbose=verbose, callback=callback)
     with limit_threads(n_threads):
         P, Q, init = _train(prob, theta_x, theta_y, lr=lr, n_iter=n_iter, update=update,
@@ -451,7 +478,7 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
     f = k
     px, py = Zx.shape[1], Zy.shape[1]
     extras = dict(V_user=theta_x[:px, :f].copy(), V_item=theta_y[:py, :f].copy(),
-                  neg_weights=neg, initial_objective=init)
+                  neg_weights=neg, neg_row_weights=neg_rows, initial_objective=init)
     if biases:
         extras.update(w_user=theta_x[:px, f].copy(), w_item=theta_y[:py, f + 1].copy(),
                       w0=float(theta_x[px, f]))
@@ -473,9 +500,9 @@ def _gradients(prob, theta_x, theta_y):
     """∂J/∂Θ^X and ∂J/∂Θ^Y of the loss at one point, by the kernels of the batch mode."""
     P, Q = prob.embed(prob.Zx, theta_x), prob.embed(prob.Zy, theta_y)
     Sq, sq = prob.gram(prob.neg, Q)
-    Sp, sp_ = prob.gram(prob.ones_m, P)
+    Sp, sp_ = prob.gram(prob.arow, P)
     G_p, G_q = np.empty_like(P), np.empty_like(Q)
-    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.ones_m, prob.r_neg, G_p)
+    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
     _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
     gx, gy = np.empty_like(theta_x), np.empty_like(theta_y)
     _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, gx)
@@ -505,7 +532,7 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
     Q = prob.embed(prob.Zy, theta_y)
     Sq, sq = prob.gram(prob.neg, Q)
     P = prob.embed(prob.Zx, theta_x)
-    Sp, sp_ = prob.gram(prob.ones_m, P)
+    Sp, sp_ = prob.gram(prob.arow, P)
     init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, prob, theta_x, theta_y)
     pred = np.empty(prob.Y.nnz)
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
@@ -513,9 +540,9 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
     opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
     for epoch in range(1, n_iter + 1):
         _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
-                     prob.ones_m, G_p, grad_x, pred, **opts)
+                     prob.arow, G_p, grad_x, pred, **opts)
         P = prob.embed(prob.Zx, theta_x)
-        Sp, sp_ = prob.gram(prob.ones_m, P)
+        Sp, sp_ = prob.gram(prob.arow, P)
         _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
                      prob.neg, G_q, grad_y, pred, **opts)
         Q = prob.embed(prob.Zy, theta_y)
@@ -550,3 +577,7 @@ def demo_configs():
         ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate")),
         ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch")),
     ]
+
+
+# the tensor models of Appendix A live in their own module; imported last (it uses the above)
+from ._fbgd_tensor import fit_tensor, pair_model, tensor_objective, triples_to_pairs  # noqa: E402

@@ -1,7 +1,7 @@
 """Dense brute-force references for fBGD, written from the paper's formulas (Yuan et al.).
 
 Everything here is O(|X|·|Y|) on purpose: sums run over every (x, y) pair exactly
-as written in eq. 2 (loss), eq. 4 (gradient over all samples), eq. 11-13
+as written in eq. 2 (loss, with α⁻_xy = α⁻_x α⁻_y: the paper's α⁻_y, α⁻_x or both), eq. 4 (gradient over all samples), eq. 11-13
 (SVDFeature embeddings with the g = f + 2 bias augmentation) and eq. 22 (weights).
 Parameters use the layout of ``fastpu.fbgd``: Θ^X has one row per user feature plus,
 with biases, a last row for the constant feature (global bias w0 and the fixed 1).
@@ -48,8 +48,13 @@ def theta_to_parts(theta_x, theta_y, f, biases):
             theta_x[-1, f])
 
 
-def loss(D, P, Q, apos, rpos, neg, r_neg):
-    """Eq. 2 pair by pair: Σ_P α⁺(r⁺ − r̂)² + Σ_U α⁻_y (r⁻ − r̂)².
+def _unlabeled_weight(neg, neg_rows, x, y):
+    """α⁻_xy = α⁻_x α⁻_y (α⁻_x = 1 when no row weights are given)."""
+    return neg[y] * (1.0 if neg_rows is None else neg_rows[x])
+
+
+def loss(D, P, Q, apos, rpos, neg, r_neg, neg_rows=None):
+    """Eq. 2 pair by pair: Σ_P α⁺(r⁺ − r̂)² + Σ_U α⁻_x α⁻_y (r⁻ − r̂)².
 
     ``D`` is the dense 0/1 positive mask; ``apos``, ``rpos`` dense matrices (read on P only).
     """
@@ -61,17 +66,20 @@ def loss(D, P, Q, apos, rpos, neg, r_neg):
             if D[x, y]:
                 J += apos[x, y] * (rpos[x, y] - r) ** 2
             else:
-                J += neg[y] * (r_neg - r) ** 2
+                J += _unlabeled_weight(neg, neg_rows, x, y) * (r_neg - r) ** 2
     return J
 
 
-def score_gradient(D, P, Q, apos, rpos, neg, r_neg):
+def score_gradient(D, P, Q, apos, rpos, neg, r_neg, neg_rows=None):
     """∂J/∂r̂_xy for every pair (eq. 4 before the chain rule): −2 α (r − r̂)."""
     R = P @ Q.T
-    return np.where(D, -2.0 * apos * (rpos - R), -2.0 * neg[None, :] * (r_neg - R))
+    A = np.array([[_unlabeled_weight(neg, neg_rows, x, y) for y in range(D.shape[1])]
+                  for x in range(D.shape[0])]).reshape(D.shape)
+    return np.where(D, -2.0 * apos * (rpos - R), -2.0 * A * (r_neg - R))
 
 
-def param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg=0.0):
+def param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg=0.0,
+                    neg_rows=None):
     """Eq. 4 with eq. 15/17 (∂p_x,d/∂θ_jd = z_xj): ∂J/∂Θ^X, ∂J/∂Θ^Y over all pairs.
 
     With biases, the last row of Θ multiplies a constant-1 feature.
@@ -81,7 +89,7 @@ def param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_n
         Zx = np.column_stack([Zx, np.ones(Zx.shape[0])])
         Zy = np.column_stack([Zy, np.ones(Zy.shape[0])])
     P, Q = Zx @ theta_x, Zy @ theta_y
-    G = score_gradient(D, P, Q, apos, rpos, neg, r_neg)
+    G = score_gradient(D, P, Q, apos, rpos, neg, r_neg, neg_rows)
     gx = np.zeros_like(theta_x)
     gy = np.zeros_like(theta_y)
     for x in range(D.shape[0]):
@@ -92,12 +100,12 @@ def param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_n
 
 
 def full_loss(D, Zx, Zy, theta_x, theta_y, biases, apos, rpos, neg, r_neg, reg=0.0,
-              free_x=None, free_y=None):
+              free_x=None, free_y=None, neg_rows=None):
     Zx, Zy = np.asarray(Zx, float), np.asarray(Zy, float)
     if biases:
         Zx = np.column_stack([Zx, np.ones(Zx.shape[0])])
         Zy = np.column_stack([Zy, np.ones(Zy.shape[0])])
-    J = loss(D, Zx @ theta_x, Zy @ theta_y, apos, rpos, neg, r_neg)
+    J = loss(D, Zx @ theta_x, Zy @ theta_y, apos, rpos, neg, r_neg, neg_rows)
     if reg:
         J += reg * (np.sum(theta_x[free_x] ** 2) + np.sum(theta_y[free_y] ** 2))
     return J
@@ -113,7 +121,7 @@ def _step(theta, acc, j, d, grad, lr, adagrad, eps=1e-4):
 
 
 def coordinate_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, f, biases,
-                     apos, rpos, neg, r_neg, lr, adagrad, reg=0.0):
+                     apos, rpos, neg, r_neg, lr, adagrad, reg=0.0, neg_rows=None):
     """Appendix B, Algorithm 1 literally: every free θ^X_jd in order, each with the exact
     all-pairs gradient at the current point, then every θ^Y_jd.  In place."""
     for theta, acc, free, side in ((theta_x, acc_x, free_x, 0), (theta_y, acc_y, free_y, 1)):
@@ -122,16 +130,88 @@ def coordinate_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, 
                 if not free[j, d]:
                     continue
                 grads = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg,
-                                        r_neg, reg)
+                                        r_neg, reg, neg_rows)
                 _step(theta, acc, j, d, grads[side][j, d], lr, adagrad)
 
 
 def batch_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, f, biases,
-                apos, rpos, neg, r_neg, lr, adagrad, reg=0.0):
+                apos, rpos, neg, r_neg, lr, adagrad, reg=0.0, neg_rows=None):
     """All gradients of the user side at one point, update them all; then the item side."""
-    gx, _ = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg)
+    gx, _ = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg,
+                            neg_rows)
     for j, d in zip(*np.nonzero(free_x)):
         _step(theta_x, acc_x, j, d, gx[j, d], lr, adagrad)
-    _, gy = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg)
+    _, gy = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg,
+                            neg_rows)
     for j, d in zip(*np.nonzero(free_y)):
         _step(theta_y, acc_y, j, d, gy[j, d], lr, adagrad)
+
+
+# --------------------------------------------------------------------------- Appendix A
+def tensor_score(VX, VH, VY, x, h, y, tensor):
+    """r̂_xhy literally: eq. 25 (PITF, shared factors) or eq. 27 (rank-f CP)."""
+    f = VX.shape[1]
+    if tensor == "pitf":
+        return (sum(VX[x, d] * VH[h, d] for d in range(f)) + sum(VX[x, d] * VY[y, d] for d in range(f))
+                + sum(VH[h, d] * VY[y, d] for d in range(f)))
+    return sum(VX[x, d] * VH[h, d] * VY[y, d] for d in range(f))
+
+
+def tensor_score_grads(VX, VH, VY, x, h, y, tensor):
+    """∂r̂_xhy/∂v^X_x, ∂/∂v^H_h, ∂/∂v^Y_y (vectors over d) of eq. 25 / 27."""
+    if tensor == "pitf":
+        return VH[h] + VY[y], VX[x] + VY[y], VX[x] + VH[h]
+    return VH[h] * VY[y], VX[x] * VY[y], VX[x] * VH[h]
+
+
+def tensor_loss(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg, neg_pairs=None):
+    """Eq. 2 over every (x, h) with ``pair_mask[x, h]`` and every y, triple by triple.
+
+    ``D3`` is the dense |X|×|H|×|Y| positive mask, ``apos3``/``rpos3`` dense α⁺, r⁺ (read on
+    the positives), ``neg`` α⁻_y and ``neg_pairs`` a dense |X|×|H| α⁻_xh (1 when ``None``).
+    """
+    J = 0.0
+    for x, h in zip(*np.nonzero(pair_mask)):
+        for y in range(D3.shape[2]):
+            r = tensor_score(VX, VH, VY, x, h, y, tensor)
+            if D3[x, h, y]:
+                J += apos3[x, h, y] * (rpos3[x, h, y] - r) ** 2
+            else:
+                a = neg[y] * (1.0 if neg_pairs is None else neg_pairs[x, h])
+                J += a * (r_neg - r) ** 2
+    return J
+
+
+def tensor_gradients(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg, neg_pairs=None,
+                     reg=0.0):
+    """Eq. 4 for the tensor models: Σ over all triples of ∂J/∂r̂ · ∂r̂/∂v, plus 2 reg v."""
+    gX, gH, gY = np.zeros_like(VX), np.zeros_like(VH), np.zeros_like(VY)
+    for x, h in zip(*np.nonzero(pair_mask)):
+        for y in range(D3.shape[2]):
+            r = tensor_score(VX, VH, VY, x, h, y, tensor)
+            if D3[x, h, y]:
+                e = -2.0 * apos3[x, h, y] * (rpos3[x, h, y] - r)
+            else:
+                a = neg[y] * (1.0 if neg_pairs is None else neg_pairs[x, h])
+                e = -2.0 * a * (r_neg - r)
+            dx, dh, dy = tensor_score_grads(VX, VH, VY, x, h, y, tensor)
+            gX[x] += e * dx
+            gH[h] += e * dh
+            gY[y] += e * dy
+    return gX + 2.0 * reg * VX, gH + 2.0 * reg * VH, gY + 2.0 * reg * VY
+
+
+def tensor_batch_epoch(D3, pair_mask, VX, VH, VY, accs, tensor, apos3, rpos3, neg, r_neg, lr, adagrad,
+                       neg_pairs=None, reg=0.0):
+    """One epoch of the two sides: V^X and V^H from one gradient, then V^Y.  In place."""
+    gX, gH, _ = tensor_gradients(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg,
+                                 neg_pairs, reg)
+    for V, g, acc in ((VX, gX, accs[0]), (VH, gH, accs[1])):
+        for j in range(V.shape[0]):
+            for d in range(V.shape[1]):
+                _step(V, acc, j, d, g[j, d], lr, adagrad)
+    _, _, gY = tensor_gradients(D3, pair_mask, VX, VH, VY, tensor, apos3, rpos3, neg, r_neg,
+                                neg_pairs, reg)
+    for j in range(VY.shape[0]):
+        for d in range(VY.shape[1]):
+            _step(VY, accs[2], j, d, gY[j, d], lr, adagrad)

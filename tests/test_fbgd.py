@@ -47,8 +47,9 @@ def problems(draw, features=None):
     pos_weight = draw(st.sampled_from([1.0, 3.5, "values"]))
     r_pos = draw(st.sampled_from([1.0, "values"]))
     r_neg = draw(st.sampled_from([0.0, -0.5, 0.3]))
+    neg_rows = rng.uniform(0.0, 2.0, size=m) if draw(st.booleans()) else None   # α⁻_x
     return dict(Y=Y, Zx=Zx, Zy=Zy, k=k, biases=biases, neg=neg, pos_weight=pos_weight,
-                r_pos=r_pos, r_neg=r_neg, rng=rng)
+                r_pos=r_pos, r_neg=r_neg, neg_rows=neg_rows, rng=rng)
 
 
 def _build(pb):
@@ -58,7 +59,8 @@ def _build(pb):
     Zy = fbgd.V.check_csr(pb["Zy"], nonnegative=False)
     apos = fbgd._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
     rpos = fbgd._positive_array(pb["r_pos"], name="r_pos", Y=Y, minimum=None)
-    prob = fbgd._Problem(Y, Zx, Zy, pb["k"], pb["biases"], pb["neg"], apos, rpos, pb["r_neg"])
+    prob = fbgd._Problem(Y, Zx, Zy, pb["k"], pb["biases"], pb["neg"], apos, rpos, pb["r_neg"],
+                         pb["neg_rows"])
     tx, ty = prob.init_params(pb["rng"], 0.7)
     tx[prob.free_x] = pb["rng"].normal(0.0, 0.7, size=int(prob.free_x.sum()))
     ty[prob.free_y] = pb["rng"].normal(0.0, 0.7, size=int(prob.free_y.sum()))
@@ -66,18 +68,19 @@ def _build(pb):
     A = sp.csr_array((apos, Y.indices, Y.indptr), shape=Y.shape).toarray()
     R = sp.csr_array((rpos, Y.indices, Y.indptr), shape=Y.shape).toarray()
     dense = dict(D=D, Zx=pb["Zx"].toarray(), Zy=pb["Zy"].toarray(), apos=A, rpos=R,
-                 neg=np.asarray(pb["neg"], float), r_neg=pb["r_neg"])
+                 neg=np.asarray(pb["neg"], float), r_neg=pb["r_neg"], neg_rows=pb["neg_rows"])
     return prob, tx, ty, dense
 
 
 def _naive_loss(dense, tx, ty, biases):
     return naive.full_loss(dense["D"], dense["Zx"], dense["Zy"], tx, ty, biases, dense["apos"],
-                           dense["rpos"], dense["neg"], dense["r_neg"])
+                           dense["rpos"], dense["neg"], dense["r_neg"], neg_rows=dense["neg_rows"])
 
 
 def _naive_grads(dense, tx, ty, f, biases, reg=0.0):
     return naive.param_gradients(dense["D"], dense["Zx"], dense["Zy"], tx, ty, f, biases,
-                                 dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"], reg)
+                                 dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"], reg,
+                                 dense["neg_rows"])
 
 
 # --------------------------------------------------------------------------- eq. 22
@@ -109,9 +112,10 @@ def test_objective_matches_dense_all_pairs(pb):
     g = pb["k"]
     P, Q = rng.normal(size=(m, g)), rng.normal(size=(n, g))
     J = fbgd.objective(Y, P, Q, neg_weights=pb["neg"], pos_weight=pb["pos_weight"],
-                       r_pos=pb["r_pos"], r_neg=pb["r_neg"])
+                       r_pos=pb["r_pos"], r_neg=pb["r_neg"], neg_row_weights=pb["neg_rows"])
     _, _, _, dense = _build(pb)
-    ref = naive.loss(dense["D"], P, Q, dense["apos"], dense["rpos"], dense["neg"], pb["r_neg"])
+    ref = naive.loss(dense["D"], P, Q, dense["apos"], dense["rpos"], dense["neg"], pb["r_neg"],
+                     pb["neg_rows"])
     np.testing.assert_allclose(J, ref, rtol=1e-10, atol=1e-10)
 
 
@@ -124,7 +128,8 @@ def test_svdfeature_loss_matches_dense(pb):
     P_ref, Q_ref = naive.svdfeature_embeddings(dense["Zx"], dense["Zy"], *parts)
     np.testing.assert_allclose(prob.embed(prob.Zx, tx), P_ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(prob.embed(prob.Zy, ty), Q_ref, rtol=1e-12, atol=1e-12)
-    ref = naive.loss(dense["D"], P_ref, Q_ref, dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"])
+    ref = naive.loss(dense["D"], P_ref, Q_ref, dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"],
+                     dense["neg_rows"])
     np.testing.assert_allclose(prob.loss_at(tx, ty), ref, rtol=1e-10, atol=1e-10)
 
 
@@ -191,7 +196,7 @@ def _one_run(pb, update, adagrad, n_iter, lr, reg):
     for _ in range(n_iter):
         step(dense["D"], dense["Zx"], dense["Zy"], nx, ny, ax, ay, prob.free_x, prob.free_y,
              pb["k"], pb["biases"], dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"],
-             lr, adagrad, reg)
+             lr, adagrad, reg, dense["neg_rows"])
     return (tx, ty), (nx, ny), progress
 
 
@@ -329,6 +334,99 @@ def test_demo_configs_are_valid_fit_arguments():
         kw = dict(kw, n_iter=1)
         model = fbgd.fit(Y, **kw, seed=0, verbose=False)
         assert model.scores([0]).shape == (1, 25)
+
+
+# --------------------------------------------------------------------------- α⁻_x
+def _golden_problem():
+    rng = np.random.default_rng(2024)
+    Y = sp.csr_array((rng.random((30, 24)) < 0.2).astype(float))
+    Zx = sp.csr_array(np.where(rng.random((30, 6)) < 0.4, rng.uniform(0.5, 2, (30, 6)), 0.0))
+    Zy = sp.csr_array(np.where(rng.random((24, 5)) < 0.4, rng.uniform(0.5, 2, (24, 5)), 0.0))
+    return Y, Zx, Zy
+
+
+def _digest(model):
+    import hashlib
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(model.user_factors).tobytes())
+    h.update(np.ascontiguousarray(model.item_factors).tobytes())
+    h.update(np.array([r["objective"] for r in model.history]).tobytes())
+    return h.hexdigest()[:16]
+
+
+_GOLDEN = {   # digests of fits made by the code before neg_row_weights existed (commit d6e0d7e)
+    "mf_coordinate": (dict(k=3, alpha0=4.0, rho=0.5, r_neg=-0.2, n_iter=4, update="coordinate"),
+                      "37b140908b9fc929"),
+    "mf_batch": (dict(k=3, alpha0=4.0, n_iter=4, update="batch", reg=0.01), "1f540aff9880fed3"),
+    "svdf_coordinate": (dict(k=2, features=True, alpha0=3.0, n_iter=3, update="coordinate"),
+                        "1e61c881cc81af9a"),
+    "svdf_batch_gd": (dict(k=2, features=True, alpha0=3.0, n_iter=3, update="batch", optimizer="gd",
+                           lr=0.01), "aaf8e012c01eaba2"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_GOLDEN))
+def test_default_row_weights_keep_the_previous_results_bit_for_bit(name):
+    Y, Zx, Zy = _golden_problem()
+    kw, digest = _GOLDEN[name]
+    kw = dict(kw)
+    k = kw.pop("k")
+    if kw.pop("features", False):
+        kw.update(user_features=Zx, item_features=Zy)
+    default = fbgd.fit(Y, k, seed=1, **kw)
+    assert _digest(default) == digest
+    ones = fbgd.fit(Y, k, seed=1, neg_row_weights=np.ones(Y.shape[0]), **kw)
+    np.testing.assert_array_equal(ones.user_factors, default.user_factors)
+    np.testing.assert_array_equal(ones.item_factors, default.item_factors)
+    assert default.extras["neg_row_weights"] is None and default.params["neg_row_weights"] is None
+
+
+def test_objective_default_row_weights_bit_for_bit():
+    Y, _, _ = _golden_problem()
+    P, Q = np.linspace(-1, 1, 60).reshape(30, 2), np.linspace(0, 1, 48).reshape(24, 2)
+    J = fbgd.objective(Y, P, Q, neg_weights=np.linspace(0.1, 1, 24), r_neg=0.3)
+    assert J.hex() == "0x1.d9250230f03f2p+8"      # the value before neg_row_weights existed
+
+
+@pytest.mark.parametrize("update", ["coordinate", "batch"])
+def test_fit_with_row_weights_reports_the_dense_objective(update):
+    Y = _planted(m=12, n=9, density=0.25, seed=11)
+    rng = np.random.default_rng(0)
+    ax = rng.uniform(0.0, 3.0, size=12)
+    ax[3] = 0.0                      # a row whose unlabeled entries do not count at all
+    neg = fbgd.negative_weights(Y, 2.0, 0.5)
+    model = fbgd.fit(Y, 2, alpha0=2.0, rho=0.5, neg_row_weights=ax, r_neg=0.1, n_iter=3,
+                     update=update, seed=2)
+    D = Y.toarray() > 0
+    ref = naive.loss(D, model.user_factors, model.item_factors, np.ones(D.shape), np.ones(D.shape),
+                     neg, 0.1, ax)
+    np.testing.assert_allclose(model.history[-1]["objective"], ref, rtol=1e-10)
+    plain = fbgd.fit(Y, 2, alpha0=2.0, rho=0.5, r_neg=0.1, n_iter=3, update=update, seed=2)
+    assert not np.allclose(plain.user_factors, model.user_factors)
+    np.testing.assert_array_equal(model.extras["neg_row_weights"], ax)
+
+
+def test_row_weights_equal_folding_them_into_a_uniform_item_weight():
+    # α⁻_x = c for every row is the same loss as α⁻_y scaled by c.
+    Y = _planted(m=15, n=10, density=0.2, seed=12)
+    rng = np.random.default_rng(1)
+    P, Q = rng.normal(size=(15, 3)), rng.normal(size=(10, 3))
+    neg = rng.uniform(0.1, 1.0, size=10)
+    a = fbgd.objective(Y, P, Q, neg_weights=neg, neg_row_weights=np.full(15, 2.5), r_neg=-0.3)
+    b = fbgd.objective(Y, P, Q, neg_weights=2.5 * neg, r_neg=-0.3)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_row_weight_errors():
+    Y = _planted(m=10, n=8, seed=10)
+    with pytest.raises(ValueError, match=r"neg_row_weights has shape 8, expected 10"):
+        fbgd.fit(Y, 2, neg_row_weights=np.ones(8))
+    with pytest.raises(ValueError, match=r"neg_row_weights must be non-negative, got minimum -1"):
+        fbgd.fit(Y, 2, neg_row_weights=-np.ones(10))
+    bad = np.ones(10)
+    bad[2] = np.nan
+    with pytest.raises(ValueError, match=r"neg_row_weights has 1 non-finite"):
+        fbgd.objective(Y, np.ones((10, 2)), np.ones((8, 2)), neg_row_weights=bad)
 
 
 # --------------------------------------------------------------------------- boundary
