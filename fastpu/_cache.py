@@ -129,11 +129,11 @@ class FastpuCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
         sub = _subfolder(py_file) if os.path.exists(py_file) else None
         if sub is None:
             return None                         # not fastpu's: numba's usual locators decide
-        if config.CACHE_DIR:
+        if config.CACHE_DIR:  # type: ignore[attr-defined]
             user = caching.UserProvidedCacheLocator.from_function(py_func, py_file)
             if user is not None:
                 return user
-            wanted = str(config.CACHE_DIR)
+            wanted = str(config.CACHE_DIR)  # type: ignore[attr-defined]
         else:
             wanted = str(cache_dir())
         self = cls(py_func, py_file, os.path.join(wanted, sub))
@@ -155,6 +155,6 @@ class FastpuCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
 
 def install() -> None:
     """Put :class:`FastpuCacheLocator` first in numba's locator list (idempotent)."""
-    classes = caching.CacheImpl._locator_classes
+    classes: list[Any] = caching.CacheImpl._locator_classes
     if FastpuCacheLocator not in classes:
         classes.insert(0, FastpuCacheLocator)
