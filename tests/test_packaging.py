@@ -62,7 +62,7 @@ def test_public_api_is_listed_and_documented():
                 doc = inspect.getdoc(obj) or ""
                 if name != "demo_configs" and not ("Parameters" in doc and "Returns" in doc):
                     missing.append(f"{mod.__name__}.{name}")
-    for obj in (fp.recommend, fp.evaluate, fp.set_num_threads):
+    for obj in (fp.recommend, fp.evaluate, fp.set_num_threads, fp.cache_dir):
         doc = inspect.getdoc(obj)
         assert "Parameters" in doc and "Returns" in doc
     assert not missing, missing
