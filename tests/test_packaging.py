@@ -62,7 +62,8 @@ def test_public_api_is_listed_and_documented():
                 doc = inspect.getdoc(obj) or ""
                 if name != "demo_configs" and not ("Parameters" in doc and "Returns" in doc):
                     missing.append(f"{mod.__name__}.{name}")
-    for obj in (fp.recommend, fp.evaluate, fp.set_num_threads, fp.cache_dir):
+    assert "Returns" in inspect.getdoc(fp.cache_dir) and ">>>" in inspect.getdoc(fp.cache_dir)
+    for obj in (fp.recommend, fp.evaluate, fp.set_num_threads):
         doc = inspect.getdoc(obj)
         assert "Parameters" in doc and "Returns" in doc
     assert not missing, missing
