@@ -94,6 +94,20 @@ def _api_page() -> str:
     return "\n".join(lines)
 
 
+def _module_constants() -> dict[str, list[str]]:
+    """For each public module, the names in its __all__ that are data (not functions/classes)."""
+    out = {}
+    for name in fastpu.__all__:
+        mod = getattr(fastpu, name)
+        if inspect.ismodule(mod):
+            out[mod.__name__] = [n for n in getattr(mod, "__all__", [])
+                                 if not (callable(getattr(mod, n)) or inspect.ismodule(getattr(mod, n)))]
+    return out
+
+
+autosummary_context = {"module_constants": _module_constants()}
+
+
 def _write_if_changed(path: pathlib.Path, text: str) -> None:
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
@@ -115,6 +129,9 @@ def _escape_bars(line: str) -> str:
 
 
 def _escape_docstring_bars(app, what, name, obj, options, lines: list[str]) -> None:
+    if what == "data" and "\n".join(lines).strip() == (inspect.getdoc(type(obj)) or "").strip():
+        lines.clear()                   # a constant without a doc comment: not tuple's docstring
+        return
     literal_indent: int | None = None
     for i, line in enumerate(lines):
         stripped = line.lstrip()

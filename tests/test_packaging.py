@@ -199,3 +199,14 @@ def test_version_is_written_once():
     assert f"## [{fp.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
     assert (ROOT / "fastpu" / "py.typed").exists()
     assert "BSD-3-Clause" in pyproject and "BSD 3-Clause License" in (ROOT / "LICENSE").read_text()
+
+
+def test_docs_and_typecheck_tools_are_extras_not_runtime_dependencies():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    runtime = re.search(r"^dependencies = \[(.*?)\]$", pyproject, flags=re.M).group(1).lower()
+    extras = pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    docs = re.search(r"^docs = \[(.*?)\]$", extras, flags=re.M).group(1).lower()
+    for tool in ("sphinx", "myst-parser", "numpydoc"):
+        assert tool in docs and tool not in runtime
+    assert "mypy" in re.search(r"^typecheck = \[(.*?)\]$", extras, flags=re.M).group(1)
+    assert "mypy" not in runtime
