@@ -18,6 +18,8 @@ behaviour) and sends them to
 
 The locator has to be in place before the first kernel module is imported: numba picks the
 locator when the decorator runs. ``fastpu/__init__.py`` calls :func:`install` first thing.
+Two cases stay numba's: a user who sets ``NUMBA_CACHE_LOCATOR_CLASSES`` chooses numba's
+locators explicitly, and when not even a temporary folder can be created fastpu steps aside.
 """
 
 from __future__ import annotations
