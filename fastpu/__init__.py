@@ -22,7 +22,7 @@ from ._version import __version__  # noqa: E402
 
 # Compiled kernels are cached in a per-user folder, never inside the installed package (files
 # there outlive `pip uninstall` and shadow a later install); this must run before any kernel
-# module is imported. See fastpu/_cache.py and the README's "Compiled-kernel cache".
+# module is imported. See fastpu/_cache.py and the README's set-up section.
 from . import _cache  # noqa: E402
 
 _cache.install()
