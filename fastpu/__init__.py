@@ -18,18 +18,27 @@ import os as _os
 # it must be in place before the first parallel kernel runs in the process.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from ._version import __version__  # noqa: E402
+
+# Compiled kernels are cached in a per-user folder, never inside the installed package (files
+# there outlive `pip uninstall` and shadow a later install); this must run before any kernel
+# module is imported. See fastpu/_cache.py and the README's set-up section.
+from . import _cache  # noqa: E402
+
+_cache.install()
+from ._cache import cache_dir  # noqa: E402
+
 from . import (apg, baselines, compare, csrr, datasets, fbgd, homf, metrics, ocmf, prox,  # noqa: E402
                select, split, tron)
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from .metrics import evaluate  # noqa: E402
 from .model import Factorization, load, recommend, similar_items, similar_users  # noqa: E402
 
-__version__ = "0.1.0"
-
 __all__ = [
     "Factorization",
     "apg",
     "baselines",
+    "cache_dir",
     "compare",
     "csrr",
     "datasets",

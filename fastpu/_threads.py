@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any, Iterator
 
 import numba
 from threadpoolctl import threadpool_limits
@@ -44,8 +45,8 @@ def set_num_threads(n: int) -> int:
     return old
 
 
-def _check_threads(n):
-    limit = numba.config.NUMBA_NUM_THREADS
+def _check_threads(n: Any) -> int:
+    limit: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"n_threads must be an integer in [1, {limit}], got {n!r}")
     if not 1 <= n <= limit:
@@ -54,7 +55,7 @@ def _check_threads(n):
 
 
 @contextlib.contextmanager
-def limit_threads(n, *, blas=1):
+def limit_threads(n: int | None, *, blas: int | None = 1) -> Iterator[int]:
     """Run the block with ``n`` numba threads and ``blas`` BLAS threads; restore both in ``finally``.
 
     ``n=None`` leaves numba's count as it is. ``blas=1`` (the default) keeps BLAS to one thread

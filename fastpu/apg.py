@@ -32,10 +32,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from typing import Any
 
 import numpy as np
 
 from . import _validation as V
+from ._typing import Callback
 
 __all__ = ["APGResult", "apg"]
 
@@ -78,11 +80,12 @@ class APGResult:
     n_restarts: int
     status: str
     message: str
-    history: list
+    history: list[dict[str, Any]]
 
 
-def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_search=False,
-        shrink=0.5, tol=0.0, callback=None, y0=None):
+def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str | None = None,
+        momentum: bool = True, line_search: bool = False, shrink: float = 0.5, tol: float = 0.0,
+        callback: Callback = None, y0: Any = None) -> APGResult:
     """Run accelerated proximal gradient on ``problem`` from ``x0``.
 
     Parameters
@@ -165,18 +168,18 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
     if has_prox_step:
         prox_step = problem.prox_step
     else:
-        def prox_step(y, g, eta):
+        def prox_step(y: Any, g: Any, eta: float) -> Any:
             return problem.prox(y - eta * g, eta)
     extrapolate = getattr(problem, "extrapolate", None)
     if not callable(extrapolate):
-        def extrapolate(x_new, x_old, beta):
+        def extrapolate(x_new: Any, x_old: Any, beta: float) -> Any:
             return x_new + beta * (x_new - x_old) if beta else x_new
 
     x = x0
     y = x0 if y0 is None else y0
     tau = 1.0
-    f_x = problem.objective(x) if has_objective else None
-    history = []
+    f_x: Any = problem.objective(x) if has_objective else None
+    history: list[dict[str, Any]] = []
     n_restarts = 0
     status, message = "max_iter", f"stopped after n_iter={n_iter} iterations"
     t = 0
@@ -193,7 +196,7 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
                 step *= shrink
         else:
             x_new = prox_step(y, g, step)
-        f_new = problem.objective(x_new) if has_objective else None
+        f_new: Any = problem.objective(x_new) if has_objective else None
         tau_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * tau * tau))
         beta = (tau - 1.0) / tau_new if momentum else 0.0
         restarted = False

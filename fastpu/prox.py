@@ -16,12 +16,14 @@ the smaller dimension).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from . import _validation as V
+from ._typing import ArrayLike, FloatArray, Seed
 
 __all__ = ["SVTResult", "project_box", "soft_threshold", "svt", "svt_factors"]
 
@@ -70,7 +72,7 @@ class SVTResult:
         return (self.left * self.s) @ self.right
 
 
-def soft_threshold(x, tau):
+def soft_threshold(x: ArrayLike, tau: float) -> Any:
     """Entrywise soft-thresholding ``sign(x) · max(|x| − τ, 0)``.
 
     It is the proximal map of ``τ‖·‖₁``: the unique minimiser of ½‖z − x‖² + τ‖z‖₁.
@@ -107,7 +109,7 @@ def soft_threshold(x, tau):
     return float(out) if scalar else out
 
 
-def project_box(x, lo=0.0, hi=1.0):
+def project_box(x: ArrayLike, lo: float = 0.0, hi: float = 1.0) -> Any:
     """Euclidean projection onto the box ``lo <= z <= hi`` (entrywise clip).
 
     Parameters
@@ -145,7 +147,7 @@ def project_box(x, lo=0.0, hi=1.0):
     return float(out) if scalar else out
 
 
-def svt(M, tau, *, method="auto", k0=None, seed=0):
+def svt(M: Any, tau: float, *, method: str = "auto", k0: int | None = None, seed: Seed = 0) -> FloatArray:
     """Singular value thresholding: the proximal map of ``τ‖·‖_*``.
 
     Returns ``X = L diag(max(σ − τ, 0)) R`` for the SVD ``M = L diag(σ) R``, the unique
@@ -193,7 +195,8 @@ def svt(M, tau, *, method="auto", k0=None, seed=0):
     return res.dense()
 
 
-def svt_factors(M, tau, *, method="auto", k0=None, seed=0):
+def svt_factors(M: Any, tau: float, *, method: str = "auto", k0: int | None = None,
+                seed: Seed = 0) -> SVTResult:
     """Singular value thresholding that returns the factors of the result.
 
     Parameters
@@ -238,7 +241,8 @@ def svt_factors(M, tau, *, method="auto", k0=None, seed=0):
     return _svt_factors(op, dense, tau, method=method, k0=k0, rng=rng)
 
 
-def _svt_factors(op, dense, tau, *, method, k0, rng):
+def _svt_factors(op: Any, dense: FloatArray | None, tau: float, *, method: str, k0: int | None,
+                 rng: np.random.Generator) -> SVTResult:
     """SVT of a canonical operator (no validation); ``dense`` is the ndarray or None."""
     m, n = op.shape
     p = min(m, n)
@@ -266,13 +270,13 @@ def _svt_factors(op, dense, tau, *, method, k0, rng):
                      np.ascontiguousarray(R[keep]), int(s.size), True)
 
 
-def _materialise(op):
+def _materialise(op: Any) -> FloatArray:
     m, n = op.shape
     V.check_dense_size(m, n, what="a full SVD of the operator", alternative="method='truncated'")
     return np.ascontiguousarray(op.matmat(np.eye(n)))
 
 
-def _as_values(x, name):
+def _as_values(x: Any, name: str) -> FloatArray:
     if sp.issparse(x):
         raise TypeError(f"{name} must be a dense array or a number, got a scipy.sparse {x.format} matrix")
     try:
@@ -284,7 +288,7 @@ def _as_values(x, name):
     return arr
 
 
-def _as_operator(M):
+def _as_operator(M: Any) -> tuple[Any, FloatArray | None]:
     """(LinearOperator, dense ndarray or None) for a dense array, sparse matrix or operator."""
     if isinstance(M, spla.LinearOperator):
         if len(M.shape) != 2:

@@ -9,20 +9,23 @@ result depends only on ``seed`` and the input (no threads are involved).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
+from ._typing import ArrayLike, IntArray, Seed, Sparse
 
 __all__ = ["holdout", "leave_one_out", "validation_split", "split_by_mask"]
 
 
-def _rows_of(Y):
+def _rows_of(Y: Sparse) -> IntArray:
     """Row index of every stored entry of a canonical CSR."""
     return np.repeat(np.arange(Y.shape[0], dtype=np.int64), np.diff(Y.indptr))
 
 
-def _split_by_entry_mask(Y, test_mask):
+def _split_by_entry_mask(Y: Sparse, test_mask: Any) -> tuple[Sparse, Sparse]:
     """(train, test) CSR from a boolean mask over the stored entries of canonical ``Y``."""
     rows = _rows_of(Y)
     out = []
@@ -35,7 +38,7 @@ def _split_by_entry_mask(Y, test_mask):
     return out[0], out[1]
 
 
-def _rank_within_rows(Y, keys):
+def _rank_within_rows(Y: Sparse, keys: tuple[Any, ...]) -> IntArray:
     """Position (0-based) of each stored entry when its row is sorted by ``keys`` ascending.
 
     ``keys`` is a tuple of arrays, last one primary, as for ``numpy.lexsort``.
@@ -47,7 +50,7 @@ def _rank_within_rows(Y, keys):
     return rank
 
 
-def holdout(Y, test_frac=0.2, seed=0):
+def holdout(Y: Sparse, test_frac: float = 0.2, seed: Seed = 0) -> tuple[Sparse, Sparse]:
     """Random per-user holdout: a fraction of each user's positives goes to test.
 
     For a user (row) with ``n_u >= 2`` stored entries, ``round(test_frac * n_u)``
@@ -100,7 +103,7 @@ def holdout(Y, test_frac=0.2, seed=0):
     return _split_by_entry_mask(Y, test_mask)
 
 
-def validation_split(Y_train, frac=0.2, seed=0):
+def validation_split(Y_train: Sparse, frac: float = 0.2, seed: Seed = 0) -> tuple[Sparse, Sparse]:
     """Carve a validation split out of a training matrix (a :func:`holdout` of it).
 
     Parameters
@@ -134,7 +137,7 @@ def validation_split(Y_train, frac=0.2, seed=0):
     return holdout(Y_train, test_frac=frac, seed=seed)
 
 
-def _values_on_pattern(T, Y):
+def _values_on_pattern(T: Sparse, Y: Sparse) -> Any:
     """T's stored values at each stored entry of Y (T's pattern must contain Y's)."""
     if np.array_equal(T.indptr, Y.indptr) and np.array_equal(T.indices, Y.indices):
         return T.data
@@ -153,7 +156,8 @@ def _values_on_pattern(T, Y):
     return T.data[pos]
 
 
-def leave_one_out(Y, timestamps=None, seed=0):
+def leave_one_out(Y: Sparse, timestamps: Sparse | None = None, seed: Seed = 0
+                  ) -> tuple[Sparse, Sparse]:
     """Leave-one-out split: one positive per user goes to test.
 
     Every user with at least two stored entries gives up one: the latest one
@@ -200,6 +204,7 @@ def leave_one_out(Y, timestamps=None, seed=0):
     Y = V.check_csr(Y, name="Y", nonnegative=False)
     rng = V.check_seed(seed)
     noise = rng.random(Y.nnz)
+    keys: tuple[Any, ...]
     if timestamps is None:
         keys = (noise,)
     else:
@@ -213,7 +218,7 @@ def leave_one_out(Y, timestamps=None, seed=0):
     return _split_by_entry_mask(Y, test_mask)
 
 
-def split_by_mask(Y, test_mask):
+def split_by_mask(Y: Sparse, test_mask: ArrayLike | Sparse) -> tuple[Sparse, Sparse]:
     """Split ``Y`` by a given test pattern (for example ML-1M's published test file).
 
     Parameters

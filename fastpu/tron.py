@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Any, Callable
 
 import numpy as np
+
+from ._typing import FloatArray
 
 __all__ = ["OptimizeResult", "tron", "gd", "trust_region_cg"]
 
@@ -72,7 +75,9 @@ class OptimizeResult:
         return self.status == 0
 
 
-def trust_region_cg(hessp, g, delta, *, tol=0.1, max_iter=None):
+def trust_region_cg(hessp: Callable[[FloatArray], FloatArray], g: FloatArray, delta: float, *,
+                    tol: float = 0.1, max_iter: int | None = None
+                    ) -> tuple[FloatArray, FloatArray, int]:
     """Approximately minimise gᵀs + ½ sᵀHs subject to ‖s‖ ≤ delta (Algorithm 4).
 
     Parameters
@@ -132,7 +137,7 @@ def trust_region_cg(hessp, g, delta, *, tol=0.1, max_iter=None):
     return s, r, it
 
 
-def _to_boundary(s, d, delta):
+def _to_boundary(s: FloatArray, d: FloatArray, delta: float) -> float:
     """tau >= 0 with ‖s + tau d‖ = delta."""
     sd = float(s @ d)
     dd = float(d @ d)
@@ -145,7 +150,8 @@ def _to_boundary(s, d, delta):
     return (rad - sd) / dd
 
 
-def tron(problem, x0, *, tol=1e-3, max_iter=100, cg_tol=0.1, max_cg=None):
+def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_tol: float = 0.1,
+         max_cg: int | None = None) -> OptimizeResult:
     """Minimise ``problem.fun`` by the trust-region Newton method (TRON).
 
     Stops when ‖∇f(x)‖ ≤ ``tol`` · ‖∇f(x0)‖, after ``max_iter`` accepted steps,
@@ -250,7 +256,8 @@ def tron(problem, x0, *, tol=1e-3, max_iter=100, cg_tol=0.1, max_cg=None):
     return OptimizeResult(x, f, gnorm, n_acc, n_cg_total, status, message)
 
 
-def gd(problem, x0, *, tol=1e-3, max_iter=100, beta=0.5, sigma=0.01, max_backtrack=40):
+def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: float = 0.5,
+       sigma: float = 0.01, max_backtrack: int = 40) -> OptimizeResult:
     """Gradient descent with backtracking line search (Algorithm 6 of Yu et al.'s supplement).
 
     At each iteration the step ``alpha = 1, beta, beta^2, ...`` along ``-grad`` is

@@ -4,6 +4,8 @@ import inspect
 import pathlib
 import re
 
+import pytest
+
 import fastpu as fp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -13,13 +15,29 @@ def _bash_blocks(text):
     return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
 
 
-def test_ci_runs_the_readme_test_command():
+def _command_line(ci_lines, command):
+    """Index of the CI line that runs ``command`` right after a ``set +e``."""
+    hits = [i for i, line in enumerate(ci_lines) if line.strip() == command]
+    assert hits, f"CI does not run the README command {command!r}"
+    assert ci_lines[hits[0] - 1].strip() == "set +e", "CI must catch the command's exit status"
+    return hits[0]
+
+
+def test_ci_runs_the_readme_commands_in_order():
     readme = (ROOT / "README.md").read_text()
     blocks = [b.strip() for b in _bash_blocks(readme)]
     assert len(blocks) == 2 and "fastpu demo" in blocks[0]
+    assert blocks[1].startswith("pip install -e ") and "pytest" in blocks[1]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert blocks[1] in ci.splitlines()[ci.splitlines().index("set +e") + 1]
-    assert "-eq 5" in ci            # pytest's "no tests" exit code fails CI
+    lines = ci.splitlines()
+    first, second = _command_line(lines, blocks[0]), _command_line(lines, blocks[1])
+    assert first < second                      # the install trap: regular install first
+    assert "python3 -m venv" in "\n".join(lines[:first])   # one fresh venv for both
+    assert "-eq 5" in ci                       # pytest's "no tests" exit code fails CI
+    docs = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)
+    assert len(docs) == 1 and "sphinx -W" in docs[0]
+    assert docs[0].strip() in ci               # CI builds the site with the README's command
+    assert "python -m mypy" in ci
 
 
 def test_readme_example_runs():
@@ -44,6 +62,7 @@ def test_public_api_is_listed_and_documented():
                 doc = inspect.getdoc(obj) or ""
                 if name != "demo_configs" and not ("Parameters" in doc and "Returns" in doc):
                     missing.append(f"{mod.__name__}.{name}")
+    assert "Returns" in inspect.getdoc(fp.cache_dir) and ">>>" in inspect.getdoc(fp.cache_dir)
     for obj in (fp.recommend, fp.evaluate, fp.set_num_threads):
         doc = inspect.getdoc(obj)
         assert "Parameters" in doc and "Returns" in doc
@@ -63,3 +82,131 @@ def test_import_sets_a_passive_openmp_wait_policy_unless_chosen():
     env["OMP_WAIT_POLICY"] = "ACTIVE"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ACTIVE"
+
+
+# --- the compiled-kernel cache: never inside the package folder (issue 11, the install trap) ---
+
+_KERNEL_SCRIPT = """
+import fastpu
+from fastpu._kernels import losses
+assert losses.loss_value(0, 1.0, 0.5) == 0.25
+assert callable(fastpu.ocmf.fit)
+stats = losses.loss_value.stats
+print(stats.cache_path)
+print(sum(stats.cache_hits.values()))
+"""
+
+
+def _installed_copy(tmp_path):
+    """A copy of the package in its own folder, as pip would install it (no caches)."""
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "fastpu", site / "fastpu",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    return site
+
+
+def _files(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+def _run_kernel(site, cwd, **env_extra):
+    import os
+    import subprocess
+    import sys
+
+    drop = ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES", "FASTPU_CACHE_DIR", "XDG_CACHE_HOME",
+            "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", **env_extra)
+    out = subprocess.run([sys.executable, "-W", "always", "-c", _KERNEL_SCRIPT], env=env, cwd=cwd,
+                         capture_output=True, text=True, check=True)
+    path, hits = out.stdout.split()
+    return pathlib.Path(path), int(hits), out.stderr
+
+
+@pytest.mark.parametrize("where", ["FASTPU_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "NUMBA_CACHE_DIR"])
+def test_kernel_cache_goes_to_the_user_cache_folder_never_into_the_package(tmp_path, where):
+    site = _installed_copy(tmp_path)
+    before = _files(site)
+    target = tmp_path / "target"
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    path, hits, err = _run_kernel(site, cwd, **{where: str(target)})
+    expected_root = {"FASTPU_CACHE_DIR": target, "XDG_CACHE_HOME": target / "fastpu",
+                     "HOME": target / ".cache" / "fastpu", "NUMBA_CACHE_DIR": target}[where]
+    assert path.is_relative_to(expected_root), (path, expected_root)
+    if where != "NUMBA_CACHE_DIR":            # fastpu's layout: <version>-py<XY>-<hash>/fastpu._kernels
+        assert path.parent.parent == expected_root
+        assert path.parent.name.startswith(fp.__version__ + "-py")
+        assert path.name == "fastpu._kernels"
+    assert hits == 0 and any(path.glob("losses.loss_value-*.nbi")), err
+    assert _files(site) == before           # nothing written into the "installed" package
+    path2, hits2, _ = _run_kernel(site, cwd, **{where: str(target)})
+    assert path2 == path and hits2 == 1       # the next process loads the cache
+    assert "RuntimeWarning" not in err
+
+
+def test_unwritable_kernel_cache_warns_once_and_still_writes_nothing_into_the_package(tmp_path):
+    site = _installed_copy(tmp_path)
+    before = _files(site)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    path, hits, err = _run_kernel(site, tmp_path, FASTPU_CACHE_DIR=str(blocker / "cache"))
+    assert err.count("RuntimeWarning: fastpu cannot write its compiled-kernel cache") == 1, err
+    assert "FASTPU_CACHE_DIR" in err
+    assert path.parent.name.startswith("fastpu-kernels-") and hits == 0
+    assert not path.exists()                  # the process's private folder is removed at exit
+    assert _files(site) == before
+
+
+def test_kernel_cache_folders_are_keyed_by_install_location_and_version(tmp_path, monkeypatch):
+    from fastpu import _cache
+
+    a, b = _cache._install_key("/one/site/fastpu"), _cache._install_key("/two/site/fastpu")
+    assert a != b and a.startswith(fp.__version__ + "-") and b.startswith(fp.__version__ + "-")
+    monkeypatch.setenv("FASTPU_CACHE_DIR", str(tmp_path))
+    assert fp.cache_dir().parent == tmp_path
+    assert fp.cache_dir().name == _cache._install_key(str(ROOT / "fastpu"))
+
+
+def test_kernel_cache_locator_leaves_other_packages_to_numba(tmp_path):
+    from numba.core import caching
+
+    from fastpu import _cache
+
+    def f():
+        return 1
+
+    assert caching.CacheImpl._locator_classes[0] is _cache.FastpuCacheLocator
+    other = tmp_path / "other.py"
+    other.write_text("")
+    assert _cache.FastpuCacheLocator.from_function(f, str(other)) is None
+    assert _cache._subfolder(str(ROOT / "fastpu" / "_kernels" / "csr.py")) == "fastpu._kernels"
+    assert _cache._subfolder(str(ROOT / "fastpu" / "ocmf.py")) == "fastpu"
+    assert _cache._subfolder(str(ROOT / "tests" / "naive.py")) is None
+
+
+def test_version_is_written_once():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
+    assert not re.search(r"^version\s*=", project, flags=re.M)
+    assert re.search(r'^dynamic = \["version"\]$', project, flags=re.M)
+    assert 'version = { attr = "fastpu._version.__version__" }' in pyproject
+    src = (ROOT / "fastpu" / "_version.py").read_text()
+    assert re.search(r'^__version__ = "\d+\.\d+\.\d+"$', src, flags=re.M)
+    assert f"## [{fp.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
+    assert (ROOT / "fastpu" / "py.typed").exists()
+    assert "BSD-3-Clause" in pyproject and "BSD 3-Clause License" in (ROOT / "LICENSE").read_text()
+
+
+def test_docs_and_typecheck_tools_are_extras_not_runtime_dependencies():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    runtime = re.search(r"^dependencies = \[(.*?)\]$", pyproject, flags=re.M).group(1).lower()
+    extras = pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    docs = re.search(r"^docs = \[(.*?)\]$", extras, flags=re.M).group(1).lower()
+    for tool in ("sphinx", "myst-parser", "numpydoc"):
+        assert tool in docs and tool not in runtime
+    assert "mypy" in re.search(r"^typecheck = \[(.*?)\]$", extras, flags=re.M).group(1)
+    assert "mypy" not in runtime
