@@ -10,8 +10,6 @@ are cached per process, so a second ``load`` of the same data set is cheap.
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 import functools
 import gzip
 import importlib.util
@@ -20,6 +18,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from . import _readers
 from . import _validation as V
 from ._dataset import Dataset
 
@@ -407,29 +406,30 @@ def synthetic(m, n, rank=8, density=0.05, seed=0, hidden_frac=0.5):
 
 # ----------------------------------------------------------------------------- user data
 
-def _encode_ids(ids, name):
-    arr = np.asarray(ids)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d sequence of ids, got shape {arr.shape}")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} has non-finite ids; expected integers or strings")
-        if np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-    if arr.dtype.kind not in "iuUSO":
-        raise TypeError(f"{name} must hold integer or string ids, got dtype {arr.dtype}")
-    if arr.dtype.kind == "O":
-        arr = arr.astype(str)
-    uniq, inv = np.unique(arr, return_inverse=True)
-    return uniq, inv.astype(np.int64)
+def _pairs_dataset(user_ids, u, item_ids, i, values, *, name, description):
+    """Dataset from coded pairs; a repeated (user, item) pair keeps its last value."""
+    n = item_ids.size
+    key = u * n + i
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    last = np.ones(ks.size, dtype=bool)
+    last[:-1] = ks[1:] != ks[:-1]
+    keep = order[last]
+    vals = np.ones(keep.size) if values is None else values[keep]
+    Y = _csr(u[keep], i[keep], vals, (user_ids.size, n))
+    return Dataset(name=name, Y=Y, user_ids=user_ids, item_ids=item_ids,
+                   description=f"{description}{user_ids.size} users × {n} items, {Y.nnz} pairs")
 
 
 def from_pairs(users, items, values=None):
     """Build a Dataset from (user, item[, value]) triples, keeping the id maps.
 
-    Ids may be integers or strings; rows and columns follow the sorted unique
-    ids (``Dataset.user_ids[r]`` is the original id of row r). A repeated
-    (user, item) pair keeps its last value.
+    Ids must be all integers (Python or numpy integers, or whole-number floats) or all
+    strings in each of ``users`` and ``items``; a sequence mixing the two (``[1, "1"]``) is
+    an error rather than a silent merge, and strings are kept as written (``"01"`` and
+    ``"1"`` are two ids). Rows and columns follow the sorted unique ids
+    (``Dataset.user_ids[r]`` is the original id of row r). A repeated (user, item) pair
+    keeps its last value.
 
     Parameters
     ----------
@@ -445,9 +445,10 @@ def from_pairs(users, items, values=None):
     Raises
     ------
     TypeError
-        If ids are neither integers nor strings.
+        If ids are neither integers nor strings, or one sequence mixes the two.
     ValueError
-        If lengths differ, there are no pairs, or a value is not finite.
+        If an id is ``None`` (or a bool, NaN or a fractional float), lengths differ, there
+        are no pairs, or a value is not finite.
 
     Examples
     --------
@@ -464,51 +465,68 @@ def from_pairs(users, items, values=None):
         raise ValueError(f"users and items must have the same length, got {nu} and {ni}")
     if nu == 0:
         raise ValueError("from_pairs needs at least one (user, item) pair, got none")
-    user_ids, u = _encode_ids(users, "users")
-    item_ids, i = _encode_ids(items, "items")
-    if values is None:
-        vals = np.ones(nu)
-    else:
-        vals = V.check_dense(values, name="values", ndim=1, shape=(nu,))
-    keep = _dedup_last(u, i, np.zeros(nu))
-    Y = _csr(u[keep], i[keep], vals[keep], (user_ids.size, item_ids.size))
-    return Dataset(name="pairs", Y=Y, user_ids=user_ids, item_ids=item_ids,
-                   description=f"{user_ids.size} users × {item_ids.size} items, {Y.nnz} pairs")
+    user_ids, u = _readers.encode_ids(users, "users")
+    item_ids, i = _readers.encode_ids(items, "items")
+    vals = None if values is None else V.check_dense(values, name="values", ndim=1, shape=(nu,))
+    return _pairs_dataset(user_ids, u, item_ids, i, vals, name="pairs", description="")
 
 
-def _is_number(s):
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
-
-def read_csv(path, delimiter=None, header=None):
+def read_csv(path, delimiter=None, header=None, encoding="utf-8"):
     """Read ``user,item[,value]`` lines into a Dataset with id maps kept.
+
+    The rules, whichever parser runs (pandas when it is installed, else Python's ``csv``
+    module; both give identical Datasets and identical errors):
+
+    * **Lines.** Blank lines are skipped. The first data line fixes the layout: two fields
+      mean pairs (every value is 1, and a later line with a third field is an error);
+      three or more mean ``user,item,value`` (fields after the third are ignored, and a
+      line with fewer than three fields is an error naming it: a missing value is never
+      read as 1). Fields are stripped of surrounding spaces; with a comma, tab or semicolon
+      delimiter, double quotes work as in CSV.
+    * **Values** must be finite numbers (``nan``, ``inf`` and text are errors naming the
+      line).
+    * **Ids** (each column separately) are integers when every id in the column is an
+      integer written canonically (``-?[1-9][0-9]*`` or ``0``, within int64); otherwise
+      every id of the column is kept as the string written, so ``01`` and ``1`` are two
+      different ids (``'01'`` and ``'1'``) and never merge.
+    * **Delimiter** (when ``None``): the first of comma, tab, semicolon found in the
+      second non-blank line (if it has none, in the next lines up to the sixth, then in
+      the first line); runs of whitespace when none of them has one.
+    * **Header** (when ``None``): the first non-blank line, split by its own sniffed
+      delimiter (so a tab-separated header over comma-separated data works), is a
+      header when none of its fields is a number and the second line shows it cannot be
+      data: the second line has a numeric third field, or (two columns) a numeric id. A
+      first line with a number in it is always data (``1,2,abc`` is an error, not a
+      header). When both lines are text-only pairs (``user,item`` over ``u1,a``) the
+      answer is ambiguous and a ValueError asks for ``header=True`` or ``header=False``.
+      ``header=True`` always drops the first non-blank line; ``header=False`` never does.
+    * **Text**: decoded with ``encoding``; a UTF-8 byte-order mark is removed.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A text file, one pair per line (extra columns after the value are ignored).
+        A text file, one pair per line.
     delimiter : str, optional
-        Field separator; sniffed among comma, tab, semicolon and space when ``None``.
+        Field separator; sniffed when ``None`` (see above). ``" "`` means runs of whitespace.
     header : bool, optional
-        Whether the first line is a header; when ``None``, it is one if its value
-        column (or, with two columns, both columns) is not numeric while the
-        second line's is.
+        Whether the first non-blank line is a header; detected when ``None`` (see above).
+    encoding : str
+        The file's text encoding, ``"utf-8"`` by default (e.g. ``"latin-1"``).
 
     Returns
     -------
     Dataset
-        As :func:`from_pairs`; ``name`` is the file name.
+        As :func:`from_pairs` (a repeated pair keeps its last value); ``name`` is the file name.
 
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If a line has fewer than two fields or a non-numeric value, or the file is empty.
+        If the file is empty, cannot be decoded with ``encoding`` (the message names the
+        file, the byte and the encoding), a line has too few or too many fields, an id is
+        empty, a value is not a finite number (each naming the line), or the header
+        question is ambiguous.
 
     Examples
     --------
@@ -521,49 +539,15 @@ def read_csv(path, delimiter=None, header=None):
            [0., 3.]])
     """
     path = os.fspath(path)
-    with open(path, newline="") as f:
-        lines = [ln for ln in f.read().splitlines() if ln.strip()]
-    if not lines:
-        raise ValueError(f"{path} is empty; expected user,item[,value] lines")
-    if delimiter is None:
-        first = lines[0]
-        delimiter = next((d for d in (",", "\t", ";") if d in first), " ")
-    rows = [[c.strip() for c in r] for r in csv.reader(lines, delimiter=delimiter, skipinitialspace=True)]
-    if delimiter == " ":
-        rows = [[c for c in r if c] for r in rows]
-    if header is None:
-        h, second = rows[0], rows[1] if len(rows) > 1 else None
-        if second is not None and len(h) >= 3 and len(second) >= 3:
-            header = (not _is_number(h[2])) and _is_number(second[2])
-        elif second is not None and len(h) >= 2 and len(second) >= 2:
-            header = not (_is_number(h[0]) or _is_number(h[1])) and _is_number(second[0]) and _is_number(second[1])
-        else:
-            header = False
-    if header:
-        rows = rows[1:]
-    if not rows:
-        raise ValueError(f"{path} has a header but no data lines")
-    width = min(len(r) for r in rows)
-    if width < 2:
-        bad = next(k for k, r in enumerate(rows) if len(r) < 2)
-        raise ValueError(f"{path}: line {bad + 1 + bool(header)} has fewer than 2 fields; expected user,item[,value]")
-    users = [r[0] for r in rows]
-    items = [r[1] for r in rows]
-    values = None
-    if all(len(r) >= 3 for r in rows):
-        try:
-            values = np.array([float(r[2]) for r in rows])
-        except ValueError as exc:
-            raise ValueError(f"{path}: non-numeric value in the third column ({exc}); expected numbers") from None
-
-    def ids(col):
-        try:
-            return np.array([int(x) for x in col], dtype=np.int64)
-        except ValueError:
-            return np.array(col)
-
-    ds = from_pairs(ids(users), ids(items), values)
-    return dataclasses.replace(ds, name=os.path.basename(path), description=f"{path}: " + ds.description)
+    if not isinstance(encoding, str):
+        raise TypeError(f"encoding must be a string such as 'utf-8' or 'latin-1', got {encoding!r}")
+    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
+        raise ValueError(f"delimiter must be one character (or None to sniff), got {delimiter!r}")
+    if header is not None and not isinstance(header, (bool, np.bool_)):
+        raise TypeError(f"header must be True, False or None, got {header!r}")
+    (user_ids, u), (item_ids, i), values = _readers.tokenize(path, delimiter, header, encoding)
+    return _pairs_dataset(user_ids, u, item_ids, i, values, name=os.path.basename(path),
+                          description=f"{path}: ")
 
 
 def load_npz(path):

