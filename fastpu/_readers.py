@@ -286,17 +286,15 @@ def _tokens_python(path, lines, delim, header):
 
 
 def _leading_zero_or_sign(data):
-    """True if an ASCII byte buffer has a '+', a '-0' or a number starting with 0 then a digit."""
+    """True if an ASCII byte buffer has a '+', a '-0' or a number starting with 0 then a digit
+    (a conservative test: when False, every integer in the file is written canonically)."""
+    if b"+" in data or b"-0" in data:
+        return True
     b = np.frombuffer(data, dtype=np.uint8)
-    if b.size < 2:
-        return b.size == 1 and b[0] == ord("+")
-    if (b == ord("+")).any():
-        return True
-    digit = (b >= ord("0")) & (b <= ord("9"))
-    zero = b[:-1] == ord("0")
-    if (zero & digit[1:] & np.r_[True, ~digit[:-2] & (b[:-2] != ord("."))]).any():
-        return True
-    return bool(((b[:-1] == ord("-")) & (b[1:] == ord("0"))).any())
+    idx = np.flatnonzero(b[:-1] == ord("0"))
+    nxt, prv = b[idx + 1], b[np.maximum(idx - 1, 0)]
+    starts = (idx == 0) | (((prv < ord("0")) | (prv > ord("9"))) & (prv != ord(".")))
+    return bool(((nxt >= ord("0")) & (nxt <= ord("9")) & starts).any())
 
 
 def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
@@ -357,14 +355,14 @@ def tokenize(path, delimiter, header, encoding, engine=None):
         raise FileNotFoundError(f"{path} does not exist")
     enc = _norm_encoding(encoding)
     data, text = read_text(path, enc)
-    lines = text.split("\n")
-    delim, header = layout(path, lines, delimiter, header)
+    head = text.split("\n", 256)[:256]          # enough for the layout and the pandas pass
+    delim, header = layout(path, head, delimiter, header)
     pd = None if engine == "python" else _import_pandas()
     if engine == "pandas" and pd is None:
         raise ImportError("pandas is not installed")
     if pd is not None:
         try:
-            return parse_pandas(pd, path, data, lines, delim, header, enc)
+            return parse_pandas(pd, path, data, head, delim, header, enc)
         except _Anomaly:
             pass
-    return _tokens_python(path, lines, delim, header)
+    return _tokens_python(path, text.split("\n"), delim, header)

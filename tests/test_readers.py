@@ -259,3 +259,11 @@ def test_from_pairs_keeps_strings_as_written():
     assert ds.user_ids.tolist() == ["01", "1"] and ds.Y.nnz == 2
     ints = D.from_pairs([np.int32(3), 1, 2.0], [1, 1, 1])
     assert ints.user_ids.dtype == np.int64 and ints.user_ids.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("data,hit", [(b"1,2", False), (b"01,2", True), (b"1,02", True), (b"1,0.2", False),
+                                      (b"1,20", False), (b"+1", True), (b"1,-0", True), (b"0", False),
+                                      (b"00", True), (b"1.05", False), (b"1 007", True), (b"", False)])
+def test_leading_zero_check(data, hit):
+    # when it says False, pandas' integer ids are exactly the ids as written
+    assert R._leading_zero_or_sign(data) is hit
