@@ -197,9 +197,9 @@ def read_xc_file(path):
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
+    if lines and lines[-1] == "":
+        lines.pop()                     # the final newline; an empty line before it is a point
+    if not lines or not lines[0].strip():
         raise ValueError(f"{path} is empty; expected a header line 'n_points n_features n_labels'")
     head = lines[0].split()
     if len(head) != 3 or not all(h.isdigit() for h in head):

@@ -267,3 +267,136 @@ def test_from_pairs_keeps_strings_as_written():
 def test_leading_zero_check(data, hit):
     # when it says False, pandas' integer ids are exactly the ids as written
     assert R._leading_zero_or_sign(data) is hit
+
+
+# --------------------------------------------------------------------------- Mulan ARFF + XML
+
+_XML = """<?xml version="1.0" encoding="utf-8"?>
+<labels xmlns="http://mulan.sourceforge.net/labels">
+  <label name="happy"></label>
+  <label name="sad-ish">
+    <label name="very sad"></label>
+  </label>
+</labels>
+"""
+
+_ARFF_DENSE = """% a comment
+@relation 'toy: -C -3'
+
+@attribute f1 numeric
+@attribute happy {0,1}
+@attribute 'f 2' real
+@attribute sad-ish {0,1}
+@attribute bin {0,1}
+@attribute 'very sad' {0,1}
+
+@data
+0.5,1,2,0,1,1
+-1,0,0,0,0,0
+% comment inside data
+3e-1,1,1.5,1,0,0
+"""
+
+_ARFF_SPARSE = """@RELATION toy
+@ATTRIBUTE f1 NUMERIC
+@ATTRIBUTE happy {0,1}
+@ATTRIBUTE 'f 2' REAL
+@ATTRIBUTE sad-ish {0,1}
+@ATTRIBUTE bin {0,1}
+@ATTRIBUTE 'very sad' {0,1}
+@DATA
+{0 0.5,1 1,2 2,4 1,5 1}
+{0 -1}
+{0 3e-1,1 1,2 1.5,3 1}
+"""
+
+
+def _mulan(tmp_path, arff, xml=_XML):
+    a, x = tmp_path / "toy.arff", tmp_path / "toy.xml"
+    a.write_text(arff)
+    x.write_text(xml)
+    return a, x
+
+
+@pytest.mark.parametrize("arff", [_ARFF_DENSE, _ARFF_SPARSE])
+def test_read_arff_dense_and_sparse(tmp_path, arff):
+    ds = D.read_arff(*_mulan(tmp_path, arff))
+    assert ds.item_ids.tolist() == ["happy", "sad-ish", "very sad"]
+    np.testing.assert_array_equal(ds.Y.toarray(), [[1, 0, 1], [0, 0, 0], [1, 1, 0]])
+    X = ds.user_features
+    dense = X.toarray() if hasattr(X, "toarray") else X
+    np.testing.assert_array_equal(dense, [[0.5, 2, 1], [-1, 0, 0], [0.3, 1.5, 0]])
+    assert isinstance(X, np.ndarray) == (arff is _ARFF_DENSE)
+    assert ds.extras["feature_names"] == ["f1", "f 2", "bin"]
+    assert ds.user_ids.tolist() == [0, 1, 2] and ds.Y.dtype == np.float64
+
+
+@pytest.mark.parametrize("arff,xml,match", [
+    (_ARFF_DENSE.replace("0.5,1,2,0,1,1", "0.5,1,2,0,1"), _XML, r"toy.arff: line 12: 5 values, expected 6"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,1,?"), _XML, r"line 12: missing value '\?' for attribute 'f 2'"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,1,x"), _XML, r"line 12: value 'x' of attribute 'f 2' is not a number"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,1,inf"), _XML, r"line 12: value 'inf' of attribute 'f 2' is not finite"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,2,2"), _XML, r"line 12: value '2' of nominal attribute 'happy' is not one"),
+    (_ARFF_DENSE.replace("@attribute happy {0,1}", "@attribute happy numeric").replace("0.5,1,2", "0.5,3,2"),
+     _XML, r"line 12: label 'happy' has value '3'; expected 0 or 1"),
+    (_ARFF_DENSE.replace("real", "string"), _XML, r"line 6: attribute 'f 2' has type 'string'; only numeric"),
+    (_ARFF_DENSE.replace("@data", "@dada"), _XML, r"line 11: unexpected '@dada'"),
+    (_ARFF_DENSE.split("@data")[0], _XML, r"no @data section"),
+    (_ARFF_DENSE.split("@data")[0] + "@data\n", _XML, r"the @data section has no rows"),
+    (_ARFF_SPARSE.replace("{0 -1}", "{0 -1,9 1}"), _XML, r"line 10: sparse entry '9 1' is not 'index value' with index < 6"),
+    (_ARFF_SPARSE.replace("{0 -1}", "{0 -1,0 2}"), _XML, r"line 10: attribute index 0 appears twice"),
+    (_ARFF_SPARSE.replace("{0 -1}", "{0 -1"), _XML, r"line 10: sparse row has no closing brace"),
+    (_ARFF_DENSE, _XML.replace("very sad", "angry"), r"labels \['angry'\] listed in .*toy.xml are not attributes"),
+    (_ARFF_DENSE, "<labels>", r"toy.xml: not well-formed XML"),
+    (_ARFF_DENSE, "<labels></labels>", r"toy.xml: no <label name=...> elements"),
+    (_ARFF_DENSE, "<labels><label/></labels>", r"a <label> element has no name attribute"),
+    (_ARFF_DENSE.replace("@attribute happy {0,1}", "@attribute happy {no,yes}"), _XML,
+     r"label 'happy' has categories \['no', 'yes'\]; expected \{0,1\}"),
+])
+def test_read_arff_errors(tmp_path, arff, xml, match):
+    with pytest.raises(ValueError, match=match):
+        D.read_arff(*_mulan(tmp_path, arff, xml))
+
+
+def test_read_arff_missing_file(tmp_path):
+    a, _ = _mulan(tmp_path, _ARFF_DENSE)
+    with pytest.raises(FileNotFoundError, match="nope.xml does not exist"):
+        D.read_arff(a, tmp_path / "nope.xml")
+
+
+# --------------------------------------------------------------------------- extreme classification format
+
+def test_read_xc(tmp_path):
+    p = tmp_path / "train.txt"
+    p.write_text("4 5 3\n0,2 1:0.5 4:2\n 0:1\n1 3:-1.5e0\n\n")
+    ds = D.read_xc(p)
+    np.testing.assert_array_equal(ds.Y.toarray(), [[1, 0, 1], [0, 0, 0], [0, 1, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(ds.user_features.toarray(),
+                                  [[0, 0.5, 0, 0, 2], [1, 0, 0, 0, 0], [0, 0, 0, -1.5, 0], [0, 0, 0, 0, 0]])
+    assert ds.user_features.dtype == np.float64 and ds.item_ids.tolist() == [0, 1, 2]
+    # lines may also start directly with features (no labels)
+    q = tmp_path / "nolab.txt"
+    q.write_text("1 2 2\n1:3\n")
+    assert D.read_xc(q).Y.nnz == 0 and D.read_xc(q).user_features.toarray().tolist() == [[0, 3]]
+
+
+@pytest.mark.parametrize("text,match", [
+    ("", r"is empty; expected a header line"),
+    ("2 5\n0 1:1\n1 1:1\n", r"line 1: header '2 5' is not three non-negative integers"),
+    ("3 5 3\n0 1:1\n1 1:1\n", r"the header announces 3 points but the file has 2 data lines"),
+    ("1 5 3\n0,3 1:1\n", r"line 2: label '3' is not an integer in \[0, 3\)"),
+    ("1 5 3\n0,x 1:1\n", r"line 2: label 'x' is not an integer"),
+    ("1 5 3\n0,0 1:1\n", r"line 2: a label appears twice in '0,0'"),
+    ("1 5 3\n0 7:1\n", r"line 2: feature '7:1' is not 'index:value' with an integer index in \[0, 5\)"),
+    ("1 5 3\n0 1-1\n", r"line 2: feature '1-1' is not 'index:value'"),
+    ("1 5 3\n0 1:a\n", r"line 2: feature '1:a' has a non-numeric value"),
+    ("1 5 3\n0 1:nan\n", r"line 2: feature '1:nan' has a non-finite value"),
+    ("1 5 3\n0 1:1 1:2\n", r"line 2: feature index 1 appears twice"),
+])
+def test_read_xc_errors(tmp_path, text, match):
+    p = tmp_path / "bad.txt"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        D.read_xc(p)
+    with pytest.raises(FileNotFoundError):
+        D.read_xc(tmp_path / "missing.txt")
