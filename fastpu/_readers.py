@@ -312,6 +312,8 @@ def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
     # two columns: no usecols, so that a line with a third field is an error (as in the reference)
     kw = dict(header=None, skiprows=skip, usecols=[0, 1, 2] if width == 3 else None, na_filter=False,
               engine="c", encoding=encoding, skip_blank_lines=True)
+    if int(pd.__version__.split(".")[0]) < 3:
+        kw["float_precision"] = "round_trip"       # pandas 3's default parser is already exact
     if delim is None:
         kw.update(sep=r"\s+", quoting=csv.QUOTE_NONE)
     else:

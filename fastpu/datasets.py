@@ -429,6 +429,11 @@ def synthetic(m, n, rank=8, density=0.05, seed=0, hidden_frac=0.5):
 def data_home():
     """The folder where :func:`load` looks for package archives and :func:`download` puts them.
 
+    Parameters
+    ----------
+    None
+        Set the environment variable ``FASTPU_DATA`` to choose the folder.
+
     Returns
     -------
     str

@@ -400,3 +400,15 @@ def test_read_xc_errors(tmp_path, text, match):
         D.read_xc(p)
     with pytest.raises(FileNotFoundError):
         D.read_xc(tmp_path / "missing.txt")
+
+
+def test_both_parsers_read_values_to_the_same_bits(tmp_path):
+    # pandas' float parser and Python's float() must agree bit for bit on awkward decimals
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(3000) * 10.0 ** rng.integers(-30, 30, 3000)
+    toks = [repr(float(v)) for v in x[:1000]] + ["%.25g" % v for v in x[1000:2000]] + \
+        ["%.17e" % v for v in x[2000:]]
+    p = _write(tmp_path, "".join(f"u{k},i{k % 7},{t}\n" for k, t in enumerate(toks)))
+    ds = _both(p)
+    order = np.argsort([f"u{k}" for k in range(len(toks))], kind="stable")
+    np.testing.assert_array_equal(ds.Y.data, np.array([float(t) for t in toks])[order])
