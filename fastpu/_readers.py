@@ -77,7 +77,7 @@ def _classify(x):
     if isinstance(x, (int, np.integer)):
         return "int"
     if isinstance(x, (float, np.floating)):
-        return "float"
+        return "float" if x == x else "nan"
     if isinstance(x, str):
         return "str"
     if isinstance(x, bytes):
@@ -89,7 +89,7 @@ def encode_ids(ids, name):
     """(sorted unique ids, int64 codes) for ``from_pairs``; integers or strings, never mixed."""
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of ids, got a single {type(ids).__name__} {ids!r}")
-    arr = np.asarray(ids) if isinstance(ids, np.ndarray) else None
+    arr = np.asarray(ids) if hasattr(ids, "__array__") else None      # numpy arrays, pandas Series
     if arr is None or arr.dtype.kind == "O":
         seq = ids if arr is None else arr
         try:
@@ -99,7 +99,7 @@ def encode_ids(ids, name):
             raise ValueError(f"{name} must be a 1-d sequence of ids, got {type(ids).__name__}") from None
         kinds = [_classify(x) for x in objs]
         found = set(kinds)
-        for bad, what in (("none", "None"), ("bool", "a bool")):
+        for bad, what in (("none", "None"), ("nan", "NaN (a missing id)"), ("bool", "a bool")):
             if bad in found:
                 pos = kinds.index(bad)
                 raise ValueError(f"{name}[{pos}] is {what}; expected an integer or string id")
@@ -108,16 +108,21 @@ def encode_ids(ids, name):
             pos = next(k for k, c in enumerate(kinds) if c in odd)
             raise TypeError(f"{name} must hold integer or string ids, got {type(objs[pos]).__name__} "
                             f"{objs[pos]!r} at position {pos}")
-        if len(found - {"float"} | ({"int"} if "float" in found else set())) > 1:
-            first = {c: kinds.index(c) for c in found}
+        group = {"int": "integer", "float": "integer", "str": "string", "bytes": "bytes"}
+        first = {}
+        for k, c in enumerate(kinds):
+            first.setdefault(group[c], k)
+        if len(first) > 1:
             a, b = sorted(first.values())[:2]
             raise TypeError(
                 f"{name} mixes id types: {name}[{a}] is {type(objs[a]).__name__} {objs[a]!r} and "
                 f"{name}[{b}] is {type(objs[b]).__name__} {objs[b]!r}; ids must be all integers or all "
                 f"strings (convert them, e.g. [str(x) for x in {name}])")
         if found <= {"int", "float"}:
-            arr = np.array(list(objs), dtype=np.float64 if "float" in found else np.int64) if objs.size else \
-                np.zeros(0, dtype=np.int64)
+            try:
+                arr = np.array(list(objs), dtype=np.float64 if "float" in found else np.int64)
+            except OverflowError:
+                raise ValueError(f"{name} has integer ids outside the int64 range; pass them as strings") from None
         elif found == {"bytes"}:
             arr = np.array(list(objs), dtype=bytes)
         else:
@@ -129,6 +134,8 @@ def encode_ids(ids, name):
         if bad.any():
             raise ValueError(f"{name} has non-finite ids (first at position {int(np.argmax(bad))}); "
                              f"expected integers or strings")
+        if np.abs(arr).max(initial=0) >= 2.0 ** 63:
+            raise ValueError(f"{name} has ids outside the int64 range; pass them as integers or strings")
         if not np.all(arr == np.round(arr)):
             pos = int(np.argmax(arr != np.round(arr)))
             raise ValueError(f"{name}[{pos}] is {float(arr[pos])!r}, not a whole number; expected integer or string ids")

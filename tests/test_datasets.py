@@ -205,8 +205,10 @@ def test_from_pairs_errors():
         D.from_pairs([1, 2], [1, 2], [1.0, np.nan])
     with pytest.raises(TypeError, match="users must hold integer or string ids"):
         D.from_pairs(np.array([1 + 1j, 2j]), [1, 2])
-    with pytest.raises(ValueError, match="items has non-finite ids"):
+    with pytest.raises(ValueError, match=r"items\[1\] is NaN \(a missing id\)"):
         D.from_pairs([1, 2], [1.0, np.nan])
+    with pytest.raises(ValueError, match=r"items has non-finite ids \(first at position 0\)"):
+        D.from_pairs([1, 2], np.array([np.inf, 1.0]))
     with pytest.raises(ValueError, match="users must be a 1-d sequence"):
         D.from_pairs(np.ones((2, 2)), [1, 2])
 

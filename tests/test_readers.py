@@ -238,12 +238,16 @@ def test_movielens_file_both_parsers():
 def test_from_pairs_mixed_types_and_none():
     with pytest.raises(TypeError, match=r"users mixes id types: users\[0\] is int 1 and users\[1\] is str '1'"):
         D.from_pairs([1, "1"], [1, 2])
+    with pytest.raises(TypeError, match=r"users mixes id types: users\[0\] is int 1 and users\[2\] is str 'a'"):
+        D.from_pairs([1, 2.0, "a"], [1, 2, 3])
     with pytest.raises(TypeError, match=r"items mixes id types"):
         D.from_pairs([1, 2], np.array(["a", 3], dtype=object))
     with pytest.raises(ValueError, match=r"users\[2\] is None; expected an integer or string id"):
         D.from_pairs([1, 2, None], [1, 2, 3])
     with pytest.raises(ValueError, match=r"items\[0\] is None"):
         D.from_pairs([1], np.array([None], dtype=object))
+    with pytest.raises(ValueError, match=r"users\[1\] is NaN \(a missing id\)"):
+        D.from_pairs(np.array(["a", np.nan], dtype=object), [1, 2])
     with pytest.raises(ValueError, match=r"users\[1\] is a bool"):
         D.from_pairs([1, True], [1, 2])
     with pytest.raises(ValueError, match=r"users\[1\] is 2.5, not a whole number"):
@@ -252,6 +256,18 @@ def test_from_pairs_mixed_types_and_none():
         D.from_pairs("ab", [1, 2])
     with pytest.raises(TypeError, match=r"must hold integer or string ids, got tuple"):
         D.from_pairs([(1, 2), 3], [1, 2])
+
+
+def test_from_pairs_int64_range_and_series():
+    import pandas as pd
+    with pytest.raises(ValueError, match="users has integer ids outside the int64 range; pass them as strings"):
+        D.from_pairs([1, 2**70], [1, 2])
+    with pytest.raises(ValueError, match="items has ids outside the int64 range"):
+        D.from_pairs([1, 2], np.array([1.0, 1e20]))
+    ds = D.from_pairs(pd.Series([3, 1, 3]), pd.Series(["b", "a", "a"]))
+    assert ds.user_ids.tolist() == [1, 3] and ds.item_ids.tolist() == ["a", "b"] and ds.Y.nnz == 3
+    with pytest.raises(ValueError, match=r"items\[1\] is NaN"):
+        D.from_pairs(pd.Series([3, 1]), pd.Series(["b", None]))
 
 
 def test_from_pairs_keeps_strings_as_written():
