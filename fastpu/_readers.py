@@ -345,8 +345,8 @@ def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
             out.append((ids, codes.astype(np.int64)))
             continue
         codes, uniq = pd.factorize(s.astype(object), sort=False)
-        if any(not str(t).strip() for t in uniq):
-            raise _Anomaly
+        if any(not str(t).strip() or "\n" in str(t) or "\r" in str(t) for t in uniq):
+            raise _Anomaly          # an empty id, or a quoted line break (one pair per line)
         out.append(ids_from_tokens(codes.astype(np.int64), list(uniq)))
     values = None
     if width == 3:

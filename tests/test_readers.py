@@ -189,6 +189,7 @@ def test_other_errors(tmp_path, engine):
     "1,2,5\n3,4,5,6,7\n",
     "1,2,5\n3,4,5\n3,99999999999999999999,1\n",   # beyond int64: strings
     "1,2,5\n2,3,inf\n", "1,2\n3\n", "a,b,c\n", "1,2,x\n", "\n\n",
+    'a,b,1\n"c\nd",e,2\n',                       # a quoted line break: not one pair per line
 ])
 def test_both_parsers_identical(tmp_path, text):
     _both(_write(tmp_path, text))
