@@ -157,21 +157,42 @@ def _norm_encoding(encoding):
     return "utf-8-sig" if name in ("utf-8", "utf-8-sig") else name
 
 
-def read_text(path, encoding):
-    """The file's text (universal newlines, BOM removed) or a ValueError naming file and encoding."""
-    with open(path, "rb") as f:
-        data = f.read()
+def _decode_error(path, data, encoding, exc):
+    line = data[:exc.start].count(b"\n") + 1
+    return ValueError(
+        f"{path}: cannot decode byte {data[exc.start:exc.start + 1]!r} at offset {exc.start} (line {line}) "
+        f"as {encoding.replace('-sig', '')}; pass the file's encoding, e.g. read_csv(path, encoding='latin-1')")
+
+
+def _clean(text):
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_text(path, encoding, data=None):
+    """(bytes, text with universal newlines and no BOM), or a ValueError naming file and encoding."""
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise ValueError(
-            f"{path}: cannot decode byte {data[exc.start:exc.start + 1]!r} at offset {exc.start} (line {line}) "
-            f"as {encoding.replace('-sig', '')}; pass the file's encoding, e.g. read_csv(path, encoding='latin-1')"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return data, text.replace("\r\n", "\n").replace("\r", "\n")
+        raise _decode_error(path, data, encoding, exc) from None
+    return data, _clean(text)
+
+
+def _head_lines(path, data, encoding, size=1 << 16):
+    """The complete lines among the first ``size`` bytes (all lines of a small file)."""
+    if len(data) <= size:
+        return read_text(path, encoding, data)[1].split("\n")
+    dec = codecs.getincrementaldecoder(encoding)()
+    try:
+        text = _clean(dec.decode(data[:size], final=False))
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, data, encoding, exc) from None
+    lines = text.split("\n")[:-1]          # the last one may be cut
+    return lines if lines else read_text(path, encoding, data)[1].split("\n")
 
 
 def _sniff(line):
@@ -181,6 +202,8 @@ def _sniff(line):
 def _split(line, delim):
     if delim is None:
         return line.split()
+    if '"' not in line:                 # no quoting: the csv module would split exactly here
+        return [c.strip() for c in line.split(delim)]
     return [c.strip() for c in next(csv.reader([line], delimiter=delim, skipinitialspace=True))]
 
 
@@ -287,8 +310,9 @@ def _tokens_python(path, lines, delim, header):
     users, items, values = parse_python(path, lines, delim, header)
     out = []
     for toks in (users, items):
-        uniq, codes = np.unique(np.array(toks, dtype=str), return_inverse=True)
-        out.append(ids_from_tokens(codes.astype(np.int64), uniq.tolist()))
+        index = {}
+        codes = np.fromiter((index.setdefault(t, len(index)) for t in toks), dtype=np.int64, count=len(toks))
+        out.append(ids_from_tokens(codes, list(index)))
     return out[0], out[1], values
 
 
@@ -363,8 +387,9 @@ def tokenize(path, delimiter, header, encoding, engine=None):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist")
     enc = _norm_encoding(encoding)
-    data, text = read_text(path, enc)
-    head = text.split("\n", 256)[:256]          # enough for the layout and the pandas pass
+    with open(path, "rb") as f:
+        data = f.read()
+    head = _head_lines(path, data, enc)          # enough for the layout and the pandas pass
     delim, header = layout(path, head, delimiter, header)
     pd = None if engine == "python" else _import_pandas()
     if engine == "pandas" and pd is None:
@@ -374,4 +399,4 @@ def tokenize(path, delimiter, header, encoding, engine=None):
             return parse_pandas(pd, path, data, head, delim, header, enc)
         except _Anomaly:
             pass
-    return _tokens_python(path, text.split("\n"), delim, header)
+    return _tokens_python(path, read_text(path, enc, data)[1].split("\n"), delim, header)

@@ -429,3 +429,19 @@ def test_both_parsers_read_values_to_the_same_bits(tmp_path):
     ds = _both(p)
     order = np.argsort([f"u{k}" for k in range(len(toks))], kind="stable")
     np.testing.assert_array_equal(ds.Y.data, np.array([float(t) for t in toks])[order])
+
+
+def test_decode_error_beyond_the_first_chunk(tmp_path, engine):
+    # the layout is read from the first 64 KiB; a bad byte after it is still reported by line
+    good = "".join(f"u{k},i{k % 5},{k % 5 + 1}\n" for k in range(8000))
+    p = _write(tmp_path, good.encode() + b"caf\xe9,i1,3\n")
+    with pytest.raises(ValueError, match=r"cannot decode byte b'\\xe9' at offset \d+ \(line 8001\) as utf-8"):
+        D.read_csv(p)
+    assert "café" in D.read_csv(p, encoding="latin-1").user_ids.tolist()
+
+
+def test_line_cut_by_the_first_chunk(tmp_path):
+    # a line cut by the 64 KiB boundary of the layout pass is not taken for a short line
+    long = "".join(f"user{k:06d},item{k % 3},1\n" for k in range(5000))
+    assert len(long) > 1 << 16
+    assert _both(_write(tmp_path, long, "long.csv")).Y.nnz == 5000
