@@ -333,7 +333,7 @@ def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
     first = _first_lines(text_lines, 2 if header else 1)
     if len(first) < (2 if header else 1):
         raise _Anomaly
-    n_data_line, data_line = first[-1]
+    data_line = first[-1][1]
     width = min(len(_split(data_line, delim)), 3)
     if width < 2:
         raise _Anomaly

@@ -29,7 +29,7 @@ from . import _archives
 from . import _validation as V
 from ._archives import DataUnavailable
 from ._dataset import Dataset
-from ._userdata import _pairs_dataset, from_pairs, load_npz, read_arff, read_csv, read_xc  # noqa: F401
+from ._userdata import from_pairs, load_npz, read_arff, read_csv, read_xc
 
 __all__ = [
     "DataUnavailable",

@@ -1,13 +1,19 @@
 import dataclasses
-import os
+import hashlib
 import importlib.util
+import io
+import os
+import subprocess
+import tarfile
 import time
+import zipfile
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
+import fastpu._archives as A
 import fastpu.datasets as D
 from fastpu.split import leave_one_out, split_by_mask
 
@@ -272,14 +278,6 @@ def test_load_npz(tmp_path):
 
 
 # --------------------------------------------------------------------------- archives in the data folder
-
-import hashlib  # noqa: E402
-import io  # noqa: E402
-import subprocess  # noqa: E402
-import tarfile  # noqa: E402
-import zipfile  # noqa: E402
-
-import fastpu._archives as A  # noqa: E402
 
 _TAB = "{a}\t{b}\t{c}\nc\tc\tc\nrow=1\tcol=1\tclass\n"
 _SMALL_ORANGE = {

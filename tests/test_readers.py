@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import fastpu._readers as R
+import fastpu._userdata as U
 import fastpu.datasets as D
 
 
@@ -39,7 +40,7 @@ def _both(p, **kw):
         try:
             (ui, u), (ii, i), v = R.tokenize(str(p), kw.get("delimiter"), kw.get("header"),
                                              kw.get("encoding", "utf-8"), engine=engine)
-            out.append(D._pairs_dataset(ui, u, ii, i, v, name="x", description=""))
+            out.append(U._pairs_dataset(ui, u, ii, i, v, name="x", description=""))
         except ValueError as exc:
             out.append(str(exc))
     if isinstance(out[0], str) or isinstance(out[1], str):
