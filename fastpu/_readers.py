@@ -1,0 +1,402 @@
+"""Parsing for :func:`fastpu.datasets.read_csv` and the id maps of ``from_pairs``.
+
+Two tokenizers share one set of rules. pandas (optional) splits well-formed files fast; the
+``csv``-module reader is the reference: it is used when pandas is missing, and whenever the
+pandas pass sees anything unusual (a short line, an empty field, a non-numeric or non-finite
+value, a decoding error), so that every error message, and every result, comes from the same
+code whichever path ran. The id and value rules below are applied to the tokens of both.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import os
+import re
+
+import numpy as np
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_DELIMS = (",", "\t", ";")
+_INT64_MAX = np.iinfo(np.int64).max
+_DELIM_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", None: "whitespace"}
+
+
+class _Anomaly(Exception):
+    """The pandas pass met something only the reference reader can diagnose."""
+
+
+def _import_pandas():
+    try:
+        import pandas
+    except ImportError:
+        return None
+    return pandas
+
+
+def _is_number(s):
+    return _NUMBER.match(s.strip()) is not None
+
+
+# ----------------------------------------------------------------------------- ids
+
+def _canonical_ints(strings):
+    """int64 array if every string is an integer written canonically, else None."""
+    out = np.empty(len(strings), dtype=np.int64)
+    for k, s in enumerate(strings):
+        if not s or not (s.isdigit() or (s[0] == "-" and s[1:].isdigit())) or not s.isascii():
+            return None
+        v = int(s)
+        if str(v) != s or not -_INT64_MAX <= v <= _INT64_MAX:
+            return None
+        out[k] = v
+    return out
+
+
+def ids_from_tokens(codes, tokens):
+    """Sorted id array and row codes from raw tokens.
+
+    ``tokens[codes[r]]`` is the raw text of row r. Tokens are stripped of surrounding
+    whitespace; the ids are integers when every stripped token is an integer written
+    canonically (no sign other than '-', no leading zero, fits int64), else the stripped
+    strings as written. Ids are sorted (numerically or by code point).
+    """
+    stripped = [str(t).strip() for t in tokens]
+    ints = _canonical_ints(stripped)
+    keys = ints if ints is not None else np.array(stripped, dtype=str)
+    ids, remap = np.unique(keys, return_inverse=True)
+    return ids, remap.astype(np.int64)[codes]
+
+
+def _classify(x):
+    if x is None:
+        return "none"
+    if isinstance(x, (bool, np.bool_)):
+        return "bool"
+    if isinstance(x, (int, np.integer)):
+        return "int"
+    if isinstance(x, (float, np.floating)):
+        return "float" if x == x else "nan"
+    if isinstance(x, str):
+        return "str"
+    if isinstance(x, bytes):
+        return "bytes"
+    return type(x).__name__
+
+
+def encode_ids(ids, name):
+    """(sorted unique ids, int64 codes) for ``from_pairs``; integers or strings, never mixed."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of ids, got a single {type(ids).__name__} {ids!r}")
+    arr = np.asarray(ids) if hasattr(ids, "__array__") else None      # numpy arrays, pandas Series
+    if arr is None or arr.dtype.kind == "O":
+        seq = ids if arr is None else arr
+        try:
+            objs = np.empty(len(seq), dtype=object)
+            objs[:] = list(seq)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a 1-d sequence of ids, got {type(ids).__name__}") from None
+        kinds = [_classify(x) for x in objs]
+        found = set(kinds)
+        for bad, what in (("none", "None"), ("nan", "NaN (a missing id)"), ("bool", "a bool")):
+            if bad in found:
+                pos = kinds.index(bad)
+                raise ValueError(f"{name}[{pos}] is {what}; expected an integer or string id")
+        odd = found - {"int", "float", "str", "bytes"}
+        if odd:
+            pos = next(k for k, c in enumerate(kinds) if c in odd)
+            raise TypeError(f"{name} must hold integer or string ids, got {type(objs[pos]).__name__} "
+                            f"{objs[pos]!r} at position {pos}")
+        group = {"int": "integer", "float": "integer", "str": "string", "bytes": "bytes"}
+        first = {}
+        for k, c in enumerate(kinds):
+            first.setdefault(group[c], k)
+        if len(first) > 1:
+            a, b = sorted(first.values())[:2]
+            raise TypeError(
+                f"{name} mixes id types: {name}[{a}] is {type(objs[a]).__name__} {objs[a]!r} and "
+                f"{name}[{b}] is {type(objs[b]).__name__} {objs[b]!r}; ids must be all integers or all "
+                f"strings (convert them, e.g. [str(x) for x in {name}])")
+        if found <= {"int", "float"}:
+            try:
+                arr = np.array(list(objs), dtype=np.float64 if "float" in found else np.int64)
+            except OverflowError:
+                raise ValueError(f"{name} has integer ids outside the int64 range; pass them as strings") from None
+        elif found == {"bytes"}:
+            arr = np.array(list(objs), dtype=bytes)
+        else:
+            arr = np.array(list(objs), dtype=str)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d sequence of ids, got shape {arr.shape}")
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise ValueError(f"{name} has non-finite ids (first at position {int(np.argmax(bad))}); "
+                             f"expected integers or strings")
+        if np.abs(arr).max(initial=0) >= 2.0 ** 63:
+            raise ValueError(f"{name} has ids outside the int64 range; pass them as integers or strings")
+        if not np.all(arr == np.round(arr)):
+            pos = int(np.argmax(arr != np.round(arr)))
+            raise ValueError(f"{name}[{pos}] is {float(arr[pos])!r}, not a whole number; expected integer or string ids")
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "iuUS":
+        raise TypeError(f"{name} must hold integer or string ids, got dtype {arr.dtype}")
+    uniq, inv = np.unique(arr, return_inverse=True)
+    return uniq, inv.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- text
+
+def _norm_encoding(encoding):
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise ValueError(f"encoding {encoding!r} is not a known text encoding; expected e.g. 'utf-8' or "
+                         f"'latin-1'") from None
+    return "utf-8-sig" if name in ("utf-8", "utf-8-sig") else name
+
+
+def _decode_error(path, data, encoding, exc):
+    line = data[:exc.start].count(b"\n") + 1
+    return ValueError(
+        f"{path}: cannot decode byte {data[exc.start:exc.start + 1]!r} at offset {exc.start} (line {line}) "
+        f"as {encoding.replace('-sig', '')}; pass the file's encoding, e.g. read_csv(path, encoding='latin-1')")
+
+
+def _clean(text):
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_text(path, encoding, data=None):
+    """(bytes, text with universal newlines and no BOM), or a ValueError naming file and encoding."""
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, data, encoding, exc) from None
+    return data, _clean(text)
+
+
+def _head_lines(path, data, encoding, size=1 << 16):
+    """The complete lines among the first ``size`` bytes (all lines of a small file)."""
+    if len(data) <= size:
+        return read_text(path, encoding, data)[1].split("\n")
+    dec = codecs.getincrementaldecoder(encoding)()
+    try:
+        text = _clean(dec.decode(data[:size], final=False))
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, data, encoding, exc) from None
+    lines = text.split("\n")[:-1]          # the last one may be cut
+    return lines if lines else read_text(path, encoding, data)[1].split("\n")
+
+
+def _sniff(line):
+    return next((d for d in _DELIMS if d in line), None)
+
+
+def _split(line, delim):
+    if delim is None:
+        return line.split()
+    if '"' not in line:                 # no quoting: the csv module would split exactly here
+        return [c.strip() for c in line.split(delim)]
+    return [c.strip() for c in next(csv.reader([line], delimiter=delim, skipinitialspace=True))]
+
+
+def _first_lines(lines, k=2):
+    out = []
+    for n, ln in enumerate(lines, 1):
+        if ln.strip():
+            out.append((n, ln))
+            if len(out) == k:
+                break
+    return out
+
+
+def layout(path, lines, delimiter, header):
+    """(delimiter, header) after sniffing and header detection (see read_csv's docstring)."""
+    sample = _first_lines(lines, 6)
+    if not sample:
+        raise ValueError(f"{path} is empty; expected user,item[,value] lines")
+    first = sample[:2]
+    delim = delimiter
+    if delim is None:
+        found = [_sniff(ln) for _, ln in sample[1:]] + [_sniff(sample[0][1])]
+        delim = next((d for d in found if d is not None), None)
+    if delim == " ":
+        delim = None
+    if header is not None:
+        return delim, bool(header)
+    own = delimiter if delimiter is not None else _sniff(first[0][1])
+    head = _split(first[0][1], None if own == " " else own)
+    if any(_is_number(c) for c in head):
+        return delim, False
+    if len(first) == 1:
+        if len(head) >= 3:
+            return delim, True          # a text value column cannot be data
+        raise ValueError(f"{path}: cannot tell whether line {first[0][0]} ({first[0][1].strip()!r}) is a header "
+                         f"or a pair of string ids; pass header=True or header=False")
+    second = _split(first[1][1], delim)
+    if len(second) >= 3:
+        return delim, _is_number(second[2])
+    if len(second) == 2 and not any(_is_number(c) for c in second):
+        raise ValueError(
+            f"{path}: cannot tell whether line {first[0][0]} ({first[0][1].strip()!r}) is a header: the file has "
+            f"two columns of text ids; pass header=True or header=False")
+    return delim, True
+
+
+def _bad_value(path, n, tok):
+    try:
+        v = float(tok)
+    except ValueError:
+        return ValueError(f"{path}: line {n}: value {tok!r} in the third column is not a number; "
+                          f"expected user,item[,value] with a numeric value")
+    if not np.isfinite(v):
+        return ValueError(f"{path}: line {n}: value {tok!r} in the third column is not finite")
+    return None
+
+
+def parse_python(path, lines, delim, header):
+    """Reference tokenizer: (user tokens, item tokens, values or None)."""
+    users, items, vals = [], [], []
+    width, width_line, skip = None, None, header
+    for n, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
+        if skip:
+            skip = False
+            continue
+        f = _split(ln, delim)
+        if width is None:
+            if len(f) < 2:
+                raise ValueError(f"{path}: line {n} has {len(f)} field under the {_DELIM_NAMES[delim]} delimiter; "
+                                 f"expected user,item[,value]")
+            width, width_line = min(len(f), 3), n
+        if len(f) < width or (width == 2 and len(f) > 2):
+            raise ValueError(
+                f"{path}: line {n} has {len(f)} field{'s' * (len(f) != 1)} but line {width_line} has "
+                f"{width if width == 2 else 'at least 3'}; every line must be user,item"
+                f"{',value' if width == 3 else ''}{' (a missing value is not read as 1)' if width == 3 else ''}")
+        for col, what in ((0, "user"), (1, "item")):
+            if not f[col]:
+                raise ValueError(f"{path}: line {n}: empty {what} id")
+        users.append(f[0])
+        items.append(f[1])
+        if width == 3:
+            vals.append(f[2])
+    if width is None:
+        raise ValueError(f"{path} has a header but no data lines")
+    values = None
+    if width == 3:
+        try:
+            values = np.array(vals, dtype=object).astype(np.float64) if vals else np.zeros(0)
+        except ValueError:
+            values = None
+        if values is None or not np.all(np.isfinite(values)):
+            data_lines = [n for n, ln in enumerate(lines, 1) if ln.strip()][1 if header else 0:]
+            for n, tok in zip(data_lines, vals):
+                err = _bad_value(path, n, tok)
+                if err is not None:
+                    raise err
+    return users, items, values
+
+
+def _tokens_python(path, lines, delim, header):
+    users, items, values = parse_python(path, lines, delim, header)
+    out = []
+    for toks in (users, items):
+        index = {}
+        codes = np.fromiter((index.setdefault(t, len(index)) for t in toks), dtype=np.int64, count=len(toks))
+        out.append(ids_from_tokens(codes, list(index)))
+    return out[0], out[1], values
+
+
+def _leading_zero_or_sign(data):
+    """True if an ASCII byte buffer has a '+', a '-0' or a number starting with 0 then a digit
+    (a conservative test: when False, every integer in the file is written canonically)."""
+    if b"+" in data or b"-0" in data:
+        return True
+    b = np.frombuffer(data, dtype=np.uint8)
+    idx = np.flatnonzero(b[:-1] == ord("0"))
+    nxt, prv = b[idx + 1], b[np.maximum(idx - 1, 0)]
+    starts = (idx == 0) | (((prv < ord("0")) | (prv > ord("9"))) & (prv != ord(".")))
+    return bool(((nxt >= ord("0")) & (nxt <= ord("9")) & starts).any())
+
+
+def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
+    """Fast tokenizer; raises _Anomaly for anything the reference reader should diagnose."""
+    first = _first_lines(text_lines, 2 if header else 1)
+    if len(first) < (2 if header else 1):
+        raise _Anomaly
+    data_line = first[-1][1]
+    width = min(len(_split(data_line, delim)), 3)
+    if width < 2:
+        raise _Anomaly
+    skip = first[0][0] if header else 0
+    ascii_like = "0+-.,;\t\n\r ".encode(encoding, errors="replace") == b"0+-.,;\t\n\r "
+    fast_ints = ascii_like and not _leading_zero_or_sign(data)
+    # two columns: no usecols, so that a line with a third field is an error (as in the reference)
+    kw = dict(header=None, skiprows=skip, usecols=[0, 1, 2] if width == 3 else None, na_filter=False,
+              engine="c", encoding=encoding, skip_blank_lines=True)
+    if int(pd.__version__.split(".")[0]) < 3:
+        kw["float_precision"] = "round_trip"       # pandas 3's default parser is already exact
+    if delim is None:
+        kw.update(sep=r"\s+", quoting=csv.QUOTE_NONE)
+    else:
+        kw.update(sep=delim, skipinitialspace=True)
+    for ints in ((True, False) if fast_ints else (False,)):
+        dtype = {2: np.float64} if width == 3 else {}
+        if not ints:
+            dtype.update({0: object, 1: object})
+        try:
+            df = pd.read_csv(io.BytesIO(data), dtype=dtype, **kw)
+        except Exception:
+            raise _Anomaly from None
+        if len(df.columns) != width:
+            raise _Anomaly
+        if not ints or all(df[c].dtype in (np.int64, object) for c in (0, 1)):
+            break
+    out = []
+    for col in (0, 1):
+        s = df[col].to_numpy()
+        if s.dtype == np.int64:
+            ids, codes = np.unique(s, return_inverse=True)
+            out.append((ids, codes.astype(np.int64)))
+            continue
+        codes, uniq = pd.factorize(s.astype(object), sort=False)
+        if any(not str(t).strip() or "\n" in str(t) or "\r" in str(t) for t in uniq):
+            raise _Anomaly          # an empty id, or a quoted line break (one pair per line)
+        out.append(ids_from_tokens(codes.astype(np.int64), list(uniq)))
+    values = None
+    if width == 3:
+        values = np.ascontiguousarray(df[2].to_numpy(dtype=np.float64))
+        if not np.all(np.isfinite(values)):
+            raise _Anomaly
+    return out[0], out[1], values
+
+
+def tokenize(path, delimiter, header, encoding, engine=None):
+    """((user_ids, u), (item_ids, i), values or None) of a pairs file. ``engine`` (tests only):
+    None = pandas when installed, "python" = reference reader, "pandas" = require pandas."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist")
+    enc = _norm_encoding(encoding)
+    with open(path, "rb") as f:
+        data = f.read()
+    head = _head_lines(path, data, enc)          # enough for the layout and the pandas pass
+    delim, header = layout(path, head, delimiter, header)
+    pd = None if engine == "python" else _import_pandas()
+    if engine == "pandas" and pd is None:
+        raise ImportError("pandas is not installed")
+    if pd is not None:
+        try:
+            return parse_pandas(pd, path, data, head, delim, header, enc)
+        except _Anomaly:
+            pass
+    return _tokens_python(path, read_text(path, enc, data)[1].split("\n"), delim, header)

