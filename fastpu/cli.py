@@ -24,8 +24,9 @@ import time
 
 import numpy as np
 
+from .datasets import NAMES as DATASETS
+
 METHODS = ("ocmf", "fbgd", "csrr", "homf")
-DATASETS = ("ml-100k", "ml-1m", "ciao", "yeast")
 
 
 def _module(name):
