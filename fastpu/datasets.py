@@ -17,6 +17,7 @@ Readers for the user's own files: :func:`read_csv`, :func:`from_pairs`,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import importlib.util
@@ -295,20 +296,21 @@ def binarize(Y, threshold=None):
 
     Parameters
     ----------
-    Y : scipy.sparse matrix
-        Ratings (stored entries).
+    Y : scipy.sparse matrix or Dataset
+        Ratings (stored entries). A :class:`Dataset` gives a Dataset back: the same ids and
+        side information, ``Y`` binarised (timestamps kept on the entries that remain).
     threshold : float, optional
         Keep entries with value >= threshold; ``None`` keeps every stored entry.
 
     Returns
     -------
-    scipy.sparse.csr_array
-        Same shape, stored values 1.
+    scipy.sparse.csr_array or Dataset
+        Same shape, stored values 1 (a Dataset when given one).
 
     Raises
     ------
     TypeError
-        If ``Y`` is not sparse or ``threshold`` is not a real number.
+        If ``Y`` is neither sparse nor a Dataset, or ``threshold`` is not a real number.
     ValueError
         If ``Y`` is malformed or has non-finite values, or ``threshold`` is not finite.
 
@@ -318,7 +320,17 @@ def binarize(Y, threshold=None):
     >>> from fastpu.datasets import binarize
     >>> binarize(sp.csr_array(np.array([[5.0, 2.0, 0.0]])), threshold=4).toarray()
     array([[1., 0., 0.]])
+    >>> data = binarize(from_pairs(["a", "b"], ["x", "y"], [5.0, 1.0]), threshold=4)
+    >>> data.Y.toarray(), data.user_ids.tolist()
+    (array([[1., 0.],
+           [0., 0.]]), ['a', 'b'])
     """
+    if isinstance(Y, Dataset):
+        B = binarize(Y.Y, threshold)
+        # timestamps and the test mask keep only the entries that remain
+        ts, mask = (None if A is None else sp.csr_array(V.check_csr(A, name=name, nonnegative=False).multiply(B))
+                    for A, name in ((Y.timestamps, "timestamps"), (Y.test_mask, "test_mask")))
+        return dataclasses.replace(Y, Y=B, timestamps=ts, test_mask=mask)
     Y = V.check_csr(Y, name="Y", nonnegative=False)
     keep = np.ones(Y.nnz, dtype=bool)
     if threshold is not None:

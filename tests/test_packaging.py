@@ -1,6 +1,7 @@
 """The set-up contract: README commands, CI script, public API and docstrings."""
 
 import inspect
+import os
 import pathlib
 import re
 
@@ -40,13 +41,23 @@ def test_ci_runs_the_readme_commands_in_order():
     assert "python -m mypy" in ci
 
 
-def test_readme_example_runs():
+def test_readme_example_runs(tmp_path):
     readme = (ROOT / "README.md").read_text()
     code = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0]
     code = code.replace("n_iter=10", "n_iter=2")   # the same calls, fewer iterations
     namespace = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["items"].shape == (3, 10)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)                             # the example saves a model file
+    try:
+        exec(compile(code, "README.md", "exec"), namespace)
+    finally:
+        os.chdir(cwd)
+    items, data = namespace["items"], namespace["data"]
+    assert len(items) == 3 and all(len(row) == 10 for row in items)
+    assert set(items[0]) <= set(data.item_ids.tolist())             # movie ids, not row numbers
+    seen = set(data.item_ids[data.Y[[0]].indices].tolist())          # user id 1 is row 0
+    assert not seen & set(items[0].tolist())
+    assert (tmp_path / "ml100k-lrwsq.npz").exists()
 
 
 def test_public_api_is_listed_and_documented():
