@@ -135,6 +135,7 @@ def fold_in(model, Y_new=None, *, user_features=None, p=None, q=None, user_ids=N
     tol = V.check_scalar(tol, name="tol", minimum=0.0)
     max_iter = V.check_int(max_iter, name="max_iter", minimum=1)
     n = model.shape[1]
+    V.check_dense(model.item_factors, name="model.item_factors")      # finite, 2-d
     if Y_new is not None:
         nonneg = not (model.method == "homf" and model.params.get("g") != "linear")
         if not sp.issparse(Y_new):
@@ -156,6 +157,10 @@ def fold_in(model, Y_new=None, *, user_features=None, p=None, q=None, user_ids=N
     if not np.all(np.isfinite(U)):
         raise FloatingPointError(f"fold_in: {int(np.sum(~np.isfinite(U)))} non-finite factor "
                                  "entries; check the model's factors and parameters")
+    if "grad_norm" in info and not (np.all(np.isfinite(info["grad_norm"]))
+                                    and np.all(np.isfinite(info["grad_norm0"]))):
+        raise FloatingPointError("fold_in: a row problem has a non-finite gradient (overflow); "
+                                 "check the scale of the model's factors and parameters")
     if "converged" in info and not info["converged"].all():
         bad = int((~info["converged"]).sum())
         warnings.warn(f"fold_in: {bad} of {U.shape[0]} rows stopped above tol={tol:g} "
