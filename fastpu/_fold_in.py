@@ -25,11 +25,12 @@ import math
 import warnings
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from . import _validation as V
 from ._kernels import fold as K
-from ._kernels.csr import weighted_gram
+from ._kernels.csr import csr_dense, weighted_gram
 from ._kernels.homf import ridge_columns, walk_step
 from ._kernels.losses import LOSS_CODES, SQUARE
 from ._ocmf_problem import _sample_negatives
@@ -390,10 +391,23 @@ def _homf(model, Y, X):
     N, k = Vf.shape
     T, lam, dense = int(prm["T"]), float(prm["lam"]), prm["mode"] == "dense"
     A_new = new_node_rows(Y, m, prm["g"], float(prm["alpha"]))
-    At = V.transpose_csr(A)
     VtV, tmp = np.empty((k, k)), np.empty(k)
     weighted_gram(Vf, np.ones(N), VtV, tmp)
     m_new = Y.shape[0]
+    if dense:
+        # Ω = every node: V_Ωᵀ f = (1/T) a Σ_{l<T} Aˡ V, with Z = Σ_{l<T} Aˡ V built once by
+        # Horner (T − 1 sparse × N×k products); then one shared k×k system
+        Z = Vf.copy()
+        buf = np.empty_like(Z)
+        for _ in range(2, T + 1):
+            walk_step(A.indptr, A.indices, A.data, Vf, Z, buf)
+            Z, buf = buf, Z
+        rhs = np.empty((m_new, k))
+        csr_dense(A_new.indptr, A_new.indices, A_new.data, Z, rhs)
+        S = VtV + 2.0 * lam * np.eye(k)
+        U = sla.cho_solve(sla.cho_factor(S, lower=True), rhs.T * (1.0 / T)).T
+        return np.ascontiguousarray(U), {}
+    At = V.transpose_csr(A)
     U = np.empty((m_new, k))
     ok = np.empty(m_new, dtype=np.bool_)
     b = int(max(1, min(256, _HOMF_BLOCK_BYTES // (8 * max(1, N)))))
@@ -403,7 +417,7 @@ def _homf(model, Y, X):
         sol = np.empty((stop - start, k))
         loss = np.empty(stop - start)
         okb = np.empty(stop - start, dtype=np.bool_)
-        ridge_columns(rows, Vf, VtV, 2.0 * lam, dense, sol, loss, okb)
+        ridge_columns(rows, Vf, VtV, 2.0 * lam, False, sol, loss, okb)
         U[start:stop] = sol
         ok[start:stop] = okb
     if not ok.all():

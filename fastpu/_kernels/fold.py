@@ -14,7 +14,12 @@ Three row problems (see :mod:`fastpu._fold_in` for where each comes from):
   in closed form, by projected Newton (Bertsekas) with an Armijo search along the projection arc.
 
 Each prange iteration owns one output row, so results do not depend on the thread count.
-Everything is accumulated in float64; no fastmath (the losses must see inf and NaN as they are).
+A row first copies its item vectors into a contiguous block G; the k×k Hessian GᵀDG is one
+BLAS product (single-threaded BLAS inside the parallel loop: the caller limits BLAS to one
+thread). Everything is accumulated in float64. The linear algebra here lets LLVM reassociate
+and contract sums (``fastmath={"reassoc", "contract"}``) so that dot products vectorise; it
+makes no finite-math assumption, and the loss functions it calls are compiled without any
+fastmath flag.
 """
 
 import numba as nb
@@ -22,7 +27,7 @@ import numpy as np
 
 from .losses import loss_derivs, loss_value
 
-_JIT = dict(nogil=True, cache=True)
+_JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 
 
 @nb.njit(**_JIT)
@@ -83,29 +88,51 @@ def _factor_shifted(H, L):
 
 
 @nb.njit(**_JIT)
-def _add_outer(H, G, j, c):
-    """Lower triangle of H += c G[j] G[j]ᵀ."""
-    k = H.shape[0]
-    for a in range(k):
-        ca = c * G[j, a]
-        for b in range(a + 1):
-            H[a, b] += ca * G[j, b]
+def _gather(E, indices, lo, nrow, G):
+    """G[t] = E[indices[lo + t]]: the row's item vectors as one contiguous block."""
+    k = E.shape[1]
+    for t in range(nrow):
+        j = indices[lo + t]
+        for a in range(k):
+            G[t, a] = E[j, a]
 
 
 @nb.njit(**_JIT)
-def _ocmf_value(kind, lo, nrow, indices, labels, weights, corr, abar, E, M, kappa, p_i, lam, w, s):
-    """f(w) of the ocmf row problem; leaves the scores in s."""
-    k = w.shape[0]
-    val = 0.0
+def _weighted_gram(G, d, nrow, Gd, H):
+    """H = Σ_t d_t G[t] G[t]ᵀ (full k×k) as one BLAS product; Gd is k×nrow scratch."""
+    k = G.shape[1]
+    if nrow == 0:
+        for a in range(k):
+            for b in range(k):
+                H[a, b] = 0.0
+        return
     for t in range(nrow):
-        j = indices[lo + t]
+        for a in range(k):
+            Gd[a, t] = d[t] * G[t, a]
+    H[:, :] = np.dot(Gd, G)
+
+
+@nb.njit(**_JIT)
+def _matvec(G, nrow, w, s):
+    """s[t] = G[t] · w."""
+    k = w.shape[0]
+    for t in range(nrow):
         acc = 0.0
         for a in range(k):
-            acc += E[j, a] * w[a]
+            acc += G[t, a] * w[a]
         s[t] = acc
+
+
+@nb.njit(**_JIT)
+def _ocmf_value(kind, lo, nrow, labels, weights, corr, abar, G, M, kappa, p_i, lam, w, s):
+    """f(w) of the ocmf row problem (item vectors G[t]); leaves the scores in s."""
+    k = w.shape[0]
+    _matvec(G, nrow, w, s)
+    val = 0.0
+    for t in range(nrow):
         e = lo + t
-        dd = abar - acc
-        val += weights[e] * loss_value(kind, labels[e], acc) - corr[e] * dd * dd
+        dd = abar - s[t]
+        val += weights[e] * loss_value(kind, labels[e], s[t]) - corr[e] * dd * dd
     quad = 0.0
     lin = 0.0
     nrm = 0.0
@@ -120,8 +147,7 @@ def _ocmf_value(kind, lo, nrow, indices, labels, weights, corr, abar, E, M, kapp
 
 
 @nb.njit(**_JIT)
-def _ocmf_grad(kind, lo, nrow, indices, labels, weights, corr, abar, E, M, kappa, p_i, lam, w, s,
-               d2, g):
+def _ocmf_grad(kind, lo, nrow, labels, weights, corr, abar, G, M, kappa, p_i, lam, w, s, d2, g):
     """Gradient at w (scores in s) into g, per-entry second derivatives into d2; returns ‖g‖."""
     k = w.shape[0]
     for a in range(k):
@@ -131,13 +157,12 @@ def _ocmf_grad(kind, lo, nrow, indices, labels, weights, corr, abar, E, M, kappa
         g[a] = 2.0 * p_i * (mw - abar * kappa[a]) + 2.0 * lam * w[a]
     for t in range(nrow):
         e = lo + t
-        j = indices[e]
         _, g1, g2 = loss_derivs(kind, labels[e], s[t])
         dd = abar - s[t]
         d1 = weights[e] * g1 + 2.0 * corr[e] * dd
         d2[t] = weights[e] * g2 - 2.0 * corr[e]
         for a in range(k):
-            g[a] += d1 * E[j, a]
+            g[a] += d1 * G[t, a]
     nrm = 0.0
     for a in range(k):
         nrm += g[a] * g[a]
@@ -159,6 +184,9 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
         lo = indptr[i]
         nrow = indptr[i + 1] - lo
         p_i = p[i]
+        G = np.empty((nrow, k))
+        Gd = np.empty((k, nrow))
+        _gather(E, indices, lo, nrow, G)
         w = np.zeros(k)
         wt = np.empty(k)
         g = np.empty(k)
@@ -168,20 +196,17 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
         s = np.empty(nrow)
         st = np.empty(nrow)
         d2 = np.empty(nrow)
-        f = _ocmf_value(kind, lo, nrow, indices, labels, weights, corr, abar, E, M, kappa, p_i,
-                        lam, w, s)
-        gn = _ocmf_grad(kind, lo, nrow, indices, labels, weights, corr, abar, E, M, kappa, p_i,
-                        lam, w, s, d2, g)
+        f = _ocmf_value(kind, lo, nrow, labels, weights, corr, abar, G, M, kappa, p_i, lam, w, s)
+        gn = _ocmf_grad(kind, lo, nrow, labels, weights, corr, abar, G, M, kappa, p_i, lam, w, s,
+                        d2, g)
         g0 = gn
         it = 0
         while it < max_iter and gn > tol * g0:
+            _weighted_gram(G, d2, nrow, Gd, H)
             for a in range(k):
-                for b in range(a + 1):
-                    H[a, b] = 2.0 * p_i * M[a, b]
+                for b in range(k):
+                    H[a, b] += 2.0 * p_i * M[a, b]
                 H[a, a] += 2.0 * lam
-            for t in range(nrow):
-                if d2[t] != 0.0:
-                    _add_outer(H, E, indices[lo + t], d2[t])
             if not _factor_shifted(H, L):
                 break
             for a in range(k):
@@ -199,8 +224,8 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
             for _b in range(60):
                 for a in range(k):
                     wt[a] = w[a] + alpha * step[a]
-                ft = _ocmf_value(kind, lo, nrow, indices, labels, weights, corr, abar, E, M,
-                                 kappa, p_i, lam, wt, st)
+                ft = _ocmf_value(kind, lo, nrow, labels, weights, corr, abar, G, M, kappa, p_i,
+                                 lam, wt, st)
                 # Armijo, or a full Newton step whose decrease is below f's rounding level
                 if ft <= f + 1e-4 * alpha * gs or (
                         alpha == 1.0 and ft - f <= 1e-13 * (abs(f) + 1.0)):
@@ -209,8 +234,8 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
                 alpha *= 0.5
             if not accepted:
                 break
-            gt_norm = _ocmf_grad(kind, lo, nrow, indices, labels, weights, corr, abar, E, M,
-                                 kappa, p_i, lam, wt, st, d2, step)
+            gt_norm = _ocmf_grad(kind, lo, nrow, labels, weights, corr, abar, G, M, kappa, p_i,
+                                 lam, wt, st, d2, step)
             if ft > f and gt_norm >= gn:
                 break                      # rounding level: no progress possible
             for a in range(k):
@@ -229,28 +254,32 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
 
 
 @nb.njit(parallel=True, **_JIT)
-def wls_rows(indptr, indices, d, e, G, H0, b0, X_out, ok_out):
-    """X_out[i] solves (H0 + Σ_t d_t G[j_t] G[j_t]ᵀ) x = b0 + Σ_t e_t G[j_t] over row i's entries.
+def wls_rows(indptr, indices, d, e, E, H0, b0, X_out, ok_out):
+    """X_out[i] solves (H0 + Σ_t d_t E[j_t] E[j_t]ᵀ) x = b0 + Σ_t e_t E[j_t] over row i's entries.
 
     ``ok_out[i]`` is False when the matrix is not positive definite (the caller then solves that
     row by a minimum-norm least-squares solve).
     """
     m, k = X_out.shape
     for i in nb.prange(m):
+        lo = indptr[i]
+        nrow = indptr[i + 1] - lo
+        G = np.empty((nrow, k))
+        Gd = np.empty((k, nrow))
+        _gather(E, indices, lo, nrow, G)
         H = np.empty((k, k))
         L = np.zeros((k, k))
         b = np.empty(k)
         x = np.zeros(k)
+        _weighted_gram(G, d[lo:lo + nrow], nrow, Gd, H)
         for a in range(k):
             b[a] = b0[a]
-            for c in range(a + 1):
-                H[a, c] = H0[a, c]
-        for t in range(indptr[i], indptr[i + 1]):
-            j = indices[t]
-            if d[t] != 0.0:
-                _add_outer(H, G, j, d[t])
+            for c in range(k):
+                H[a, c] += H0[a, c]
+        for t in range(nrow):
+            et = e[lo + t]
             for a in range(k):
-                b[a] += e[t] * G[j, a]
+                b[a] += et * G[t, a]
         ok = _cholesky(H, L)
         if ok:
             _cho_solve(L, b, x)
@@ -271,8 +300,9 @@ def _v_star(s, c, target, lam2):
 
 
 @nb.njit(**_JIT)
-def _box_value_grad(lo, nrow, indices, Q, GQ, lam1, c, target, lam2, p, s, hs, g, want_grad):
-    """φ(p) = ½ pᵀ(GQ + λ1 I)p + Σ_t [h(s_t) − ½ s_t²]; gradient into g and h''(s_t) into hs."""
+def _box_value_grad(nrow, G, GQ, lam1, c, target, lam2, p, s, hs, g, want_grad):
+    """φ(p) = ½ pᵀ(GQ + λ1 I)p + Σ_t [h(s_t) − ½ s_t²] (item vectors G[t]); gradient into g
+    and h''(s_t) − 1 (the entry's Hessian weight) into hs."""
     k = p.shape[0]
     val = 0.0
     for a in range(k):
@@ -283,20 +313,17 @@ def _box_value_grad(lo, nrow, indices, Q, GQ, lam1, c, target, lam2, p, s, hs, g
         val += 0.5 * p[a] * acc
         if want_grad:
             g[a] = acc
+    _matvec(G, nrow, p, s)
     for t in range(nrow):
-        j = indices[lo + t]
-        st = 0.0
-        for a in range(k):
-            st += Q[j, a] * p[a]
-        s[t] = st
+        st = s[t]
         v, h2 = _v_star(st, c, target, lam2)
         r = st + v - target
         val += 0.5 * c * r * r + lam2 * v - 0.5 * st * st
         if want_grad:
-            hs[t] = h2
+            hs[t] = h2 - 1.0
             dh = c * r - st
             for a in range(k):
-                g[a] += dh * Q[j, a]
+                g[a] += dh * G[t, a]
     return val
 
 
@@ -326,6 +353,9 @@ def box_rows(indptr, indices, Q, GQ, lam1, c, target, lam2, hi, tol, max_iter, P
     for i in nb.prange(m):
         lo = indptr[i]
         nrow = indptr[i + 1] - lo
+        G = np.empty((nrow, k))
+        Gd = np.empty((k, nrow))
+        _gather(Q, indices, lo, nrow, G)
         p = np.zeros(k)
         pt = np.empty(k)
         g = np.empty(k)
@@ -335,13 +365,12 @@ def box_rows(indptr, indices, Q, GQ, lam1, c, target, lam2, hi, tol, max_iter, P
         sol = np.empty(k)
         free = np.empty(k, dtype=np.int64)
         H = np.empty((k, k))
-        L = np.zeros((k, k))
         Hf = np.empty((k, k))
         Lf = np.zeros((k, k))
         s = np.empty(nrow)
         hs = np.empty(nrow)
         hst = np.empty(nrow)
-        f = _box_value_grad(lo, nrow, indices, Q, GQ, lam1, c, target, lam2, p, s, hs, g, True)
+        f = _box_value_grad(nrow, G, GQ, lam1, c, target, lam2, p, s, hs, g, True)
         g0 = 0.0
         for a in range(k):
             g0 += g[a] * g[a]
@@ -361,27 +390,19 @@ def box_rows(indptr, indices, Q, GQ, lam1, c, target, lam2, hi, tol, max_iter, P
                     continue
                 free[nf] = a
                 nf += 1
-            # Hessian GQ + λ1 I + Σ_t (h''(s_t) − 1) q_t q_tᵀ (lower triangle)
+            # Hessian GQ + λ1 I + Σ_t (h''(s_t) − 1) q_t q_tᵀ
+            _weighted_gram(G, hs, nrow, Gd, H)
             for a in range(k):
-                for b in range(a + 1):
-                    H[a, b] = GQ[a, b]
+                for b in range(k):
+                    H[a, b] += GQ[a, b]
                 H[a, a] += lam1
-            for t in range(nrow):
-                cf = hs[t] - 1.0
-                if cf != 0.0:
-                    _add_outer(H, Q, indices[lo + t], cf)
             for a in range(k):
-                d[a] = 0.0
-            for a in range(k):
-                if H[a, a] > 0.0:
-                    d[a] = -g[a] / H[a, a]
-                else:
-                    d[a] = -g[a]
+                d[a] = -g[a] / H[a, a] if H[a, a] > 0.0 else -g[a]
             if nf > 0:
                 Hs = Hf[:nf, :nf]
                 Ls = Lf[:nf, :nf]
                 for x in range(nf):
-                    for y in range(x + 1):
+                    for y in range(nf):
                         Hs[x, y] = H[free[x], free[y]]
                     rhs[x] = -g[free[x]]
                 if not _factor_shifted(Hs, Ls):
@@ -397,8 +418,7 @@ def box_rows(indptr, indices, Q, GQ, lam1, c, target, lam2, hi, tol, max_iter, P
                 for a in range(k):
                     pt[a] = min(max(p[a] + alpha * d[a], 0.0), hi)
                     decr += g[a] * (pt[a] - p[a])
-                ft = _box_value_grad(lo, nrow, indices, Q, GQ, lam1, c, target, lam2, pt, s,
-                                     hst, gt, False)
+                ft = _box_value_grad(nrow, G, GQ, lam1, c, target, lam2, pt, s, hst, gt, False)
                 if (decr < 0.0 and ft <= f + 1e-4 * decr) or (
                         alpha == 1.0 and ft - f <= 1e-13 * (abs(f) + 1.0)):
                     accepted = True
@@ -406,8 +426,7 @@ def box_rows(indptr, indices, Q, GQ, lam1, c, target, lam2, hi, tol, max_iter, P
                 alpha *= 0.5
             if not accepted:
                 break
-            ft = _box_value_grad(lo, nrow, indices, Q, GQ, lam1, c, target, lam2, pt, s, hst, gt,
-                                 True)
+            ft = _box_value_grad(nrow, G, GQ, lam1, c, target, lam2, pt, s, hst, gt, True)
             pgt = _proj_grad_norm(pt, gt, hi)
             if ft > f and pgt >= pg:
                 break                      # rounding level
