@@ -308,7 +308,10 @@ def test_csrr_first_order_conditions_and_lbfgsb(Y, k, seed, loss, alpha, lam1, l
         assert np.all((p >= 0) & (p <= hi)) and np.all((v >= 0) & (v <= 1))
         assert not v[~pos].any()
         f, gp, gv = nv.csrr_row(p, v, Q, pos, **kw)
-        _, gp0, _ = nv.csrr_row(np.zeros(k), np.zeros(n), Q, pos, **kw)
+        # reference: the gradient at p = 0 with v at its best for p = 0 (v minimised out)
+        c, target = (alpha, 1.0) if loss == "I" else (1.0, alpha)
+        v0 = np.where(pos, np.clip(target - lam2 / c, 0.0, 1.0), 0.0)
+        _, gp0, _ = nv.csrr_row(np.zeros(k), v0, Q, pos, **kw)
         # v's optimality is exact (closed form); p's to the documented tolerance
         assert np.linalg.norm(nv.box_kkt(v[pos], gv[pos], 0.0, 1.0)) <= 1e-12 * (1 + np.abs(gv).max())
         assert np.linalg.norm(nv.box_kkt(p, gp, 0.0, hi)) <= REL * np.linalg.norm(gp0) + 1e-15
