@@ -370,6 +370,9 @@ def box_rows(indptr, indices, Q, GQ, lam1, c, target, lam2, hi, tol, max_iter, P
         s = np.empty(nrow)
         hs = np.empty(nrow)
         hst = np.empty(nrow)
+        base = np.empty((k, k))
+        minus = np.full(nrow, -1.0)
+        have_base = False
         f = _box_value_grad(nrow, G, GQ, lam1, c, target, lam2, p, s, hs, g, True)
         g0 = 0.0
         for a in range(k):
@@ -390,12 +393,36 @@ def box_rows(indptr, indices, Q, GQ, lam1, c, target, lam2, hi, tol, max_iter, P
                     continue
                 free[nf] = a
                 nf += 1
-            # Hessian GQ + λ1 I + Σ_t (h''(s_t) − 1) q_t q_tᵀ
-            _weighted_gram(G, hs, nrow, Gd, H)
-            for a in range(k):
-                for b in range(k):
-                    H[a, b] += GQ[a, b]
-                H[a, a] += lam1
+            # Hessian GQ + λ1 I + Σ_t (h''(s_t) − 1) q_t q_tᵀ: h'' is c where v* sits at a bound
+            # and 0 elsewhere, so H = base + c Σ_{t at a bound} q_t q_tᵀ, base built once per row
+            n_bound = 0
+            for t in range(nrow):
+                if hs[t] != -1.0:
+                    n_bound += 1
+            if 4 * n_bound > nrow:
+                _weighted_gram(G, hs, nrow, Gd, H)
+                for a in range(k):
+                    for b in range(k):
+                        H[a, b] += GQ[a, b]
+                    H[a, a] += lam1
+            else:
+                if not have_base:
+                    _weighted_gram(G, minus, nrow, Gd, base)
+                    for a in range(k):
+                        for b in range(k):
+                            base[a, b] += GQ[a, b]
+                        base[a, a] += lam1
+                    have_base = True
+                for a in range(k):
+                    for b in range(k):
+                        H[a, b] = base[a, b]
+                for t in range(nrow):
+                    w_t = hs[t] + 1.0
+                    if w_t != 0.0:
+                        for a in range(k):
+                            ca = w_t * G[t, a]
+                            for b in range(k):
+                                H[a, b] += ca * G[t, b]
             for a in range(k):
                 d[a] = -g[a] / H[a, a] if H[a, a] > 0.0 else -g[a]
             if nf > 0:
