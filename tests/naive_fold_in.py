@@ -51,7 +51,7 @@ def ocmf_row(w, E, pos, C, *, loss, pw, q, abar, lam, negatives="full", neg=None
 
 def ocmf_square_lstsq(E, pos, C, *, pw, q, abar, lam):
     """The square-loss row problem (full negatives) as one dense least-squares problem."""
-    n, k = E.shape
+    k = E.shape[1]
     wts = np.where(pos, C, pw * q)
     target = np.where(pos, 1.0, abar)
     r = np.sqrt(wts)

@@ -318,7 +318,7 @@ def test_csrr_first_order_conditions_and_lbfgsb(Y, k, seed, loss, alpha, lam1, l
 
         idx = np.flatnonzero(pos)
 
-        def obj(z):
+        def obj(z, idx=idx, pos=pos):
             vv = np.zeros(n)
             vv[idx] = z[k:]
             val, g1, g2 = nv.csrr_row(z[:k], vv, Q, pos, **kw)
