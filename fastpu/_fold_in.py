@@ -145,6 +145,9 @@ def fold_in(model, Y_new=None, *, user_features=None, p=None, q=None, user_ids=N
             raise ValueError(f"Y_new has shape {Y_new.shape}, expected (m_new, {n}): one column per "
                              f"item of the model")
         Y_new = V.check_csr(Y_new, name="Y_new", nonnegative=nonneg)
+    if model.method != "ocmf" and (p is not None or q is not None):
+        raise ValueError(f"p and q are ocmf's unlabeled weights; a {model.method} model does not "
+                         "use them (leave them None)")
     with limit_threads(n_threads):
         if model.method == "ocmf":
             U, info = _ocmf(model, Y_new, user_features, p, q, tol, max_iter, seed, dense_limit)

@@ -220,6 +220,21 @@ def test_fbgd_fitted_models_and_cold_start():
     assert fold_in(mf, user_features=Zx[30:]).user_factors.shape == (10, 6)
 
 
+def test_fbgd_item_features_model_folds_in_user_rows():
+    """Item features only: users keep free (V_x, w_x) with the bias columns of a real fit."""
+    data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=4)
+    Zy = sp.random_array((30, 5), density=0.4, random_state=2, format="csr")
+    model = fp.fbgd.fit(data.Y[:30], 3, item_features=Zy, n_iter=3, alpha0=4.0, reg=0.05,
+                        pos_weight="values")
+    Ynew = data.Y[30:]
+    P = fold_in(model, Ynew).user_factors
+    for i in range(10):
+        C, pos = _dense_row(Ynew, i)
+        ref = nv.fbgd_row_lstsq(model.item_factors, pos, C, 1.0, model.extras["neg_weights"], 0.0,
+                                0.05, biases=True, f=3, w0=model.extras["w0"])
+        np.testing.assert_allclose(P[i], ref, rtol=1e-7, atol=1e-10)
+
+
 def test_fbgd_singular_rows_fall_back_to_minimum_norm():
     Q = np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]])    # rank 1: singular with reg = 0
     params = dict(k=2, biases=False, user_features=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0,
@@ -439,6 +454,10 @@ def test_errors(models):
         fold_in(m, Y, max_iter=0)
     with pytest.raises(ValueError, match="unknown model.method 'svd'"):
         fold_in(Factorization(np.ones((2, 2)), np.ones((3, 2)), method="svd"), Y)
+    with pytest.raises(ValueError, match="p and q are ocmf's unlabeled weights; a homf model"):
+        fold_in(models["homf"], Y, q=np.ones(20))
+    with pytest.raises(ValueError, match="p and q are not used for a model with user features"):
+        fold_in(feat, user_features=np.ones((2, 4)), p=np.ones(2))
     with pytest.raises(ValueError, match="user_features was given but this homf model"):
         fold_in(models["homf"], Y, user_features=np.ones((30, 4)))
 
