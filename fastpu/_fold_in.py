@@ -187,7 +187,7 @@ def fold_in(model, Y_new=None, *, user_features=None, p=None, q=None, user_ids=N
 # helpers
 # ----------------------------------------------------------------------------------------------
 
-def _need_rows(model, Y, X, *, method):
+def _need_rows(Y, X, *, method):
     """Y_new alone for a model without user features, with a clear error otherwise."""
     if X is not None:
         raise ValueError(f"user_features was given but this {method} model was fitted without user "
@@ -206,10 +206,9 @@ def _cold_start_features(X, Y, d, method):
     if X is None:
         raise ValueError(f"user_features is required: this {method} model was fitted with user "
                          f"features (expected a matrix with {d} columns)")
-    n_rows = X.shape[0] if hasattr(X, "shape") and len(X.shape) >= 1 else None
-    if n_rows is None:
-        raise TypeError(f"user_features must be a 2-d array or sparse matrix, got {type(X).__name__}")
-    X = V.check_features(X, name="user_features", n_rows=n_rows)
+    if not sp.issparse(X):
+        X = V.check_dense(X, name="user_features")       # lists too; 2-d, finite
+    X = V.check_features(X, name="user_features", n_rows=X.shape[0])
     if X.shape[1] != d:
         raise ValueError(f"user_features has {X.shape[1]} columns, expected {d} (the model's "
                          "number of user features)")
@@ -245,7 +244,7 @@ def _ocmf(model, Y, X, p, q, tol, max_iter, seed, dense_limit):
         W = _f64(model.extras["W"])
         X = _cold_start_features(X, Y, W.shape[0], "ocmf")
         return _mul(X, W), {}
-    Y = _need_rows(model, Y, X, method="ocmf")
+    Y = _need_rows(Y, X, method="ocmf")
     E = _f64(model.item_factors)
     m_new, n = Y.shape
     k = E.shape[1]
@@ -310,13 +309,13 @@ def _fbgd(model, Y, X):
             bias = _mul(X, _f64(ex["w_user"])[:, None])[:, 0] + float(ex["w0"])
             P = np.column_stack([P, bias, np.ones(P.shape[0])])
         return P, {}
-    Y = _need_rows(model, Y, X, method="fbgd")
+    Y = _need_rows(Y, X, method="fbgd")
     Q = _f64(model.item_factors)
     n = Q.shape[0]
     neg = _f64(ex["neg_weights"])
     r_neg, reg = float(prm["r_neg"]), float(prm["reg"])
-    apos = _per_positive(prm["pos_weight"], Y, "pos_weight")
-    rpos = _per_positive(prm["r_pos"], Y, "r_pos")
+    apos = _per_positive(prm["pos_weight"], Y)
+    rpos = _per_positive(prm["r_pos"], Y)
     if biases:
         # p_x = [V_x, w_x + w0, 1]: solve for u = (V_x, w_x + w0), penalty reg ‖u − u0‖²
         Qt, cvec = np.ascontiguousarray(Q[:, :f + 1]), Q[:, f + 1].copy()
@@ -346,7 +345,7 @@ def _fbgd(model, Y, X):
     return U, {"singular_rows": np.flatnonzero(~ok)}
 
 
-def _per_positive(value, Y, name):
+def _per_positive(value, Y):
     if isinstance(value, str):            # "values": the stored values of Y_new, as in fit
         return Y.data.copy()
     return np.full(Y.nnz, float(value))
@@ -386,7 +385,7 @@ def new_node_rows(Y, m, g, alpha):
 
 
 def _homf(model, Y, X):
-    Y = _need_rows(model, Y, X, method="homf")
+    Y = _need_rows(Y, X, method="homf")
     prm, ex = model.params, model.extras
     A = V.check_csr(ex["A"], name="model.extras['A']", nonnegative=False)
     Vf = _f64(ex["V"])
@@ -452,7 +451,7 @@ def _csrr(model, Y, X, tol, max_iter):
         raise ValueError(f"fold_in supports CSRR variant 'e' only; this model is CSRR-"
                          f"{getattr(model, 'variant', '?')}, whose dense low-rank U has no user "
                          "factor to fold in (refit with variant='e')")
-    Y = _need_rows(model, Y, X, method="csrr")
+    Y = _need_rows(Y, X, method="csrr")
     prm = model.params
     Q = _f64(model.item_factors)
     k = Q.shape[1]

@@ -438,6 +438,10 @@ def test_errors(models):
         fold_in(feat, Y, user_features=np.ones((30, 4)))
     with pytest.raises(ValueError, match="user_features has 3 columns, expected 4"):
         fold_in(feat, user_features=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="user_features must be 2-dimensional"):
+        fold_in(feat, user_features=[1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(fold_in(feat, user_features=[[1.0, 0.0, 0.0, 0.0]]).user_factors,
+                               feat.extras["W"][:1])
     with pytest.raises(ValueError, match="user_features has 1 non-finite"):
         fold_in(feat, user_features=np.array([[np.nan, 0, 0, 0]]))
     with pytest.raises(ValueError, match="p has shape"):
