@@ -73,14 +73,14 @@ def test_ocmf_row_gradient_below_tolerance(Y, k, seed, loss, rho, lam):
 
 
 @pytest.mark.parametrize("negatives", ["sampled", "full_logistic"])
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "square"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_ocmf_other_negatives_gradient(negatives, seed):
+def test_ocmf_other_negatives_gradient(negatives, loss, seed):
     rng = np.random.default_rng(seed)
     n, k = 12, 3
     Y = sp.random_array((6, n), density=0.3, format="csr", random_state=seed)
     Y.data[:] = rng.uniform(0.5, 2.0, Y.nnz)
     E = rng.normal(size=(n, k))
-    loss = "logistic"
     model = _ocmf_model(E, loss=loss, rho=0.3, abar=-1.0, lam=0.1, negatives=negatives,
                         neg_ratio=1.5)
     res = fold_in(model, Y, seed=seed)
