@@ -30,6 +30,7 @@ from ._cache import cache_dir  # noqa: E402
 
 from . import (apg, baselines, compare, csrr, datasets, fbgd, homf, metrics, ocmf, prox,  # noqa: E402
                select, split, tron)
+from ._fold_in import fold_in  # noqa: E402
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from .metrics import evaluate  # noqa: E402
 from .model import Factorization, load, recommend, similar_items, similar_users  # noqa: E402
@@ -44,6 +45,7 @@ __all__ = [
     "datasets",
     "evaluate",
     "fbgd",
+    "fold_in",
     "get_num_threads",
     "homf",
     "load",

@@ -72,8 +72,8 @@ def fold_in(model, Y_new=None, *, user_features=None, p=None, q=None, user_ids=N
         ocmf only: the new users' unlabeled weights p_i (multiplied by the model's ``rho``);
         default ones, as in ``fit``.
     q : array-like, shape (n,), optional
-        ocmf only: the item weights q_j the model was fitted with; default ones. ``fit`` does
-        not store ``q``: pass the same ``q`` you gave ``fit``.
+        ocmf only: the item weights q_j; default the ``q`` the model was fitted with
+        (``model.extras["q"]``), ones when it was fitted without.
     user_ids : array-like, shape (m_new,), optional
         Identifiers of the new users, kept on the result.
     tol : float
@@ -248,10 +248,12 @@ def _ocmf(model, Y, X, p, q, tol, max_iter, seed, dense_limit):
     E = _f64(model.item_factors)
     m_new, n = Y.shape
     k = E.shape[1]
-    q = V.check_vector(q, name="q", size=n)
+    q = V.check_vector(model.extras.get("q") if q is None else q, name="q", size=n)
     p = V.check_vector(p, name="p", size=m_new)
     kind = LOSS_CODES[prm["loss"]]
-    abar, lam, rho = float(prm["a_bar"]), float(prm["lam"]), float(prm["rho"])
+    # the users' side is regularised by λ_w (lam_w; lam when the model has none)
+    lam_w = prm.get("lam_w")
+    abar, lam, rho = float(prm["a_bar"]), float(prm["lam"] if lam_w is None else lam_w), float(prm["rho"])
     pw = rho * p
     negatives = prm.get("negatives", "full")
     info = {}

@@ -203,7 +203,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
     callback = V.check_callback(callback)
     rng = V.check_seed(seed)
     fdt = V.check_float_dtype(dtype)
-    params = dict(k=k, loss=loss, rho=rho, a_bar=a_bar, lam=lam, lam_graph=lam_graph,
+    params = dict(k=k, loss=loss, rho=rho, a_bar=a_bar, lam=lam, lam_w=lam_w, lam_h=lam_h,
+                  lam_graph=lam_graph,
                   negatives=negatives, neg_ratio=neg_ratio, solver=solver, n_iter=n_iter,
                   inner_iter=inner_iter, fast_path=fast_path, newton_steps=newton_steps,
                   cg_steps=cg_steps, init_scale=init_scale, seed=seed, dtype=fdt.name,
@@ -251,6 +252,8 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
     extras = {}
+    if q is not None:                      # the item weights: fold_in solves new rows with them
+        extras["q"] = V.check_vector(q, name="q", size=Y.shape[1])
     if user_features is not None:
         extras["W"] = W
     if item_features is not None:

@@ -394,8 +394,8 @@ def test_unconverged_rows_warn():
     assert not res.extras["fold_in"]["converged"].all()
 
 
-def test_docstring_example(monkeypatch):
-    monkeypatch.setattr(fp, "fold_in", fold_in, raising=False)
+def test_docstring_example():
+    assert fp.fold_in is fold_in
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for test in doctest.DocTestFinder().find(_fold_in.fold_in, "fold_in", globs={}):
         runner.run(test)
@@ -478,3 +478,18 @@ def test_nothing_returns_nan_from_a_broken_model():
         warnings.simplefilter("ignore")
         with pytest.raises(FloatingPointError, match="non-finite"):
             fold_in(big, sp.csr_array(np.eye(2, 5)))
+
+
+def test_ocmf_fold_in_uses_the_fitted_q_and_the_user_sides_lambda():
+    rng = np.random.default_rng(3)
+    Y = sp.csr_array((rng.random((25, 12)) < 0.3).astype(float))
+    q = rng.uniform(0.5, 2.0, 12)
+    model = fp.ocmf.fit(Y, 3, loss="square", rho=0.2, q=q, lam=5.0, lam_w=0.25, lam_h=2.0, n_iter=3)
+    np.testing.assert_array_equal(model.extras["q"], q)
+    W = fold_in(model, Y[:4]).user_factors
+    np.testing.assert_array_equal(W, fold_in(model, Y[:4], q=q).user_factors)
+    E = np.asarray(model.item_factors, dtype=np.float64)
+    for i in range(4):
+        C, pos = _dense_row(Y[:4], i)
+        ref = nv.ocmf_square_lstsq(E, pos, C, pw=0.2, q=q, abar=0.0, lam=0.25)
+        np.testing.assert_allclose(W[i], ref, rtol=1e-7, atol=1e-10)
