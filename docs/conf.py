@@ -4,7 +4,7 @@ Build it (from the repository root, after ``pip install -e ".[docs]"``)::
 
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
-The API reference is generated from ``fastpu.__all__``: this file writes ``api.rst`` (one
+The API reference is generated from ``fastpu.__all__``: this file writes ``reference.rst`` (one
 autosummary entry per public name, and for each public module one per name in its own
 ``__all__``), so a name added to ``__all__`` appears in the reference with no edit here.
 """
@@ -113,7 +113,7 @@ def _write_if_changed(path: pathlib.Path, text: str) -> None:
         path.write_text(text)
 
 
-_write_if_changed(HERE / "api.rst", _api_page())
+_write_if_changed(HERE / "reference.rst", _api_page())
 
 
 # The docstrings write set sizes and norms the way the papers do, |Ω+| or ‖x‖. reStructuredText
