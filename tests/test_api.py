@@ -105,3 +105,21 @@ def test_callback_sees_the_current_model(name, kw):
     np.testing.assert_allclose(seen[-1][1], model.scores(), rtol=1e-12, atol=1e-12)
     assert not np.allclose(seen[0][1], seen[-1][1])      # an iterate, not the final model
     assert all("model" not in h for h in model.history)
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+def test_blas_runs_single_threaded_during_every_fit(name):
+    """numba's threads do the work; BLAS is held to one thread so the pools never oversubscribe."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    seen = []
+    Y = sp.random_array((14, 10), density=0.3, random_state=1, format="csr")
+    kw = dict(variant="e") if name == "csrr" else {}
+    with threadpool_limits(limits=2, user_api="blas"):          # the user's setting
+        assert blas_threads() == {2}
+        FITS[name](Y, 3, n_iter=2, callback=lambda info: seen.append(blas_threads()) and False, **kw)
+        assert blas_threads() == {2}                            # restored afterwards
+    assert seen == [{1}, {1}]
