@@ -17,6 +17,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -126,7 +127,7 @@ def _read_members(key, path, stamp):
     a = ARCHIVES[key]
     where = _member_map(key, path)
     out = {}
-    opener = zipfile.ZipFile if a.kind == "zip" else (lambda p: tarfile.open(p, "r:*"))
+    opener: Any = zipfile.ZipFile if a.kind == "zip" else (lambda p: tarfile.open(p, "r:*"))
     with opener(path) as arc:
         for rel, name in where.items():
             data = arc.read(name) if a.kind == "zip" else arc.extractfile(name).read()

@@ -37,8 +37,15 @@ import tempfile
 import warnings
 import zipfile
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
+
+from ._typing import PathOrFile
+
+if TYPE_CHECKING:
+    from .model import Factorization
 
 FORMAT = "fastpu.model"
 FORMAT_VERSION = 1
@@ -72,7 +79,7 @@ class _Encoder:
 
     def array(self, arr, where):
         arr = np.asarray(arr)
-        tag = {"t": "array"}
+        tag: dict[str, Any] = {"t": "array"}
         if arr.dtype.kind == "O":
             flat = arr.ravel()
             if not all(isinstance(x, str) for x in flat):
@@ -136,8 +143,8 @@ class _Encoder:
             "list, tuple, dict, numpy scalar or array, scipy sparse matrix")
 
 
-def _sha(arr):
-    return hashlib.sha256(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)).hexdigest()
+def _sha(arr: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data).hexdigest()
 
 
 def _fastpu_version():
@@ -148,7 +155,7 @@ def _fastpu_version():
         return "unknown"
 
 
-def save(model, path):
+def save(model: Any, path: PathOrFile) -> None:
     """Write ``model`` to ``path`` (see :meth:`fastpu.Factorization.save`)."""
     from .model import Factorization
 
@@ -189,7 +196,7 @@ def save(model, path):
         raise
 
 
-def check_save_path(path, *, name="path"):
+def check_save_path(path: object, *, name: str = "path") -> str:
     """The absolute target path if a model can be written there; a clear error otherwise."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a file path (str or os.PathLike) or a writable file object, "
@@ -333,7 +340,7 @@ def _open(path):
     return npz, where
 
 
-def load(path):
+def load(path: PathOrFile) -> Factorization:
     """Read a model written by :meth:`fastpu.Factorization.save`.
 
     Parameters

@@ -14,6 +14,7 @@ import csv
 import io
 import os
 import re
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,7 @@ def encode_ids(ids, name):
             raise TypeError(f"{name} must hold integer or string ids, got {type(objs[pos]).__name__} "
                             f"{objs[pos]!r} at position {pos}")
         group = {"int": "integer", "float": "integer", "str": "string", "bytes": "bytes"}
-        first = {}
+        first: dict[str, int] = {}
         for k, c in enumerate(kinds):
             first.setdefault(group[c], k)
         if len(first) > 1:
@@ -310,7 +311,7 @@ def _tokens_python(path, lines, delim, header):
     users, items, values = parse_python(path, lines, delim, header)
     out = []
     for toks in (users, items):
-        index = {}
+        index: dict[Any, int] = {}
         codes = np.fromiter((index.setdefault(t, len(index)) for t in toks), dtype=np.int64, count=len(toks))
         out.append(ids_from_tokens(codes, list(index)))
     return out[0], out[1], values
@@ -350,7 +351,7 @@ def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
     else:
         kw.update(sep=delim, skipinitialspace=True)
     for ints in ((True, False) if fast_ints else (False,)):
-        dtype = {2: np.float64} if width == 3 else {}
+        dtype: dict[int, Any] = {2: np.float64} if width == 3 else {}
         if not ints:
             dtype.update({0: object, 1: object})
         try:

@@ -21,6 +21,7 @@ import dataclasses
 import os
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -251,7 +252,7 @@ def cmd_recommend(args):
         msg = str(exc)
         raise ValueError(f"--{msg}" if msg.startswith("users ") else msg) from None
     if by_id:
-        user_labels = model.user_ids if users is None else users
+        user_labels: Any = model.user_ids if users is None else users  # ids (by_id checked them)
     else:
         keep = idx >= 0
         items = [row[k] for row, k in zip(idx, keep)]
