@@ -138,7 +138,7 @@ def check_vector(v: ArrayLike | None, *, name: str, size: int, default: float = 
     return v
 
 
-def check_features(X: Matrix | None, *, name: str, n_rows: int, of: str = "row") -> Matrix | None:
+def check_features(X: Matrix | None, *, name: str, n_rows: int, of: str = "row") -> Matrix:
     """Side features: ``None``, a CSR (canonical) or a dense float64 array with ``n_rows`` rows.
 
     ``of`` says what a feature row describes in messages: one per ``"row"`` (user) or
