@@ -24,13 +24,14 @@ import numbers
 import sys
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.stats as stats
 
 from . import _validation as V
 from ._dataset import Dataset
+from ._typing import Sparse, Threads
 from .baselines import BASELINES
 from .metrics import METRICS, evaluate
 from .split import validation_split
@@ -231,8 +232,10 @@ def _python(v):
     return v
 
 
-def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None, seed=0,
-           refit=True, n_threads=None, verbose=False, **fixed) -> SearchResult:
+def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[str, Any], *,
+           validation: float | tuple[Sparse, Sparse] = 0.2, metric: str = "ndcg@10",
+           n_trials: int | None = None, seed: int = 0, refit: bool = True,
+           n_threads: Threads = None, verbose: bool = False, **fixed: Any) -> SearchResult:
     """Search a method's settings on a validation split carved from ``Y``, keep the best iteration.
 
     Parameters
@@ -319,10 +322,11 @@ def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None,
     ks = (mk,) if mk is not None else (1,)
     wanted = [mname]
 
-    trials = []
+    trials: list[dict[str, Any]] = []
     for t, setting in enumerate(settings, 1):
         params = {**fixed, **setting}
-        scores, eval_s = [], [0.0]
+        scores: list[float] = []
+        eval_s = [0.0]
 
         def callback(info, scores=scores, eval_s=eval_s):
             t0 = time.perf_counter()
@@ -374,7 +378,8 @@ def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None,
                         best_score=win["best_score"], metric=metric, trials=trials)
 
 
-def default_space(method, Y=None, **fixed):
+def default_space(method: str, Y: Sparse | Dataset | None = None,
+                  **fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The space and fixed settings :func:`tune` uses for ``method``.
 
     Parameters
@@ -418,8 +423,10 @@ def default_space(method, Y=None, **fixed):
     return space, fixed_out
 
 
-def tune(method, Y, *, budget=16, space=None, validation=0.2, metric="ndcg@10", seed=0,
-         refit=True, n_threads=None, verbose=False, **fixed) -> SearchResult:
+def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int = 16,
+         space: dict[str, Any] | None = None, validation: float | tuple[Sparse, Sparse] = 0.2,
+         metric: str = "ndcg@10", seed: int = 0, refit: bool = True, n_threads: Threads = None,
+         verbose: bool = False, **fixed: Any) -> SearchResult:
     """Random search over the method's default space (:data:`SPACES`), with ``budget`` trials.
 
     Keyword arguments the search does not cover are passed to ``fit`` unchanged and leave the
