@@ -14,12 +14,13 @@ import numpy as np
 from . import _validation as V
 from ._threads import limit_threads
 from .model import Factorization, iter_score_blocks
-from ._typing import ArrayLike, Sparse, Threads
+from ._typing import ArrayLike, IntArray, Sparse, Threads
 
 __all__ = ["cost_sensitive"]
 
 
-def _entries(rows, indptr, indices):
+def _entries(rows: IntArray, indptr: IntArray,
+             indices: IntArray) -> tuple[IntArray, IntArray]:
     """(block row, column) of the stored entries of ``rows`` of a CSR pattern."""
     counts = indptr[rows + 1] - indptr[rows]
     total = int(counts.sum())

@@ -38,7 +38,7 @@ class NystromMap:
         return Zbar @ self.k_inv_sqrt
 
 
-def _sq_dists(X, C):
+def _sq_dists(X: Matrix, C: np.ndarray) -> np.ndarray:
     if sp.issparse(X):
         xx = np.asarray(X.multiply(X).sum(axis=1)).ravel()
         xc = np.asarray(X @ C.T)
@@ -48,7 +48,7 @@ def _sq_dists(X, C):
     return np.maximum(xx[:, None] - 2.0 * xc + np.einsum("ij,ij->i", C, C)[None, :], 0.0)
 
 
-def _kmeans(X, D, rng, n_iter):
+def _kmeans(X: Matrix, D: int, rng: np.random.Generator, n_iter: int) -> np.ndarray:
     """Lloyd's algorithm with k-means++ seeding (deterministic for a Generator)."""
     m = X.shape[0]
     dense = X.toarray() if sp.issparse(X) and X.shape[1] <= 4096 else X

@@ -119,7 +119,7 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
                          model.extras)
 
 
-def _implicit_model(kind):
+def _implicit_model(kind: str) -> Any:
     try:
         if kind == "als":
             from implicit.cpu.als import AlternatingLeastSquares as cls
@@ -131,7 +131,8 @@ def _implicit_model(kind):
     return cls
 
 
-def _implicit_fit(kind, Y, k, n_iter, seed, n_threads, callback, verbose, **kw):
+def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_threads: Threads,
+                  callback: Callback, verbose: bool, **kw: Any) -> Factorization:
     cls = _implicit_model(kind)
     Y = V.check_csr(Y, name="Y")
     k = V.check_k(k)
@@ -141,11 +142,11 @@ def _implicit_fit(kind, Y, k, n_iter, seed, n_threads, callback, verbose, **kw):
     progress = Progress(f"implicit-{kind}", verbose=verbose, callback=callback)
     stop: list[bool] = []
 
-    def snapshot():
+    def snapshot() -> Factorization:
         return Factorization(np.array(model.user_factors, dtype=np.float64),
                              np.array(model.item_factors, dtype=np.float64), method=f"implicit_{kind}")
 
-    def report(it, elapsed, *extra):
+    def report(it: int, elapsed: float, *extra: Any) -> None:
         # ALS passes its training loss (None unless asked to compute it), BPR its sample counts
         loss = extra[0] if kind == "als" and extra[0] is not None else 0.0
         if not stop and progress.step(it + 1, loss, model=snapshot):

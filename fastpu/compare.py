@@ -121,7 +121,8 @@ class CompareResult:
         plt.close(fig)
 
 
-def _entries(methods, params):
+def _entries(methods: Any, params: dict[str, dict[str, Any]] | None,
+             ) -> list[tuple[str, Any, dict[str, Any]]]:
     """(label, method, fixed kwargs) triples from names, tuples or "all"."""
     if methods == "all":
         methods = ("popularity", "wrmf", "ocmf", "fbgd", "csrr", "homf")
@@ -240,7 +241,7 @@ def compare(Y: Sparse | Dataset,
     return CompareResult(rows=rows, labels=[lab for lab, _, _ in entries], description=desc)
 
 
-def _plain(params):
+def _plain(params: dict[str, Any]) -> dict[str, Any]:
     """Tuned parameters without arrays or matrices (graphs, features), for reports."""
     return {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool, type(None)))}
 

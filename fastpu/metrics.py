@@ -57,7 +57,7 @@ def _check_ks(k: Any) -> IntArray:
     return np.unique(np.asarray([int(v) for v in ks], dtype=np.int64))
 
 
-def _check_metric_names(metrics, allowed):
+def _check_metric_names(metrics: Any, allowed: Sequence[str]) -> tuple[str, ...]:
     if metrics is None:
         return tuple(allowed)
     if isinstance(metrics, str):
@@ -74,7 +74,7 @@ def _check_metric_names(metrics, allowed):
     return tuple(a for a in allowed if a in names)
 
 
-def _pattern(Y):
+def _pattern(Y: Sparse) -> Sparse:
     """The 0/1 pattern of a canonical CSR (explicit zeros count as stored)."""
     return sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=Y.shape)
 
@@ -90,14 +90,14 @@ def _relevant(Y_train: Sparse, Y_test: Sparse) -> Sparse:
     )
 
 
-def _finite_block(S, what="model.scores"):
+def _finite_block(S: np.ndarray, what: str = "model.scores") -> np.ndarray:
     if not np.all(np.isfinite(S)):
         bad = int(S.size - np.isfinite(S).sum())
         raise ValueError(f"{what} returned {bad} non-finite scores (NaN or inf); expected finite scores")
     return S
 
 
-def _ideal_dcg(kmax):
+def _ideal_dcg(kmax: int) -> np.ndarray:
     """idcg[c] = sum_{t=1..c} 1 / log2(t + 1) for c = 0..kmax."""
     out = np.zeros(kmax + 1)
     np.cumsum(1.0 / np.log2(np.arange(2, kmax + 2, dtype=np.float64)), out=out[1:])

@@ -43,7 +43,7 @@ METHODS = ("ocmf", "fbgd", "csrr", "homf")
 NAMES = METHODS + tuple(BASELINES)
 
 
-def _fit_function(method):
+def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     if callable(method):
         return method, getattr(method, "__name__", "callable")
     if method not in NAMES:
@@ -145,11 +145,11 @@ class SearchResult:
         return "\n".join(lines)
 
 
-def _fmt(v):
+def _fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _check_metric(metric):
+def _check_metric(metric: Any) -> tuple[str, int | None]:
     if not isinstance(metric, str):
         raise TypeError(f"metric must be a string such as 'ndcg@10' or 'auc', got {metric!r}")
     if metric == "auc":
@@ -161,11 +161,12 @@ def _check_metric(metric):
     return name, int(k)
 
 
-def _is_distribution(v):
+def _is_distribution(v: Any) -> bool:
     return callable(getattr(v, "rvs", None))
 
 
-def _check_space(space, fit, fixed, m, n):
+def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: int,
+                 n: int) -> dict[str, Any]:
     """Validate a space against fit's parameters; resolve shape-dependent entries."""
     if not isinstance(space, dict):
         raise TypeError(f"space must be a dict of parameter name -> list of values or distribution, "
@@ -173,7 +174,7 @@ def _check_space(space, fit, fixed, m, n):
     if not space:
         raise ValueError("space is empty; give at least one parameter to search")
     names = set(inspect.signature(fit).parameters) - {"Y"}
-    out = {}
+    out: dict[str, Any] = {}
     for key, val in space.items():
         if key not in names:
             raise ValueError(f"space has unknown parameter {key!r}; the fit takes {', '.join(sorted(names))}")
@@ -196,7 +197,8 @@ def _check_space(space, fit, fixed, m, n):
     return out
 
 
-def _draw(space, n_trials, rng):
+def _draw(space: dict[str, Any], n_trials: int | None,
+          rng: np.random.Generator) -> list[dict[str, Any]]:
     """Candidate settings: the whole grid, a sample of it, or random draws."""
     keys = sorted(space)
     if all(isinstance(space[k], list) for k in keys):
@@ -210,7 +212,7 @@ def _draw(space, n_trials, rng):
                          "give n_trials, or lists only for a grid search")
     out = []
     for _ in range(n_trials):
-        trial = {}
+        trial: dict[str, Any] = {}
         for k in keys:
             v = space[k]
             if isinstance(v, list):
@@ -221,7 +223,7 @@ def _draw(space, n_trials, rng):
     return out
 
 
-def _python(v):
+def _python(v: Any) -> Any:
     """A numpy scalar drawn from a distribution as a plain float or int."""
     if isinstance(v, np.ndarray) and v.ndim == 0:
         v = v[()]

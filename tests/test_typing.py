@@ -1,7 +1,7 @@
 """Every public signature carries type hints, and the mypy configuration stays meaningful.
 
 The walk covers ``fastpu.__all__`` and the ``__all__`` of every public module (a module named
-in ``fastpu.__all__``): each function, each class, and each public method, property,
+in ``fastpu.__all__``, and ``fastpu.model``): each function, each class, and each public method, property,
 classmethod and staticmethod defined in those classes. A public function added later without
 hints fails here, before mypy (which lets unannotated private helpers through in the relaxed
 modules) could miss it.
@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _public_modules():
-    mods = {"fastpu": fastpu}
+    import fastpu.model
+
+    mods = {"fastpu": fastpu, "fastpu.model": fastpu.model}
     for name in fastpu.__all__:
         obj = getattr(fastpu, name)
         if isinstance(obj, types.ModuleType):
