@@ -155,3 +155,17 @@ def test_mypy_config_is_strict_and_ignore_errors_is_the_exception():
     public = {m.__name__ for m in _public_modules().values()}
     # the public API modules are type-checked (bodies included), never skipped
     assert not public & set(ignored), public & set(ignored)
+
+
+def test_csrr_model_without_sparse_part_names_it():
+    # the type check made CSRRModel narrow its optional V: a model built without it now says
+    # what is missing instead of failing with an AttributeError on None
+    import numpy as np
+
+    from fastpu.csrr import CSRRModel
+
+    model = CSRRModel(np.ones((3, 2)), np.ones((4, 2)), method="csrr", variant="e")
+    with pytest.raises(ValueError, match=r"no sparse part \(V is None\)"):
+        model.shape
+    with pytest.raises(ValueError, match=r"no sparse part \(V is None\)"):
+        model.scores([0])
