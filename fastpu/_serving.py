@@ -140,6 +140,12 @@ def lookup(known: Any, wanted: ArrayLike, *, name: str, what: str,
     return out
 
 
+@overload
+def _positions(model: Factorization, values: None, *, side: str, name: str,
+               ids: bool) -> None: ...
+@overload
+def _positions(model: Factorization, values: ArrayLike, *, side: str, name: str,
+               ids: bool) -> IntArray: ...
 def _positions(model: Factorization, values: ArrayLike | None, *, side: str, name: str,
                ids: bool) -> IntArray | None:
     """Row (user) or column (item) numbers from ids or numbers; ``None`` stays ``None``."""
@@ -326,7 +332,6 @@ def _similar(model: Factorization, queries: ArrayLike, n: int, ids: bool,
     if queries is None:
         raise TypeError(f"{name} must be the {side}s to find neighbours for, got None")
     q = _positions(model, queries, side=side, name=name, ids=ids)
-    assert q is not None  # queries is not None (checked above)
     F = np.asarray(model.item_factors if side == "item" else model.user_factors, dtype=np.float64)
     _check_finite(F, f"model.{side}_factors")
     norms = np.sqrt(np.einsum("ij,ij->i", F, F))
