@@ -169,3 +169,24 @@ def test_csrr_model_without_sparse_part_names_it():
         model.shape
     with pytest.raises(ValueError, match=r"no sparse part \(V is None\)"):
         model.scores([0])
+
+
+#: the only modules allowed unannotated private helpers (the method modules other branches are
+#: still changing); everything else in fastpu is checked strictly. Shrink this set as helpers
+#: get hints; growing it should be a deliberate decision, hence this test.
+RELAXED = {"fastpu._fbgd_tensor", "fastpu._ocmf_problem", "fastpu.csrr", "fastpu.fbgd",
+           "fastpu.homf"}
+
+
+def test_mypy_relaxed_modules_are_the_known_few():
+    relaxed = [m for mods, block in _overrides() if "disallow_untyped_defs = false" in block
+               for m in mods if not m.startswith("fastpu._kernels")]
+    assert set(relaxed) <= RELAXED, set(relaxed) - RELAXED
+    for mods, block in _overrides():
+        if "disallow_untyped_defs = false" in block or "ignore_errors = true" in block:
+            # relaxing never switches off the check of function bodies, except for the kernels
+            # (numba checks those) and modules that are not on this branch yet
+            if not set(mods) <= {"fastpu._kernels", "fastpu._kernels.*"}:
+                assert "check_untyped_defs = false" not in block
+                if "ignore_errors = true" in block:
+                    assert set(mods) <= PLANNED, mods
