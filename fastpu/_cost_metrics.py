@@ -13,12 +13,14 @@ import numpy as np
 
 from . import _validation as V
 from ._threads import limit_threads
-from .model import iter_score_blocks
+from .model import Factorization, iter_score_blocks
+from ._typing import ArrayLike, IntArray, Sparse, Threads
 
 __all__ = ["cost_sensitive"]
 
 
-def _entries(rows, indptr, indices):
+def _entries(rows: IntArray, indptr: IntArray,
+             indices: IntArray) -> tuple[IntArray, IntArray]:
     """(block row, column) of the stored entries of ``rows`` of a CSR pattern."""
     counts = indptr[rows + 1] - indptr[rows]
     total = int(counts.sum())
@@ -28,8 +30,9 @@ def _entries(rows, indptr, indices):
     return local, indices[np.repeat(indptr[rows], counts) + offsets]
 
 
-def cost_sensitive(model, Y_train, Y_test, *, threshold=0.5, mu_p=0.5, c_p=0.5, users=None,
-                   n_threads=None):
+def cost_sensitive(model: Factorization, Y_train: Sparse, Y_test: Sparse, *,
+                   threshold: float = 0.5, mu_p: float = 0.5, c_p: float = 0.5,
+                   users: ArrayLike | None = None, n_threads: Threads = None) -> dict[str, float]:
     """Weighted sum (2) and weighted cost (3) of a model's thresholded scores.
 
     An entry is predicted positive when its score exceeds the threshold q (the paper's

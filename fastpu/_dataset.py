@@ -51,6 +51,6 @@ class Dataset:
     extras: dict = dataclasses.field(default_factory=dict)
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         """(number of users, number of items)."""
         return tuple(self.Y.shape)

@@ -22,6 +22,7 @@ Public names are re-exported by :mod:`fastpu.fbgd`.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +33,7 @@ from ._kernels import fbgd_tensor as _kt
 from ._progress import Progress
 from ._threads import limit_threads
 from .model import Factorization
+from ._typing import ArrayLike, Callback, Seed, Sparse, Threads
 
 __all__ = ["fit_tensor", "pair_model", "tensor_objective", "triples_to_pairs"]
 
@@ -102,7 +104,7 @@ def _groups(idx, n):
     return indptr, rows
 
 
-def _check_factor(A, *, name, rows, f):
+def _check_factor(A: Any, *, name: str, rows: int, f: int) -> np.ndarray:
     return V.check_dense(A, name=name, shape=(rows, f))
 
 
@@ -161,7 +163,8 @@ def _problem(Y, g, neg, apos, rpos, r_neg, neg_rows):
 
 
 # --------------------------------------------------------------------------- helpers
-def triples_to_pairs(x, h, y, values=None, *, shape=None):
+def triples_to_pairs(x: ArrayLike, h: ArrayLike, y: ArrayLike, values: ArrayLike | None = None, *,
+                     shape: tuple[int, ...] | None = None) -> tuple[Sparse, np.ndarray]:
     """Positive triples (x, h, y) as fBGD's tensor input: a pairs × y matrix and its (x, h) pairs.
 
     Parameters
@@ -228,8 +231,10 @@ def triples_to_pairs(x, h, y, values=None, *, shape=None):
     return Y, pairs
 
 
-def tensor_objective(Y, VX, VH, VY, *, pairs, tensor="pitf", neg_weights=None, neg_row_weights=None,
-                     pos_weight=1.0, r_pos=1.0, r_neg=0.0):
+def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, pairs: ArrayLike,
+                     tensor: str = "pitf", neg_weights: ArrayLike | None = None,
+                     neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
+                     r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
     """Loss (2) of a PITF or CP model over every given (x, h) pair and every y, from the caches.
 
     J = Σ_P α⁺ (r⁺ − r̂_xhy)² + Σ_U α⁻_xh α⁻_y (r⁻ − r̂_xhy)² with r̂ from eq. 25 (PITF) or
@@ -297,10 +302,14 @@ def tensor_objective(Y, VX, VH, VY, *, pairs, tensor="pitf", neg_weights=None, n
 
 
 # --------------------------------------------------------------------------- fit
-def fit_tensor(Y, k, *, pairs, tensor="pitf", n_x=None, n_h=None, alpha0=None, rho=0.0,
-               neg_weights=None, neg_row_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0,
-               lr=0.05, n_iter=30, optimizer="adagrad", reg=0.0, init_std=0.01, seed=0,
-               callback=None, verbose=False, n_threads=None):
+def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
+               n_x: int | None = None, n_h: int | None = None, alpha0: float | None = None,
+               rho: float = 0.0, neg_weights: ArrayLike | None = None,
+               neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
+               r_pos: float | str = 1.0, r_neg: float = 0.0, lr: float = 0.05, n_iter: int = 30,
+               optimizer: str = "adagrad", reg: float = 0.0, init_std: float = 0.01,
+               seed: Seed = 0, callback: Callback = None, verbose: bool = False,
+               n_threads: Threads = None) -> Factorization:
     """Fit fBGD's PITF or CP tensor model (Appendix A) on all positive and unlabeled triples.
 
     The unlabeled triples are every (x, h, y) with (x, h) one of ``pairs`` and y any column,
@@ -479,7 +488,7 @@ def _train(prob, tp, VX, VH, VY, *, lr, n_iter, adagrad, reg, progress):
 
 
 # --------------------------------------------------------------------------- scoring
-def pair_model(model, pairs):
+def pair_model(model: Factorization, pairs: ArrayLike) -> Factorization:
     """The fitted tensor model as a :class:`~fastpu.Factorization` over any (x, h) pairs.
 
     Row r of the result is the embedding p_xh of ``pairs[r]`` (eq. 26 / 28), so its

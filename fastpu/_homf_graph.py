@@ -10,15 +10,20 @@ or step edge, so that neither kind of weight can overflow).  A = D⁻¹G is unch
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
+from ._typing import IntArray, Sparse
 
-def _rows(M, offset=0):
+
+def _rows(M: Sparse, offset: int = 0) -> IntArray:
     return offset + np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
 
 
-def row_shifts(R, Su, Si, g, g1, g3):
+def row_shifts(R: Sparse, Su: Sparse | None, Si: Sparse | None, g: str, g1: str,
+               g3: str) -> np.ndarray:
     """s_r per node (m users then n items) for the blocks g₂(R), g₁(Su), g₃(Si)."""
     m, n = R.shape
     shift = np.full(m + n, -np.inf)
@@ -32,7 +37,7 @@ def row_shifts(R, Su, Si, g, g1, g3):
     return shift
 
 
-def _weights(M, w, fn, row_shift):
+def _weights(M: Sparse, w: float, fn: str, row_shift: np.ndarray) -> Sparse:
     if fn == "exp":
         vals = np.exp(M.data - row_shift)
     elif fn == "linear":
@@ -42,7 +47,8 @@ def _weights(M, w, fn, row_shift):
     return sp.csr_array((w * vals, M.indices, M.indptr), shape=M.shape)
 
 
-def mixed_blocks(R, Su, Si, alpha, g, g1, g3):
+def mixed_blocks(R: Sparse, Su: Sparse | None, Si: Sparse | None, alpha: float, g: str, g1: str,
+                 g3: str) -> list[list[Any]]:
     """The 2×2 blocks of G (None for an absent side graph), each row scaled by exp(−s_r)."""
     m = R.shape[0]
     shift = row_shifts(R, Su, Si, g, g1, g3)

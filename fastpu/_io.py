@@ -37,8 +37,15 @@ import tempfile
 import warnings
 import zipfile
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
+
+from ._typing import PathOrFile
+
+if TYPE_CHECKING:
+    from .model import Factorization
 
 FORMAT = "fastpu.model"
 FORMAT_VERSION = 1
@@ -62,17 +69,17 @@ class ModelFileError(ValueError):
 # ------------------------------------------------------------------------------ encoding
 
 class _Encoder:
-    def __init__(self):
-        self.arrays = {}
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
 
-    def _store(self, arr):
+    def _store(self, arr: np.ndarray) -> str:
         key = f"a{len(self.arrays)}"
         self.arrays[key] = np.ascontiguousarray(arr)
         return key
 
-    def array(self, arr, where):
+    def array(self, arr: Any, where: str) -> dict[str, Any]:
         arr = np.asarray(arr)
-        tag = {"t": "array"}
+        tag: dict[str, Any] = {"t": "array"}
         if arr.dtype.kind == "O":
             flat = arr.ravel()
             if not all(isinstance(x, str) for x in flat):
@@ -88,7 +95,7 @@ class _Encoder:
         tag["key"] = self._store(arr)
         return tag
 
-    def sparse(self, M, where):
+    def sparse(self, M: Any, where: str) -> dict[str, Any]:
         fmt = M.format if M.format in _SPARSE_PARTS else "coo"
         src = M if fmt == M.format else M.tocoo()
         parts = {name: self.array(getattr(src, name), f"{where} ({name})")["key"]
@@ -97,7 +104,7 @@ class _Encoder:
                 "kind": "array" if isinstance(M, sp.sparray) else "matrix",
                 "shape": [int(s) for s in M.shape], "parts": parts}
 
-    def value(self, x, where, *, lenient=False):
+    def value(self, x: Any, where: str, *, lenient: bool = False) -> Any:
         if x is None or isinstance(x, (bool, str)):
             return x
         if isinstance(x, np.generic):
@@ -126,7 +133,7 @@ class _Encoder:
         return self._unsupported(x, where, lenient)
 
     @staticmethod
-    def _unsupported(x, where, lenient):
+    def _unsupported(x: Any, where: str, lenient: bool) -> dict[str, Any]:
         if lenient:
             warnings.warn(f"{where} is a {type(x).__name__}, which a model file cannot hold; "
                           "it is saved as its repr string", UserWarning, stacklevel=4)
@@ -136,11 +143,11 @@ class _Encoder:
             "list, tuple, dict, numpy scalar or array, scipy sparse matrix")
 
 
-def _sha(arr):
-    return hashlib.sha256(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)).hexdigest()
+def _sha(arr: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data).hexdigest()
 
 
-def _fastpu_version():
+def _fastpu_version() -> str:
     try:
         import fastpu
         return str(getattr(fastpu, "__version__", "unknown"))
@@ -148,7 +155,7 @@ def _fastpu_version():
         return "unknown"
 
 
-def save(model, path):
+def save(model: Any, path: PathOrFile) -> None:
     """Write ``model`` to ``path`` (see :meth:`fastpu.Factorization.save`)."""
     from .model import Factorization
 
@@ -171,7 +178,7 @@ def save(model, path):
                    for k, a in enc.arrays.items()},
     }
     text = json.dumps(header, sort_keys=True)
-    payload = {_HEADER_KEY: np.array(text), _CHECKSUM_KEY: np.array(hashlib.sha256(text.encode()).hexdigest()),
+    payload: dict[str, Any] = {_HEADER_KEY: np.array(text), _CHECKSUM_KEY: np.array(hashlib.sha256(text.encode()).hexdigest()),
                **enc.arrays}
     if hasattr(path, "write"):
         np.savez(path, **payload)
@@ -189,7 +196,7 @@ def save(model, path):
         raise
 
 
-def check_save_path(path, *, name="path"):
+def check_save_path(path: object, *, name: str = "path") -> str:
     """The absolute target path if a model can be written there; a clear error otherwise."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a file path (str or os.PathLike) or a writable file object, "
@@ -210,27 +217,27 @@ def check_save_path(path, *, name="path"):
 
 # ------------------------------------------------------------------------------ decoding
 
-def _class(name):
+def _class(name: str) -> Any:
     module, attr = _CLASSES[name]
     return getattr(importlib.import_module(module), attr)
 
 
 class _Decoder:
-    def __init__(self, arrays, where):
+    def __init__(self, arrays: Any, where: str) -> None:
         self.arrays = arrays
         self.where = where
-        self.used = set()
+        self.used: set[str] = set()
 
-    def bad(self, msg):
+    def bad(self, msg: str) -> ModelFileError:
         return ModelFileError(f"{self.where} is damaged or was edited: {msg}")
 
-    def array(self, key):
+    def array(self, key: Any) -> np.ndarray:
         if not isinstance(key, str) or key not in self.arrays:
             raise self.bad(f"it refers to array {key!r}, which the file does not hold")
         self.used.add(key)
         return self.arrays[key]
 
-    def value(self, x):
+    def value(self, x: Any) -> Any:
         if x is None or isinstance(x, (bool, str, int, float)):
             return x
         if isinstance(x, list) or not isinstance(x, dict) or "t" not in x:
@@ -267,12 +274,12 @@ class _Decoder:
             return str(x.get("v"))
         raise self.bad(f"unknown value tag {t!r}")
 
-    def _list(self, v):
+    def _list(self, v: Any) -> list[Any]:
         if not isinstance(v, list):
             raise self.bad("a container has no list of items")
         return v
 
-    def _dtype(self, s):
+    def _dtype(self, s: Any) -> np.dtype[Any]:
         try:
             dt = np.dtype(s)
         except TypeError:
@@ -281,7 +288,7 @@ class _Decoder:
             raise self.bad(f"dtype {dt} is not allowed")
         return dt
 
-    def sparse(self, x):
+    def sparse(self, x: Any) -> Any:
         fmt, stored, kind, shape, parts = (x.get(k) for k in ("format", "stored", "kind", "shape", "parts"))
         if stored not in _SPARSE_PARTS or not isinstance(parts, dict) or set(parts) != set(_SPARSE_PARTS[stored]):
             raise self.bad(f"a sparse matrix has format {stored!r} with parts {parts!r}")
@@ -315,7 +322,7 @@ class _Decoder:
         return M if fmt == stored else M.asformat(fmt)
 
 
-def _open(path):
+def _open(path: Any) -> tuple[Any, str]:
     if not (isinstance(path, (str, os.PathLike)) or hasattr(path, "read")):
         raise TypeError(f"path must be a file path (str or os.PathLike) or a readable file object, "
                         f"got {type(path).__name__}")
@@ -333,7 +340,7 @@ def _open(path):
     return npz, where
 
 
-def load(path):
+def load(path: PathOrFile) -> Factorization:
     """Read a model written by :meth:`fastpu.Factorization.save`.
 
     Parameters
@@ -424,13 +431,13 @@ def load(path):
     return cls(**values)
 
 
-def _text(arr, where):
+def _text(arr: Any, where: str) -> str:
     if arr.dtype.kind != "U" or arr.ndim != 0:
         raise ModelFileError(f"{where} is damaged or was edited: its header is not a text entry")
     return str(arr[()])
 
 
-def _header(text, where):
+def _header(text: str, where: str) -> dict[str, Any]:
     try:
         header = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -456,7 +463,7 @@ def _header(text, where):
     return header
 
 
-def _check_model(v, cls, dec):
+def _check_model(v: dict[str, Any], cls: str, dec: _Decoder) -> None:
     """Structural checks: a decoded model must be usable by every serving function."""
     U, Vf = v["user_factors"], v["item_factors"]
     for name, F in (("user_factors", U), ("item_factors", Vf)):

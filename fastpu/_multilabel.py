@@ -7,19 +7,21 @@ import math
 import re
 import xml.etree.ElementTree as ET
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
 _NUMERIC = ("numeric", "real", "integer")
 
 
-def _err(path, n, msg):
+def _err(path: Any, n: int, msg: str) -> ValueError:
     return ValueError(f"{path}: line {n}: {msg}")
 
 
 # ----------------------------------------------------------------------------- Mulan
 
-def read_label_xml(path):
+def read_label_xml(path: Any) -> list[str]:
     """Label names of a Mulan XML file, in document order (nested labels included)."""
     try:
         root = ET.parse(path).getroot()
@@ -40,7 +42,7 @@ def read_label_xml(path):
     return names
 
 
-def _unquote(s):
+def _unquote(s: str) -> str:
     s = s.strip()
     if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
         return s[1:-1]
@@ -50,7 +52,7 @@ def _unquote(s):
 _ATTR = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s{]+)\s*(.*)\Z""", re.I)
 
 
-def _parse_attribute(path, n, line):
+def _parse_attribute(path: Any, n: int, line: str) -> tuple[str, str, Any]:
     m = _ATTR.match(line.strip())
     if not m:
         raise _err(path, n, f"cannot read the attribute declaration {line.strip()!r}")
@@ -65,7 +67,7 @@ def _parse_attribute(path, n, line):
     raise _err(path, n, f"attribute {name!r} has type {typ!r}; only numeric and nominal attributes are supported")
 
 
-def _value(path, n, attr, tok):
+def _value(path: Any, n: int, attr: tuple[str, str, Any], tok: str) -> float:
     """Float value of one ARFF token for attribute (name, kind, cats)."""
     name, kind, cats = attr
     tok = _unquote(tok)
@@ -83,7 +85,8 @@ def _value(path, n, attr, tok):
     return v
 
 
-def read_mulan(path_arff, path_xml):
+def read_mulan(path_arff: Any,
+               path_xml: Any) -> tuple[Any, Any, list[str], list[str], str | None]:
     """(features dense or CSR, Y CSR, feature names, label names, relation) of a Mulan data set."""
     labels = read_label_xml(path_xml)
     attrs, rel = [], None
@@ -188,7 +191,7 @@ def read_mulan(path_arff, path_xml):
 
 # ----------------------------------------------------------------------------- extreme classification
 
-def read_xc_file(path):
+def read_xc_file(path: Any) -> tuple[Any, Any]:
     """(features CSR, Y CSR) of a file in the extreme classification repository's format."""
     with open(path, "rb") as f:
         raw = f.read()

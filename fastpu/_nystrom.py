@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
+from ._typing import Matrix, Seed
 
 __all__ = ["NystromMap", "nystrom_features"]
 
@@ -27,7 +29,7 @@ class NystromMap:
     gamma: float
     k_inv_sqrt: np.ndarray
 
-    def transform(self, X):
+    def transform(self, X: Matrix) -> np.ndarray:
         """Nyström features of the rows of ``X`` (dense or sparse, d columns) as a dense array."""
         X = V.check_features(X, name="X", n_rows=X.shape[0])
         if X.shape[1] != self.centers.shape[1]:
@@ -36,7 +38,7 @@ class NystromMap:
         return Zbar @ self.k_inv_sqrt
 
 
-def _sq_dists(X, C):
+def _sq_dists(X: Matrix, C: np.ndarray) -> np.ndarray:
     if sp.issparse(X):
         xx = np.asarray(X.multiply(X).sum(axis=1)).ravel()
         xc = np.asarray(X @ C.T)
@@ -46,12 +48,12 @@ def _sq_dists(X, C):
     return np.maximum(xx[:, None] - 2.0 * xc + np.einsum("ij,ij->i", C, C)[None, :], 0.0)
 
 
-def _kmeans(X, D, rng, n_iter):
+def _kmeans(X: Matrix, D: int, rng: np.random.Generator, n_iter: int) -> np.ndarray:
     """Lloyd's algorithm with k-means++ seeding (deterministic for a Generator)."""
     m = X.shape[0]
     dense = X.toarray() if sp.issparse(X) and X.shape[1] <= 4096 else X
     first = rng.integers(m)
-    C = [np.asarray(dense[first].todense()).ravel() if sp.issparse(dense) else dense[first]]
+    C: Any = [np.asarray(dense[first].todense()).ravel() if sp.issparse(dense) else dense[first]]
     d2 = _sq_dists(X, np.array(C)).ravel()
     for _ in range(1, D):
         tot = d2.sum()
@@ -75,8 +77,9 @@ def _kmeans(X, D, rng, n_iter):
     return C
 
 
-def nystrom_features(X, n_landmarks=500, *, gamma=None, append=True, n_kmeans_iter=20, seed=0,
-                     eig_floor=1e-8):
+def nystrom_features(X: Matrix, n_landmarks: int = 500, *, gamma: float | None = None,
+                     append: bool = True, n_kmeans_iter: int = 20, seed: Seed = 0,
+                     eig_floor: float = 1e-8) -> tuple[Matrix, NystromMap]:
     """The K-means Nyström feature map of Section 4.3, and the transformed features.
 
     Parameters

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import Any, Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -61,9 +63,9 @@ class _Side:
     """One side of the model: features (None, CSR or dense), its transpose, graph Laplacian,
     and the side's regularisation weight (λ_w for the users' W, λ_h for the items' H)."""
 
-    X: object
-    XT: object
-    L: object
+    X: Any
+    XT: Any
+    L: Any
     n_rows: int
     lam: float = 0.0
 
@@ -216,7 +218,8 @@ class SubProblem:
     d×k matrix W). ``grad`` fixes the curvature used by later ``hessp`` calls.
     """
 
-    def __init__(self, setup, entries, side, E, p_quad, q_quad):
+    def __init__(self, setup: _Setup, entries: _Entries, side: _Side, E: np.ndarray,
+                 p_quad: np.ndarray, q_quad: np.ndarray) -> None:
         self.kind, self.abar = setup.kind, setup.abar
         self.lam, self.lam_g = side.lam, setup.lam_g          # the side's λ (λ_w or λ_h)
         self.ent, self.side, self.E = entries, side, np.ascontiguousarray(E)
@@ -229,7 +232,7 @@ class SubProblem:
         self.const = self.abar ** 2 * p_quad.sum() * q_quad.sum()
         self.dvec = side.tmul(p_quad[:, None])[:, 0] if not side.identity else p_quad
         # Supp-1.2: M̄ = Xᵀ diag(p) X when d² + dk < mk
-        self.Mbar = None
+        self.Mbar: np.ndarray | None = None
         if not side.identity and self.has_quad and self.d ** 2 + self.d * self.k < side.n_rows * self.k:
             Xs = side.X
             if isinstance(Xs, np.ndarray):
@@ -244,8 +247,8 @@ class SubProblem:
         self.d2_acc = np.empty(nnz)
         self.u = np.empty(nnz)
         self.tmp_mk = np.empty((side.n_rows, self.k))
-        self._w_trial = None
-        self._B_trial = None
+        self._w_trial: Any = None     # ndarray once fun() has run (grad/hessp call it first)
+        self._B_trial: Any = None
 
     # -- pieces -----------------------------------------------------------------------------
     def _scores(self, B, out):
@@ -281,7 +284,7 @@ class SubProblem:
         return self.side.mul(W)
 
     # -- problem protocol ---------------------------------------------------------------------
-    def fun(self, w):
+    def fun(self, w: np.ndarray) -> float:
         W = self._mat(w)
         B = self._B(W)
         lplus = self._lplus(B)
@@ -294,7 +297,7 @@ class SubProblem:
         if self._w_trial is None or not np.array_equal(W, self._w_trial):
             self.fun(w)
 
-    def grad(self, w):
+    def grad(self, w: np.ndarray) -> np.ndarray:
         self._ensure_trial(w)
         W, B = self._w_trial, self._B_trial
         entry_losses(self.kind, self.ent.labels, self.ent.weights, self.ent.corr, self.abar,
@@ -315,7 +318,7 @@ class SubProblem:
             out -= 2.0 * self.abar * np.outer(self.dvec, self.kappa)
         return out.ravel()
 
-    def hessp(self, s):
+    def hessp(self, s: np.ndarray) -> np.ndarray:
         S = self._mat(s)
         N = self._B(S)
         sampled_dots(self.ent.indptr, self.ent.indices, N, self.E, self.u)
@@ -332,7 +335,7 @@ class SubProblem:
             out += 2.0 * (self.Mbar @ S @ self.M)
         return out.ravel()
 
-    def line(self, w, dw):
+    def line(self, w: np.ndarray, dw: np.ndarray) -> Callable[[float], float]:
         """phi(alpha) = g(W + alpha ΔW) with one O(|Ω+|k) pass per alpha (Supp-1.4)."""
         W, dW = self._mat(w), self._mat(dw)
         B, dB = self._B(W), self._B(dW)
@@ -359,7 +362,7 @@ class SubProblem:
             val2 += self.lam * self.lam_g * float(np.sum(dB * LdB))
         s_buf, v_buf = np.empty_like(self.s), np.empty_like(self.val)
 
-        def phi(alpha):
+        def phi(alpha: float) -> float:
             Bt = B + alpha * dB
             sampled_dots(self.ent.indptr, self.ent.indices, Bt, self.E, s_buf)
             entry_values(self.kind, self.ent.labels, self.ent.weights, self.ent.corr, self.abar,
@@ -399,7 +402,7 @@ def _full_objective(setup, W, H):
     return prob.fun(W.ravel()) + _side_reg(setup, setup.item, H, E)
 
 
-def _check_factor(A, name, rows, k=None):
+def _check_factor(A: Any, name: str, rows: int, k: int | None = None) -> np.ndarray:
     A = V.check_dense(A, name=name, shape=(rows, k))
     if A.shape[1] < 1:
         raise ValueError(f"{name} has no columns; expected k >= 1 columns")

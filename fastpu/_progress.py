@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from typing import IO, Any, Callable
+
+from ._typing import Callback
 
 logger = logging.getLogger("fastpu")
 
@@ -24,15 +27,17 @@ class Progress:
     every outer iteration (:func:`fastpu.select.search` picks the best iteration this way).
     """
 
-    def __init__(self, method, *, verbose=False, callback=None, stream=None):
+    def __init__(self, method: str, *, verbose: bool = False, callback: Callback = None,
+                 stream: IO[str] | None = None) -> None:
         self.method = method
         self.verbose = bool(verbose)
         self.callback = callback
         self.stream = stream if stream is not None else sys.stderr
-        self.history = []
+        self.history: list[dict[str, Any]] = []
         self.t0 = time.perf_counter()
 
-    def step(self, iter, objective, *, model=None, **info):
+    def step(self, iter: int, objective: float, *, model: Callable[[], Any] | None = None,
+             **info: Any) -> bool:
         objective = float(objective)
         if objective != objective or objective in (float("inf"), float("-inf")):
             raise FloatingPointError(

@@ -14,6 +14,7 @@ import csv
 import io
 import os
 import re
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class _Anomaly(Exception):
     """The pandas pass met something only the reference reader can diagnose."""
 
 
-def _import_pandas():
+def _import_pandas() -> Any:
     try:
         import pandas
     except ImportError:
@@ -35,13 +36,13 @@ def _import_pandas():
     return pandas
 
 
-def _is_number(s):
+def _is_number(s: str) -> bool:
     return _NUMBER.match(s.strip()) is not None
 
 
 # ----------------------------------------------------------------------------- ids
 
-def _canonical_ints(strings):
+def _canonical_ints(strings: Sequence[str]) -> np.ndarray | None:
     """int64 array if every string is an integer written canonically, else None."""
     out = np.empty(len(strings), dtype=np.int64)
     for k, s in enumerate(strings):
@@ -54,7 +55,7 @@ def _canonical_ints(strings):
     return out
 
 
-def ids_from_tokens(codes, tokens):
+def ids_from_tokens(codes: np.ndarray, tokens: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Sorted id array and row codes from raw tokens.
 
     ``tokens[codes[r]]`` is the raw text of row r. Tokens are stripped of surrounding
@@ -69,7 +70,7 @@ def ids_from_tokens(codes, tokens):
     return ids, remap.astype(np.int64)[codes]
 
 
-def _classify(x):
+def _classify(x: object) -> str:
     if x is None:
         return "none"
     if isinstance(x, (bool, np.bool_)):
@@ -85,7 +86,7 @@ def _classify(x):
     return type(x).__name__
 
 
-def encode_ids(ids, name):
+def encode_ids(ids: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(sorted unique ids, int64 codes) for ``from_pairs``; integers or strings, never mixed."""
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of ids, got a single {type(ids).__name__} {ids!r}")
@@ -109,7 +110,7 @@ def encode_ids(ids, name):
             raise TypeError(f"{name} must hold integer or string ids, got {type(objs[pos]).__name__} "
                             f"{objs[pos]!r} at position {pos}")
         group = {"int": "integer", "float": "integer", "str": "string", "bytes": "bytes"}
-        first = {}
+        first: dict[str, int] = {}
         for k, c in enumerate(kinds):
             first.setdefault(group[c], k)
         if len(first) > 1:
@@ -148,7 +149,7 @@ def encode_ids(ids, name):
 
 # ----------------------------------------------------------------------------- text
 
-def _norm_encoding(encoding):
+def _norm_encoding(encoding: Any) -> str:
     try:
         name = codecs.lookup(encoding).name
     except LookupError:
@@ -157,20 +158,20 @@ def _norm_encoding(encoding):
     return "utf-8-sig" if name in ("utf-8", "utf-8-sig") else name
 
 
-def _decode_error(path, data, encoding, exc):
+def _decode_error(path: str, data: bytes, encoding: str, exc: UnicodeDecodeError) -> ValueError:
     line = data[:exc.start].count(b"\n") + 1
     return ValueError(
         f"{path}: cannot decode byte {data[exc.start:exc.start + 1]!r} at offset {exc.start} (line {line}) "
         f"as {encoding.replace('-sig', '')}; pass the file's encoding, e.g. read_csv(path, encoding='latin-1')")
 
 
-def _clean(text):
+def _clean(text: str) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def read_text(path, encoding, data=None):
+def read_text(path: str, encoding: str, data: bytes | None = None) -> tuple[bytes, str]:
     """(bytes, text with universal newlines and no BOM), or a ValueError naming file and encoding."""
     if data is None:
         with open(path, "rb") as f:
@@ -182,7 +183,7 @@ def read_text(path, encoding, data=None):
     return data, _clean(text)
 
 
-def _head_lines(path, data, encoding, size=1 << 16):
+def _head_lines(path: str, data: bytes, encoding: str, size: int = 1 << 16) -> list[str]:
     """The complete lines among the first ``size`` bytes (all lines of a small file)."""
     if len(data) <= size:
         return read_text(path, encoding, data)[1].split("\n")
@@ -195,11 +196,11 @@ def _head_lines(path, data, encoding, size=1 << 16):
     return lines if lines else read_text(path, encoding, data)[1].split("\n")
 
 
-def _sniff(line):
+def _sniff(line: str) -> str | None:
     return next((d for d in _DELIMS if d in line), None)
 
 
-def _split(line, delim):
+def _split(line: str, delim: str | None) -> list[str]:
     if delim is None:
         return line.split()
     if '"' not in line:                 # no quoting: the csv module would split exactly here
@@ -207,7 +208,7 @@ def _split(line, delim):
     return [c.strip() for c in next(csv.reader([line], delimiter=delim, skipinitialspace=True))]
 
 
-def _first_lines(lines, k=2):
+def _first_lines(lines: list[str], k: int = 2) -> list[tuple[int, str]]:
     out = []
     for n, ln in enumerate(lines, 1):
         if ln.strip():
@@ -217,7 +218,8 @@ def _first_lines(lines, k=2):
     return out
 
 
-def layout(path, lines, delimiter, header):
+def layout(path: str, lines: list[str], delimiter: str | None,
+           header: bool | None) -> tuple[str | None, bool]:
     """(delimiter, header) after sniffing and header detection (see read_csv's docstring)."""
     sample = _first_lines(lines, 6)
     if not sample:
@@ -250,7 +252,7 @@ def layout(path, lines, delimiter, header):
     return delim, True
 
 
-def _bad_value(path, n, tok):
+def _bad_value(path: str, n: int, tok: str) -> ValueError | None:
     try:
         v = float(tok)
     except ValueError:
@@ -261,7 +263,8 @@ def _bad_value(path, n, tok):
     return None
 
 
-def parse_python(path, lines, delim, header):
+def parse_python(path: str, lines: list[str], delim: str | None,
+                 header: bool) -> tuple[list[str], list[str], np.ndarray | None]:
     """Reference tokenizer: (user tokens, item tokens, values or None)."""
     users, items, vals = [], [], []
     width, width_line, skip = None, None, header
@@ -306,17 +309,17 @@ def parse_python(path, lines, delim, header):
     return users, items, values
 
 
-def _tokens_python(path, lines, delim, header):
+def _tokens_python(path: str, lines: list[str], delim: str | None, header: bool) -> Any:
     users, items, values = parse_python(path, lines, delim, header)
     out = []
     for toks in (users, items):
-        index = {}
+        index: dict[Any, int] = {}
         codes = np.fromiter((index.setdefault(t, len(index)) for t in toks), dtype=np.int64, count=len(toks))
         out.append(ids_from_tokens(codes, list(index)))
     return out[0], out[1], values
 
 
-def _leading_zero_or_sign(data):
+def _leading_zero_or_sign(data: bytes) -> bool:
     """True if an ASCII byte buffer has a '+', a '-0' or a number starting with 0 then a digit
     (a conservative test: when False, every integer in the file is written canonically)."""
     if b"+" in data or b"-0" in data:
@@ -328,7 +331,8 @@ def _leading_zero_or_sign(data):
     return bool(((nxt >= ord("0")) & (nxt <= ord("9")) & starts).any())
 
 
-def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
+def parse_pandas(pd: Any, path: str, data: bytes, text_lines: list[str], delim: str | None,
+                 header: bool, encoding: str) -> Any:
     """Fast tokenizer; raises _Anomaly for anything the reference reader should diagnose."""
     first = _first_lines(text_lines, 2 if header else 1)
     if len(first) < (2 if header else 1):
@@ -350,7 +354,7 @@ def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
     else:
         kw.update(sep=delim, skipinitialspace=True)
     for ints in ((True, False) if fast_ints else (False,)):
-        dtype = {2: np.float64} if width == 3 else {}
+        dtype: dict[int, Any] = {2: np.float64} if width == 3 else {}
         if not ints:
             dtype.update({0: object, 1: object})
         try:
@@ -380,7 +384,8 @@ def parse_pandas(pd, path, data, text_lines, delim, header, encoding):
     return out[0], out[1], values
 
 
-def tokenize(path, delimiter, header, encoding, engine=None):
+def tokenize(path: Any, delimiter: str | None, header: bool | None, encoding: Any,
+             engine: str | None = None) -> Any:
     """((user_ids, u), (item_ids, i), values or None) of a pairs file. ``engine`` (tests only):
     None = pandas when installed, "python" = reference reader, "pandas" = require pandas."""
     path = os.fspath(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from typing import Any, Literal, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,6 +17,7 @@ import scipy.sparse as sp
 from . import _validation as V
 from ._dataset import Dataset
 from ._kernels.topk import topk_candidates
+from ._typing import ArrayLike, IntArray, Sparse
 from .model import Factorization, _block_size, iter_score_blocks
 
 __all__ = ["recommend", "similar_items", "similar_users"]
@@ -27,7 +29,7 @@ _BASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Factorization))
 
 # ----------------------------------------------------------------------------- checks
 
-def check_model(model):
+def check_model(model: object) -> Factorization:
     """``model`` if it is a fitted Factorization, else a TypeError naming the argument."""
     if not isinstance(model, Factorization):
         raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load), "
@@ -35,7 +37,7 @@ def check_model(model):
     return model
 
 
-def _check_finite(F, name):
+def _check_finite(F: np.ndarray, name: str) -> None:
     bad = F.size - int(np.count_nonzero(np.isfinite(F)))
     if bad:
         raise ValueError(f"{name} has {bad} non-finite (NaN or inf) values; a model with non-finite "
@@ -43,7 +45,7 @@ def _check_finite(F, name):
                          "regularisation)")
 
 
-def _check_model_finite(model, users):
+def _check_model_finite(model: Factorization, users: IntArray) -> None:
     """The item factors, and every per-user part of the requested users, must be finite."""
     _check_finite(model.item_factors, "model.item_factors")
     _check_finite(model.user_factors[users], "model.user_factors (of the requested users)")
@@ -58,13 +60,13 @@ def _check_model_finite(model, users):
             _check_finite(part[users], f"model.{f.name} (of the requested users)")
 
 
-def _check_bool(value, name):
+def _check_bool(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
-def _ids_of(model, side):
+def _ids_of(model: Factorization, side: str) -> np.ndarray:
     ids = getattr(model, f"{side}_ids")
     if ids is None:
         raise ValueError(
@@ -74,7 +76,7 @@ def _ids_of(model, side):
     return np.asarray(ids)
 
 
-def _kind(arr):
+def _kind(arr: np.ndarray) -> str | None:
     if arr.dtype.kind in "iu":
         return "integer"
     if arr.dtype.kind in "US":
@@ -84,7 +86,8 @@ def _kind(arr):
     return None
 
 
-def lookup(known, wanted, *, name, what, strict=True):
+def lookup(known: Any, wanted: ArrayLike, *, name: str, what: str,
+           strict: bool = True) -> IntArray:
     """Positions in ``known`` (a model's id array) of the ids ``wanted``.
 
     With ``strict`` an unknown id is a ValueError naming ``name``; otherwise its position is -1.
@@ -137,7 +140,14 @@ def lookup(known, wanted, *, name, what, strict=True):
     return out
 
 
-def _positions(model, values, *, side, name, ids):
+@overload
+def _positions(model: Factorization, values: None, *, side: str, name: str,
+               ids: bool) -> None: ...
+@overload
+def _positions(model: Factorization, values: ArrayLike, *, side: str, name: str,
+               ids: bool) -> IntArray: ...
+def _positions(model: Factorization, values: ArrayLike | None, *, side: str, name: str,
+               ids: bool) -> IntArray | None:
     """Row (user) or column (item) numbers from ids or numbers; ``None`` stays ``None``."""
     if values is None:
         return None
@@ -149,7 +159,7 @@ def _positions(model, values, *, side, name, ids):
     return V.check_indices(values, name=name, size=size)
 
 
-def _seen_matrix(model, Y_seen):
+def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Sparse:
     """The items to exclude per user as canonical CSR of the model's shape."""
     m, n = model.shape
     if Y_seen is None:
@@ -172,7 +182,8 @@ def _seen_matrix(model, Y_seen):
     return V.check_csr(Y_seen, name="Y_seen", shape=(m, n), nonnegative=False)
 
 
-def _candidates(model, items, exclude, ids):
+def _candidates(model: Factorization, items: ArrayLike | None, exclude: ArrayLike | None,
+                ids: bool) -> IntArray:
     n = model.shape[1]
     cand = _positions(model, items, side="item", name="items", ids=ids)
     cand = np.arange(n, dtype=np.int64) if cand is None else np.unique(cand)
@@ -184,7 +195,25 @@ def _candidates(model, items, exclude, ids):
 
 # ----------------------------------------------------------------------------- recommend
 
-def recommend(model, Y_seen, users=None, n=10, *, ids=False, items=None, exclude=None):
+@overload
+def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
+              users: ArrayLike | None = None, n: int = 10, *, ids: Literal[False] = False,
+              items: ArrayLike | None = None, exclude: ArrayLike | None = None,
+              ) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
+              users: ArrayLike | None = None, n: int = 10, *, ids: Literal[True],
+              items: ArrayLike | None = None, exclude: ArrayLike | None = None,
+              ) -> tuple[list[np.ndarray], list[np.ndarray]]: ...
+@overload
+def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
+              users: ArrayLike | None = None, n: int = 10, *, ids: bool,
+              items: ArrayLike | None = None, exclude: ArrayLike | None = None,
+              ) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]: ...
+def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
+              users: ArrayLike | None = None, n: int = 10, *, ids: bool = False,
+              items: ArrayLike | None = None, exclude: ArrayLike | None = None,
+              ) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]:
     """Top-``n`` items per user by score, without the items each user has seen.
 
     Parameters
@@ -294,7 +323,8 @@ def recommend(model, Y_seen, users=None, n=10, *, ids=False, items=None, exclude
 
 # ----------------------------------------------------------------------------- similar
 
-def _similar(model, queries, n, ids, side):
+def _similar(model: Factorization, queries: ArrayLike, n: int, ids: bool,
+             side: str) -> tuple[np.ndarray, np.ndarray]:
     model = check_model(model)
     n = V.check_k(n, name="n")
     ids = _check_bool(ids, "ids")
@@ -377,11 +407,13 @@ _SIMILAR_DOC = """The ``n`` {side}s most similar to each of ``{name}``, by cosin
     """
 
 
-def similar_items(model, items, n=10, *, ids=False):
+def similar_items(model: Factorization, items: ArrayLike, n: int = 10, *,
+                  ids: bool = False) -> tuple[np.ndarray, np.ndarray]:
     return _similar(model, items, n, ids, "item")
 
 
-def similar_users(model, users, n=10, *, ids=False):
+def similar_users(model: Factorization, users: ArrayLike, n: int = 10, *,
+                  ids: bool = False) -> tuple[np.ndarray, np.ndarray]:
     return _similar(model, users, n, ids, "user")
 
 

@@ -6,6 +6,7 @@ Public through :mod:`fastpu.datasets` (the functions are documented there).
 from __future__ import annotations
 
 import os
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,14 +14,16 @@ import scipy.sparse as sp
 from . import _multilabel, _readers
 from . import _validation as V
 from ._dataset import Dataset
+from ._typing import ArrayLike, IntArray, Sparse, StrPath
 
 
-def _csr(rows, cols, vals, shape):
+def _csr(rows: np.ndarray, cols: np.ndarray, vals: ArrayLike, shape: tuple[int, int]) -> Sparse:
     A = sp.csr_array((np.asarray(vals, dtype=np.float64), (rows, cols)), shape=shape)
     return V.check_csr(A, name="data", nonnegative=False)
 
 
-def _pairs_dataset(user_ids, u, item_ids, i, values, *, name, description):
+def _pairs_dataset(user_ids: np.ndarray, u: IntArray, item_ids: np.ndarray, i: IntArray,
+                   values: np.ndarray | None, *, name: str, description: str) -> Dataset:
     """Dataset from coded pairs; a repeated (user, item) pair keeps its last value."""
     n = item_ids.size
     key = u * n + i
@@ -35,7 +38,8 @@ def _pairs_dataset(user_ids, u, item_ids, i, values, *, name, description):
                    description=f"{description}{user_ids.size} users × {n} items, {Y.nnz} pairs")
 
 
-def from_pairs(users, items, values=None):
+def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndarray,
+               values: ArrayLike | None = None) -> Dataset:
     """Build a Dataset from (user, item[, value]) triples, keeping the id maps.
 
     Ids must be all integers (Python or numpy integers, or whole-number floats) or all
@@ -85,7 +89,8 @@ def from_pairs(users, items, values=None):
     return _pairs_dataset(user_ids, u, item_ids, i, vals, name="pairs", description="")
 
 
-def read_csv(path, delimiter=None, header=None, encoding="utf-8"):
+def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = None,
+             encoding: str = "utf-8") -> Dataset:
     """Read ``user,item[,value]`` lines into a Dataset with id maps kept.
 
     The rules, whichever parser runs (pandas when it is installed, else Python's ``csv``
@@ -164,7 +169,7 @@ def read_csv(path, delimiter=None, header=None, encoding="utf-8"):
                           description=f"{path}: ")
 
 
-def load_npz(path):
+def load_npz(path: StrPath) -> Dataset:
     """Load a sparse matrix saved with ``scipy.sparse.save_npz`` as a Dataset.
 
     Parameters
@@ -199,7 +204,7 @@ def load_npz(path):
                    item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")
 
 
-def read_arff(path_arff, path_xml):
+def read_arff(path_arff: StrPath, path_xml: StrPath) -> Dataset:
     """Read a Mulan multi-label data set (an ARFF file and its XML label list).
 
     Instances become rows; the attributes named in the XML file (``<label name="...">``,
@@ -262,7 +267,7 @@ def read_arff(path_arff, path_xml):
                      f"{X.shape[1]} features, {Y.shape[1]} labels, {Y.nnz} positive labels"))
 
 
-def read_xc(path):
+def read_xc(path: StrPath) -> Dataset:
     """Read a multi-label file in the extreme classification repository's sparse text format.
 
     The first line is ``n_points n_features n_labels``; then one line per point:

@@ -9,9 +9,14 @@ fails these checks may ever reach a kernel.
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, Collection, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._typing import ArrayLike, Callback, DTypeLike, IntArray, Matrix, Seed, Sparse
+
+_T = TypeVar("_T")
 
 INDEX_DTYPE = np.int64
 VALUE_DTYPE = np.float64
@@ -21,11 +26,12 @@ VALUE_DTYPE = np.float64
 DENSE_LIMIT = 25_000_000
 
 
-def _shape_str(shape):
+def _shape_str(shape: tuple[int, ...]) -> str:
     return "×".join(str(int(s)) for s in shape)
 
 
-def check_csr(Y, *, name="Y", shape=None, nonnegative=True, allow_zero_rows=True):
+def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
+              nonnegative: bool = True, allow_zero_rows: bool = True) -> Sparse:
     """Return ``Y`` as canonical CSR (int64 sorted unique indices, float64 data).
 
     Raises
@@ -73,7 +79,7 @@ def check_csr(Y, *, name="Y", shape=None, nonnegative=True, allow_zero_rows=True
     return out
 
 
-def _check_compressed_structure(Y, name):
+def _check_compressed_structure(Y: Sparse, name: str) -> None:
     """Reject malformed CSR/CSC (before scipy or a kernel reads out of bounds)."""
     indptr, indices = np.asarray(Y.indptr), np.asarray(Y.indices)
     major, minor = (Y.shape[0], Y.shape[1]) if Y.format == "csr" else (Y.shape[1], Y.shape[0])
@@ -93,7 +99,8 @@ def _check_compressed_structure(Y, name):
         )
 
 
-def check_dense(A, *, name, shape=None, ndim=2, nonnegative=False):
+def check_dense(A: Any, *, name: str, shape: tuple[int | None, ...] | None = None, ndim: int = 2,
+                nonnegative: bool = False) -> np.ndarray:
     """Return ``A`` as a C-contiguous float64 array with finite values."""
     if sp.issparse(A):
         raise TypeError(f"{name} must be a dense array, got a scipy.sparse {A.format} matrix")
@@ -116,12 +123,13 @@ def check_dense(A, *, name, shape=None, ndim=2, nonnegative=False):
     return A
 
 
-def check_vector(v, *, name, size, default=1.0, positive=False, nonnegative=True):
+def check_vector(v: ArrayLike | None, *, name: str, size: int, default: float = 1.0,
+                 positive: bool = False, nonnegative: bool = True) -> np.ndarray:
     """A length-``size`` float64 vector; ``None`` gives ``default`` everywhere."""
     if v is None:
         return np.full(size, float(default), dtype=VALUE_DTYPE)
     if np.isscalar(v):
-        v = np.full(size, float(v))
+        v = np.full(size, float(v))  # type: ignore[arg-type]  # numpy's guard admits str here
     v = check_dense(v, name=name, shape=(size,), ndim=1)
     if positive and v.size and v.min() <= 0:
         raise ValueError(f"{name} must be positive, got minimum {v.min():g}")
@@ -130,7 +138,7 @@ def check_vector(v, *, name, size, default=1.0, positive=False, nonnegative=True
     return v
 
 
-def check_features(X, *, name, n_rows, of="row"):
+def check_features(X: Matrix | None, *, name: str, n_rows: int, of: str = "row") -> Matrix:
     """Side features: ``None``, a CSR (canonical) or a dense float64 array with ``n_rows`` rows.
 
     ``of`` says what a feature row describes in messages: one per ``"row"`` (user) or
@@ -150,7 +158,8 @@ def check_features(X, *, name, n_rows, of="row"):
     return X
 
 
-def check_graph(S, *, name, n, symmetric_tol=1e-8):
+def check_graph(S: Matrix | None, *, name: str, n: int,
+                symmetric_tol: float = 1e-8) -> Sparse | None:
     """A similarity graph: square n×n, symmetric, non-negative; canonical CSR without stored zeros."""
     if S is None:
         return None
@@ -169,7 +178,7 @@ def check_graph(S, *, name, n, symmetric_tol=1e-8):
     return S
 
 
-def laplacian(S):
+def laplacian(S: Sparse | None) -> Sparse | None:
     """L = D - S of a canonical similarity CSR (or ``None``)."""
     if S is None:
         return None
@@ -178,7 +187,7 @@ def laplacian(S):
     return check_csr(L, name="laplacian", nonnegative=False)
 
 
-def check_k(k, *, name="k"):
+def check_k(k: Any, *, name: str = "k") -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= 1, got {k!r}")
     if k < 1:
@@ -186,7 +195,7 @@ def check_k(k, *, name="k"):
     return int(k)
 
 
-def check_int(v, *, name, minimum=0):
+def check_int(v: Any, *, name: str, minimum: int | None = 0) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {v!r}")
     if v < minimum:
@@ -194,7 +203,9 @@ def check_int(v, *, name, minimum=0):
     return int(v)
 
 
-def check_scalar(x, *, name, minimum=None, maximum=None, strict_min=False, strict_max=False):
+def check_scalar(x: Any, *, name: str, minimum: float | None = None,
+                 maximum: float | None = None, strict_min: bool = False,
+                 strict_max: bool = False) -> float:
     """A finite real number inside the given bounds."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {x!r}")
@@ -210,13 +221,13 @@ def check_scalar(x, *, name, minimum=None, maximum=None, strict_min=False, stric
     return x
 
 
-def check_choice(value, *, name, choices):
+def check_choice(value: _T, *, name: str, choices: Collection[Any]) -> _T:
     if value not in choices:
         raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(repr(c) for c in choices)}")
     return value
 
 
-def check_float_dtype(dtype):
+def check_float_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     """np.dtype float64 or float32 from a name, numpy type or dtype."""
     try:
         dt = np.dtype(dtype)
@@ -227,13 +238,13 @@ def check_float_dtype(dtype):
     return dt
 
 
-def check_callback(callback):
+def check_callback(callback: Callback) -> Callback:
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
     return callback
 
 
-def check_seed(seed):
+def check_seed(seed: Seed) -> np.random.Generator:
     """A numpy Generator from an int seed, a Generator, or None (fresh entropy)."""
     if isinstance(seed, np.random.Generator):
         return seed
@@ -242,7 +253,8 @@ def check_seed(seed):
     raise TypeError(f"seed must be a non-negative integer, a numpy Generator or None, got {seed!r}")
 
 
-def check_dense_size(m, n, *, what, alternative, limit=None):
+def check_dense_size(m: int, n: int, *, what: str, alternative: str,
+                     limit: int | None = None) -> None:
     """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT)."""
     limit = DENSE_LIMIT if limit is None else int(limit)
     if int(m) * int(n) > limit:
@@ -253,14 +265,14 @@ def check_dense_size(m, n, *, what, alternative, limit=None):
         )
 
 
-def check_users(users, m):
+def check_users(users: ArrayLike | None, m: int) -> IntArray:
     """Row indices as a 1-d int64 array inside [0, m); ``None`` means all rows."""
     if users is None:
         return np.arange(m, dtype=INDEX_DTYPE)
     return check_indices(users, name="users", size=m)
 
 
-def transpose_csr(Y):
+def transpose_csr(Y: Sparse) -> Sparse:
     """The transpose of a canonical CSR as canonical CSR (built once, reused for column sums)."""
     T = sp.csr_array(Y.T)
     T.sort_indices()
@@ -271,7 +283,7 @@ def transpose_csr(Y):
     )
 
 
-def check_square_csr(A, *, name, nonnegative=False):
+def check_square_csr(A: Any, *, name: str, nonnegative: bool = False) -> Sparse:
     """A square sparse matrix as canonical CSR (``check_csr`` plus a square shape)."""
     A = check_csr(A, name=name, nonnegative=nonnegative)
     if A.shape[0] != A.shape[1]:
@@ -279,7 +291,7 @@ def check_square_csr(A, *, name, nonnegative=False):
     return A
 
 
-def check_indices(idx, *, name, size):
+def check_indices(idx: ArrayLike, *, name: str, size: int) -> IntArray:
     """Integer positions as a 1-d int64 array inside [0, size) (a scalar becomes length 1)."""
     arr = np.asarray(idx)
     if arr.ndim == 0:

@@ -72,8 +72,8 @@ class APGResult:
         ``restarted``.
     """
 
-    x: object
-    y: object
+    x: Any
+    y: Any
     objective: float | None
     n_iter: int
     step: float

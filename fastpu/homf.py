@@ -24,6 +24,8 @@ are ``U[:m]`` and its ``item_factors`` are ``V[m:]``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -35,6 +37,8 @@ from ._kernels.csr import csr_dense, weighted_gram
 from ._progress import Progress
 from ._threads import limit_threads
 from .model import Factorization, accepts_dataset
+from ._dataset import Dataset
+from ._typing import ArrayLike, Callback, IntArray, Matrix, Seed, Sparse, Threads
 
 __all__ = ["transition_matrix", "walk_columns", "walk_rows", "objective", "fit", "demo_configs"]
 
@@ -55,8 +59,9 @@ def _apply_g(values, g, shift):
     return (values > 0).astype(np.float64)
 
 
-def transition_matrix(R, user_graph=None, item_graph=None, alpha=0.5, g="exp", *,
-                      g_user_graph=None, g_item_graph=None):
+def transition_matrix(R: Sparse, user_graph: Matrix | None = None,
+                      item_graph: Matrix | None = None, alpha: float = 0.5, g: str = "exp", *,
+                      g_user_graph: str | None = None, g_item_graph: str | None = None) -> Sparse:
     """The row-normalised random-walk matrix of equation (3) over m users then n items.
 
     ``G = [[α g₁(G_r), (1−α) g₂(R)], [(1−α) g₂(R)ᵀ, α g₃(G_c)]]`` and ``A = D⁻¹ G`` with
@@ -240,8 +245,8 @@ class _Walker:
         cuts = set(range(0, self.N, block)) | {self.N}
         if self.m is not None:
             cuts.add(self.m)
-        cuts = sorted(cuts)
-        return list(zip(cuts[:-1], cuts[1:]))
+        order = sorted(cuts)
+        return list(zip(order[:-1], order[1:]))
 
     def columns(self, cols):
         if self.m is None or self.T == 1:
@@ -270,14 +275,14 @@ class _Walker:
         return first
 
 
-def _check_walk_args(A, idx, T, name):
+def _check_walk_args(A: Sparse, idx: ArrayLike, T: int, name: str) -> tuple[Sparse, IntArray, int]:
     A = V_.check_square_csr(A, name="A")
     idx = V_.check_indices(idx, name=name, size=A.shape[0])
     T = V_.check_int(T, name="T", minimum=1)
     return A, idx, T
 
 
-def walk_columns(A, cols, T, *, n_threads=None):
+def walk_columns(A: Sparse, cols: ArrayLike, T: int, *, n_threads: Threads = None) -> np.ndarray:
     """Columns ``cols`` of f_T(A) = (A + … + A^T)/T, without ever forming a power of A.
 
     Algorithm 1 for a whole block at once: ``a_1 = A[:, cols]``, then
@@ -325,7 +330,7 @@ def walk_columns(A, cols, T, *, n_threads=None):
         return _walk_block(A, At, cols, T)
 
 
-def walk_rows(A, rows, T, *, n_threads=None):
+def walk_rows(A: Sparse, rows: ArrayLike, T: int, *, n_threads: Threads = None) -> np.ndarray:
     """Rows ``rows`` of f_T(A): the column recursion run on Aᵀ.
 
     Parameters
@@ -382,7 +387,9 @@ def _loss(walker, L, Rt, block, dense):
     return total
 
 
-def objective(A, U, V, T, lam, *, mode="exact", m_users=None, block_size=None, n_threads=None):
+def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode: str = "exact",
+              m_users: int | None = None, block_size: int | None = None,
+              n_threads: Threads = None) -> float:
     """The value of objective (4): ½‖P_Ω(f_T(A) − U Vᵀ)‖² + λ(‖U‖² + ‖V‖²).
 
     Ω is the set of nonzeros of f_T(A) (``mode="exact"``) or every entry
@@ -503,9 +510,12 @@ def _dense_half(P, T, L, lam, first, buf):
 
 
 @accepts_dataset
-def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=1e-3,
-        n_iter=10, mode="exact", block_size=None, n_threads=None, seed=0,
-        callback=None, verbose=False, g_user_graph=None, g_item_graph=None):
+def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
+        user_graph: Matrix | None = None, item_graph: Matrix | None = None, g: str = "exp",
+        lam: float = 1e-3, n_iter: int = 10, mode: str = "exact", block_size: int | None = None,
+        n_threads: Threads = None, seed: Seed = 0, callback: Callback = None,
+        verbose: bool = False, g_user_graph: str | None = None,
+        g_item_graph: str | None = None) -> Factorization:
     """Factor f_T(A) of the user-item(-side-graph) random walk: HOMF.
 
     Alternates V ← argmin and U ← argmin of objective (4).  Each is one ridge
@@ -647,7 +657,7 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
     )
 
 
-def demo_configs():
+def demo_configs() -> list[tuple[str, dict[str, Any]]]:
     """Settings for ``fastpu demo`` on MovieLens-100K (80/20 holdout of binarised ratings).
 
     Returns

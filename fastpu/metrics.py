@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,6 +21,7 @@ from ._cost_metrics import cost_sensitive  # CSRR paper's measures (2) and (3), 
 from ._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
 from ._kernels.topk import topk_rows
 from ._threads import limit_threads
+from ._typing import ArrayLike, IntArray, Seed, Sparse, Threads
 from .model import Factorization, iter_score_blocks
 
 __all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "cost_sensitive", "METRICS"]
@@ -31,7 +33,7 @@ _RATED_METRICS = ("precision", "recall", "map", "ndcg")
 
 # ----------------------------------------------------------------------------- boundary helpers
 
-def _check_model(model):
+def _check_model(model: Any) -> tuple[int, ...]:
     if not (hasattr(model, "scores") and callable(model.scores) and hasattr(model, "shape")):
         raise TypeError(
             f"model must be a fitted fastpu Factorization (with .scores and .shape), got {type(model).__name__}"
@@ -40,7 +42,7 @@ def _check_model(model):
     return shape
 
 
-def _check_ks(k):
+def _check_ks(k: Any) -> IntArray:
     """Cut-offs as a sorted, duplicate-free int64 array of integers >= 1."""
     if isinstance(k, numbers.Integral) and not isinstance(k, bool):
         ks = [k]
@@ -55,7 +57,7 @@ def _check_ks(k):
     return np.unique(np.asarray([int(v) for v in ks], dtype=np.int64))
 
 
-def _check_metric_names(metrics, allowed):
+def _check_metric_names(metrics: Any, allowed: Sequence[str]) -> tuple[str, ...]:
     if metrics is None:
         return tuple(allowed)
     if isinstance(metrics, str):
@@ -72,12 +74,12 @@ def _check_metric_names(metrics, allowed):
     return tuple(a for a in allowed if a in names)
 
 
-def _pattern(Y):
+def _pattern(Y: Sparse) -> Sparse:
     """The 0/1 pattern of a canonical CSR (explicit zeros count as stored)."""
     return sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=Y.shape)
 
 
-def _relevant(Y_train, Y_test):
+def _relevant(Y_train: Sparse, Y_test: Sparse) -> Sparse:
     """Canonical CSR pattern of the test entries that are not training entries."""
     Pt, Ptr = _pattern(Y_test), _pattern(Y_train)
     R = sp.csr_array(Pt - Pt.multiply(Ptr))
@@ -88,14 +90,14 @@ def _relevant(Y_train, Y_test):
     )
 
 
-def _finite_block(S, what="model.scores"):
+def _finite_block(S: np.ndarray, what: str = "model.scores") -> np.ndarray:
     if not np.all(np.isfinite(S)):
         bad = int(S.size - np.isfinite(S).sum())
         raise ValueError(f"{what} returned {bad} non-finite scores (NaN or inf); expected finite scores")
     return S
 
 
-def _ideal_dcg(kmax):
+def _ideal_dcg(kmax: int) -> np.ndarray:
     """idcg[c] = sum_{t=1..c} 1 / log2(t + 1) for c = 0..kmax."""
     out = np.zeros(kmax + 1)
     np.cumsum(1.0 / np.log2(np.arange(2, kmax + 2, dtype=np.float64)), out=out[1:])
@@ -104,7 +106,9 @@ def _ideal_dcg(kmax):
 
 # ----------------------------------------------------------------------------- evaluate
 
-def evaluate(model, Y_train, Y_test, k=(1, 5, 10), metrics=None, users=None, n_threads=None):
+def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
+             k: int | Sequence[int] | IntArray = (1, 5, 10), metrics: Sequence[str] | None = None,
+             users: ArrayLike | None = None, n_threads: Threads = None) -> dict[str, float]:
     """Top-k ranking metrics and AUC of a fitted model on held-out positives.
 
     For each evaluated user u, the candidates are all items except u's training
@@ -180,7 +184,7 @@ def evaluate(model, Y_train, Y_test, k=(1, 5, 10), metrics=None, users=None, n_t
     selected = _check_metric_names(metrics, METRICS)
     users = np.unique(V.check_users(users, m))
     rel = _relevant(Y_train, Y_test)
-    n_rel = np.diff(rel.indptr)
+    n_rel: IntArray = np.diff(rel.indptr)
     users = users[n_rel[users] > 0]
     if users.size == 0:
         raise ValueError(
@@ -254,7 +258,10 @@ def evaluate(model, Y_train, Y_test, k=(1, 5, 10), metrics=None, users=None, n_t
 
 # ----------------------------------------------------------------------------- HOMF protocol
 
-def evaluate_rated(model, Y_test_ratings, k=(5, 10), threshold=5.0, users=None, metrics=None):
+def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
+                   k: int | Sequence[int] | IntArray = (5, 10), threshold: float = 5.0,
+                   users: ArrayLike | None = None,
+                   metrics: Sequence[str] | None = None) -> dict[str, float]:
     """Rank only each user's rated test items (the protocol of Shah, Rao, Ding, Sec. 4.2).
 
     For user u, the items i_1, ..., i_{n_u} that u rated in the test data are
@@ -352,7 +359,7 @@ def evaluate_rated(model, Y_test_ratings, k=(5, 10), threshold=5.0, users=None, 
     cumhits -= np.r_[0, cumhits][group_start][owner_s]       # hits up to and including this rank
     I_u = n_relevant[users].astype(np.float64)
     idcg_table = _ideal_dcg(int(ks[-1]))
-    result = {name: {} for name in selected}
+    result: dict[str, dict[int, float]] = {name: {} for name in selected}
     for kv in ks:
         kv = int(kv)
         inside = rel_s & (pos < kv)
@@ -375,7 +382,9 @@ def evaluate_rated(model, Y_test_ratings, k=(5, 10), threshold=5.0, users=None, 
 
 # ----------------------------------------------------------------------------- sampled AUC
 
-def sampled_auc(model, Y_train, Y_test, n_negatives=100, seed=0, users=None, n_threads=None):
+def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negatives: int = 100,
+                seed: Seed = 0, users: ArrayLike | None = None,
+                n_threads: Threads = None) -> float:
     """AUC of each test positive against sampled unobserved items.
 
     For each user u with test positives outside training, ``n_negatives`` items
@@ -476,7 +485,7 @@ def sampled_auc(model, Y_train, Y_test, n_negatives=100, seed=0, users=None, n_t
 
 # ----------------------------------------------------------------------------- baseline
 
-def popularity(Y_train):
+def popularity(Y_train: Sparse) -> Factorization:
     """Most-popular baseline: every user scores item j by its number of training positives.
 
     Parameters

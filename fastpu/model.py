@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
 
 from . import _validation as V
 from ._dataset import Dataset
+from ._typing import ArrayLike, FloatArray, IntArray, PathOrFile
 
 # Scores are produced in blocks of users so that nothing m×n is ever allocated.
 _BLOCK_BYTES = 64 * 2**20
@@ -70,7 +71,7 @@ class Factorization:
         """Item-side coefficients (``e×k`` with features, else the item factors)."""
         return self.extras.get("H", self.item_factors)
 
-    def scores(self, users=None) -> np.ndarray:
+    def scores(self, users: ArrayLike | None = None) -> np.ndarray:
         """Dense score rows for ``users`` (all users when ``None``).
 
         Parameters
@@ -85,7 +86,7 @@ class Factorization:
         users = V.check_users(users, self.shape[0])
         return self.user_factors[users] @ self.item_factors.T
 
-    def save(self, path):
+    def save(self, path: PathOrFile) -> None:
         """Write the model to one ``.npz`` file that :func:`fastpu.load` reads back exactly.
 
         Everything is kept: factors, extras (sparse parts, feature coefficients), method,
@@ -126,26 +127,30 @@ class Factorization:
         save(self, path)
 
 
-def accepts_dataset(fit):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def accepts_dataset(fit: _F) -> _F:
     """Let a method's ``fit(Y, k, ...)`` take a :class:`~fastpu.datasets.Dataset` as ``Y``.
 
     The data set's ``Y`` is fitted as given (binarise first if its values are ratings you do
     not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model.
     """
     @functools.wraps(fit)
-    def wrapper(Y, *args, **kwargs):
+    def wrapper(Y: Any, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(Y, Dataset):
             return fit(Y, *args, **kwargs)
         model = fit(Y.Y, *args, **kwargs)
         return dataclasses.replace(model, user_ids=Y.user_ids, item_ids=Y.item_ids)
-    return wrapper
+    return cast(_F, wrapper)
 
 
-def _block_size(n_items):
+def _block_size(n_items: int) -> int:
     return max(1, min(4096, _BLOCK_BYTES // (8 * max(1, n_items))))
 
 
-def iter_score_blocks(model, users):
+def iter_score_blocks(model: Factorization,
+                      users: IntArray) -> Iterator[tuple[IntArray, FloatArray]]:
     """Yield ``(rows, dense scores)`` for ``users`` in memory-bounded blocks."""
     step = _block_size(model.shape[1])
     for start in range(0, users.size, step):

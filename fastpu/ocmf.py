@@ -27,15 +27,19 @@ Subsampled    ``negatives="sampled", neg_ratio=r`` (loss on Ω+ and r·|Ω+| sam
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _validation as V
+from ._dataset import Dataset
 from ._kernels.losses import SQUARE
 from ._nystrom import NystromMap, nystrom_features
 from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor, _full_objective,
                             _latent, _prepare, _side_reg, _update_side)
 from ._progress import Progress
 from ._threads import limit_threads
+from ._typing import ArrayLike, Callback, DTypeLike, Matrix, Seed, Sparse, Threads
 from .model import Factorization, accepts_dataset
 from .tron import gd, tron
 
@@ -43,9 +47,14 @@ __all__ = ["fit", "objective", "nystrom_features", "NystromMap", "demo_configs",
            "LOSSES", "NEGATIVES", "SOLVERS", "SubProblem"]
 
 
-def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
-              user_features=None, item_features=None, user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full",
-              neg_ratio=1.0, seed=0, dense_limit=None, n_threads=None, lam_w=None, lam_h=None):
+def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, loss: str = "logistic", rho: float = 0.01,
+              p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
+              user_features: Matrix | None = None, item_features: Matrix | None = None,
+              user_graph: Matrix | None = None, item_graph: Matrix | None = None, lam: float = 1.0,
+              lam_graph: float = 0.0, negatives: str = "full",
+              neg_ratio: float = 1.0, seed: Seed = 0, dense_limit: int | None = None,
+              n_threads: Threads = None, lam_w: float | None = None,
+              lam_h: float | None = None) -> float:
     """The objective f(W, H) of equation (2), computed in O(|Ω+|k + (m+n)k² + nnz(X, Z, L)k).
 
     Parameters
@@ -90,11 +99,17 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
 
 
 @accepts_dataset
-def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_features=None,
-        item_features=None, user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0, negatives="full", neg_ratio=1.0,
-        solver="tron", n_iter=15, inner_iter=5, fast_path=True, newton_steps=None, cg_steps=None,
-        init=None, init_scale=0.1, dense_limit=None, dtype="float64", seed=0, n_threads=None,
-        callback=None, verbose=False, lam_w=None, lam_h=None):
+def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.01,
+        p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
+        user_features: Matrix | None = None, item_features: Matrix | None = None,
+        user_graph: Matrix | None = None, item_graph: Matrix | None = None, lam: float = 1.0,
+        lam_graph: float = 0.0, negatives: str = "full", neg_ratio: float = 1.0,
+        solver: str = "tron", n_iter: int = 15, inner_iter: int = 5, fast_path: bool = True,
+        newton_steps: int | None = None, cg_steps: int | None = None,
+        init: tuple[ArrayLike, ArrayLike] | None = None, init_scale: float = 0.1,
+        dense_limit: int | None = None, dtype: DTypeLike = "float64", seed: Seed = 0,
+        n_threads: Threads = None, callback: Callback = None, verbose: bool = False,
+        lam_w: float | None = None, lam_h: float | None = None) -> Factorization:
     """Fit one-class structured matrix factorization by alternating minimisation.
 
     Parameters
@@ -263,7 +278,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
 
 
 
-def demo_configs():
+def demo_configs() -> list[tuple[str, dict[str, Any]]]:
     """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K: [(label, fit kwargs)].
 
     The values are those chosen on a validation split carved from the training split by

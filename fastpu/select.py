@@ -24,13 +24,14 @@ import numbers
 import sys
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.stats as stats
 
 from . import _validation as V
 from ._dataset import Dataset
+from ._typing import Sparse, Threads
 from .baselines import BASELINES
 from .metrics import METRICS, evaluate
 from .split import validation_split
@@ -42,7 +43,7 @@ METHODS = ("ocmf", "fbgd", "csrr", "homf")
 NAMES = METHODS + tuple(BASELINES)
 
 
-def _fit_function(method):
+def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     if callable(method):
         return method, getattr(method, "__name__", "callable")
     if method not in NAMES:
@@ -144,11 +145,11 @@ class SearchResult:
         return "\n".join(lines)
 
 
-def _fmt(v):
+def _fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _check_metric(metric):
+def _check_metric(metric: Any) -> tuple[str, int | None]:
     if not isinstance(metric, str):
         raise TypeError(f"metric must be a string such as 'ndcg@10' or 'auc', got {metric!r}")
     if metric == "auc":
@@ -160,11 +161,12 @@ def _check_metric(metric):
     return name, int(k)
 
 
-def _is_distribution(v):
+def _is_distribution(v: Any) -> bool:
     return callable(getattr(v, "rvs", None))
 
 
-def _check_space(space, fit, fixed, m, n):
+def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: int,
+                 n: int) -> dict[str, Any]:
     """Validate a space against fit's parameters; resolve shape-dependent entries."""
     if not isinstance(space, dict):
         raise TypeError(f"space must be a dict of parameter name -> list of values or distribution, "
@@ -172,7 +174,7 @@ def _check_space(space, fit, fixed, m, n):
     if not space:
         raise ValueError("space is empty; give at least one parameter to search")
     names = set(inspect.signature(fit).parameters) - {"Y"}
-    out = {}
+    out: dict[str, Any] = {}
     for key, val in space.items():
         if key not in names:
             raise ValueError(f"space has unknown parameter {key!r}; the fit takes {', '.join(sorted(names))}")
@@ -195,7 +197,8 @@ def _check_space(space, fit, fixed, m, n):
     return out
 
 
-def _draw(space, n_trials, rng):
+def _draw(space: dict[str, Any], n_trials: int | None,
+          rng: np.random.Generator) -> list[dict[str, Any]]:
     """Candidate settings: the whole grid, a sample of it, or random draws."""
     keys = sorted(space)
     if all(isinstance(space[k], list) for k in keys):
@@ -209,7 +212,7 @@ def _draw(space, n_trials, rng):
                          "give n_trials, or lists only for a grid search")
     out = []
     for _ in range(n_trials):
-        trial = {}
+        trial: dict[str, Any] = {}
         for k in keys:
             v = space[k]
             if isinstance(v, list):
@@ -220,7 +223,7 @@ def _draw(space, n_trials, rng):
     return out
 
 
-def _python(v):
+def _python(v: Any) -> Any:
     """A numpy scalar drawn from a distribution as a plain float or int."""
     if isinstance(v, np.ndarray) and v.ndim == 0:
         v = v[()]
@@ -231,8 +234,10 @@ def _python(v):
     return v
 
 
-def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None, seed=0,
-           refit=True, n_threads=None, verbose=False, **fixed) -> SearchResult:
+def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[str, Any], *,
+           validation: float | tuple[Sparse, Sparse] = 0.2, metric: str = "ndcg@10",
+           n_trials: int | None = None, seed: int = 0, refit: bool = True,
+           n_threads: Threads = None, verbose: bool = False, **fixed: Any) -> SearchResult:
     """Search a method's settings on a validation split carved from ``Y``, keep the best iteration.
 
     Parameters
@@ -319,10 +324,11 @@ def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None,
     ks = (mk,) if mk is not None else (1,)
     wanted = [mname]
 
-    trials = []
+    trials: list[dict[str, Any]] = []
     for t, setting in enumerate(settings, 1):
         params = {**fixed, **setting}
-        scores, eval_s = [], [0.0]
+        scores: list[float] = []
+        eval_s = [0.0]
 
         def callback(info, scores=scores, eval_s=eval_s):
             t0 = time.perf_counter()
@@ -374,7 +380,8 @@ def search(method, Y, space, *, validation=0.2, metric="ndcg@10", n_trials=None,
                         best_score=win["best_score"], metric=metric, trials=trials)
 
 
-def default_space(method, Y=None, **fixed):
+def default_space(method: str, Y: Sparse | Dataset | None = None,
+                  **fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The space and fixed settings :func:`tune` uses for ``method``.
 
     Parameters
@@ -418,8 +425,10 @@ def default_space(method, Y=None, **fixed):
     return space, fixed_out
 
 
-def tune(method, Y, *, budget=16, space=None, validation=0.2, metric="ndcg@10", seed=0,
-         refit=True, n_threads=None, verbose=False, **fixed) -> SearchResult:
+def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int = 16,
+         space: dict[str, Any] | None = None, validation: float | tuple[Sparse, Sparse] = 0.2,
+         metric: str = "ndcg@10", seed: int = 0, refit: bool = True, n_threads: Threads = None,
+         verbose: bool = False, **fixed: Any) -> SearchResult:
     """Random search over the method's default space (:data:`SPACES`), with ``budget`` trials.
 
     Keyword arguments the search does not cover are passed to ``fit`` unchanged and leave the
