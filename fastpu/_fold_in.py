@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -35,6 +36,7 @@ from ._kernels.homf import ridge_columns, walk_step
 from ._kernels.losses import LOSS_CODES, SQUARE
 from ._ocmf_problem import _sample_negatives
 from ._threads import limit_threads
+from ._typing import ArrayLike, Matrix, Sparse, Threads
 from .model import Factorization
 
 __all__ = ["fold_in"]
@@ -43,8 +45,11 @@ _METHODS = ("ocmf", "fbgd", "homf", "csrr")
 _HOMF_BLOCK_BYTES = 8 * 2**20
 
 
-def fold_in(model, Y_new=None, *, user_features=None, p=None, q=None, user_ids=None, tol=1e-10,
-            max_iter=100, seed=0, dense_limit=None, n_threads=None):
+def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features: Matrix | None = None,
+            p: ArrayLike | None = None, q: ArrayLike | None = None,
+            user_ids: ArrayLike | None = None, tol: float = 1e-10, max_iter: int = 100,
+            seed: int = 0, dense_limit: int | None = None,
+            n_threads: Threads = None) -> Factorization:
     """Factors for new users (rows not in the training matrix), with the model's item side fixed.
 
     Each new user's factor solves the row problem that the model's method solves for a
@@ -176,8 +181,8 @@ def fold_in(model, Y_new=None, *, user_features=None, p=None, q=None, user_ids=N
                              "one identifier per new user")
     extras = dict(model.extras)
     extras["fold_in"] = info
-    changes = dict(user_factors=np.ascontiguousarray(U), history=[], extras=extras,
-                   user_ids=user_ids)
+    changes: dict[str, Any] = dict(user_factors=np.ascontiguousarray(U), history=[],
+                                   extras=extras, user_ids=user_ids)
     if Vnew is not None:
         changes["V"] = Vnew
     return dataclasses.replace(model, **changes)
