@@ -1,0 +1,176 @@
+"""The methods on a Dask cluster (``dask.distributed``): same math, data kept on the workers.
+
+Every supported method reduces to work over row blocks of Y (and of Yᵀ) plus small k×k
+reductions. :func:`fit` splits the data into blocks, builds each block once on a worker, and then
+per half-step broadcasts the fixed side's factors once, runs one task per block (the same numba
+kernels as the single-machine fit) and sums the blocks' k×k partials on the client. See
+docs/distributed.md for the layout, what travels per iteration, and how to start a cluster.
+Install with the ``fastpu[dask]`` extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+
+import scipy.sparse as sp
+
+from .. import _validation as V
+from .._dataset import Dataset
+from . import _blocks
+
+__all__ = ["fit", "METHODS"]
+
+#: methods (and their variants) that have a distributed form
+METHODS = {
+    "ocmf": "the row-separable fast path (no features, no graphs, negatives='full')",
+    "fbgd": "update='batch', plain MF (no features)",
+}
+_NOT_DISTRIBUTED = {
+    "csrr": "CSRR-e (variant='e') is planned but not implemented yet; CSRR-I/II keep a dense m×n "
+            "U and have no distributed form — use fastpu.csrr.fit on one machine",
+    "homf": "HOMF has no distributed form yet — use fastpu.homf.fit on one machine",
+}
+
+
+def fit(Y, k, *, method="ocmf", client=None, n_blocks=None, shape=None, n_threads=None, **params):
+    """Fit a method on a Dask cluster; the same model the single-machine ``fit`` returns.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, Dataset or dask.dataframe.DataFrame
+        The positives. A sparse matrix (or a :class:`fastpu.datasets.Dataset`) is cut into
+        blocks on the client and each block is sent to a worker once. A dask dataframe of
+        pairs with integer columns ``user``, ``item`` and an optional ``value`` (the weight,
+        default 1; duplicates are summed) is shuffled into blocks on the workers: the data
+        never passes through the client.
+    k : int
+        Rank.
+    method : {"ocmf", "fbgd"}
+        ``"ocmf"``: its row-separable fast path (no features, no graphs, ``negatives="full"``).
+        ``"fbgd"``: ``update="batch"`` without features.
+    client : dask.distributed.Client, str or None
+        A client; an address string (``"tcp://host:8786"``) to connect to a running scheduler;
+        or None to start a ``LocalCluster`` with one single-thread worker process per core.
+        A client or cluster started here is closed before returning.
+    n_blocks : int, optional
+        Number of row blocks of Y and of Yᵀ (default: the number of workers).
+    shape : tuple (m, n), optional
+        Matrix shape of a pairs input (default: the largest ids + 1).
+    n_threads : int, optional
+        Numba threads per task on the workers (default: the workers' own setting).
+    **params
+        The method's parameters, as for ``fastpu.<method>.fit`` (``n_iter``, ``seed``,
+        ``callback``, ``verbose``, ...).
+
+    Returns
+    -------
+    Factorization
+        As from ``fastpu.<method>.fit``; ``params["distributed"]`` records the blocks and workers.
+
+    Raises
+    ------
+    ValueError, TypeError
+        An unknown method or a variant with no distributed form (the message names the
+        single-machine function to use); a pairs dataframe with missing columns, non-integer or
+        negative ids, or ids outside ``shape``; any error the method's own checks raise.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> from fastpu import distributed
+    >>> data = fp.datasets.synthetic(60, 40, rank=3, density=0.1, seed=0)
+    >>> distributed.fit(data.Y, 4, method="nmf")
+    Traceback (most recent call last):
+    ...
+    ValueError: method must be one of ['ocmf', 'fbgd'], got 'nmf'
+
+    With a cluster (not run here)::
+
+        from dask.distributed import Client
+        client = Client("tcp://scheduler:8786")
+        model = distributed.fit(Y, 64, method="ocmf", client=client, loss="square", n_iter=10)
+    """
+    _check_method(method, params)
+    ids = None
+    if isinstance(Y, Dataset):
+        ids = (Y.user_ids, Y.item_ids)
+        Y = Y.Y
+    pairs = _is_dask_dataframe(Y)
+    if not pairs:
+        Y = V.check_csr(Y, name="Y")
+        if shape is not None:
+            raise TypeError("shape= is only for a dask dataframe of pairs; a sparse Y has its own shape")
+    if n_blocks is not None:
+        n_blocks = V.check_int(n_blocks, name="n_blocks", minimum=1)
+    with _client(client) as c:
+        workers = _blocks.worker_addresses(c)
+        nb = n_blocks if n_blocks is not None else len(workers)
+        if pairs:
+            layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers)
+        else:
+            layout = _blocks.layout_from_csr(c, Y, nb, workers)
+        try:
+            model = _driver(method).fit(c, layout, k, n_threads=n_threads, **params)
+        finally:
+            layout.release()
+    if ids is not None:
+        model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
+    return model
+
+
+def _driver(method):
+    if method == "ocmf":
+        from . import _ocmf
+        return _ocmf
+    from . import _fbgd
+    return _fbgd
+
+
+def _check_method(method, params):
+    if method in _NOT_DISTRIBUTED:
+        raise ValueError(f"method={method!r} has no distributed form: {_NOT_DISTRIBUTED[method]}; "
+                         f"distributed methods: {_describe()}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    if method == "ocmf" and params.get("negatives", "full") != "full":
+        raise ValueError(
+            f"negatives={params['negatives']!r} has no distributed form (LR-wLR is dense O(mn), "
+            "sampled negatives are drawn user by user); use negatives='full' (e.g. LR-wSQ) or "
+            "fastpu.ocmf.fit on one machine")
+    if method == "fbgd" and params.get("update", "batch") != "batch":
+        raise ValueError(f"fbgd's update={params['update']!r} is serial (coordinate order); "
+                         "the distributed fit supports update='batch', or use fastpu.fbgd.fit")
+
+
+def _describe():
+    return "; ".join(f"{m}: {v}" for m, v in METHODS.items())
+
+
+def _is_dask_dataframe(Y):
+    if sp.issparse(Y):
+        return False
+    mod = type(Y).__module__ or ""
+    return mod.startswith("dask") and hasattr(Y, "to_delayed") and hasattr(Y, "columns")
+
+
+@contextlib.contextmanager
+def _client(client):
+    """Yield a Client: the given one, one connected to an address, or a new LocalCluster's."""
+    from dask.distributed import Client, LocalCluster
+
+    if isinstance(client, Client):
+        yield client
+        return
+    if isinstance(client, str):
+        with Client(client) as c:
+            yield c
+        return
+    if client is not None:
+        raise TypeError(f"client must be a dask.distributed.Client, an address string or None, "
+                        f"got {type(client).__name__}")
+    n = os.cpu_count() or 1
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                      env={"NUMBA_NUM_THREADS": "1"}) as cluster, Client(cluster) as c:
+        yield c
