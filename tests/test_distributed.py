@@ -70,3 +70,27 @@ def test_ocmf_init_and_float32(dask_client):
             assert_same(ref, mod)
         else:   # float32 factors: the same kernels, equal to float32 rounding
             np.testing.assert_allclose(mod.scores(), ref.scores(), rtol=1e-5, atol=1e-6)
+
+
+FBGD_VARIANTS = {
+    "adagrad": dict(alpha0=3.0, lr=0.1),
+    "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, reg=0.01, r_neg=0.1),
+    "gd-values": dict(optimizer="gd", lr=0.01, pos_weight="values", r_pos=2.0),
+    "given-weights": dict(neg_weights="w", lr=0.05),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(FBGD_VARIANTS))
+def test_fbgd_batch_equals_single_machine(dask_client, variant, n_blocks):
+    Y = _matrix(4)
+    kw = dict(FBGD_VARIANTS[variant])
+    if kw.get("neg_weights") == "w":
+        kw["neg_weights"] = np.random.default_rng(5).uniform(0.1, 1.0, Y.shape[1])
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=4, seed=11, n_threads=1, **kw)
+    mod = distributed.fit(Y, 3, method="fbgd", client=dask_client, n_blocks=n_blocks, n_iter=4,
+                          seed=11, **kw)
+    assert_same(ref, mod)
+    np.testing.assert_allclose(mod.extras["initial_objective"], ref.extras["initial_objective"],
+                               rtol=RTOL)
+    np.testing.assert_allclose(mod.extras["neg_weights"], ref.extras["neg_weights"], rtol=1e-12)
