@@ -94,3 +94,71 @@ def test_fbgd_batch_equals_single_machine(dask_client, variant, n_blocks):
     np.testing.assert_allclose(mod.extras["initial_objective"], ref.extras["initial_objective"],
                                rtol=RTOL)
     np.testing.assert_allclose(mod.extras["neg_weights"], ref.extras["neg_weights"], rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------- pairs input
+
+def _pairs(Y, *, value=True, dup=False):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    C = Y.tocoo()
+    df = pd.DataFrame({"user": C.row.astype(np.int64), "item": C.col.astype(np.int64)})
+    if value:
+        df["value"] = C.data
+    if dup:   # every entry split in two halves: the pairs input sums duplicates, like a COO matrix
+        half = df.copy()
+        half["value"] = df["value"] / 2
+        df = pd.concat([half, half], ignore_index=True)
+    df = df.sample(frac=1.0, random_state=0).reset_index(drop=True)   # no order to rely on
+    return dd.from_pandas(df, npartitions=3)
+
+
+@pytest.mark.parametrize("n_blocks", [1, 3])
+def test_pairs_input_equals_matrix_input(dask_client, n_blocks):
+    Y = _matrix(6)
+    ref = fp.ocmf.fit(Y, 3, loss="logistic", n_iter=3, seed=2)
+    mod = distributed.fit(_pairs(Y), 3, method="ocmf", client=dask_client, n_blocks=n_blocks,
+                          shape=Y.shape, loss="logistic", n_iter=3, seed=2)
+    assert_same(ref, mod)
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, seed=2, alpha0=2.0, rho=0.5)
+    mod = distributed.fit(_pairs(Y, dup=True), 3, method="fbgd", client=dask_client,
+                          n_blocks=n_blocks, shape=Y.shape, n_iter=3, seed=2, alpha0=2.0, rho=0.5)
+    assert_same(ref, mod)
+
+
+def test_pairs_shape_from_largest_ids(dask_client):
+    Y = _matrix(7, empty_rows=0, empty_cols=0, density=0.5)
+    Y = sp.csr_array(Y.toarray().astype(bool).astype(float))
+    assert Y[[-1]].nnz and Y[:, [-1]].nnz          # the largest ids are present
+    ref = fp.ocmf.fit(Y, 2, loss="square", n_iter=2, seed=0)
+    mod = distributed.fit(_pairs(Y, value=False), 2, client=dask_client, loss="square",
+                          n_iter=2, seed=0)
+    assert mod.shape == Y.shape
+    assert_same(ref, mod)
+
+
+def test_bad_pairs_input(dask_client):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    def ddf(**cols):
+        return dd.from_pandas(pd.DataFrame(cols), npartitions=2)
+
+    with pytest.raises(ValueError, match=r"columns \['u', 'item'\].*'user' and 'item'.*missing \['user'\]"):
+        distributed.fit(ddf(u=[0, 1], item=[0, 1]), 2, client=dask_client)
+    with pytest.raises(TypeError, match="column 'item' must hold integer ids.*float64"):
+        distributed.fit(ddf(user=[0, 1], item=[0.0, 1.5]), 2, client=dask_client)
+    with pytest.raises(TypeError, match="column 'user' must hold integer ids.*got dtype (object|string)"):
+        distributed.fit(ddf(user=["a", "b"], item=[0, 1]), 2, client=dask_client)
+    with pytest.raises(ValueError, match=r"column 'user' has negative ids \(min -3\)"):
+        distributed.fit(ddf(user=[0, -3], item=[0, 1]), 2, client=dask_client)
+    with pytest.raises(ValueError, match=r"ids up to user 1, item 5, outside shape=\(2, 3\)"):
+        distributed.fit(ddf(user=[0, 1], item=[0, 5]), 2, client=dask_client, shape=(2, 3))
+    with pytest.raises(TypeError, match="column 'value' must be numeric"):
+        distributed.fit(ddf(user=[0, 1], item=[0, 1], value=["x", "y"]), 2, client=dask_client)
+    with pytest.raises(ValueError, match="'value' has negative values"):
+        distributed.fit(ddf(user=[0, 1], item=[0, 1], value=[1.0, -1.0]), 2, client=dask_client)
+    with pytest.raises(ValueError, match="is empty; pass shape"):
+        distributed.fit(ddf(user=np.zeros(0, np.int64), item=np.zeros(0, np.int64)), 2,
+                        client=dask_client)
