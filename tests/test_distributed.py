@@ -162,3 +162,94 @@ def test_bad_pairs_input(dask_client):
     with pytest.raises(ValueError, match="is empty; pass shape"):
         distributed.fit(ddf(user=np.zeros(0, np.int64), item=np.zeros(0, np.int64)), 2,
                         client=dask_client)
+
+
+# ---------------------------------------------------------------------------- losing a worker
+
+def test_worker_restart_mid_fit_gives_same_result(dask_client):
+    """A nanny restart between iterations drops every block and broadcast held by that worker;
+    the blocks are rebuilt from their source in the graph and the fit ends with the same model."""
+    Y = _matrix(8, m=16, n=12, empty_rows=3, empty_cols=2)
+    ref = fp.ocmf.fit(Y, 3, loss="logistic", n_iter=4, seed=3)
+    restarted = []
+
+    def kill(info):
+        if info["iter"] == 2:
+            victim = sorted(dask_client.scheduler_info()["workers"])[0]
+            dask_client.restart_workers([victim])
+            restarted.append(victim)
+
+    mod = distributed.fit(Y, 3, client=dask_client, n_blocks=3, loss="logistic", n_iter=4, seed=3,
+                          callback=kill)
+    assert restarted and restarted[0] not in dask_client.scheduler_info()["workers"]
+    assert_same(ref, mod)
+    dask_client.wait_for_workers(2, timeout=60)
+
+
+def test_worker_restart_with_pairs_input(dask_client):
+    """The same with a dataframe input: lost blocks are recomputed from their partitions."""
+    Y = _matrix(9)
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, seed=4, alpha0=2.0)
+
+    def kill(info):
+        if info["iter"] == 1:
+            dask_client.restart_workers([sorted(dask_client.scheduler_info()["workers"])[-1]])
+
+    mod = distributed.fit(_pairs(Y), 3, method="fbgd", client=dask_client, n_blocks=2,
+                          shape=Y.shape, n_iter=3, seed=4, alpha0=2.0, callback=kill)
+    assert_same(ref, mod)
+    dask_client.wait_for_workers(2, timeout=60)
+
+
+# ------------------------------------------------------- a scheduler and workers as processes
+
+def test_scheduler_and_workers_as_subprocesses(tmp_path):
+    """`dask scheduler` + two `dask worker` processes on 127.0.0.1, connected by address."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = str(Path(fp.__file__).resolve().parent.parent)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    sfile = tmp_path / "scheduler.json"
+    procs = []
+    try:
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--scheduler-file", str(sfile)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(2):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sfile),
+                 "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 60
+        while not sfile.exists():
+            assert time.monotonic() < deadline, "the dask scheduler did not start"
+            assert procs[0].poll() is None, "the dask scheduler exited"
+            time.sleep(0.2)
+        time.sleep(0.2)
+        address = json.loads(sfile.read_text())["address"]
+        from dask.distributed import Client
+        with Client(address) as c:
+            c.wait_for_workers(2, timeout=60)
+        Y = _matrix(10)
+        ref = fp.ocmf.fit(Y, 3, loss="square", rho=0.2, n_iter=3, seed=5)
+        mod = distributed.fit(Y, 3, client=address, n_blocks=2, loss="square", rho=0.2,
+                              n_iter=3, seed=5)
+        assert_same(ref, mod)
+        assert mod.params["distributed"]["n_workers"] == 2
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    assert all(p.poll() is not None for p in procs)
