@@ -25,7 +25,7 @@ def dask_client():
     from dask.distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
+                           dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
     client = Client(cluster)
     try:
         yield client

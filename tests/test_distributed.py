@@ -253,3 +253,73 @@ def test_scheduler_and_workers_as_subprocesses(tmp_path):
                 p.kill()
                 p.wait()
     assert all(p.poll() is not None for p in procs)
+
+
+# ------------------------------------------------------------------------------------ the CLI
+
+def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
+    from fastpu import cli
+
+    Y = _matrix(11, m=30, n=20, empty_rows=2, empty_cols=2)
+    path = tmp_path / "y.npz"
+    sp.save_npz(path, sp.csr_matrix(Y))
+    argv = ["run", "--data", str(path), "--test-frac", "0", "--param", "k=3", "--param",
+            "n_iter=3", "--param", "loss=square", "--save", str(tmp_path / "f.npz")]
+    assert cli.main(argv + ["--scheduler", dask_client.scheduler.address]) == 0
+    out, err = capsys.readouterr()
+    assert "[ocmf] iter   3" in err                 # progress per iteration
+    dist = np.load(tmp_path / "f.npz")["objective"]
+    assert cli.main(argv) == 0
+    single = np.load(tmp_path / "f.npz")["objective"]
+    np.testing.assert_allclose(dist, single, rtol=RTOL)
+    # a local cluster of one worker from --workers
+    assert cli.main(argv + ["--workers", "1", "--quiet", "--method", "fbgd",
+                            "--param", "loss=square"]) == 2
+    assert "unexpected parameters ['loss']" in capsys.readouterr().err
+    assert cli.main(["run", "--data", str(path), "--test-frac", "0", "--param", "k=3",
+                     "--param", "n_iter=2", "--method", "fbgd", "--workers", "1",
+                     "--save", str(tmp_path / "g.npz")]) == 0
+    assert "[fbgd] iter   2" in capsys.readouterr().err
+    assert cli.main(["run", "--data", str(path), "--method", "csrr", "--param", "variant=e",
+                     "--param", "k=2", "--scheduler", dask_client.scheduler.address]) == 2
+    assert "method='csrr' has no distributed form" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ bad input
+
+def test_bad_arguments(dask_client):
+    Y = _matrix(12)
+    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd'\], got 'nmf'"):
+        distributed.fit(Y, 2, method="nmf", client=dask_client)
+    with pytest.raises(ValueError, match="method='csrr' has no distributed form.*CSRR-I/II.*fastpu.csrr.fit"):
+        distributed.fit(Y, 2, method="csrr", client=dask_client)
+    with pytest.raises(ValueError, match="method='homf' has no distributed form.*fastpu.homf.fit"):
+        distributed.fit(Y, 2, method="homf", client=dask_client)
+    with pytest.raises(ValueError, match="negatives='full_logistic' has no distributed form.*LR-wLR"):
+        distributed.fit(Y, 2, loss="logistic", negatives="full_logistic", client=dask_client)
+    with pytest.raises(ValueError, match="negatives='sampled' has no distributed form"):
+        distributed.fit(Y, 2, negatives="sampled", client=dask_client)
+    with pytest.raises(ValueError, match="only the row-separable fast path.*user_features=ndarray.*fastpu.ocmf.fit"):
+        distributed.fit(Y, 2, user_features=np.ones((13, 2)), client=dask_client)
+    with pytest.raises(ValueError, match="item_graph=.*fastpu.ocmf.fit"):
+        distributed.fit(Y, 2, item_graph=sp.eye(9, format="csr"), lam_graph=1.0, client=dask_client)
+    with pytest.raises(ValueError, match="update='coordinate' is serial.*update='batch'"):
+        distributed.fit(Y, 2, method="fbgd", update="coordinate", client=dask_client)
+    with pytest.raises(ValueError, match="plain MF only.*item_features.*fastpu.fbgd.fit"):
+        distributed.fit(Y, 2, method="fbgd", item_features=np.ones((9, 2)), client=dask_client)
+    with pytest.raises(TypeError, match=r"unexpected parameters \['bogus'\]"):
+        distributed.fit(Y, 2, bogus=1, client=dask_client)
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client, an address string or None, got int"):
+        distributed.fit(Y, 2, client=3)
+    with pytest.raises(ValueError, match="n_workers starts a local cluster"):
+        distributed.fit(Y, 2, client=dask_client, n_workers=2)
+    with pytest.raises(TypeError, match="Y must be a scipy.sparse matrix or array, got ndarray"):
+        distributed.fit(Y.toarray(), 2, client=dask_client)
+    with pytest.raises(TypeError, match="shape= is only for a dask dataframe"):
+        distributed.fit(Y, 2, client=dask_client, shape=(13, 9))
+    with pytest.raises(ValueError, match="n_blocks must be >= 1"):
+        distributed.fit(Y, 2, client=dask_client, n_blocks=0)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        distributed.fit(Y, 0, client=dask_client)
+    with pytest.raises(ValueError, match="unknown loss .hinge.; expected one of"):
+        distributed.fit(Y, 2, loss="hinge", client=dask_client)

@@ -34,7 +34,8 @@ _NOT_DISTRIBUTED = {
 }
 
 
-def fit(Y, k, *, method="ocmf", client=None, n_blocks=None, shape=None, n_threads=None, **params):
+def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shape=None,
+        n_threads=None, **params):
     """Fit a method on a Dask cluster; the same model the single-machine ``fit`` returns.
 
     Parameters
@@ -52,8 +53,10 @@ def fit(Y, k, *, method="ocmf", client=None, n_blocks=None, shape=None, n_thread
         ``"fbgd"``: ``update="batch"`` without features.
     client : dask.distributed.Client, str or None
         A client; an address string (``"tcp://host:8786"``) to connect to a running scheduler;
-        or None to start a ``LocalCluster`` with one single-thread worker process per core.
-        A client or cluster started here is closed before returning.
+        or None to start a ``LocalCluster`` of single-thread worker processes (``n_workers``,
+        default one per core). A client or cluster started here is closed before returning.
+    n_workers : int, optional
+        Worker processes of the local cluster started when ``client`` is None.
     n_blocks : int, optional
         Number of row blocks of Y and of Yᵀ (default: the number of workers).
     shape : tuple (m, n), optional
@@ -104,7 +107,12 @@ def fit(Y, k, *, method="ocmf", client=None, n_blocks=None, shape=None, n_thread
             raise TypeError("shape= is only for a dask dataframe of pairs; a sparse Y has its own shape")
     if n_blocks is not None:
         n_blocks = V.check_int(n_blocks, name="n_blocks", minimum=1)
-    with _client(client) as c:
+    if n_workers is not None:
+        n_workers = V.check_int(n_workers, name="n_workers", minimum=1)
+        if client is not None:
+            raise ValueError("n_workers starts a local cluster; it cannot be combined with client="
+                             f"{client!r} (size that cluster where it is started instead)")
+    with _client(client, n_workers) as c:
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
         if pairs:
@@ -156,7 +164,7 @@ def _is_dask_dataframe(Y):
 
 
 @contextlib.contextmanager
-def _client(client):
+def _client(client, n_workers=None):
     """Yield a Client: the given one, one connected to an address, or a new LocalCluster's."""
     from dask.distributed import Client, LocalCluster
 
@@ -170,7 +178,7 @@ def _client(client):
     if client is not None:
         raise TypeError(f"client must be a dask.distributed.Client, an address string or None, "
                         f"got {type(client).__name__}")
-    n = os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+    n = n_workers or os.cpu_count() or 1
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                       env={"NUMBA_NUM_THREADS": "1"}) as cluster, Client(cluster) as c:
         yield c
