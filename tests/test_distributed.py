@@ -96,6 +96,31 @@ def test_fbgd_batch_equals_single_machine(dask_client, variant, n_blocks):
     np.testing.assert_allclose(mod.extras["neg_weights"], ref.extras["neg_weights"], rtol=1e-12)
 
 
+HOMF_VARIANTS = {
+    "plain": dict(T=3, lam=1e-2),
+    "T1": dict(T=1, lam=0.1),
+    "graphs": dict(T=2, lam=1e-2, alpha=0.3, g="linear", user_graph="S", item_graph="S"),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(HOMF_VARIANTS))
+def test_homf_dense_equals_single_machine(dask_client, variant, n_blocks):
+    Y = _matrix(13)
+    kw = dict(HOMF_VARIANTS[variant])
+    if kw.get("user_graph") == "S":
+        rng = np.random.default_rng(1)
+        for name, size in (("user_graph", Y.shape[0]), ("item_graph", Y.shape[1])):
+            S = sp.random_array((size, size), density=0.3, random_state=rng).toarray()
+            kw[name] = sp.csr_array(S + S.T)
+    ref = fp.homf.fit(Y, 3, mode="dense", n_iter=3, seed=9, n_threads=1, **kw)
+    mod = distributed.fit(Y, 3, method="homf", client=dask_client, n_blocks=n_blocks, n_iter=3,
+                          seed=9, **kw)
+    assert_same(ref, mod)
+    np.testing.assert_allclose([h["objective_v"] for h in mod.history],
+                               [h["objective_v"] for h in ref.history], rtol=RTOL)
+
+
 # ---------------------------------------------------------------------------------- pairs input
 
 def _pairs(Y, *, value=True, dup=False):
@@ -289,12 +314,14 @@ def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
 
 def test_bad_arguments(dask_client):
     Y = _matrix(12)
-    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd'\], got 'nmf'"):
+    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd', 'homf'\], got 'nmf'"):
         distributed.fit(Y, 2, method="nmf", client=dask_client)
     with pytest.raises(ValueError, match="method='csrr' has no distributed form.*CSRR-I/II.*fastpu.csrr.fit"):
         distributed.fit(Y, 2, method="csrr", client=dask_client)
-    with pytest.raises(ValueError, match="method='homf' has no distributed form.*fastpu.homf.fit"):
-        distributed.fit(Y, 2, method="homf", client=dask_client)
+    with pytest.raises(ValueError, match="HOMF's mode='exact'.*no distributed form; use mode='dense'"):
+        distributed.fit(Y, 2, method="homf", mode="exact", client=dask_client)
+    with pytest.raises(TypeError, match="HOMF builds its random-walk matrix.*scipy.sparse"):
+        distributed.fit(_pairs(Y), 2, method="homf", client=dask_client)
     with pytest.raises(ValueError, match="negatives='full_logistic' has no distributed form.*LR-wLR"):
         distributed.fit(Y, 2, loss="logistic", negatives="full_logistic", client=dask_client)
     with pytest.raises(ValueError, match="negatives='sampled' has no distributed form"):

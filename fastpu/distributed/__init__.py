@@ -26,11 +26,11 @@ __all__ = ["fit", "METHODS"]
 METHODS = {
     "ocmf": "the row-separable fast path (no features, no graphs, negatives='full')",
     "fbgd": "update='batch', plain MF (no features)",
+    "homf": "mode='dense' (with or without side graphs), on a scipy.sparse Y",
 }
 _NOT_DISTRIBUTED = {
     "csrr": "CSRR-e (variant='e') is planned but not implemented yet; CSRR-I/II keep a dense m×n "
             "U and have no distributed form — use fastpu.csrr.fit on one machine",
-    "homf": "HOMF has no distributed form yet — use fastpu.homf.fit on one machine",
 }
 
 
@@ -48,9 +48,12 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
         never passes through the client.
     k : int
         Rank.
-    method : {"ocmf", "fbgd"}
+    method : {"ocmf", "fbgd", "homf"}
         ``"ocmf"``: its row-separable fast path (no features, no graphs, ``negatives="full"``).
-        ``"fbgd"``: ``update="batch"`` without features.
+        ``"fbgd"``: ``update="batch"`` without features (the default here, where
+        ``fastpu.fbgd.fit``'s default is the serial ``"coordinate"``). ``"homf"``:
+        ``mode="dense"`` (the default here; ``fastpu.homf.fit`` defaults to ``"exact"``),
+        from a sparse ``Y`` only.
     client : dask.distributed.Client, str or None
         A client; an address string (``"tcp://host:8786"``) to connect to a running scheduler;
         or None to start a ``LocalCluster`` of single-thread worker processes (``n_workers``,
@@ -87,7 +90,7 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     >>> distributed.fit(data.Y, 4, method="nmf")
     Traceback (most recent call last):
     ...
-    ValueError: method must be one of ['ocmf', 'fbgd'], got 'nmf'
+    ValueError: method must be one of ['ocmf', 'fbgd', 'homf'], got 'nmf'
 
     With a cluster (not run here)::
 
@@ -112,20 +115,31 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
         if client is not None:
             raise ValueError("n_workers starts a local cluster; it cannot be combined with client="
                              f"{client!r} (size that cluster where it is started instead)")
+    if pairs and method == "homf":
+        raise TypeError("HOMF builds its random-walk matrix from the whole Y on the client; pass Y "
+                        "as a scipy.sparse matrix (a dask dataframe of pairs is for ocmf and fbgd)")
     with _client(client, n_workers) as c:
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
-        if pairs:
+        if method == "homf":
+            from . import _homf
+            model = _homf.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
+        elif pairs:
             layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers)
+            model = _fit_on_layout(c, layout, method, k, n_threads, params)
         else:
             layout = _blocks.layout_from_csr(c, Y, nb, workers)
-        try:
-            model = _driver(method).fit(c, layout, k, n_threads=n_threads, **params)
-        finally:
-            layout.release()
+            model = _fit_on_layout(c, layout, method, k, n_threads, params)
     if ids is not None:
         model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
     return model
+
+
+def _fit_on_layout(client, layout, method, k, n_threads, params):
+    try:
+        return _driver(method).fit(client, layout, k, n_threads=n_threads, **params)
+    finally:
+        layout.release()
 
 
 def _driver(method):
@@ -147,6 +161,9 @@ def _check_method(method, params):
             f"negatives={params['negatives']!r} has no distributed form (LR-wLR is dense O(mn), "
             "sampled negatives are drawn user by user); use negatives='full' (e.g. LR-wSQ) or "
             "fastpu.ocmf.fit on one machine")
+    if method == "homf" and params.get("mode", "dense") != "dense":
+        raise ValueError(f"HOMF's mode={params['mode']!r} (the paper's Ω_T) has no distributed "
+                         "form; use mode='dense', or fastpu.homf.fit on one machine")
     if method == "fbgd" and params.get("update", "batch") != "batch":
         raise ValueError(f"fbgd's update={params['update']!r} is serial (coordinate order); "
                          "the distributed fit supports update='batch', or use fastpu.fbgd.fit")
