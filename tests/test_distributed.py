@@ -121,6 +121,28 @@ def test_homf_dense_equals_single_machine(dask_client, variant, n_blocks):
                                [h["objective_v"] for h in ref.history], rtol=RTOL)
 
 
+CSRR_VARIANTS = {
+    "loss-I": dict(alpha=2.0, lam1=0.5, lam2=0.1),
+    "loss-II": dict(loss="II", alpha=0.8, lam1=0.1, lam2=0.05),
+    "fixed-eta": dict(eta=0.05, lam1=1.0, lam2=0.01),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(CSRR_VARIANTS))
+def test_csrr_e_equals_single_machine(dask_client, variant, n_blocks):
+    Y = _matrix(14)
+    Y.data[::7] = 0.0          # stored zeros are not positives (csrr drops them)
+    kw = CSRR_VARIANTS[variant]
+    ref = fp.csrr.fit(Y, 3, variant="e", n_iter=5, seed=6, n_threads=1, **kw)
+    mod = distributed.fit(Y, 3, method="csrr", client=dask_client, n_blocks=n_blocks, n_iter=5,
+                          seed=6, **kw)
+    assert_same(ref, mod)
+    assert [h["nnz_V"] for h in mod.history] == [h["nnz_V"] for h in ref.history]
+    assert mod.V.nnz == ref.V.nnz > 0
+    np.testing.assert_allclose(mod.V.toarray(), ref.V.toarray(), rtol=RTOL, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------------- pairs input
 
 def _pairs(Y, *, value=True, dup=False):
@@ -226,6 +248,22 @@ def test_worker_restart_with_pairs_input(dask_client):
     dask_client.wait_for_workers(2, timeout=60)
 
 
+def test_worker_restart_with_state_on_the_workers(dask_client):
+    """CSRR-e keeps V (per positive) on the workers between iterations: after a restart the lost
+    copies are recomputed from their lineage, and the model is the same."""
+    Y = _matrix(15)
+    ref = fp.csrr.fit(Y, 3, variant="e", n_iter=4, seed=8, lam2=0.05)
+
+    def kill(info):
+        if info["iter"] == 2:
+            dask_client.restart_workers([sorted(dask_client.scheduler_info()["workers"])[0]])
+
+    mod = distributed.fit(Y, 3, method="csrr", client=dask_client, n_blocks=3, n_iter=4, seed=8,
+                          lam2=0.05, callback=kill)
+    assert_same(ref, mod)
+    dask_client.wait_for_workers(2, timeout=60)
+
+
 # ------------------------------------------------------- a scheduler and workers as processes
 
 def test_scheduler_and_workers_as_subprocesses(tmp_path):
@@ -305,19 +343,22 @@ def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
                      "--param", "n_iter=2", "--method", "fbgd", "--workers", "1",
                      "--save", str(tmp_path / "g.npz")]) == 0
     assert "[fbgd] iter   2" in capsys.readouterr().err
-    assert cli.main(["run", "--data", str(path), "--method", "csrr", "--param", "variant=e",
-                     "--param", "k=2", "--scheduler", dask_client.scheduler.address]) == 2
-    assert "method='csrr' has no distributed form" in capsys.readouterr().err
+    assert cli.main(["run", "--data", str(path), "--method", "csrr", "--param", "variant=II",
+                     "--scheduler", dask_client.scheduler.address]) == 2
+    assert "CSRR-II keeps a dense m×n U" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------ bad input
 
 def test_bad_arguments(dask_client):
     Y = _matrix(12)
-    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd', 'homf'\], got 'nmf'"):
+    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd', 'homf', 'csrr'\], got 'nmf'"):
         distributed.fit(Y, 2, method="nmf", client=dask_client)
-    with pytest.raises(ValueError, match="method='csrr' has no distributed form.*CSRR-I/II.*fastpu.csrr.fit"):
-        distributed.fit(Y, 2, method="csrr", client=dask_client)
+    for variant in ("I", "II"):
+        with pytest.raises(ValueError, match=f"CSRR-{variant} keeps a dense m×n U.*variant='e'.*fastpu.csrr.fit"):
+            distributed.fit(Y, 2, method="csrr", variant=variant, client=dask_client)
+    with pytest.raises(ValueError, match="n_inner=3 has no distributed form"):
+        distributed.fit(Y, 2, method="csrr", n_inner=3, client=dask_client)
     with pytest.raises(ValueError, match="HOMF's mode='exact'.*no distributed form; use mode='dense'"):
         distributed.fit(Y, 2, method="homf", mode="exact", client=dask_client)
     with pytest.raises(TypeError, match="HOMF builds its random-walk matrix.*scipy.sparse"):

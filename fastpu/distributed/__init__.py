@@ -27,11 +27,9 @@ METHODS = {
     "ocmf": "the row-separable fast path (no features, no graphs, negatives='full')",
     "fbgd": "update='batch', plain MF (no features)",
     "homf": "mode='dense' (with or without side graphs), on a scipy.sparse Y",
+    "csrr": "variant='e' (U = P Qᵀ) with n_inner=1",
 }
-_NOT_DISTRIBUTED = {
-    "csrr": "CSRR-e (variant='e') is planned but not implemented yet; CSRR-I/II keep a dense m×n "
-            "U and have no distributed form — use fastpu.csrr.fit on one machine",
-}
+_NOT_DISTRIBUTED = {}
 
 
 def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shape=None,
@@ -48,12 +46,12 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
         never passes through the client.
     k : int
         Rank.
-    method : {"ocmf", "fbgd", "homf"}
+    method : {"ocmf", "fbgd", "homf", "csrr"}
         ``"ocmf"``: its row-separable fast path (no features, no graphs, ``negatives="full"``).
         ``"fbgd"``: ``update="batch"`` without features (the default here, where
         ``fastpu.fbgd.fit``'s default is the serial ``"coordinate"``). ``"homf"``:
         ``mode="dense"`` (the default here; ``fastpu.homf.fit`` defaults to ``"exact"``),
-        from a sparse ``Y`` only.
+        from a sparse ``Y`` only. ``"csrr"``: CSRR-e (``variant="e"``, ``n_inner=1``).
     client : dask.distributed.Client, str or None
         A client; an address string (``"tcp://host:8786"``) to connect to a running scheduler;
         or None to start a ``LocalCluster`` of single-thread worker processes (``n_workers``,
@@ -90,7 +88,7 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     >>> distributed.fit(data.Y, 4, method="nmf")
     Traceback (most recent call last):
     ...
-    ValueError: method must be one of ['ocmf', 'fbgd', 'homf'], got 'nmf'
+    ValueError: method must be one of ['ocmf', 'fbgd', 'homf', 'csrr'], got 'nmf'
 
     With a cluster (not run here)::
 
@@ -146,6 +144,9 @@ def _driver(method):
     if method == "ocmf":
         from . import _ocmf
         return _ocmf
+    if method == "csrr":
+        from . import _csrr
+        return _csrr
     from . import _fbgd
     return _fbgd
 
@@ -161,6 +162,10 @@ def _check_method(method, params):
             f"negatives={params['negatives']!r} has no distributed form (LR-wLR is dense O(mn), "
             "sampled negatives are drawn user by user); use negatives='full' (e.g. LR-wSQ) or "
             "fastpu.ocmf.fit on one machine")
+    if method == "csrr" and params.get("variant", "e") != "e":
+        raise ValueError(f"CSRR-{params['variant']} keeps a dense m×n U (singular value "
+                         "thresholding of the whole matrix) and has no distributed form; use "
+                         "variant='e' (U = P Qᵀ), or fastpu.csrr.fit on one machine")
     if method == "homf" and params.get("mode", "dense") != "dense":
         raise ValueError(f"HOMF's mode={params['mode']!r} (the paper's Ω_T) has no distributed "
                          "form; use mode='dense', or fastpu.homf.fit on one machine")
