@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -134,6 +135,14 @@ def layout_from_csr(client, Y, n_blocks, workers):
     YT = V.transpose_csr(Y)
     ub, ib = bounds(m, n_blocks), bounds(n, n_blocks)
     user, item = [], []
+    with warnings.catch_warnings():
+        # the slices are meant to be in the graph (see above): Dask's large-graph hint does not apply
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        _submit_blocks(client, Y, YT, ub, ib, m, n, n_blocks, workers, user, item)
+    return Layout((m, n), ub, ib, user, item, workers)
+
+
+def _submit_blocks(client, Y, YT, ub, ib, m, n, n_blocks, workers, user, item):
     for b in range(n_blocks):
         for (A, cuts, ncols, out, tag) in ((Y, ub, n, user, "Y"), (YT, ib, m, item, "YT")):
             lo, hi = int(cuts[b]), int(cuts[b + 1])
@@ -142,7 +151,20 @@ def layout_from_csr(client, Y, n_blocks, workers):
             out.append(client.submit(block_from_csr, lo, hi, ncols, *slice_csr(A, lo, hi),
                                      key=f"fastpu-block-{tag}-{b}-{_token()}",
                                      workers=[home(workers, b)], allow_other_workers=True))
-    return Layout((m, n), ub, ib, user, item, workers)
+
+
+def concat_first(*results):
+    """The rows of the new factors: the first element of every block's result, stacked."""
+    return np.concatenate([r[0] for r in results], axis=0)
+
+
+def concat(*parts):
+    return np.concatenate(parts, axis=0)
+
+
+def drop_first(result):
+    """Everything but the rows (the small sums the client needs)."""
+    return result[1:]
 
 
 def _token():

@@ -7,9 +7,11 @@ as :func:`fastpu.fbgd.fit` on the block's rows, returning the new rows, their Ad
 accumulators and the block's partial caches. The item half-step also returns the block's share
 of the loss on the positives, so the objective costs no extra pass.
 
-The Adagrad accumulators are sent with each task and returned with its result (they are state,
-not data: keeping them on the workers would tie a lost worker's recovery to every earlier
-iteration), so a re-run task sees the same inputs and gives the same numbers.
+The Adagrad accumulators are per-row state kept on the workers: each block's task reads them
+from the block's previous result. The new factors are assembled by a task on a worker from the
+blocks' rows, and the client receives only the g×g caches and scalars. Every input of a task is
+the output of another task (or the initial factors, held for the whole fit), so a result lost
+with a worker is recomputed from its lineage and a re-run gives the same numbers.
 """
 
 from __future__ import annotations
@@ -86,14 +88,15 @@ def positive_task(block, F, E, r_neg, n_threads):
         return float(rows.sum())
 
 
-def update_task(block, F, E, S, s, accum, r_neg, lr, reg, adagrad, with_loss, n_threads):
+def update_task(block, F, E, S, s, prev, r_neg, lr, reg, adagrad, with_loss, n_threads):
     """One batch step on rows lo:hi of F with the other side's caches (S, s).
 
+    ``prev`` is this block's previous result (its Adagrad accumulators), None at the start.
     Returns (new rows, new accumulators, partial cache S, partial s, Σ rows², positive loss).
     """
     with limit_threads(n_threads):
         theta = np.array(F[block.lo:block.hi], order="C")
-        accum = np.array(accum, order="C")
+        accum = np.zeros_like(theta) if prev is None else np.array(prev[1], order="C")
         g = theta.shape[1]
         G = np.empty_like(theta)
         if theta.shape[0]:
@@ -173,13 +176,13 @@ def fit(client, layout, k, *, alpha0=None, rho=0.0, neg_weights=None, pos_weight
     ib = [client.submit(make_block, c, neg_f, apos, rpos, r_neg, True, **on(b))
           for b, c in enumerate(layout.item)]
     const = r_neg * r_neg * m * float(neg.sum())
-    acc_p = [np.zeros((int(layout.ub[b + 1] - layout.ub[b]), k)) for b in range(layout.n_blocks)]
-    acc_q = [np.zeros((int(layout.ib[b + 1] - layout.ib[b]), k)) for b in range(layout.n_blocks)]
+    prev_p = [None] * layout.n_blocks
+    prev_q = [None] * layout.n_blocks
     progress = Progress("fbgd", verbose=verbose, callback=callback)
-    futs = [neg_f] + ub + ib
+    roots = client.scatter([P, Q], broadcast=True, hash=False)
+    futs = [neg_f] + ub + ib + list(roots)
     try:
-        P_f, Q_f = client.scatter([P, Q], broadcast=True, hash=False)
-        futs += [P_f, Q_f]
+        P_f, Q_f = roots
         Sq, sq = _sum(client.gather([client.submit(cache_task, blk, Q_f, n_threads, **on(b))
                                      for b, blk in enumerate(ib)]))
         Sp, sp_ = _sum(client.gather([client.submit(cache_task, blk, P_f, n_threads, **on(b))
@@ -189,32 +192,34 @@ def fit(client, layout, k, *, alpha0=None, rho=0.0, neg_weights=None, pos_weight
         init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos0) + _penalty(reg, P, Q)
         opts = dict(r_neg=r_neg, lr=lr, reg=reg, adagrad=adagrad, n_threads=n_threads)
         for it in range(1, n_iter + 1):
-            res = client.gather([client.submit(update_task, blk, P_f, Q_f, Sq, sq, acc_p[b],
-                                               with_loss=False, **opts, **on(b))
-                                 for b, blk in enumerate(ub)])
-            P = np.concatenate([r[0] for r in res])
-            acc_p = [r[1] for r in res]
-            Sp, sp_ = _sum([r[2:4] for r in res])
-            P_f.release()
-            P_f = client.scatter(P, broadcast=True, hash=False)
-            res = client.gather([client.submit(update_task, blk, Q_f, P_f, Sp, sp_, acc_q[b],
-                                               with_loss=True, **opts, **on(b))
-                                 for b, blk in enumerate(ib)])
-            Q = np.concatenate([r[0] for r in res])
-            acc_q = [r[1] for r in res]
-            Sq, sq = _sum([r[2:4] for r in res])
-            Q_f.release()
-            Q_f = client.scatter(Q, broadcast=True, hash=False)
-            futs[-2:] = [P_f, Q_f]
-            loss = _loss(Sq, sq, Sp, sp_, r_neg, const, sum(r[5] for r in res))
-            if progress.step(it, loss + _penalty(reg, P, Q), loss=loss):
+            prev_p = [client.submit(update_task, blk, P_f, Q_f, Sq, sq, prev_p[b],
+                                    with_loss=False, **opts, **on(b)) for b, blk in enumerate(ub)]
+            P_f = client.submit(_blocks.concat_first, *prev_p, pure=False)
+            res = client.gather([client.submit(_small, r, **on(b)) for b, r in enumerate(prev_p)])
+            Sp, sp_ = _sum(res)
+            sq_p = sum(r[2] for r in res)
+            prev_q = [client.submit(update_task, blk, Q_f, P_f, Sp, sp_, prev_q[b],
+                                    with_loss=True, **opts, **on(b)) for b, blk in enumerate(ib)]
+            Q_f = client.submit(_blocks.concat_first, *prev_q, pure=False)
+            res = client.gather([client.submit(_small, r, **on(b)) for b, r in enumerate(prev_q)])
+            Sq, sq = _sum(res)
+            sq_q = sum(r[2] for r in res)
+            loss = _loss(Sq, sq, Sp, sp_, r_neg, const, sum(r[3] for r in res))
+            penalty = 0.0 if reg == 0.0 else reg * (sq_p + sq_q)
+            if progress.step(it, loss + penalty, loss=loss):
                 break
+        P, Q = client.gather([P_f, Q_f])
     finally:
         for f in futs:
             f.release()
     extras = dict(V_user=P.copy(), V_item=Q.copy(), neg_weights=neg, initial_objective=init)
     return Factorization(user_factors=P, item_factors=Q, history=progress.history, params=params,
                          method="fbgd", extras=extras)
+
+
+def _small(result):
+    """(partial S, partial s, Σ rows², positive loss): what the client needs of a block's result."""
+    return result[2], result[3], result[4], result[5]
 
 
 def _negative_weights(counts, alpha0, rho):

@@ -3,7 +3,7 @@
 A dense half-step computes Z = f_T(P) L = (1/T) Σ_{l=1}^T P^l L by Horner's rule
 (a_1 = P L, a_t = a_1 + P a_{t-1}; P = A or Aᵀ) and solves (LᵀL + 2λI) new = Zᵀ for every row.
 Each Horner step is a sparse × dense product over row blocks of P: a block needs its own rows of
-P and the whole previous a_{t-1}, which is broadcast once per step. The k×k system is the same for
+P and the whole previous a_{t-1}, assembled by a task and fetched once per worker and step. The k×k system is the same for
 every row, so the rows of the new factor are solved block by block with the Cholesky factor
 computed on the client from the blocks' partial Grams.
 
@@ -118,26 +118,27 @@ def fit(client, Y, workers, n_blocks, k, *, T=4, alpha=0.5, user_graph=None, ite
 
 
 def _half(client, blocks, on, L, LtL, T, lam, n_threads):
-    """One dense half-step: the T Horner products (one broadcast each), then the row solves."""
+    """One dense half-step: the T Horner products, then the row solves.
+
+    Each step's full a_{t-1} is assembled by a task on a worker and fetched once by every worker
+    that runs a block; the client gets only the k×k sums and, at the end, the new factor's rows.
+    The previous factor ``L`` is the client's (it is the model's output anyway), scattered once.
+    """
     k = L.shape[1]
     cho = sla.cho_factor(LtL + 2.0 * lam * np.eye(k), lower=True)
-    held = [client.scatter(L, broadcast=True, hash=False)]
+    L_f = client.scatter(L, broadcast=True, hash=False)
     try:
-        first = [client.submit(first_task, blk, held[0], n_threads, **on[b])
+        first = [client.submit(first_task, blk, L_f, n_threads, **on[b])
                  for b, blk in enumerate(blocks)]
-        held += first
         prev = first
         for _ in range(2, T + 1):
-            full = client.scatter(np.concatenate(client.gather(prev)), broadcast=True, hash=False)
-            held.append(full)
+            full = client.submit(_blocks.concat, *prev, pure=False)
             prev = [client.submit(step_task, blk, first[b], full, n_threads, **on[b])
                     for b, blk in enumerate(blocks)]
-            held += prev
         res = client.gather([client.submit(solve_task, prev[b], T, cho, n_threads, **on[b])
                              for b in range(len(blocks))])
     finally:
-        for f in held:
-            f.release()
+        L_f.release()
     new = np.concatenate([r[0] for r in res])
     return (new, float(sum(r[1] for r in res)), _sum_mats([r[2] for r in res]),
             float(sum(r[3] for r in res)))

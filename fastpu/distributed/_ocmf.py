@@ -4,14 +4,18 @@ With no features and no graph, the sub-problem of one side separates into one k-
 problem per row (see :mod:`fastpu._kernels.updates`); a row needs only its own entries, the other
 side's factors E, and the k×k / k-vector sums M = Eᵀ diag(q) E, κ = Eᵀ q. A half-step is therefore
 
-1. the other side's factors E broadcast to every worker once (``client.scatter(broadcast=True)``),
-   M and κ summed on the client from the k×k partials the previous half-step returned;
+1. the other side's factors E, assembled by one task from the previous half-step's blocks and
+   fetched once by every worker that runs a block (worker to worker: the factors never pass
+   through the client until the end); M and κ summed on the client from the k×k partials the
+   previous half-step returned;
 2. one task per row block (on the worker that holds the block): copy the block's rows of the
    previous factors, run the same ``row_newton`` kernel as the single-machine fit, and return the
    new rows with their own partial Gram (the next half-step's M, κ), the block's part of the
    objective and of the regulariser.
 
-Everything a task reads is its block and broadcast inputs, so a re-run gives the same numbers.
+Everything a task reads is its block and broadcast inputs, so a re-run gives the same numbers;
+and every input is the output of a task (or the initial factors, held for the whole fit), so a
+result lost with a worker is recomputed from its lineage.
 """
 
 from __future__ import annotations
@@ -158,39 +162,43 @@ def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=N
     iblocks = [client.submit(make_block, c, q_f, pw_f, workers=[_blocks.home(layout.workers, b)], **sub)
                for b, c in enumerate(layout.item)]
     progress = Progress("ocmf", verbose=verbose, callback=callback)
+    # the initial factors are the roots of every later task's lineage: held for the whole fit
+    roots = client.scatter([W, H], broadcast=True, hash=False)
     try:
-        W_f, H_f = client.scatter([W, H], broadcast=True, hash=False)
+        W_f, H_f = roots
         parts = client.gather([client.submit(gram_task, blk, H_f, n_threads, pure=False,
                                              workers=[_blocks.home(layout.workers, b)], **sub)
                                for b, blk in enumerate(iblocks)])
         M_h, kappa_h = _sum_parts(parts, 0, 1)
         half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
         for it in range(1, n_iter + 1):
-            W, _, M_w, kappa_w, reg_w = _half_step(client, layout, ublocks, W_f, H_f, M_h, kappa_h, half)
-            W_f.release()
-            W_f = client.scatter(W, broadcast=True, hash=False)
-            H, f_h, M_h, kappa_h, _ = _half_step(client, layout, iblocks, H_f, W_f, M_w, kappa_w, half)
-            H_f.release()
-            H_f = client.scatter(H, broadcast=True, hash=False)
+            W_f, _, M_w, kappa_w, reg_w = _half_step(client, layout, ublocks, W_f, H_f, M_h,
+                                                     kappa_h, half)
+            H_f, f_h, M_h, kappa_h, _ = _half_step(client, layout, iblocks, H_f, W_f, M_w,
+                                                   kappa_w, half)
             obj = f_h + const + reg_w
             if progress.step(it, obj, inner=0):
                 break
+        W, H = client.gather([W_f, H_f])
     finally:
-        for f in ublocks + iblocks + [pw_f, q_f]:
+        for f in ublocks + iblocks + [pw_f, q_f] + list(roots):
             f.release()
     return Factorization(W, H, progress.history, params, "ocmf", {})
 
 
 def _half_step(client, layout, blocks, F_f, E_f, M, kappa, half):
-    futs = [client.submit(update_task, blk, F_f, E_f, M, kappa, pure=False,
-                          workers=[_blocks.home(layout.workers, b)], allow_other_workers=True, **half)
+    """One task per block; the new factors are assembled by a task on a worker (the client gets
+    only the k×k sums) and the next half-step's tasks fetch them once per worker."""
+    on = [dict(workers=[_blocks.home(layout.workers, b)], allow_other_workers=True, pure=False)
+          for b in range(len(blocks))]
+    futs = [client.submit(update_task, blk, F_f, E_f, M, kappa, **half, **on[b])
             for b, blk in enumerate(blocks)]
-    res = client.gather(futs)
-    F = np.concatenate([r[0] for r in res], axis=0)
-    f = float(sum(r[1] for r in res))
-    M_new, kappa_new = _sum_parts(res, 2, 3)
-    reg = float(sum(r[4] for r in res))
-    return F, f, M_new, kappa_new, reg
+    F_new = client.submit(_blocks.concat_first, *futs, pure=False)
+    res = client.gather([client.submit(_blocks.drop_first, f, **on[b]) for b, f in enumerate(futs)])
+    f = float(sum(r[0] for r in res))
+    M_new, kappa_new = _sum_parts(res, 1, 2)
+    reg = float(sum(r[3] for r in res))
+    return F_new, f, M_new, kappa_new, reg
 
 
 def _sum_parts(parts, iM, ik):
