@@ -51,6 +51,12 @@ def median_iter(model):
     return float(np.median(t[1:] if t.size > 1 else t))
 
 
+def min_iter(model):
+    """The fastest iteration: on a shared machine the least disturbed by other processes."""
+    t = per_iteration(model.history)
+    return float(np.min(t[1:] if t.size > 1 else t))
+
+
 def load():
     return os.getloadavg()
 
@@ -107,6 +113,7 @@ def main():
     single(Y[:200], k, n_iter=1, n_threads=2, **kw)
     ref = single(Y, k, n_iter=n_iter, seed=0, n_threads=2, **kw)
     t_single = median_iter(ref)
+    best = {"single": min_iter(ref)}
     print(f"single process, 2 threads: {t_single:.3f} s/iter", flush=True)
 
     res = {}
@@ -122,8 +129,10 @@ def main():
             model = dist_fit(client, Y, k, args.method, kw, n_iter)
             b2, s2 = out_bytes(client), counter.total
             res[workers] = median_iter(model)
+            best[workers] = min_iter(model)
             half = dist_fit(client, Yh, k, args.method, kw, n_iter)
             res[(workers, "half")] = median_iter(half)
+            best[(workers, "half")] = min_iter(half)
             per_it_w = ((b2 - b1) - (b1 - b0)) / (n_iter - 2)
             per_it_c = ((s2 - s1) - (s1 - s0)) / (n_iter - 2)
             byte_rows.append((workers, per_it_w, per_it_c))
@@ -154,15 +163,18 @@ def main():
     lines.append(f"Data: power-law PU matrix {m:,} × {n:,}, {nnz:,} positives, k = {k}, "
                  f"{args.method} {kw}; {n_iter} iterations, median of iterations 2..{n_iter}.\n")
     lines.append(md_table(
-        ["fit", "s / iteration", "vs single process (2 threads)", "objective rel. diff vs single"],
-        [["single process, 2 numba threads", f"{t_single:.3f}", "1.00", "—"],
+        ["fit", "s / iteration (median)", "vs single (median)", "s / iteration (fastest)",
+         "vs single (fastest)", "objective rel. diff vs single"],
+        [["single process, 2 numba threads", f"{t_single:.3f}", "1.00", f"{best['single']:.3f}",
+          "1.00", "—"],
          ["distributed, 2 workers × 1 thread", f"{res[2]:.3f}", f"{res[2] / t_single:.2f}x",
-          f"{res[(2, 'rel')]:.1e}"],
+          f"{best[2]:.3f}", f"{best[2] / best['single']:.2f}x", f"{res[(2, 'rel')]:.1e}"],
          ["distributed, 1 worker × 1 thread", f"{res[1]:.3f}", f"{res[1] / t_single:.2f}x",
-          f"{res[(1, 'rel')]:.1e}"]]))
-    lines.append(f"\n1 → 2 workers speed-up: **{res[1] / res[2]:.2f}x**. "
+          f"{best[1]:.3f}", f"{best[1] / best['single']:.2f}x", f"{res[(1, 'rel')]:.1e}"]]))
+    lines.append(f"\n1 → 2 workers speed-up: **{res[1] / res[2]:.2f}x** (median), "
+                 f"**{best[1] / best[2]:.2f}x** (fastest iterations). "
                  f"Distributed (2 workers) / single process (2 threads): **{res[2] / t_single:.2f}x** "
-                 "(goal <= 1.3x).\n")
+                 f"(median), **{best[2] / best['single']:.2f}x** (fastest); goal <= 1.3x.\n")
     lines.append(md_table(
         ["workers", "worker transfers / iter (MB)", "client scatter uploads / iter (MB)",
          "total / iter (MB)", "model (m+n)·k·8 per half-step (MB)", "total / (2 half-steps of model)"],
