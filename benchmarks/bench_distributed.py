@@ -86,12 +86,13 @@ def cluster(n_workers):
     from dask.distributed import Client, LocalCluster
 
     c = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                     dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
+                     dashboard_address=":0")
     return c, Client(c)
 
 
 def dist_fit(client, Y, k, method, kw, n_iter):
-    return distributed.fit(Y, k, method=method, client=client, n_iter=n_iter, seed=0, **kw)
+    return distributed.fit(Y, k, method=method, client=client, n_iter=n_iter, seed=0, n_threads=1,
+                           **kw)
 
 
 def main():

@@ -21,11 +21,13 @@ def rng():
 @pytest.fixture(scope="session")
 def dask_client():
     """A real multi-process Dask cluster for the whole session: 2 single-thread workers (spawned,
-    so numba's parallel kernels run; 1 numba thread each)."""
+    so numba's parallel kernels run). The tests ask for 1 numba thread per task (``n_threads=1``):
+    a worker started with a different NUMBA_NUM_THREADS in its nanny ``env`` fails on its first
+    numba compilation (numba re-reads the environment then)."""
     from dask.distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
+                           dashboard_address=":0")
     client = Client(cluster)
     try:
         yield client

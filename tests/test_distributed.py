@@ -5,10 +5,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import functools
+
 import fastpu as fp
 from fastpu import distributed
 
 RTOL = 1e-8
+# one numba thread per task: the test cluster has 2 single-thread workers on a shared machine
+dfit = functools.partial(distributed.fit, n_threads=1)
 
 
 def _matrix(seed=0, m=13, n=9, empty_rows=5, empty_cols=3, density=0.35):
@@ -51,10 +55,42 @@ def test_ocmf_equals_single_machine(dask_client, variant, n_blocks):
         rng = np.random.default_rng(3)
         kw["p"], kw["q"] = rng.uniform(0.5, 2, Y.shape[0]), rng.uniform(0.5, 2, Y.shape[1])
     ref = fp.ocmf.fit(Y, 3, n_iter=3, seed=7, n_threads=1, **kw)
-    mod = distributed.fit(Y, 3, method="ocmf", client=dask_client, n_blocks=n_blocks, n_iter=3,
+    mod = dfit(Y, 3, method="ocmf", client=dask_client, n_blocks=n_blocks, n_iter=3,
                           seed=7, **kw)
     assert_same(ref, mod)
     assert mod.params["distributed"]["n_blocks"] == n_blocks
+
+
+def _features(m, n):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((m, 4))
+    Z = sp.random_array((n, 5), density=0.5, random_state=1, format="csr")
+    return X, Z
+
+
+OCMF_FEATURES = {
+    "user-dense": dict(loss="logistic", rho=0.05, lam=0.5, user_features="X"),
+    "item-sparse": dict(loss="logistic", rho=0.05, lam=0.5, item_features="Z"),
+    "both-square": dict(loss="square", rho=0.3, lam=0.5, user_features="X", item_features="Z"),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(OCMF_FEATURES))
+def test_ocmf_features_tron_equals_single_machine(dask_client, variant, n_blocks):
+    """A side with features is solved by TRON on the client with block-sum fun/grad/hessp."""
+    Y = _matrix(1)
+    X, Z = _features(*Y.shape)
+    kw = {key: {"X": X, "Z": Z}.get(v, v) if isinstance(v, str) else v
+          for key, v in OCMF_FEATURES[variant].items()}
+    ref = fp.ocmf.fit(Y, 3, n_iter=3, seed=7, n_threads=1, **kw)
+    mod = dfit(Y, 3, client=dask_client, n_blocks=n_blocks, n_iter=3, seed=7, **kw)
+    assert_same(ref, mod)
+    assert [h["inner"] for h in mod.history] == [h["inner"] for h in ref.history]
+    for name in ("W", "H"):
+        assert (name in mod.extras) == (name in ref.extras)
+        if name in ref.extras:
+            np.testing.assert_allclose(mod.extras[name], ref.extras[name], rtol=1e-7, atol=1e-12)
 
 
 def test_ocmf_init_and_float32(dask_client):
@@ -63,7 +99,7 @@ def test_ocmf_init_and_float32(dask_client):
     W0, H0 = rng.standard_normal((20, 4)) * 0.1, rng.standard_normal((11, 4)) * 0.1
     for dtype in ("float64", "float32"):
         ref = fp.ocmf.fit(Y, 4, loss="logistic", n_iter=2, init=(W0, H0), dtype=dtype)
-        mod = distributed.fit(Y, 4, client=dask_client, n_blocks=2, loss="logistic", n_iter=2,
+        mod = dfit(Y, 4, client=dask_client, n_blocks=2, loss="logistic", n_iter=2,
                               init=(W0, H0), dtype=dtype)
         assert mod.user_factors.dtype == np.dtype(dtype)
         if dtype == "float64":
@@ -88,7 +124,7 @@ def test_fbgd_batch_equals_single_machine(dask_client, variant, n_blocks):
     if kw.get("neg_weights") == "w":
         kw["neg_weights"] = np.random.default_rng(5).uniform(0.1, 1.0, Y.shape[1])
     ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=4, seed=11, n_threads=1, **kw)
-    mod = distributed.fit(Y, 3, method="fbgd", client=dask_client, n_blocks=n_blocks, n_iter=4,
+    mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=n_blocks, n_iter=4,
                           seed=11, **kw)
     assert_same(ref, mod)
     np.testing.assert_allclose(mod.extras["initial_objective"], ref.extras["initial_objective"],
@@ -114,7 +150,7 @@ def test_homf_dense_equals_single_machine(dask_client, variant, n_blocks):
             S = sp.random_array((size, size), density=0.3, random_state=rng).toarray()
             kw[name] = sp.csr_array(S + S.T)
     ref = fp.homf.fit(Y, 3, mode="dense", n_iter=3, seed=9, n_threads=1, **kw)
-    mod = distributed.fit(Y, 3, method="homf", client=dask_client, n_blocks=n_blocks, n_iter=3,
+    mod = dfit(Y, 3, method="homf", client=dask_client, n_blocks=n_blocks, n_iter=3,
                           seed=9, **kw)
     assert_same(ref, mod)
     np.testing.assert_allclose([h["objective_v"] for h in mod.history],
@@ -135,7 +171,7 @@ def test_csrr_e_equals_single_machine(dask_client, variant, n_blocks):
     Y.data[::7] = 0.0          # stored zeros are not positives (csrr drops them)
     kw = CSRR_VARIANTS[variant]
     ref = fp.csrr.fit(Y, 3, variant="e", n_iter=5, seed=6, n_threads=1, **kw)
-    mod = distributed.fit(Y, 3, method="csrr", client=dask_client, n_blocks=n_blocks, n_iter=5,
+    mod = dfit(Y, 3, method="csrr", client=dask_client, n_blocks=n_blocks, n_iter=5,
                           seed=6, **kw)
     assert_same(ref, mod)
     assert [h["nnz_V"] for h in mod.history] == [h["nnz_V"] for h in ref.history]
@@ -165,11 +201,11 @@ def _pairs(Y, *, value=True, dup=False):
 def test_pairs_input_equals_matrix_input(dask_client, n_blocks):
     Y = _matrix(6)
     ref = fp.ocmf.fit(Y, 3, loss="logistic", n_iter=3, seed=2)
-    mod = distributed.fit(_pairs(Y), 3, method="ocmf", client=dask_client, n_blocks=n_blocks,
+    mod = dfit(_pairs(Y), 3, method="ocmf", client=dask_client, n_blocks=n_blocks,
                           shape=Y.shape, loss="logistic", n_iter=3, seed=2)
     assert_same(ref, mod)
     ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, seed=2, alpha0=2.0, rho=0.5)
-    mod = distributed.fit(_pairs(Y, dup=True), 3, method="fbgd", client=dask_client,
+    mod = dfit(_pairs(Y, dup=True), 3, method="fbgd", client=dask_client,
                           n_blocks=n_blocks, shape=Y.shape, n_iter=3, seed=2, alpha0=2.0, rho=0.5)
     assert_same(ref, mod)
 
@@ -179,7 +215,7 @@ def test_pairs_shape_from_largest_ids(dask_client):
     Y = sp.csr_array(Y.toarray().astype(bool).astype(float))
     assert Y[[-1]].nnz and Y[:, [-1]].nnz          # the largest ids are present
     ref = fp.ocmf.fit(Y, 2, loss="square", n_iter=2, seed=0)
-    mod = distributed.fit(_pairs(Y, value=False), 2, client=dask_client, loss="square",
+    mod = dfit(_pairs(Y, value=False), 2, client=dask_client, loss="square",
                           n_iter=2, seed=0)
     assert mod.shape == Y.shape
     assert_same(ref, mod)
@@ -193,21 +229,21 @@ def test_bad_pairs_input(dask_client):
         return dd.from_pandas(pd.DataFrame(cols), npartitions=2)
 
     with pytest.raises(ValueError, match=r"columns \['u', 'item'\].*'user' and 'item'.*missing \['user'\]"):
-        distributed.fit(ddf(u=[0, 1], item=[0, 1]), 2, client=dask_client)
+        dfit(ddf(u=[0, 1], item=[0, 1]), 2, client=dask_client)
     with pytest.raises(TypeError, match="column 'item' must hold integer ids.*float64"):
-        distributed.fit(ddf(user=[0, 1], item=[0.0, 1.5]), 2, client=dask_client)
+        dfit(ddf(user=[0, 1], item=[0.0, 1.5]), 2, client=dask_client)
     with pytest.raises(TypeError, match="column 'user' must hold integer ids.*got dtype (object|string)"):
-        distributed.fit(ddf(user=["a", "b"], item=[0, 1]), 2, client=dask_client)
+        dfit(ddf(user=["a", "b"], item=[0, 1]), 2, client=dask_client)
     with pytest.raises(ValueError, match=r"column 'user' has negative ids \(min -3\)"):
-        distributed.fit(ddf(user=[0, -3], item=[0, 1]), 2, client=dask_client)
+        dfit(ddf(user=[0, -3], item=[0, 1]), 2, client=dask_client)
     with pytest.raises(ValueError, match=r"ids up to user 1, item 5, outside shape=\(2, 3\)"):
-        distributed.fit(ddf(user=[0, 1], item=[0, 5]), 2, client=dask_client, shape=(2, 3))
+        dfit(ddf(user=[0, 1], item=[0, 5]), 2, client=dask_client, shape=(2, 3))
     with pytest.raises(TypeError, match="column 'value' must be numeric"):
-        distributed.fit(ddf(user=[0, 1], item=[0, 1], value=["x", "y"]), 2, client=dask_client)
+        dfit(ddf(user=[0, 1], item=[0, 1], value=["x", "y"]), 2, client=dask_client)
     with pytest.raises(ValueError, match="'value' has negative values"):
-        distributed.fit(ddf(user=[0, 1], item=[0, 1], value=[1.0, -1.0]), 2, client=dask_client)
+        dfit(ddf(user=[0, 1], item=[0, 1], value=[1.0, -1.0]), 2, client=dask_client)
     with pytest.raises(ValueError, match="is empty; pass shape"):
-        distributed.fit(ddf(user=np.zeros(0, np.int64), item=np.zeros(0, np.int64)), 2,
+        dfit(ddf(user=np.zeros(0, np.int64), item=np.zeros(0, np.int64)), 2,
                         client=dask_client)
 
 
@@ -227,7 +263,7 @@ def test_worker_restart_mid_fit_gives_same_result(dask_client):
             dask_client.restart_workers([victim])
             restarted.append(victim)
 
-    mod = distributed.fit(_pairs(Y), 3, client=dask_client, n_blocks=3, shape=Y.shape,
+    mod = dfit(_pairs(Y), 3, client=dask_client, n_blocks=3, shape=Y.shape,
                           loss="logistic", n_iter=4, seed=3, callback=kill)
     assert restarted and restarted[0] not in dask_client.scheduler_info()["workers"]
     assert_same(ref, mod)
@@ -244,7 +280,7 @@ def test_worker_restart_with_state_on_the_workers(dask_client):
         if info["iter"] == 2:
             dask_client.restart_workers([sorted(dask_client.scheduler_info()["workers"])[0]])
 
-    mod = distributed.fit(Y, 3, method="csrr", client=dask_client, n_blocks=3, n_iter=4, seed=8,
+    mod = dfit(Y, 3, method="csrr", client=dask_client, n_blocks=3, n_iter=4, seed=8,
                           lam2=0.05, callback=kill)
     assert_same(ref, mod)
     dask_client.wait_for_workers(2, timeout=60)
@@ -288,7 +324,7 @@ def test_scheduler_and_workers_as_subprocesses(tmp_path):
             c.wait_for_workers(2, timeout=60)
         Y = _matrix(10)
         ref = fp.ocmf.fit(Y, 3, loss="square", rho=0.2, n_iter=3, seed=5)
-        mod = distributed.fit(Y, 3, client=address, n_blocks=2, loss="square", rho=0.2,
+        mod = dfit(Y, 3, client=address, n_blocks=2, loss="square", rho=0.2,
                               n_iter=3, seed=5)
         assert_same(ref, mod)
         assert mod.params["distributed"]["n_workers"] == 2
@@ -336,41 +372,47 @@ def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
 def test_bad_arguments(dask_client):
     Y = _matrix(12)
     with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd', 'homf', 'csrr'\], got 'nmf'"):
-        distributed.fit(Y, 2, method="nmf", client=dask_client)
+        dfit(Y, 2, method="nmf", client=dask_client)
     for variant in ("I", "II"):
         with pytest.raises(ValueError, match=f"CSRR-{variant} keeps a dense m×n U.*variant='e'.*fastpu.csrr.fit"):
-            distributed.fit(Y, 2, method="csrr", variant=variant, client=dask_client)
+            dfit(Y, 2, method="csrr", variant=variant, client=dask_client)
     with pytest.raises(ValueError, match="n_inner=3 has no distributed form"):
-        distributed.fit(Y, 2, method="csrr", n_inner=3, client=dask_client)
+        dfit(Y, 2, method="csrr", n_inner=3, client=dask_client)
     with pytest.raises(ValueError, match="HOMF's mode='exact'.*no distributed form; use mode='dense'"):
-        distributed.fit(Y, 2, method="homf", mode="exact", client=dask_client)
+        dfit(Y, 2, method="homf", mode="exact", client=dask_client)
     with pytest.raises(TypeError, match="HOMF builds its random-walk matrix.*scipy.sparse"):
-        distributed.fit(_pairs(Y), 2, method="homf", client=dask_client)
+        dfit(_pairs(Y), 2, method="homf", client=dask_client)
     with pytest.raises(ValueError, match="negatives='full_logistic' has no distributed form.*LR-wLR"):
-        distributed.fit(Y, 2, loss="logistic", negatives="full_logistic", client=dask_client)
+        dfit(Y, 2, loss="logistic", negatives="full_logistic", client=dask_client)
     with pytest.raises(ValueError, match="negatives='sampled' has no distributed form"):
-        distributed.fit(Y, 2, negatives="sampled", client=dask_client)
-    with pytest.raises(ValueError, match="only the row-separable fast path.*user_features=ndarray.*fastpu.ocmf.fit"):
-        distributed.fit(Y, 2, user_features=np.ones((13, 2)), client=dask_client)
+        dfit(Y, 2, negatives="sampled", client=dask_client)
+    with pytest.raises(ValueError, match="features with TRON \\(no graphs.*user_graph=.*fastpu.ocmf.fit"):
+        dfit(Y, 2, user_graph=sp.eye(13, format="csr"), lam_graph=1.0, client=dask_client)
+    with pytest.raises(ValueError, match="solver='gd' has no distributed form"):
+        dfit(Y, 2, user_features=np.ones((13, 2)), solver="gd", client=dask_client)
+    with pytest.raises(ValueError, match="dtype='float32' with features has no distributed form"):
+        dfit(Y, 2, item_features=np.ones((9, 2)), dtype="float32", client=dask_client)
+    with pytest.raises(ValueError, match="user_features has 12 rows"):
+        dfit(Y, 2, user_features=np.ones((12, 2)), client=dask_client)
     with pytest.raises(ValueError, match="item_graph=.*fastpu.ocmf.fit"):
-        distributed.fit(Y, 2, item_graph=sp.eye(9, format="csr"), lam_graph=1.0, client=dask_client)
+        dfit(Y, 2, item_graph=sp.eye(9, format="csr"), lam_graph=1.0, client=dask_client)
     with pytest.raises(ValueError, match="update='coordinate' is serial.*update='batch'"):
-        distributed.fit(Y, 2, method="fbgd", update="coordinate", client=dask_client)
+        dfit(Y, 2, method="fbgd", update="coordinate", client=dask_client)
     with pytest.raises(ValueError, match="plain MF only.*item_features.*fastpu.fbgd.fit"):
-        distributed.fit(Y, 2, method="fbgd", item_features=np.ones((9, 2)), client=dask_client)
+        dfit(Y, 2, method="fbgd", item_features=np.ones((9, 2)), client=dask_client)
     with pytest.raises(TypeError, match=r"unexpected parameters \['bogus'\]"):
-        distributed.fit(Y, 2, bogus=1, client=dask_client)
+        dfit(Y, 2, bogus=1, client=dask_client)
     with pytest.raises(TypeError, match="client must be a dask.distributed.Client, an address string or None, got int"):
-        distributed.fit(Y, 2, client=3)
+        dfit(Y, 2, client=3)
     with pytest.raises(ValueError, match="n_workers starts a local cluster"):
-        distributed.fit(Y, 2, client=dask_client, n_workers=2)
+        dfit(Y, 2, client=dask_client, n_workers=2)
     with pytest.raises(TypeError, match="Y must be a scipy.sparse matrix or array, got ndarray"):
-        distributed.fit(Y.toarray(), 2, client=dask_client)
+        dfit(Y.toarray(), 2, client=dask_client)
     with pytest.raises(TypeError, match="shape= is only for a dask dataframe"):
-        distributed.fit(Y, 2, client=dask_client, shape=(13, 9))
+        dfit(Y, 2, client=dask_client, shape=(13, 9))
     with pytest.raises(ValueError, match="n_blocks must be >= 1"):
-        distributed.fit(Y, 2, client=dask_client, n_blocks=0)
+        dfit(Y, 2, client=dask_client, n_blocks=0)
     with pytest.raises(ValueError, match="k must be >= 1"):
-        distributed.fit(Y, 0, client=dask_client)
+        dfit(Y, 0, client=dask_client)
     with pytest.raises(ValueError, match="unknown loss .hinge.; expected one of"):
-        distributed.fit(Y, 2, loss="hinge", client=dask_client)
+        dfit(Y, 2, loss="hinge", client=dask_client)

@@ -24,7 +24,8 @@ __all__ = ["fit", "METHODS"]
 
 #: methods (and their variants) that have a distributed form
 METHODS = {
-    "ocmf": "the row-separable fast path (no features, no graphs, negatives='full')",
+    "ocmf": "the row-separable fast path, and user/item features with TRON (no graphs; "
+            "negatives='full')",
     "fbgd": "update='batch', plain MF (no features)",
     "homf": "mode='dense' (with or without side graphs), on a scipy.sparse Y",
     "csrr": "variant='e' (U = P Qᵀ) with n_inner=1",
@@ -47,7 +48,8 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     k : int
         Rank.
     method : {"ocmf", "fbgd", "homf", "csrr"}
-        ``"ocmf"``: its row-separable fast path (no features, no graphs, ``negatives="full"``).
+        ``"ocmf"``: its row-separable fast path, and user/item features solved by TRON driven
+        from the client (no graphs, ``negatives="full"``, ``solver="tron"``).
         ``"fbgd"``: ``update="batch"`` without features (the default here, where
         ``fastpu.fbgd.fit``'s default is the serial ``"coordinate"``). ``"homf"``:
         ``mode="dense"`` (the default here; ``fastpu.homf.fit`` defaults to ``"exact"``),
@@ -63,7 +65,10 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     shape : tuple (m, n), optional
         Matrix shape of a pairs input (default: the largest ids + 1).
     n_threads : int, optional
-        Numba threads per task on the workers (default: the workers' own setting).
+        Numba threads per task on the workers (default: 1 on the local cluster started here, else
+        the workers' own ``NUMBA_NUM_THREADS``). Set a worker's thread count in the environment
+        of the ``dask worker`` command, not in a nanny's ``env=``: numba re-reads the environment
+        when it compiles and refuses a count that changed after its threads started.
     **params
         The method's parameters, as for ``fastpu.<method>.fit`` (``n_iter``, ``seed``,
         ``callback``, ``verbose``, ...).
@@ -116,6 +121,8 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     if pairs and method == "homf":
         raise TypeError("HOMF builds its random-walk matrix from the whole Y on the client; pass Y "
                         "as a scipy.sparse matrix (a dask dataframe of pairs is for ocmf and fbgd)")
+    if client is None and n_threads is None:
+        n_threads = 1           # the local cluster has one single-thread worker process per core
     with _client(client, n_workers) as c:
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
@@ -201,6 +208,6 @@ def _client(client, n_workers=None):
         raise TypeError(f"client must be a dask.distributed.Client, an address string or None, "
                         f"got {type(client).__name__}")
     n = n_workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      env={"NUMBA_NUM_THREADS": "1"}) as cluster, Client(cluster) as c:
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
         yield c

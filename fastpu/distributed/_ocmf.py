@@ -35,9 +35,9 @@ from ..model import Factorization
 from . import _blocks
 
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
-UNSUPPORTED = {"user_features": None, "item_features": None, "user_graph": None,
-               "item_graph": None, "lam_graph": 0.0, "negatives": "full", "fast_path": True}
-IGNORED = ("solver", "inner_iter", "dense_limit", "neg_ratio")    # only used by coupled sides
+UNSUPPORTED = {"user_graph": None, "item_graph": None, "lam_graph": 0.0, "negatives": "full",
+               "fast_path": True}
+IGNORED = ("dense_limit", "neg_ratio")        # only used by the dense / sampled variants
 
 
 @dataclasses.dataclass
@@ -96,8 +96,9 @@ def _check_unsupported(params):
     for name, ok in UNSUPPORTED.items():
         if name in params and not _same(params[name], ok):
             raise ValueError(
-                f"fastpu.distributed.fit(method='ocmf') supports only the row-separable fast path "
-                f"(no features, no graphs, negatives='full'); got {name}={_short(params[name])}. "
+                f"fastpu.distributed.fit(method='ocmf') supports the row-separable fast path and "
+                f"features with TRON (no graphs, negatives='full'); got "
+                f"{name}={_short(params[name])}. "
                 f"Use fastpu.ocmf.fit on one machine for {name}."
             )
 
@@ -114,6 +115,7 @@ def _short(v):
 
 def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, lam=1.0,
         n_iter=15, newton_steps=None, cg_steps=None, init=None, init_scale=0.1, dtype="float64",
+        user_features=None, item_features=None, solver="tron", inner_iter=5,
         seed=0, n_threads=None, callback=None, verbose=False, **other):
     """Alternating row-block updates; see :func:`fastpu.distributed.fit`."""
     _check_unsupported(other)
@@ -134,6 +136,19 @@ def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=N
     callback = V.check_callback(callback)
     rng = V.check_seed(seed)
     fdt = V.check_float_dtype(dtype)
+    X = V.check_features(user_features, name="user_features", n_rows=m)
+    Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
+    coupled = X is not None or Z is not None
+    V.check_choice(solver, name="solver", choices=("tron", "gd"))
+    inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
+    if coupled and solver != "tron":
+        raise ValueError("solver='gd' has no distributed form (its line search is a serial pass); "
+                         "use solver='tron' (the default), or fastpu.ocmf.fit")
+    if coupled and fdt != np.float64:
+        raise ValueError(f"dtype={fdt.name!r} with features has no distributed form; use "
+                         "dtype='float64'")
+    du = X.shape[1] if X is not None else m
+    dv = Z.shape[1] if Z is not None else n
     kind = LOSS_CODES[loss]
     square = kind == SQUARE
     nsteps = V.check_int(newton_steps if newton_steps is not None else 1, name="newton_steps", minimum=1)
@@ -142,21 +157,40 @@ def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=N
     if init is not None:
         if not (isinstance(init, tuple) and len(init) == 2):
             raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
-        W = V.check_dense(init[0], name="init[0] (W0)", shape=(m, k)).astype(fdt, copy=False)
-        H = V.check_dense(init[1], name="init[1] (H0)", shape=(n, k)).astype(fdt, copy=False)
+        W = V.check_dense(init[0], name="init[0] (W0)", shape=(du, k)).astype(fdt, copy=False)
+        H = V.check_dense(init[1], name="init[1] (H0)", shape=(dv, k)).astype(fdt, copy=False)
     else:                                   # the same draws, in the same order, as fastpu.ocmf.fit
         scale = init_scale / np.sqrt(k)
-        W = (rng.standard_normal((m, k)) * scale).astype(fdt, copy=False)
-        H = (rng.standard_normal((n, k)) * scale).astype(fdt, copy=False)
+        W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
+        H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
     params = dict(k=k, loss=loss, rho=rho, a_bar=abar, lam=lam, lam_graph=0.0, negatives="full",
                   n_iter=n_iter, fast_path=True, newton_steps=newton_steps, cg_steps=cg_steps,
-                  init_scale=init_scale, seed=seed, dtype=fdt.name, user_features=False,
-                  item_features=False, has_user_graph=False, has_item_graph=False,
+                  init_scale=init_scale, seed=seed, dtype=fdt.name, solver=solver,
+                  inner_iter=inner_iter, user_features=X is not None,
+                  item_features=Z is not None, has_user_graph=False, has_item_graph=False,
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
     pw = rho * p
     const = abar ** 2 * float(pw.sum()) * float(q.sum())
     sub = dict(allow_other_workers=True)
     pw_f, q_f = client.scatter([pw, q], broadcast=True, hash=False)
+    if coupled:
+        from . import _ocmf_tron
+        progress = Progress("ocmf", verbose=verbose, callback=callback)
+        try:
+            Wc, Hc, U, Vf = _ocmf_tron.fit(
+                client, layout, (X, Z), W, H, lam=lam, abar=abar, kind=kind, const=const,
+                has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw, q=q, pw_f=pw_f, q_f=q_f,
+                n_iter=n_iter, inner_iter=inner_iter, nsteps=nsteps, csteps=csteps,
+                n_threads=n_threads, progress=progress)
+        finally:
+            pw_f.release()
+            q_f.release()
+        extras = {}
+        if X is not None:
+            extras["W"] = Wc
+        if Z is not None:
+            extras["H"] = Hc
+        return Factorization(U, Vf, progress.history, params, "ocmf", extras)
     ublocks = [client.submit(make_block, c, pw_f, q_f, workers=[_blocks.home(layout.workers, b)], **sub)
                for b, c in enumerate(layout.user)]
     iblocks = [client.submit(make_block, c, q_f, pw_f, workers=[_blocks.home(layout.workers, b)], **sub)
