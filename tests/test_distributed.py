@@ -179,6 +179,21 @@ def test_csrr_e_equals_single_machine(dask_client, variant, n_blocks):
     np.testing.assert_allclose(mod.V.toarray(), ref.V.toarray(), rtol=RTOL, atol=1e-12)
 
 
+def test_more_blocks_than_rows(dask_client):
+    """n_blocks above m and n leaves blocks with no rows at all; every method still matches."""
+    Y = _matrix(16, m=4, n=3, empty_rows=1, empty_cols=1, density=0.7)
+    cases = [
+        ("ocmf", fp.ocmf.fit, dict(loss="logistic", rho=0.1)),
+        ("fbgd", fp.fbgd.fit, dict(update="batch", alpha0=1.0)),
+        ("csrr", fp.csrr.fit, dict(variant="e")),
+        ("homf", fp.homf.fit, dict(mode="dense", T=2, lam=0.1)),
+    ]
+    for method, single, kw in cases:
+        ref = single(Y, 2, n_iter=2, seed=1, **kw)
+        mod = dfit(Y, 2, method=method, client=dask_client, n_blocks=5, n_iter=2, seed=1, **kw)
+        assert_same(ref, mod)
+
+
 # ---------------------------------------------------------------------------------- pairs input
 
 def _pairs(Y, *, value=True, dup=False):
