@@ -301,6 +301,23 @@ def test_worker_restart_with_state_on_the_workers(dask_client):
     dask_client.wait_for_workers(2, timeout=60)
 
 
+def test_losing_every_worker_is_a_clear_error(dask_client):
+    """When all workers restart at once the initial data's copies are gone: a clear error,
+    never a different model."""
+    Y = _matrix(17)
+
+    def kill_all(info):
+        if info["iter"] == 1:
+            dask_client.restart_workers(sorted(dask_client.scheduler_info()["workers"]))
+
+    try:
+        with pytest.raises(RuntimeError, match="workers died holding data Dask cannot recompute.*"
+                                               "run the fit again"):
+            dfit(Y, 3, client=dask_client, n_iter=3, seed=0, callback=kill_all)
+    finally:
+        dask_client.wait_for_workers(2, timeout=60)
+
+
 # ------------------------------------------------------- a scheduler and workers as processes
 
 def test_scheduler_and_workers_as_subprocesses(tmp_path):

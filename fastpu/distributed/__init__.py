@@ -10,6 +10,7 @@ Install with the ``fastpu[dask]`` extra.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
@@ -84,6 +85,9 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
         An unknown method or a variant with no distributed form (the message names the
         single-machine function to use); a pairs dataframe with missing columns, non-integer or
         negative ids, or ids outside ``shape``; any error the method's own checks raise.
+    RuntimeError
+        If every worker holding the fit's initial data died at once, so that Dask cannot
+        recompute what was lost (a single lost worker is recovered and gives the same model).
 
     Examples
     --------
@@ -123,7 +127,7 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
                         "as a scipy.sparse matrix (a dask dataframe of pairs is for ocmf and fbgd)")
     if client is None and n_threads is None:
         n_threads = 1           # the local cluster has one single-thread worker process per core
-    with _client(client, n_workers) as c:
+    with _client(client, n_workers) as c, _lost_data_is_an_error():
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
         if method == "homf":
@@ -138,6 +142,20 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     if ids is not None:
         model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
     return model
+
+
+@contextlib.contextmanager
+def _lost_data_is_an_error():
+    """Turn Dask's "lost dependencies" into a message that says what happened and what to do."""
+    try:
+        yield
+    except concurrent.futures.CancelledError as exc:     # Dask's FutureCancelledError (>= 2024.x)
+        raise RuntimeError(
+            "fastpu.distributed.fit stopped: workers died holding data Dask cannot recompute (the "
+            "initial factors and weights are copied to every worker when the fit starts; all "
+            "workers holding them were lost). No model is returned; run the fit again on the "
+            f"restored cluster (the same seed gives the same model). Dask said: {exc}"
+        ) from exc
 
 
 def _fit_on_layout(client, layout, method, k, n_threads, params):
