@@ -189,7 +189,7 @@ def main():
                  f"{nnz / t1 / 1e6:.2f} M positives per second per single-thread worker "
                  "at this density.\n")
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
-                         text=True).stdout.strip()
+                         text=True, check=False).stdout.strip()
     lines.append(f"Measured at commit {rev}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
                  f"`python benchmarks/bench_distributed.py{' --quick' if args.quick else ''}"
                  f"{'' if args.method == 'ocmf' else ' --method ' + args.method}`.\n")

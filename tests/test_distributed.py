@@ -383,7 +383,7 @@ def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
     argv = ["run", "--data", str(path), "--test-frac", "0", "--param", "k=3", "--param",
             "n_iter=3", "--param", "loss=square", "--save", str(tmp_path / "f.npz")]
     assert cli.main(argv + ["--scheduler", dask_client.scheduler.address]) == 0
-    out, err = capsys.readouterr()
+    err = capsys.readouterr().err
     assert "[ocmf] iter   3" in err                 # progress per iteration
     dist = np.load(tmp_path / "f.npz")["objective"]
     assert cli.main(argv) == 0

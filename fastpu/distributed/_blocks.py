@@ -228,7 +228,7 @@ def _is_numpy_dtype(dt):
 
 
 def _int_or_none(v):
-    return None if v is None or v != v else int(v)
+    return None if v is None or np.isnan(v) else int(v)
 
 
 def split_partition(df, ub, ib):

@@ -24,9 +24,7 @@ import scipy.sparse as sp
 
 from .._kernels.csr import csr_dense, row_scaled_product, sampled_dots
 from .._kernels.losses import entry_losses, entry_values
-from .._progress import Progress
 from .._threads import limit_threads
-from ..model import Factorization
 from ..tron import tron
 from . import _blocks
 from ._ocmf import _sum_parts, gram_task, make_block, update_task
@@ -201,7 +199,6 @@ def fit(client, layout, setup, W, H, *, lam, abar, kind, const, has_quad, pw, q,
         n_iter, inner_iter, nsteps, csteps, n_threads, progress):
     """Alternating minimisation; ``setup`` gives (X, Z) as canonicalised by ocmf's boundary."""
     X, Z = setup
-    k = W.shape[1]
     user = _Side(client, layout.user, layout.ub, pw_f, q_f, X, layout.workers)
     item = _Side(client, layout.item, layout.ib, q_f, pw_f, Z, layout.workers)
     held = user.futures() + item.futures()
