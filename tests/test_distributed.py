@@ -132,6 +132,29 @@ def test_fbgd_batch_equals_single_machine(dask_client, variant, n_blocks):
     np.testing.assert_allclose(mod.extras["neg_weights"], ref.extras["neg_weights"], rtol=1e-12)
 
 
+FBGD_FEATURES = {
+    "biases-only": dict(biases=True, alpha0=2.0, lr=0.05),
+    "user-features": dict(user_features="X", alpha0=2.0, lr=0.05, reg=0.01),
+    "both-features": dict(user_features="X", item_features="Z", alpha0=2.0, rho=0.5, lr=0.02),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(FBGD_FEATURES))
+def test_fbgd_features_equals_single_machine(dask_client, variant, n_blocks):
+    """SVDFeature (features and bias columns): Θ updated on the client from Σ_b Z_bᵀ G_b."""
+    Y = _matrix(4)
+    X, Z = _features(*Y.shape)
+    kw = {key: {"X": sp.csr_array(np.abs(X)), "Z": Z}.get(v, v) if isinstance(v, str) else v
+          for key, v in FBGD_FEATURES[variant].items()}
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=4, seed=11, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=n_blocks, n_iter=4, seed=11, **kw)
+    assert_same(ref, mod)
+    assert sorted(mod.extras) == sorted(ref.extras)
+    for key, val in ref.extras.items():
+        np.testing.assert_allclose(mod.extras[key], val, rtol=RTOL, atol=1e-12)
+
+
 HOMF_VARIANTS = {
     "plain": dict(T=3, lam=1e-2),
     "T1": dict(T=1, lam=0.1),
@@ -430,8 +453,10 @@ def test_bad_arguments(dask_client):
         dfit(Y, 2, item_graph=sp.eye(9, format="csr"), lam_graph=1.0, client=dask_client)
     with pytest.raises(ValueError, match="update='coordinate' is serial.*update='batch'"):
         dfit(Y, 2, method="fbgd", update="coordinate", client=dask_client)
-    with pytest.raises(ValueError, match="plain MF only.*item_features.*fastpu.fbgd.fit"):
-        dfit(Y, 2, method="fbgd", item_features=np.ones((9, 2)), client=dask_client)
+    with pytest.raises(TypeError, match="biases must be True, False or None"):
+        dfit(Y, 2, method="fbgd", biases="yes", client=dask_client)
+    with pytest.raises(ValueError, match="item_features has 8 rows"):
+        dfit(Y, 2, method="fbgd", item_features=np.ones((8, 2)), client=dask_client)
     with pytest.raises(TypeError, match=r"unexpected parameters \['bogus'\]"):
         dfit(Y, 2, bogus=1, client=dask_client)
     with pytest.raises(TypeError, match="client must be a dask.distributed.Client, an address string or None, got int"):

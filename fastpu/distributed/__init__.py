@@ -27,7 +27,8 @@ __all__ = ["fit", "METHODS"]
 METHODS = {
     "ocmf": "the row-separable fast path, and user/item features with TRON (no graphs; "
             "negatives='full')",
-    "fbgd": "update='batch', plain MF (no features)",
+    "fbgd": "update='batch': plain MF, and features/biases (SVDFeature) with Θ updated on the "
+            "client",
     "homf": "mode='dense' (with or without side graphs), on a scipy.sparse Y",
     "csrr": "variant='e' (U = P Qᵀ) with n_inner=1",
 }
@@ -51,8 +52,8 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     method : {"ocmf", "fbgd", "homf", "csrr"}
         ``"ocmf"``: its row-separable fast path, and user/item features solved by TRON driven
         from the client (no graphs, ``negatives="full"``, ``solver="tron"``).
-        ``"fbgd"``: ``update="batch"`` without features (the default here, where
-        ``fastpu.fbgd.fit``'s default is the serial ``"coordinate"``). ``"homf"``:
+        ``"fbgd"``: ``update="batch"`` (the default here, where ``fastpu.fbgd.fit``'s default
+        is the serial ``"coordinate"``), plain MF or with features and biases. ``"homf"``:
         ``mode="dense"`` (the default here; ``fastpu.homf.fit`` defaults to ``"exact"``),
         from a sparse ``Y`` only. ``"csrr"``: CSRR-e (``variant="e"``, ``n_inner=1``).
     client : dask.distributed.Client, str or None

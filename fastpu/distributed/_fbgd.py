@@ -26,12 +26,9 @@ from .._kernels import fbgd as _k
 from .._kernels.csr import weighted_gram
 from .._progress import Progress
 from .._threads import limit_threads
-from ..fbgd import _EPS, _OPTIMIZERS
+from ..fbgd import _EPS, _OPTIMIZERS, _augment, _feature_csr
 from ..model import Factorization
 from . import _blocks
-
-UNSUPPORTED = {"user_features": None, "item_features": None, "biases": None}
-
 
 @dataclasses.dataclass
 class FbgdBlock:
@@ -115,24 +112,22 @@ def update_task(block, F, E, S, s, prev, r_neg, lr, reg, adagrad, with_loss, n_t
 
 
 def _check(other):
-    for name, ok in UNSUPPORTED.items():
-        if name in other and other[name] is not ok and other[name] is not False:
-            raise ValueError(f"fastpu.distributed.fit(method='fbgd') supports plain MF only; got "
-                             f"{name}={type(other[name]).__name__}. Use fastpu.fbgd.fit on one "
-                             f"machine for {name}")
-    unknown = set(other) - set(UNSUPPORTED) - {"update"}
+    unknown = set(other) - {"update"}
     if unknown:
         raise TypeError(f"fastpu.distributed.fit(method='fbgd') got unexpected parameters "
                         f"{sorted(unknown)}; see fastpu.fbgd.fit for the accepted ones")
 
 
-def fit(client, layout, k, *, alpha0=None, rho=0.0, neg_weights=None, pos_weight=1.0, r_pos=1.0,
-        r_neg=0.0, lr=0.05, n_iter=30, optimizer="adagrad", reg=0.0, init_std=0.01, seed=0,
-        callback=None, verbose=False, n_threads=None, **other):
+def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
+        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.05, n_iter=30,
+        optimizer="adagrad", biases=None, reg=0.0, init_std=0.01, seed=0, callback=None,
+        verbose=False, n_threads=None, **other):
     """Batch fBGD over row blocks; see :func:`fastpu.distributed.fit`."""
     _check(other)
     m, n = layout.shape
     k = V.check_k(k)
+    Zx, has_ux = _feature_csr(user_features, name="user_features", n_rows=m)
+    Zy, has_ix = _feature_csr(item_features, name="item_features", n_rows=n, of="column")
     workers = layout.workers
     sub = dict(allow_other_workers=True, pure=False)
 
@@ -159,15 +154,32 @@ def fit(client, layout, k, *, alpha0=None, rho=0.0, neg_weights=None, pos_weight
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)
     adagrad = optimizer == "adagrad"
-    # the same draws as fbgd's init_params for plain MF (no bias columns)
-    P = np.zeros((m, k))
-    Q = np.zeros((n, k))
-    P[:, :] = rng.normal(0.0, init_std, size=(m, k))
-    Q[:, :] = rng.normal(0.0, init_std, size=(n, k))
+    if biases is None:
+        biases = has_ux or has_ix
+    if not isinstance(biases, (bool, np.bool_)):
+        raise TypeError(f"biases must be True, False or None, got {biases!r}")
+    biases = bool(biases)
+    coupled = has_ux or has_ix or biases
+    if coupled:                 # Θ (features + bias columns), the same draws as fbgd's init_params
+        Zxa, Zya = _augment(Zx, biases), _augment(Zy, biases)
+        g = k + 2 if biases else k
+        px, py = Zx.shape[1], Zy.shape[1]
+        theta_x, theta_y = np.zeros((Zxa.shape[1], g)), np.zeros((Zya.shape[1], g))
+        theta_x[:px, :k] = rng.normal(0.0, init_std, size=(px, k))
+        theta_y[:py, :k] = rng.normal(0.0, init_std, size=(py, k))
+        if biases:
+            theta_x[-1, k + 1] = 1.0
+            theta_y[-1, k] = 1.0
+    else:                       # the same draws as fbgd's init_params for plain MF
+        P = np.zeros((m, k))
+        Q = np.zeros((n, k))
+        P[:, :] = rng.normal(0.0, init_std, size=(m, k))
+        Q[:, :] = rng.normal(0.0, init_std, size=(n, k))
     params = dict(k=k, alpha0=alpha0, rho=rho, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg,
-                  lr=lr, n_iter=n_iter, update="batch", optimizer=optimizer, biases=False,
+                  lr=lr, n_iter=n_iter, update="batch", optimizer=optimizer, biases=biases,
                   reg=reg, init_std=init_std, seed=seed if isinstance(seed, numbers.Integral) else None,
-                  user_features=None, item_features=None,
+                  user_features=None if not has_ux else tuple(Zx.shape),
+                  item_features=None if not has_ix else tuple(Zy.shape),
                   neg_weights="given" if neg_weights is not None else "eq22",
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(workers)))
     neg_f = client.scatter(neg, broadcast=True, hash=False)
@@ -176,6 +188,29 @@ def fit(client, layout, k, *, alpha0=None, rho=0.0, neg_weights=None, pos_weight
     ib = [client.submit(make_block, c, neg_f, apos, rpos, r_neg, True, **on(b))
           for b, c in enumerate(layout.item)]
     const = r_neg * r_neg * m * float(neg.sum())
+    if coupled:
+        from . import _fbgd_features
+        free_x, free_y = _masks(Zxa.shape[1], Zya.shape[1], k, biases)
+        progress = Progress("fbgd", verbose=verbose, callback=callback)
+        try:
+            P, Q, init = _fbgd_features.fit(
+                client, layout, ub, ib, Zxa, Zya, theta_x, theta_y, free_x, free_y, r_neg=r_neg,
+                lr=lr, reg=reg, adagrad=adagrad, const=const, n_iter=n_iter, n_threads=n_threads,
+                progress=progress)
+        finally:
+            for f in [neg_f] + ub + ib:
+                f.release()
+        extras = dict(V_user=theta_x[:px, :k].copy(), V_item=theta_y[:py, :k].copy(),
+                      neg_weights=neg, initial_objective=init)
+        if biases:
+            extras.update(w_user=theta_x[:px, k].copy(), w_item=theta_y[:py, k + 1].copy(),
+                          w0=float(theta_x[px, k]))
+        if has_ux:
+            extras["W"] = extras["V_user"]
+        if has_ix:
+            extras["H"] = extras["V_item"]
+        return Factorization(user_factors=P, item_factors=Q, history=progress.history,
+                             params=params, method="fbgd", extras=extras)
     prev_p = [None] * layout.n_blocks
     prev_q = [None] * layout.n_blocks
     progress = Progress("fbgd", verbose=verbose, callback=callback)
@@ -215,6 +250,22 @@ def fit(client, layout, k, *, alpha0=None, rho=0.0, neg_weights=None, pos_weight
     extras = dict(V_user=P.copy(), V_item=Q.copy(), neg_weights=neg, initial_objective=init)
     return Factorization(user_factors=P, item_factors=Q, history=progress.history, params=params,
                          method="fbgd", extras=extras)
+
+
+def _masks(dx, dy, f, biases):
+    """The trainable entries of Θ^X, Θ^Y (fbgd's masks: bias columns fixed where eq. 11–13 fix them)."""
+    fx = np.zeros((dx, f + 2 if biases else f), dtype=np.bool_)
+    fy = np.zeros((dy, fx.shape[1]), dtype=np.bool_)
+    if not biases:
+        fx[:] = True
+        fy[:] = True
+        return fx, fy
+    fx[:-1, :f] = True
+    fx[:-1, f] = True
+    fx[-1, f] = True
+    fy[:-1, :f] = True
+    fy[:-1, f + 1] = True
+    return fx, fy
 
 
 def _small(result):
