@@ -72,16 +72,24 @@ OCMF_FEATURES = {
     "user-dense": dict(loss="logistic", rho=0.05, lam=0.5, user_features="X"),
     "item-sparse": dict(loss="logistic", rho=0.05, lam=0.5, item_features="Z"),
     "both-square": dict(loss="square", rho=0.3, lam=0.5, user_features="X", item_features="Z"),
+    "user-graph": dict(loss="logistic", rho=0.05, lam=0.5, user_graph="Su", lam_graph=0.7),
+    "features-graphs": dict(loss="square", rho=0.2, lam=0.5, user_features="X", user_graph="Su",
+                            item_graph="Sv", lam_graph=0.3),
 }
 
 
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])
 @pytest.mark.parametrize("variant", list(OCMF_FEATURES))
 def test_ocmf_features_tron_equals_single_machine(dask_client, variant, n_blocks):
-    """A side with features is solved by TRON on the client with block-sum fun/grad/hessp."""
+    """A side with features or a graph is solved by TRON on the client with block-sum
+    fun/grad/hessp (the graph term's rows (L B)_b from the whole B, sent once per call)."""
     Y = _matrix(1)
     X, Z = _features(*Y.shape)
-    kw = {key: {"X": X, "Z": Z}.get(v, v) if isinstance(v, str) else v
+    rng = np.random.default_rng(2)
+    Su, Sv = (sp.csr_array(np.triu(rng.random((s, s)) < 0.3, 1) * rng.uniform(0.5, 1, (s, s)))
+              for s in Y.shape)
+    named = {"X": X, "Z": Z, "Su": Su + Su.T, "Sv": Sv + Sv.T}
+    kw = {key: named.get(v, v) if isinstance(v, str) else v
           for key, v in OCMF_FEATURES[variant].items()}
     ref = fp.ocmf.fit(Y, 3, n_iter=3, seed=7, n_threads=1, **kw)
     mod = dfit(Y, 3, client=dask_client, n_blocks=n_blocks, n_iter=3, seed=7, **kw)
@@ -441,16 +449,16 @@ def test_bad_arguments(dask_client):
         dfit(Y, 2, loss="logistic", negatives="full_logistic", client=dask_client)
     with pytest.raises(ValueError, match="negatives='sampled' has no distributed form"):
         dfit(Y, 2, negatives="sampled", client=dask_client)
-    with pytest.raises(ValueError, match="features with TRON \\(no graphs.*user_graph=.*fastpu.ocmf.fit"):
-        dfit(Y, 2, user_graph=sp.eye(13, format="csr"), lam_graph=1.0, client=dask_client)
+    with pytest.raises(ValueError, match="features/graphs with TRON.*fast_path=False.*fastpu.ocmf.fit"):
+        dfit(Y, 2, fast_path=False, client=dask_client)
+    with pytest.raises(ValueError, match="user_graph has shape 12×12, expected a square 13×13"):
+        dfit(Y, 2, user_graph=sp.eye(12, format="csr"), lam_graph=1.0, client=dask_client)
     with pytest.raises(ValueError, match="solver='gd' has no distributed form"):
         dfit(Y, 2, user_features=np.ones((13, 2)), solver="gd", client=dask_client)
-    with pytest.raises(ValueError, match="dtype='float32' with features has no distributed form"):
+    with pytest.raises(ValueError, match="dtype='float32' with features or graphs has no distributed form"):
         dfit(Y, 2, item_features=np.ones((9, 2)), dtype="float32", client=dask_client)
     with pytest.raises(ValueError, match="user_features has 12 rows"):
         dfit(Y, 2, user_features=np.ones((12, 2)), client=dask_client)
-    with pytest.raises(ValueError, match="item_graph=.*fastpu.ocmf.fit"):
-        dfit(Y, 2, item_graph=sp.eye(9, format="csr"), lam_graph=1.0, client=dask_client)
     with pytest.raises(ValueError, match="update='coordinate' is serial.*update='batch'"):
         dfit(Y, 2, method="fbgd", update="coordinate", client=dask_client)
     with pytest.raises(TypeError, match="biases must be True, False or None"):

@@ -25,8 +25,8 @@ __all__ = ["fit", "METHODS"]
 
 #: methods (and their variants) that have a distributed form
 METHODS = {
-    "ocmf": "the row-separable fast path, and user/item features with TRON (no graphs; "
-            "negatives='full')",
+    "ocmf": "the row-separable fast path, and user/item features and graphs with TRON "
+            "(negatives='full')",
     "fbgd": "update='batch': plain MF, and features/biases (SVDFeature) with Θ updated on the "
             "client",
     "homf": "mode='dense' (with or without side graphs), on a scipy.sparse Y",
@@ -50,8 +50,8 @@ def fit(Y, k, *, method="ocmf", client=None, n_workers=None, n_blocks=None, shap
     k : int
         Rank.
     method : {"ocmf", "fbgd", "homf", "csrr"}
-        ``"ocmf"``: its row-separable fast path, and user/item features solved by TRON driven
-        from the client (no graphs, ``negatives="full"``, ``solver="tron"``).
+        ``"ocmf"``: its row-separable fast path, and user/item features and graphs solved by
+        TRON driven from the client (``negatives="full"``, ``solver="tron"``).
         ``"fbgd"``: ``update="batch"`` (the default here, where ``fastpu.fbgd.fit``'s default
         is the serial ``"coordinate"``), plain MF or with features and biases. ``"homf"``:
         ``mode="dense"`` (the default here; ``fastpu.homf.fit`` defaults to ``"exact"``),

@@ -35,8 +35,7 @@ from ..model import Factorization
 from . import _blocks
 
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
-UNSUPPORTED = {"user_graph": None, "item_graph": None, "lam_graph": 0.0, "negatives": "full",
-               "fast_path": True}
+UNSUPPORTED = {"negatives": "full", "fast_path": True}
 IGNORED = ("dense_limit", "neg_ratio")        # only used by the dense / sampled variants
 
 
@@ -97,7 +96,7 @@ def _check_unsupported(params):
         if name in params and not _same(params[name], ok):
             raise ValueError(
                 f"fastpu.distributed.fit(method='ocmf') supports the row-separable fast path and "
-                f"features with TRON (no graphs, negatives='full'); got "
+                f"features/graphs with TRON (negatives='full', fast_path=True); got "
                 f"{name}={_short(params[name])}. "
                 f"Use fastpu.ocmf.fit on one machine for {name}."
             )
@@ -115,7 +114,8 @@ def _short(v):
 
 def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, lam=1.0,
         n_iter=15, newton_steps=None, cg_steps=None, init=None, init_scale=0.1, dtype="float64",
-        user_features=None, item_features=None, solver="tron", inner_iter=5,
+        user_features=None, item_features=None, user_graph=None, item_graph=None, lam_graph=0.0,
+        solver="tron", inner_iter=5,
         seed=0, n_threads=None, callback=None, verbose=False, **other):
     """Alternating row-block updates; see :func:`fastpu.distributed.fit`."""
     _check_unsupported(other)
@@ -138,14 +138,19 @@ def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=N
     fdt = V.check_float_dtype(dtype)
     X = V.check_features(user_features, name="user_features", n_rows=m)
     Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
-    coupled = X is not None or Z is not None
+    lam_g = V.check_scalar(lam_graph, name="lam_graph", minimum=0.0)
+    Su = V.check_graph(user_graph, name="user_graph", n=m)
+    Sv = V.check_graph(item_graph, name="item_graph", n=n)
+    Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
+    Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
+    coupled = X is not None or Z is not None or Lu is not None or Lv is not None
     V.check_choice(solver, name="solver", choices=("tron", "gd"))
     inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
     if coupled and solver != "tron":
-        raise ValueError("solver='gd' has no distributed form (its line search is a serial pass); "
+        raise ValueError("solver='gd' has no distributed form here (use TRON for features and graphs); "
                          "use solver='tron' (the default), or fastpu.ocmf.fit")
     if coupled and fdt != np.float64:
-        raise ValueError(f"dtype={fdt.name!r} with features has no distributed form; use "
+        raise ValueError(f"dtype={fdt.name!r} with features or graphs has no distributed form; use "
                          "dtype='float64'")
     du = X.shape[1] if X is not None else m
     dv = Z.shape[1] if Z is not None else n
@@ -163,11 +168,12 @@ def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=N
         scale = init_scale / np.sqrt(k)
         W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
         H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
-    params = dict(k=k, loss=loss, rho=rho, a_bar=abar, lam=lam, lam_graph=0.0, negatives="full",
+    params = dict(k=k, loss=loss, rho=rho, a_bar=abar, lam=lam, negatives="full",
                   n_iter=n_iter, fast_path=True, newton_steps=newton_steps, cg_steps=cg_steps,
                   init_scale=init_scale, seed=seed, dtype=fdt.name, solver=solver,
                   inner_iter=inner_iter, user_features=X is not None,
-                  item_features=Z is not None, has_user_graph=False, has_item_graph=False,
+                  item_features=Z is not None, has_user_graph=user_graph is not None,
+                  has_item_graph=item_graph is not None, lam_graph=lam_g,
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
     pw = rho * p
     const = abar ** 2 * float(pw.sum()) * float(q.sum())
@@ -178,7 +184,8 @@ def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=N
         progress = Progress("ocmf", verbose=verbose, callback=callback)
         try:
             Wc, Hc, U, Vf = _ocmf_tron.fit(
-                client, layout, (X, Z), W, H, lam=lam, abar=abar, kind=kind, const=const,
+                client, layout, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar, kind=kind,
+                const=const,
                 has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw, q=q, pw_f=pw_f, q_f=q_f,
                 n_iter=n_iter, inner_iter=inner_iter, nsteps=nsteps, csteps=csteps,
                 n_threads=n_threads, progress=progress)

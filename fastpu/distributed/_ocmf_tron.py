@@ -45,17 +45,38 @@ def _xtmul(X, G):
     return np.asarray(X.T @ G)
 
 
-def feat_block(ent, X):
-    return ent, X
+def feat_block(ent, X, L):
+    """A block's entries with its rows of the features X (or None) and of the Laplacian L (or None)."""
+    return ent, X, L
+
+
+def _rows_of(fb, W):
+    """B_b: the block's rows of X W (of W itself when the side has no features)."""
+    ent, X, _ = fb
+    if X is None:
+        return np.ascontiguousarray(W[ent.lo:ent.hi])
+    return _xmul(X, W)
+
+
+def _back(fb, G):
+    """X_bᵀ G (d×k), or G itself (the block's rows of the gradient) without features."""
+    return G if fb[1] is None else _xtmul(fb[1], G)
+
+
+def _lmul(L, B):
+    out = np.empty((L.shape[0], B.shape[1]))
+    if L.shape[0]:
+        csr_dense(L.indptr, L.indices, L.data, B, out)
+    return out
 
 
 def latent_task(fb, W, n_threads):
     with limit_threads(n_threads):
-        return _xmul(fb[1], W)
+        return _rows_of(fb, W)
 
 
 def dvec_task(fb):
-    ent, X = fb
+    ent, X, _ = fb
     return _xtmul(X, ent.w[:, None])[:, 0]
 
 
@@ -73,22 +94,24 @@ def _quad_rows(ent, B, M):
     return out
 
 
-def fun_task(fb, W, E, M, kind, abar, has_quad, n_threads):
+def fun_task(fb, W, B_full, E, M, kind, abar, has_quad, lamg, n_threads):
+    """(L⁺ part, quadratic part, λλ_g tr(B_bᵀ (L B)_b)) of the block."""
     with limit_threads(n_threads):
-        ent, X = fb
-        B = _xmul(X, W)
+        ent, _, L = fb
+        B = _rows_of(fb, W)
         s = _scores(ent, B, E)
         val = np.empty_like(s)
         entry_values(kind, ent.labels, ent.weights, ent.corr, abar, s, val)
         quad = float(np.sum(B * _quad_rows(ent, B, M))) if has_quad else 0.0
-        return float(val.sum()), quad
+        graph = lamg * float(np.sum(B * _lmul(L, B_full))) if L is not None else 0.0
+        return float(val.sum()), quad, graph
 
 
-def grad_task(fb, W, E, M, kind, abar, has_quad, n_threads):
-    """(Σ-part of the gradient, ℓ'' per positive): the second element is the curvature state."""
+def grad_task(fb, W, B_full, E, M, kind, abar, has_quad, lamg, n_threads):
+    """(the block's part of the gradient, ℓ'' per positive): the second is the curvature state."""
     with limit_threads(n_threads):
-        ent, X = fb
-        B = _xmul(X, W)
+        ent, _, L = fb
+        B = _rows_of(fb, W)
         s = _scores(ent, B, E)
         val, d1, d2 = np.empty_like(s), np.empty_like(s), np.empty_like(s)
         entry_losses(kind, ent.labels, ent.weights, ent.corr, abar, s, val, d1, d2)
@@ -97,67 +120,94 @@ def grad_task(fb, W, E, M, kind, abar, has_quad, n_threads):
             csr_dense(ent.indptr, ent.indices, d1, E, G)
         if has_quad:
             G += 2.0 * _quad_rows(ent, B, M)
-        return _xtmul(X, G), d2
+        if L is not None:
+            G += 2.0 * lamg * _lmul(L, B_full)
+        return _back(fb, G), d2
 
 
-def hessp_task(fb, S, E, M, gres, has_quad, n_threads):
+def hessp_task(fb, S, N_full, E, M, gres, has_quad, lamg, n_threads):
     with limit_threads(n_threads):
-        ent, X = fb
-        N = _xmul(X, S)
+        ent, _, L = fb
+        N = _rows_of(fb, S)
         u = _scores(ent, N, E) * gres[1]
         G = np.empty_like(N)
         if N.shape[0]:
             csr_dense(ent.indptr, ent.indices, u, E, G)
         if has_quad:
             G += 2.0 * _quad_rows(ent, N, M)
-        return _xtmul(X, G)
+        if L is not None:
+            G += 2.0 * lamg * _lmul(L, N_full)
+        return _back(fb, G)
 
 
 class DistSubProblem:
-    """The problem protocol of :mod:`fastpu.tron` with every pass a sum of block tasks."""
+    """The problem protocol of :mod:`fastpu.tron` with every pass a sum of block tasks.
 
-    def __init__(self, client, fblocks, on, E_f, M, kappa, dvec, const, lam, abar, kind,
+    Without features W has a row per user: it is scattered once per call (each worker fetches
+    it once) and the blocks return their rows of the gradient. With a graph every block needs
+    the whole B = X W for (L B)_b, also scattered once per call.
+    """
+
+    def __init__(self, client, side, E_f, M, kappa, dvec, const, lam, lam_g, abar, kind,
                  has_quad, d, k, n_threads):
-        self.client, self.fb, self.on = client, fblocks, on
+        self.client, self.side, self.fb, self.on = client, side, side.fblocks, side.on
         self.E_f, self.M, self.kappa, self.dvec = E_f, M, kappa, dvec
         self.const, self.lam, self.abar, self.kind = const, lam, abar, kind
+        self.lamg = lam * lam_g if side.L is not None else 0.0
         self.has_quad, self.d, self.k, self.n_threads = has_quad, d, k, n_threads
         self._g = None
 
     def _mat(self, w):
         return np.ascontiguousarray(w, dtype=np.float64).reshape(self.d, self.k)
 
+    def _send(self, W):
+        """(what the tasks get for W, what they get for the full B): futures when large."""
+        c, X = self.client, self.side.X
+        if X is None:
+            W_f = c.scatter(W, hash=False)
+            return W_f, W_f if self.side.L is not None else None
+        B_f = c.scatter(_xmul(X, W), hash=False) if self.side.L is not None else None
+        return W, B_f
+
     def _run(self, fn, *args):
         c = self.client
         return [c.submit(fn, fb, *args, pure=False, **self.on[b]) for b, fb in enumerate(self.fb)]
 
+    def _assemble(self, parts):
+        return np.concatenate(parts, axis=0) if self.side.X is None else _sum(parts)
+
     def fun(self, w):
         W = self._mat(w)
-        parts = self.client.gather(self._run(fun_task, W, self.E_f, self.M, self.kind, self.abar,
-                                             self.has_quad, self.n_threads))
-        lplus = float(sum(p[0] for p in parts))
+        Wt, B_f = self._send(W)
+        parts = self.client.gather(self._run(fun_task, Wt, B_f, self.E_f, self.M, self.kind,
+                                             self.abar, self.has_quad, self.lamg, self.n_threads))
+        total = float(sum(p[0] for p in parts))
         quad = float(sum(p[1] for p in parts))
+        graph = float(sum(p[2] for p in parts))
         lminus = self.const + quad - 2.0 * self.abar * float(self.dvec @ W @ self.kappa)
-        return lplus + lminus + self.lam * float(np.sum(W * W))
+        return total + lminus + self.lam * float(np.sum(W * W)) + graph
 
     def grad(self, w):
         W = self._mat(w)
-        self._g = self._run(grad_task, W, self.E_f, self.M, self.kind, self.abar, self.has_quad,
-                            self.n_threads)
+        Wt, B_f = self._send(W)
+        self._g = self._run(grad_task, Wt, B_f, self.E_f, self.M, self.kind, self.abar,
+                            self.has_quad, self.lamg, self.n_threads)
         parts = self.client.gather([self.client.submit(operator.getitem, g, 0, **self.on[b])
                                     for b, g in enumerate(self._g)])
-        out = _sum(parts) + 2.0 * self.lam * W
+        out = self._assemble(parts) + 2.0 * self.lam * W
         if self.abar != 0.0 and self.has_quad:
             out -= 2.0 * self.abar * np.outer(self.dvec, self.kappa)
         return out.ravel()
 
     def hessp(self, s):
         S = self._mat(s)
+        St, N_f = self._send(S)
         c = self.client
-        parts = c.gather([c.submit(hessp_task, fb, S, self.E_f, self.M, self._g[b], self.has_quad,
-                                   self.n_threads, pure=False, **self.on[b])
+        parts = c.gather([c.submit(hessp_task, fb, St, N_f, self.E_f, self.M, self._g[b],
+                                   self.has_quad, self.lamg, self.n_threads, pure=False,
+                                   **self.on[b])
                           for b, fb in enumerate(self.fb)])
-        return (_sum(parts) + 2.0 * self.lam * S).ravel()
+        return (self._assemble(parts) + 2.0 * self.lam * S).ravel()
 
 
 def _sum(parts):
@@ -179,50 +229,54 @@ def _slices(X, cuts):
 class _Side:
     """One side of the distributed fit: its blocks, its weights, its features (or None)."""
 
-    def __init__(self, client, csr_blocks, cuts, own_w_f, other_w_f, X, workers):
+    def __init__(self, client, csr_blocks, cuts, own_w_f, other_w_f, X, L, own_w, workers):
         self.on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True)
                    for b in range(len(csr_blocks))]
         self.blocks = [client.submit(make_block, c, own_w_f, other_w_f, **self.on[b])
                        for b, c in enumerate(csr_blocks)]
-        self.X = X
+        self.X, self.L, self.w = X, L, own_w
         self.fblocks = None
-        if X is not None:
-            # each block's feature rows are an argument of its task: part of the graph
-            self.fblocks = [client.submit(feat_block, blk, xs, **self.on[b])
-                            for b, (blk, xs) in enumerate(zip(self.blocks, _slices(X, cuts)))]
+        if X is not None or L is not None:
+            # each block's feature and Laplacian rows are arguments of its task: in the graph
+            xs = _slices(X, cuts) if X is not None else [None] * len(csr_blocks)
+            ls = _slices(L, cuts) if L is not None else [None] * len(csr_blocks)
+            self.fblocks = [client.submit(feat_block, blk, x, lb, **self.on[b])
+                            for b, (blk, x, lb) in enumerate(zip(self.blocks, xs, ls))]
+
+    @property
+    def fast(self):
+        return self.X is None and self.L is None
 
     def futures(self):
         return self.blocks + (self.fblocks or [])
 
 
-def fit(client, layout, setup, W, H, *, lam, abar, kind, const, has_quad, pw, q, pw_f, q_f,
-        n_iter, inner_iter, nsteps, csteps, n_threads, progress):
-    """Alternating minimisation; ``setup`` gives (X, Z) as canonicalised by ocmf's boundary."""
-    X, Z = setup
-    user = _Side(client, layout.user, layout.ub, pw_f, q_f, X, layout.workers)
-    item = _Side(client, layout.item, layout.ib, q_f, pw_f, Z, layout.workers)
+def fit(client, layout, setup, W, H, *, lam, lam_g, abar, kind, const, has_quad, pw, q, pw_f,
+        q_f, n_iter, inner_iter, nsteps, csteps, n_threads, progress):
+    """Alternating minimisation; ``setup`` = (X, Z, L_u, L_v) as canonicalised at the boundary."""
+    X, Z, Lu, Lv = setup
+    user = _Side(client, layout.user, layout.ub, pw_f, q_f, X, Lu, pw, layout.workers)
+    item = _Side(client, layout.item, layout.ib, q_f, pw_f, Z, Lv, q, layout.workers)
     held = user.futures() + item.futures()
     try:
-        dvec = {id(s): (_sum(client.gather([client.submit(dvec_task, fb, **s.on[b])
-                                             for b, fb in enumerate(s.fblocks)]))
-                        if s.X is not None else None) for s in (user, item)}
+        dvec = {id(s): _dvec(client, s) for s in (user, item)}
         W_f, H_f = client.scatter([W, H], broadcast=True, hash=False)
         held += [W_f, H_f]
         half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
+        opts = dict(half=half, lam=lam, lam_g=lam_g, abar=abar, kind=kind, const=const,
+                    has_quad=has_quad, inner_iter=inner_iter, n_threads=n_threads)
         E_f, M, kappa = _latent(client, item, H_f, H, n_threads)
         for it in range(1, n_iter + 1):
             W, W_f, inner_w, _, reg_w = _update(client, user, W, W_f, E_f, M, kappa,
-                                                dvec[id(user)], half, lam, abar, kind, const,
-                                                has_quad, inner_iter, n_threads)
+                                                dvec[id(user)], **opts)
             B_f, Mw, kw = _latent(client, user, W_f, W, n_threads)
             H, H_f, inner_h, sub_value, _ = _update(client, item, H, H_f, B_f, Mw, kw,
-                                                    dvec[id(item)], half, lam, abar, kind, const,
-                                                    has_quad, inner_iter, n_threads)
+                                                    dvec[id(item)], **opts)
             E_f, M, kappa = _latent(client, item, H_f, H, n_threads)
             if progress.step(it, sub_value + reg_w, inner=inner_w + inner_h):
                 break
-        W = W if X is not None else client.gather(W_f)
-        H = H if Z is not None else client.gather(H_f)
+        W = client.gather(W_f) if user.fast else W
+        H = client.gather(H_f) if item.fast else H
         U = client.gather(_latent(client, user, W_f, W, n_threads)[0]) if X is not None else W
         Vf = client.gather(E_f) if Z is not None else H
     finally:
@@ -231,9 +285,19 @@ def fit(client, layout, setup, W, H, *, lam, abar, kind, const, has_quad, pw, q,
     return W, H, U, Vf
 
 
+def _dvec(client, side):
+    """d = Xᵀp (p itself without features; unused on the fast path)."""
+    if side.X is not None:
+        return _sum(client.gather([client.submit(dvec_task, fb, **side.on[b])
+                                   for b, fb in enumerate(side.fblocks)]))
+    return None if side.fast else side.w
+
+
 def _latent(client, side, F_f, F, n_threads):
     """(future of the side's latent matrix, its Gram M = Fᵀdiag(w)F, κ = Fᵀw) for a side."""
     if side.X is None:
+        if F_f is None:                     # W of a TRON side without features (graph only)
+            F_f = client.scatter(F, broadcast=True, hash=False)
         parts = client.gather([client.submit(gram_task, blk, F_f, n_threads, **side.on[b])
                                for b, blk in enumerate(side.blocks)])
         M, kappa = _sum_parts(parts, 0, 1)
@@ -252,11 +316,12 @@ def _block_gram(blk, B):
     return _gram(np.ascontiguousarray(B), blk.w, B.shape[1])
 
 
-def _update(client, side, F, F_f, E_f, M, kappa, dvec, half, lam, abar, kind, const, has_quad,
-            inner_iter, n_threads):
+def _update(client, side, F, F_f, E_f, M, kappa, dvec, *, half, lam, lam_g, abar, kind, const,
+            has_quad, inner_iter, n_threads):
     """Returns (F on the client or None, F's future or None, solver iterations, sub-problem
-    value, λ‖F‖²). A feature side's W (d×k) lives on the client; a fast side's rows on the workers."""
-    if side.X is None:                       # fast path, as in _ocmf
+    value, the side's regulariser λ(‖F‖² + λ_g tr(BᵀLB))). A TRON side's W lives on the
+    client; a fast side's rows on the workers."""
+    if side.fast:                            # the row-separable path, as in _ocmf
         futs = [client.submit(update_task, blk, F_f, E_f, M, kappa, pure=False, **half, **side.on[b])
                 for b, blk in enumerate(side.blocks)]
         F_new = client.submit(_blocks.concat_first, *futs, pure=False)
@@ -264,9 +329,12 @@ def _update(client, side, F, F_f, E_f, M, kappa, dvec, half, lam, abar, kind, co
                              for b, f in enumerate(futs)])
         return (None, F_new, 0, float(sum(r[0] for r in res)) + const,
                 float(sum(r[3] for r in res)))
-    d = F.shape[0]
-    prob = DistSubProblem(client, side.fblocks, side.on, E_f, M, kappa, dvec, const, lam, abar,
-                          kind, has_quad, d, F.shape[1], n_threads)
+    prob = DistSubProblem(client, side, E_f, M, kappa, dvec, const, lam, lam_g, abar, kind,
+                          has_quad, F.shape[0], F.shape[1], n_threads)
     res = tron(prob, F.ravel(), max_iter=inner_iter)
     F = res.x.reshape(F.shape)
-    return F, None, res.n_iter, res.fun, lam * float(np.sum(np.square(F)))
+    reg = float(np.sum(np.square(F)))
+    if side.L is not None and lam_g > 0:
+        B = F if side.X is None else _xmul(side.X, F)
+        reg += lam_g * float(np.sum(B * _lmul(side.L, B)))
+    return F, None, res.n_iter, res.fun, lam * reg
