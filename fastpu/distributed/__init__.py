@@ -152,10 +152,11 @@ def _lost_data_is_an_error():
         yield
     except concurrent.futures.CancelledError as exc:     # Dask's FutureCancelledError (>= 2024.x)
         raise RuntimeError(
-            "fastpu.distributed.fit stopped: workers died holding data Dask cannot recompute (the "
-            "initial factors and weights are copied to every worker when the fit starts; all "
-            "workers holding them were lost). No model is returned; run the fit again on the "
-            f"restored cluster (the same seed gives the same model). Dask said: {exc}"
+            "fastpu.distributed.fit stopped: workers died holding data Dask cannot recompute (what "
+            "the client sends is copied to every worker — the initial factors, the weights, the "
+            "factors a TRON or HOMF step sends — and every worker holding a copy was lost). No "
+            "model is returned; run the fit again on the restored cluster (the same seed gives "
+            f"the same model). Dask said: {exc}"
         ) from exc
 
 

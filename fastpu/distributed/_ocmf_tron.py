@@ -164,10 +164,11 @@ class DistSubProblem:
         """(what the tasks get for W, what they get for the full B): futures when large."""
         c, X = self.client, self.side.X
         if X is None:
-            W_f = c.scatter(W, hash=False)
+            W_f = c.scatter(W, broadcast=True, hash=False)
             return W_f, W_f if self.side.L is not None else None
-        B_f = c.scatter(_xmul(X, W), hash=False) if self.side.L is not None else None
-        return W, B_f
+        if self.side.L is None:
+            return W, None
+        return W, c.scatter(_xmul(X, W), broadcast=True, hash=False)
 
     def _run(self, fn, *args):
         c = self.client
