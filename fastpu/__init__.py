@@ -28,8 +28,8 @@ from . import _cache  # noqa: E402
 _cache.install()
 from ._cache import cache_dir  # noqa: E402
 
-from . import (apg, baselines, compare, csrr, datasets, fbgd, homf, metrics, ocmf, prox,  # noqa: E402
-               select, split, tron)
+from . import (apg, baselines, compare, csrr, datasets, distributed, fbgd, homf, metrics,  # noqa: E402
+               ocmf, prox, select, split, tron)
 from ._fold_in import fold_in  # noqa: E402
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from .metrics import evaluate  # noqa: E402
@@ -43,6 +43,7 @@ __all__ = [
     "compare",
     "csrr",
     "datasets",
+    "distributed",
     "evaluate",
     "fbgd",
     "fold_in",

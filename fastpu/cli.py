@@ -187,15 +187,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         side["user_graph"] = data.user_graph
     print(f"fastpu run: {method} on {data.name} ({Y.shape[0]}×{Y.shape[1]}, {Y.nnz} positives), "
           f"{_kw_str(params)}{' + side information' if side else ''}", flush=True)
-    model, secs = _fit(method, Y_train, {**params, **side}, seed=args.seed, verbose=not args.quiet)
+    if args.scheduler or args.workers:       # the same fit on a Dask cluster (fastpu.distributed)
+        from . import distributed
+        kw = dict(params, method=method, seed=args.seed, verbose=not args.quiet, **side)
+        t0 = time.perf_counter()
+        model = distributed.fit(Y_train, kw.pop("k", None), client=args.scheduler,
+                                n_workers=args.workers, **kw)
+        secs = time.perf_counter() - t0
+    else:
+        model, secs = _fit(method, Y_train, {**params, **side}, seed=args.seed, verbose=not args.quiet)
     if Y_test is not None:
         row = _evaluate_row(method, model, Y_train, Y_test, args.at, secs)
         print(_table([row], _columns(args.at)))
     else:
         print(f"trained in {secs:.1f}s")
     if args.save:
-        import dataclasses
-
         model = dataclasses.replace(model, user_ids=data.user_ids, item_ids=data.item_ids)
         model.save(args.save)
         print(f"saved the {method} model ({model.shape[0]} users × {model.shape[1]} items"
@@ -322,6 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", default=None, metavar="FILE",
                      help="write the fitted model to this .npz file (read it back with fastpu.load "
                           "or serve it with fastpu recommend)")
+    run.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="fit on the Dask cluster at this scheduler address (fastpu.distributed)")
+    run.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="fit on a local Dask cluster of N single-thread worker processes")
     common(run)
     run.set_defaults(func=cmd_run)
 

@@ -16,3 +16,21 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A real multi-process Dask cluster for the whole session: 2 single-thread workers (spawned,
+    so numba's parallel kernels run). The tests ask for 1 numba thread per task (``n_threads=1``):
+    a worker started with a different NUMBA_NUM_THREADS in its nanny ``env`` fails on its first
+    numba compilation (numba re-reads the environment then)."""
+    from dask.distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=":0")
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()

@@ -142,7 +142,7 @@ def test_mypy_override_lists_name_real_modules_once():
 
 
 #: modules other branches add; listing them early keeps the merge from breaking mypy
-PLANNED = {"fastpu.distributed", "fastpu.distributed.*"}
+PLANNED: set[str] = set()
 
 
 def test_mypy_config_is_strict_and_ignore_errors_is_the_exception():
@@ -174,7 +174,8 @@ def test_csrr_model_without_sparse_part_names_it():
 #: the only modules allowed unannotated private helpers (the method modules other branches are
 #: still changing); everything else in fastpu is checked strictly. Shrink this set as helpers
 #: get hints; growing it should be a deliberate decision, hence this test.
-RELAXED = {"fastpu._fbgd_tensor", "fastpu._fold_in", "fastpu._ocmf_problem", "fastpu.csrr", "fastpu.fbgd",
+RELAXED = {"fastpu._fbgd_tensor", "fastpu._fold_in", "fastpu._ocmf_problem",
+           "fastpu.distributed", "fastpu.distributed.*", "fastpu.csrr", "fastpu.fbgd",
            "fastpu.homf"}
 
 

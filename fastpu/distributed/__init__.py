@@ -1,0 +1,234 @@
+"""The methods on a Dask cluster (``dask.distributed``): same math, data kept on the workers.
+
+Every supported method reduces to work over row blocks of Y (and of Yᵀ) plus small k×k
+reductions. :func:`fit` splits the data into blocks, builds each block once on a worker, and then
+per half-step broadcasts the fixed side's factors once, runs one task per block (the same numba
+kernels as the single-machine fit) and sums the blocks' k×k partials on the client. See
+docs/distributed.md for the layout, what travels per iteration, and how to start a cluster.
+Install with the ``fastpu[dask]`` extra.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import dataclasses
+import os
+from typing import Any
+
+import scipy.sparse as sp
+
+from .. import _validation as V
+from .._dataset import Dataset
+from .._typing import Sparse, Threads
+from ..model import Factorization
+from . import _blocks
+
+__all__ = ["fit", "METHODS"]
+
+#: methods (and their variants) that have a distributed form
+METHODS = {
+    "ocmf": "the row-separable fast path, and user/item features and graphs with TRON "
+            "(negatives='full')",
+    "fbgd": "update='batch': plain MF, and features/biases (SVDFeature) with Θ updated on the "
+            "client",
+    "homf": "mode='dense' (with or without side graphs), on a scipy.sparse Y",
+    "csrr": "variant='e' (U = P Qᵀ) with n_inner=1",
+}
+
+
+def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None,
+        n_workers: int | None = None, n_blocks: int | None = None,
+        shape: tuple[int, int] | None = None, n_threads: Threads = None,
+        **params: Any) -> Factorization:
+    """Fit a method on a Dask cluster; the same model the single-machine ``fit`` returns.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, Dataset or dask.dataframe.DataFrame
+        The positives. A sparse matrix (or a :class:`fastpu.datasets.Dataset`) is cut into
+        blocks on the client and each block is sent to a worker once. A dask dataframe of
+        pairs with integer columns ``user``, ``item`` and an optional ``value`` (the weight,
+        default 1; duplicates are summed) is shuffled into blocks on the workers: the data
+        never passes through the client.
+    k : int
+        Rank.
+    method : {"ocmf", "fbgd", "homf", "csrr"}
+        ``"ocmf"``: its row-separable fast path, and user/item features and graphs solved by
+        TRON driven from the client (``negatives="full"``, ``solver="tron"``).
+        ``"fbgd"``: ``update="batch"`` (the default here, where ``fastpu.fbgd.fit``'s default
+        is the serial ``"coordinate"``), plain MF or with features and biases. ``"homf"``:
+        ``mode="dense"`` (the default here; ``fastpu.homf.fit`` defaults to ``"exact"``),
+        from a sparse ``Y`` only. ``"csrr"``: CSRR-e (``variant="e"``, ``n_inner=1``).
+    client : dask.distributed.Client, str or None
+        A client; an address string (``"tcp://host:8786"``) to connect to a running scheduler;
+        or None to start a ``LocalCluster`` of single-thread worker processes (``n_workers``,
+        default one per core). A client or cluster started here is closed before returning.
+    n_workers : int, optional
+        Worker processes of the local cluster started when ``client`` is None.
+    n_blocks : int, optional
+        Number of row blocks of Y and of Yᵀ (default: the number of workers).
+    shape : tuple (m, n), optional
+        Matrix shape of a pairs input (default: the largest ids + 1).
+    n_threads : int, optional
+        Numba threads per task on the workers (default: 1 on the local cluster started here, else
+        the workers' own ``NUMBA_NUM_THREADS``). Set a worker's thread count in the environment
+        of the ``dask worker`` command, not in a nanny's ``env=``: numba re-reads the environment
+        when it compiles and refuses a count that changed after its threads started.
+    **params
+        The method's parameters, as for ``fastpu.<method>.fit`` (``n_iter``, ``seed``,
+        ``callback``, ``verbose``, ...).
+
+    Returns
+    -------
+    Factorization
+        As from ``fastpu.<method>.fit``; ``params["distributed"]`` records the blocks and workers.
+
+    Raises
+    ------
+    ValueError, TypeError
+        An unknown method or a variant with no distributed form (the message names the
+        single-machine function to use); a pairs dataframe with missing columns, non-integer or
+        negative ids, or ids outside ``shape``; any error the method's own checks raise.
+    RuntimeError
+        If every worker holding the fit's initial data died at once, so that Dask cannot
+        recompute what was lost (a single lost worker is recovered and gives the same model).
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> from fastpu import distributed
+    >>> data = fp.datasets.synthetic(60, 40, rank=3, density=0.1, seed=0)
+    >>> distributed.fit(data.Y, 4, method="nmf")
+    Traceback (most recent call last):
+    ...
+    ValueError: method must be one of ['ocmf', 'fbgd', 'homf', 'csrr'], got 'nmf'
+
+    With a cluster (not run here)::
+
+        from dask.distributed import Client
+        client = Client("tcp://scheduler:8786")
+        model = distributed.fit(Y, 64, method="ocmf", client=client, loss="square", n_iter=10)
+    """
+    _check_method(method, params)
+    ids = None
+    if isinstance(Y, Dataset):
+        ids = (Y.user_ids, Y.item_ids)
+        Y = Y.Y
+    pairs = _is_dask_dataframe(Y)
+    if not pairs:
+        Y = V.check_csr(Y, name="Y")
+        if shape is not None:
+            raise TypeError("shape= is only for a dask dataframe of pairs; a sparse Y has its own shape")
+    if n_blocks is not None:
+        n_blocks = V.check_int(n_blocks, name="n_blocks", minimum=1)
+    if n_workers is not None:
+        n_workers = V.check_int(n_workers, name="n_workers", minimum=1)
+        if client is not None:
+            raise ValueError("n_workers starts a local cluster; it cannot be combined with client="
+                             f"{client!r} (size that cluster where it is started instead)")
+    if pairs and method == "homf":
+        raise TypeError("HOMF builds its random-walk matrix from the whole Y on the client; pass Y "
+                        "as a scipy.sparse matrix (a dask dataframe of pairs is for ocmf and fbgd)")
+    if client is None and n_threads is None:
+        n_threads = 1           # the local cluster has one single-thread worker process per core
+    with _client(client, n_workers) as c, _lost_data_is_an_error():
+        workers = _blocks.worker_addresses(c)
+        nb = n_blocks if n_blocks is not None else len(workers)
+        if method == "homf":
+            from . import _homf
+            model = _homf.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
+        elif pairs:
+            layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers)
+            model = _fit_on_layout(c, layout, method, k, n_threads, params)
+        else:
+            layout = _blocks.layout_from_csr(c, Y, nb, workers)
+            model = _fit_on_layout(c, layout, method, k, n_threads, params)
+    if ids is not None:
+        model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
+    return model
+
+
+@contextlib.contextmanager
+def _lost_data_is_an_error():
+    """Turn Dask's "lost dependencies" into a message that says what happened and what to do."""
+    try:
+        yield
+    except concurrent.futures.CancelledError as exc:     # Dask's FutureCancelledError (>= 2024.x)
+        raise RuntimeError(
+            "fastpu.distributed.fit stopped: workers died holding data Dask cannot recompute (what "
+            "the client sends is copied to every worker — the initial factors, the weights, the "
+            "factors a TRON or HOMF step sends — and every worker holding a copy was lost). No "
+            "model is returned; run the fit again on the restored cluster (the same seed gives "
+            f"the same model). Dask said: {exc}"
+        ) from exc
+
+
+def _fit_on_layout(client, layout, method, k, n_threads, params):
+    try:
+        return _driver(method).fit(client, layout, k, n_threads=n_threads, **params)
+    finally:
+        layout.release()
+
+
+def _driver(method):
+    if method == "ocmf":
+        from . import _ocmf
+        return _ocmf
+    if method == "csrr":
+        from . import _csrr
+        return _csrr
+    from . import _fbgd
+    return _fbgd
+
+
+def _check_method(method, params):
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    if method == "ocmf" and params.get("negatives", "full") != "full":
+        raise ValueError(
+            f"negatives={params['negatives']!r} has no distributed form (LR-wLR is dense O(mn), "
+            "sampled negatives are drawn user by user); use negatives='full' (e.g. LR-wSQ) or "
+            "fastpu.ocmf.fit on one machine")
+    if method == "csrr" and params.get("variant", "e") != "e":
+        raise ValueError(f"CSRR-{params['variant']} keeps a dense m×n U (singular value "
+                         "thresholding of the whole matrix) and has no distributed form; use "
+                         "variant='e' (U = P Qᵀ), or fastpu.csrr.fit on one machine")
+    if method == "homf" and params.get("mode", "dense") != "dense":
+        raise ValueError(f"HOMF's mode={params['mode']!r} (the paper's Ω_T) has no distributed "
+                         "form; use mode='dense', or fastpu.homf.fit on one machine")
+    if method == "fbgd" and params.get("update", "batch") != "batch":
+        raise ValueError(f"fbgd's update={params['update']!r} is serial (coordinate order); "
+                         "the distributed fit supports update='batch', or use fastpu.fbgd.fit")
+
+
+def _describe():
+    return "; ".join(f"{m}: {v}" for m, v in METHODS.items())
+
+
+def _is_dask_dataframe(Y):
+    if sp.issparse(Y):
+        return False
+    mod = type(Y).__module__ or ""
+    return mod.startswith("dask") and hasattr(Y, "to_delayed") and hasattr(Y, "columns")
+
+
+@contextlib.contextmanager
+def _client(client, n_workers=None):
+    """Yield a Client: the given one, one connected to an address, or a new LocalCluster's."""
+    from dask.distributed import Client, LocalCluster
+
+    if isinstance(client, Client):
+        yield client
+        return
+    if isinstance(client, str):
+        with Client(client) as c:
+            yield c
+        return
+    if client is not None:
+        raise TypeError(f"client must be a dask.distributed.Client, an address string or None, "
+                        f"got {type(client).__name__}")
+    n = n_workers or os.cpu_count() or 1
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        yield c

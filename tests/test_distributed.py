@@ -1,0 +1,483 @@
+"""fastpu.distributed on a real multi-process Dask cluster: the distributed fit equals the
+single-machine fit (same seed or initial factors) for 1, 2 and 3 blocks."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import functools
+
+import fastpu as fp
+from fastpu import distributed
+
+RTOL = 1e-8
+# one numba thread per task: the test cluster has 2 single-thread workers on a shared machine
+dfit = functools.partial(distributed.fit, n_threads=1)
+
+
+def _matrix(seed=0, m=13, n=9, empty_rows=5, empty_cols=3, density=0.35):
+    """Random positives; the first ``empty_rows`` users and last ``empty_cols`` items have none,
+    so with 3 blocks one user block and one item block hold no entries at all."""
+    rng = np.random.default_rng(seed)
+    A = (rng.random((m, n)) < density).astype(float) * rng.uniform(0.5, 2.0, (m, n))
+    A[:empty_rows] = 0.0
+    A[:, n - empty_cols:] = 0.0
+    return sp.csr_array(A)
+
+
+def assert_same(ref, mod):
+    h_ref = np.array([h["objective"] for h in ref.history])
+    h_mod = np.array([h["objective"] for h in mod.history])
+    assert h_ref.size == h_mod.size > 0
+    np.testing.assert_allclose(h_mod, h_ref, rtol=RTOL, atol=0)
+    s_ref, s_mod = ref.scores(), mod.scores()
+    np.testing.assert_allclose(s_mod, s_ref, rtol=RTOL, atol=RTOL * np.abs(s_ref).max())
+    assert mod.method == ref.method
+    assert mod.user_factors.shape == ref.user_factors.shape
+    assert mod.item_factors.shape == ref.item_factors.shape
+
+
+OCMF_VARIANTS = {
+    "LR-wSQ": dict(loss="logistic", rho=0.05, lam=0.5),
+    "SQ-wSQ": dict(loss="square", rho=0.1, lam=1.0),
+    "SQ-SQ": dict(loss="square", rho=1.0, a_bar=0.0, lam=2.0),
+    "SH-wSQ": dict(loss="squared_hinge", rho=0.1, lam=1.0, newton_steps=2, cg_steps=3),
+    "weighted": dict(loss="logistic", rho=0.2, p="p", q="q", lam=0.3),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(OCMF_VARIANTS))
+def test_ocmf_equals_single_machine(dask_client, variant, n_blocks):
+    Y = _matrix(1)
+    kw = dict(OCMF_VARIANTS[variant])
+    if kw.get("p") == "p":
+        rng = np.random.default_rng(3)
+        kw["p"], kw["q"] = rng.uniform(0.5, 2, Y.shape[0]), rng.uniform(0.5, 2, Y.shape[1])
+    ref = fp.ocmf.fit(Y, 3, n_iter=3, seed=7, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="ocmf", client=dask_client, n_blocks=n_blocks, n_iter=3,
+                          seed=7, **kw)
+    assert_same(ref, mod)
+    assert mod.params["distributed"]["n_blocks"] == n_blocks
+
+
+def _features(m, n):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((m, 4))
+    Z = sp.random_array((n, 5), density=0.5, random_state=1, format="csr")
+    return X, Z
+
+
+OCMF_FEATURES = {
+    "user-dense": dict(loss="logistic", rho=0.05, lam=0.5, user_features="X"),
+    "item-sparse": dict(loss="logistic", rho=0.05, lam=0.5, item_features="Z"),
+    "both-square": dict(loss="square", rho=0.3, lam=0.5, user_features="X", item_features="Z"),
+    "user-graph": dict(loss="logistic", rho=0.05, lam=0.5, user_graph="Su", lam_graph=0.7),
+    "features-graphs": dict(loss="square", rho=0.2, lam=0.5, user_features="X", user_graph="Su",
+                            item_graph="Sv", lam_graph=0.3),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(OCMF_FEATURES))
+def test_ocmf_features_tron_equals_single_machine(dask_client, variant, n_blocks):
+    """A side with features or a graph is solved by TRON on the client with block-sum
+    fun/grad/hessp (the graph term's rows (L B)_b from the whole B, sent once per call)."""
+    Y = _matrix(1)
+    X, Z = _features(*Y.shape)
+    rng = np.random.default_rng(2)
+    Su, Sv = (sp.csr_array(np.triu(rng.random((s, s)) < 0.3, 1) * rng.uniform(0.5, 1, (s, s)))
+              for s in Y.shape)
+    named = {"X": X, "Z": Z, "Su": Su + Su.T, "Sv": Sv + Sv.T}
+    kw = {key: named.get(v, v) if isinstance(v, str) else v
+          for key, v in OCMF_FEATURES[variant].items()}
+    ref = fp.ocmf.fit(Y, 3, n_iter=3, seed=7, n_threads=1, **kw)
+    mod = dfit(Y, 3, client=dask_client, n_blocks=n_blocks, n_iter=3, seed=7, **kw)
+    assert_same(ref, mod)
+    assert [h["inner"] for h in mod.history] == [h["inner"] for h in ref.history]
+    for name in ("W", "H"):
+        assert (name in mod.extras) == (name in ref.extras)
+        if name in ref.extras:
+            np.testing.assert_allclose(mod.extras[name], ref.extras[name], rtol=1e-7, atol=1e-12)
+
+
+def test_ocmf_init_and_float32(dask_client):
+    Y = _matrix(2, m=20, n=11, empty_rows=2, empty_cols=1)
+    rng = np.random.default_rng(0)
+    W0, H0 = rng.standard_normal((20, 4)) * 0.1, rng.standard_normal((11, 4)) * 0.1
+    for dtype in ("float64", "float32"):
+        ref = fp.ocmf.fit(Y, 4, loss="logistic", n_iter=2, init=(W0, H0), dtype=dtype)
+        mod = dfit(Y, 4, client=dask_client, n_blocks=2, loss="logistic", n_iter=2,
+                              init=(W0, H0), dtype=dtype)
+        assert mod.user_factors.dtype == np.dtype(dtype)
+        if dtype == "float64":
+            assert_same(ref, mod)
+        else:   # float32 factors: the same kernels, equal to float32 rounding
+            np.testing.assert_allclose(mod.scores(), ref.scores(), rtol=1e-5, atol=1e-6)
+
+
+FBGD_VARIANTS = {
+    "adagrad": dict(alpha0=3.0, lr=0.1),
+    "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, reg=0.01, r_neg=0.1),
+    "gd-values": dict(optimizer="gd", lr=0.01, pos_weight="values", r_pos=2.0),
+    "given-weights": dict(neg_weights="w", lr=0.05),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(FBGD_VARIANTS))
+def test_fbgd_batch_equals_single_machine(dask_client, variant, n_blocks):
+    Y = _matrix(4)
+    kw = dict(FBGD_VARIANTS[variant])
+    if kw.get("neg_weights") == "w":
+        kw["neg_weights"] = np.random.default_rng(5).uniform(0.1, 1.0, Y.shape[1])
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=4, seed=11, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=n_blocks, n_iter=4,
+                          seed=11, **kw)
+    assert_same(ref, mod)
+    np.testing.assert_allclose(mod.extras["initial_objective"], ref.extras["initial_objective"],
+                               rtol=RTOL)
+    np.testing.assert_allclose(mod.extras["neg_weights"], ref.extras["neg_weights"], rtol=1e-12)
+
+
+FBGD_FEATURES = {
+    "biases-only": dict(biases=True, alpha0=2.0, lr=0.05),
+    "user-features": dict(user_features="X", alpha0=2.0, lr=0.05, reg=0.01),
+    "both-features": dict(user_features="X", item_features="Z", alpha0=2.0, rho=0.5, lr=0.02),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(FBGD_FEATURES))
+def test_fbgd_features_equals_single_machine(dask_client, variant, n_blocks):
+    """SVDFeature (features and bias columns): Θ updated on the client from Σ_b Z_bᵀ G_b."""
+    Y = _matrix(4)
+    X, Z = _features(*Y.shape)
+    kw = {key: {"X": sp.csr_array(np.abs(X)), "Z": Z}.get(v, v) if isinstance(v, str) else v
+          for key, v in FBGD_FEATURES[variant].items()}
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=4, seed=11, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=n_blocks, n_iter=4, seed=11, **kw)
+    assert_same(ref, mod)
+    assert sorted(mod.extras) == sorted(ref.extras)
+    for key, val in ref.extras.items():
+        np.testing.assert_allclose(mod.extras[key], val, rtol=RTOL, atol=1e-12)
+
+
+HOMF_VARIANTS = {
+    "plain": dict(T=3, lam=1e-2),
+    "T1": dict(T=1, lam=0.1),
+    "graphs": dict(T=2, lam=1e-2, alpha=0.3, g="linear", user_graph="S", item_graph="S"),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(HOMF_VARIANTS))
+def test_homf_dense_equals_single_machine(dask_client, variant, n_blocks):
+    Y = _matrix(13)
+    kw = dict(HOMF_VARIANTS[variant])
+    if kw.get("user_graph") == "S":
+        rng = np.random.default_rng(1)
+        for name, size in (("user_graph", Y.shape[0]), ("item_graph", Y.shape[1])):
+            S = sp.random_array((size, size), density=0.3, random_state=rng).toarray()
+            kw[name] = sp.csr_array(S + S.T)
+    ref = fp.homf.fit(Y, 3, mode="dense", n_iter=3, seed=9, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="homf", client=dask_client, n_blocks=n_blocks, n_iter=3,
+                          seed=9, **kw)
+    assert_same(ref, mod)
+    np.testing.assert_allclose([h["objective_v"] for h in mod.history],
+                               [h["objective_v"] for h in ref.history], rtol=RTOL)
+
+
+CSRR_VARIANTS = {
+    "loss-I": dict(alpha=2.0, lam1=0.5, lam2=0.1),
+    "loss-II": dict(loss="II", alpha=0.8, lam1=0.1, lam2=0.05),
+    "fixed-eta": dict(eta=0.05, lam1=1.0, lam2=0.01),
+}
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+@pytest.mark.parametrize("variant", list(CSRR_VARIANTS))
+def test_csrr_e_equals_single_machine(dask_client, variant, n_blocks):
+    Y = _matrix(14)
+    Y.data[::7] = 0.0          # stored zeros are not positives (csrr drops them)
+    kw = CSRR_VARIANTS[variant]
+    ref = fp.csrr.fit(Y, 3, variant="e", n_iter=5, seed=6, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="csrr", client=dask_client, n_blocks=n_blocks, n_iter=5,
+                          seed=6, **kw)
+    assert_same(ref, mod)
+    assert [h["nnz_V"] for h in mod.history] == [h["nnz_V"] for h in ref.history]
+    assert mod.V.nnz == ref.V.nnz > 0
+    np.testing.assert_allclose(mod.V.toarray(), ref.V.toarray(), rtol=RTOL, atol=1e-12)
+
+
+def test_more_blocks_than_rows(dask_client):
+    """n_blocks above m and n leaves blocks with no rows at all; every method still matches."""
+    Y = _matrix(16, m=4, n=3, empty_rows=1, empty_cols=1, density=0.7)
+    cases = [
+        ("ocmf", fp.ocmf.fit, dict(loss="logistic", rho=0.1)),
+        ("fbgd", fp.fbgd.fit, dict(update="batch", alpha0=1.0)),
+        ("csrr", fp.csrr.fit, dict(variant="e")),
+        ("homf", fp.homf.fit, dict(mode="dense", T=2, lam=0.1)),
+    ]
+    for method, single, kw in cases:
+        ref = single(Y, 2, n_iter=2, seed=1, **kw)
+        mod = dfit(Y, 2, method=method, client=dask_client, n_blocks=5, n_iter=2, seed=1, **kw)
+        assert_same(ref, mod)
+
+
+# ---------------------------------------------------------------------------------- pairs input
+
+def _pairs(Y, *, value=True, dup=False):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    C = Y.tocoo()
+    df = pd.DataFrame({"user": C.row.astype(np.int64), "item": C.col.astype(np.int64)})
+    if value:
+        df["value"] = C.data
+    if dup:   # every entry split in two halves: the pairs input sums duplicates, like a COO matrix
+        half = df.copy()
+        half["value"] = df["value"] / 2
+        df = pd.concat([half, half], ignore_index=True)
+    df = df.sample(frac=1.0, random_state=0).reset_index(drop=True)   # no order to rely on
+    return dd.from_pandas(df, npartitions=3)
+
+
+@pytest.mark.parametrize("n_blocks", [1, 3])
+def test_pairs_input_equals_matrix_input(dask_client, n_blocks):
+    Y = _matrix(6)
+    ref = fp.ocmf.fit(Y, 3, loss="logistic", n_iter=3, seed=2)
+    mod = dfit(_pairs(Y), 3, method="ocmf", client=dask_client, n_blocks=n_blocks,
+                          shape=Y.shape, loss="logistic", n_iter=3, seed=2)
+    assert_same(ref, mod)
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, seed=2, alpha0=2.0, rho=0.5)
+    mod = dfit(_pairs(Y, dup=True), 3, method="fbgd", client=dask_client,
+                          n_blocks=n_blocks, shape=Y.shape, n_iter=3, seed=2, alpha0=2.0, rho=0.5)
+    assert_same(ref, mod)
+
+
+def test_pairs_shape_from_largest_ids(dask_client):
+    Y = _matrix(7, empty_rows=0, empty_cols=0, density=0.5)
+    Y = sp.csr_array(Y.toarray().astype(bool).astype(float))
+    assert Y[[-1]].nnz and Y[:, [-1]].nnz          # the largest ids are present
+    ref = fp.ocmf.fit(Y, 2, loss="square", n_iter=2, seed=0)
+    mod = dfit(_pairs(Y, value=False), 2, client=dask_client, loss="square",
+                          n_iter=2, seed=0)
+    assert mod.shape == Y.shape
+    assert_same(ref, mod)
+
+
+def test_bad_pairs_input(dask_client):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    def ddf(**cols):
+        return dd.from_pandas(pd.DataFrame(cols), npartitions=2)
+
+    with pytest.raises(ValueError, match=r"columns \['u', 'item'\].*'user' and 'item'.*missing \['user'\]"):
+        dfit(ddf(u=[0, 1], item=[0, 1]), 2, client=dask_client)
+    with pytest.raises(TypeError, match="column 'item' must hold integer ids.*float64"):
+        dfit(ddf(user=[0, 1], item=[0.0, 1.5]), 2, client=dask_client)
+    with pytest.raises(TypeError, match="column 'user' must hold integer ids.*got dtype (object|string)"):
+        dfit(ddf(user=["a", "b"], item=[0, 1]), 2, client=dask_client)
+    with pytest.raises(ValueError, match=r"column 'user' has negative ids \(min -3\)"):
+        dfit(ddf(user=[0, -3], item=[0, 1]), 2, client=dask_client)
+    with pytest.raises(ValueError, match=r"ids up to user 1, item 5, outside shape=\(2, 3\)"):
+        dfit(ddf(user=[0, 1], item=[0, 5]), 2, client=dask_client, shape=(2, 3))
+    with pytest.raises(TypeError, match="column 'value' must be numeric"):
+        dfit(ddf(user=[0, 1], item=[0, 1], value=["x", "y"]), 2, client=dask_client)
+    with pytest.raises(ValueError, match="'value' has negative values"):
+        dfit(ddf(user=[0, 1], item=[0, 1], value=[1.0, -1.0]), 2, client=dask_client)
+    with pytest.raises(ValueError, match="is empty; pass shape"):
+        dfit(ddf(user=np.zeros(0, np.int64), item=np.zeros(0, np.int64)), 2,
+                        client=dask_client)
+
+
+# ---------------------------------------------------------------------------- losing a worker
+
+def test_worker_restart_mid_fit_gives_same_result(dask_client):
+    """A nanny restart between iterations drops every block and broadcast held by that worker;
+    the blocks are rebuilt from their source in the graph (here the dataframe's partitions) and
+    the fit ends with the same model."""
+    Y = _matrix(8, m=16, n=12, empty_rows=3, empty_cols=2)
+    ref = fp.ocmf.fit(Y, 3, loss="logistic", n_iter=4, seed=3)
+    restarted = []
+
+    def kill(info):
+        if info["iter"] == 2:
+            victim = sorted(dask_client.scheduler_info()["workers"])[0]
+            dask_client.restart_workers([victim])
+            restarted.append(victim)
+
+    mod = dfit(_pairs(Y), 3, client=dask_client, n_blocks=3, shape=Y.shape,
+                          loss="logistic", n_iter=4, seed=3, callback=kill)
+    assert restarted and restarted[0] not in dask_client.scheduler_info()["workers"]
+    assert_same(ref, mod)
+    dask_client.wait_for_workers(2, timeout=60)
+
+
+def test_worker_restart_with_state_on_the_workers(dask_client):
+    """CSRR-e keeps V (per positive) on the workers between iterations: after a restart the lost
+    copies are recomputed from their lineage, and the model is the same."""
+    Y = _matrix(15)
+    ref = fp.csrr.fit(Y, 3, variant="e", n_iter=4, seed=8, lam2=0.05)
+
+    def kill(info):
+        if info["iter"] == 2:
+            dask_client.restart_workers([sorted(dask_client.scheduler_info()["workers"])[0]])
+
+    mod = dfit(Y, 3, method="csrr", client=dask_client, n_blocks=3, n_iter=4, seed=8,
+                          lam2=0.05, callback=kill)
+    assert_same(ref, mod)
+    dask_client.wait_for_workers(2, timeout=60)
+
+
+def test_losing_every_worker_is_a_clear_error(dask_client):
+    """When all workers restart at once the initial data's copies are gone: a clear error,
+    never a different model."""
+    Y = _matrix(17)
+
+    def kill_all(info):
+        if info["iter"] == 1:
+            dask_client.restart_workers(sorted(dask_client.scheduler_info()["workers"]))
+
+    try:
+        with pytest.raises(RuntimeError, match="workers died holding data Dask cannot recompute.*"
+                                               "run the fit again"):
+            dfit(Y, 3, client=dask_client, n_iter=3, seed=0, callback=kill_all)
+    finally:
+        dask_client.wait_for_workers(2, timeout=60)
+
+
+# ------------------------------------------------------- a scheduler and workers as processes
+
+def test_scheduler_and_workers_as_subprocesses(tmp_path):
+    """`dask scheduler` + two `dask worker` processes on 127.0.0.1, connected by address."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = str(Path(fp.__file__).resolve().parent.parent)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    sfile = tmp_path / "scheduler.json"
+    procs = []
+    try:
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--scheduler-file", str(sfile)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(2):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(sfile),
+                 "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 60
+        while not sfile.exists():
+            assert time.monotonic() < deadline, "the dask scheduler did not start"
+            assert procs[0].poll() is None, "the dask scheduler exited"
+            time.sleep(0.2)
+        time.sleep(0.2)
+        address = json.loads(sfile.read_text())["address"]
+        from dask.distributed import Client
+        with Client(address) as c:
+            c.wait_for_workers(2, timeout=60)
+        Y = _matrix(10)
+        ref = fp.ocmf.fit(Y, 3, loss="square", rho=0.2, n_iter=3, seed=5)
+        mod = dfit(Y, 3, client=address, n_blocks=2, loss="square", rho=0.2,
+                              n_iter=3, seed=5)
+        assert_same(ref, mod)
+        assert mod.params["distributed"]["n_workers"] == 2
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    assert all(p.poll() is not None for p in procs)
+
+
+# ------------------------------------------------------------------------------------ the CLI
+
+def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
+    from fastpu import cli
+
+    Y = _matrix(11, m=30, n=20, empty_rows=2, empty_cols=2)
+    path = tmp_path / "y.npz"
+    sp.save_npz(path, sp.csr_matrix(Y))
+    argv = ["run", "--data", str(path), "--test-frac", "0", "--param", "k=3", "--param",
+            "n_iter=3", "--param", "loss=square", "--save", str(tmp_path / "f.npz")]
+    assert cli.main(argv + ["--scheduler", dask_client.scheduler.address]) == 0
+    err = capsys.readouterr().err
+    assert "[ocmf] iter   3" in err                 # progress per iteration
+    dist = np.load(tmp_path / "f.npz")["objective"]
+    assert cli.main(argv) == 0
+    single = np.load(tmp_path / "f.npz")["objective"]
+    np.testing.assert_allclose(dist, single, rtol=RTOL)
+    # a local cluster of one worker from --workers
+    assert cli.main(["run", "--data", str(path), "--test-frac", "0", "--param", "k=3",
+                     "--param", "n_iter=2", "--method", "fbgd", "--workers", "1",
+                     "--save", str(tmp_path / "g.npz")]) == 0
+    assert "[fbgd] iter   2" in capsys.readouterr().err
+    assert cli.main(["run", "--data", str(path), "--method", "csrr", "--param", "variant=II",
+                     "--scheduler", dask_client.scheduler.address]) == 2
+    assert "CSRR-II keeps a dense m×n U" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ bad input
+
+def test_bad_arguments(dask_client):
+    Y = _matrix(12)
+    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd', 'homf', 'csrr'\], got 'nmf'"):
+        dfit(Y, 2, method="nmf", client=dask_client)
+    for variant in ("I", "II"):
+        with pytest.raises(ValueError, match=f"CSRR-{variant} keeps a dense m×n U.*variant='e'.*fastpu.csrr.fit"):
+            dfit(Y, 2, method="csrr", variant=variant, client=dask_client)
+    with pytest.raises(ValueError, match="n_inner=3 has no distributed form"):
+        dfit(Y, 2, method="csrr", n_inner=3, client=dask_client)
+    with pytest.raises(ValueError, match="HOMF's mode='exact'.*no distributed form; use mode='dense'"):
+        dfit(Y, 2, method="homf", mode="exact", client=dask_client)
+    with pytest.raises(TypeError, match="HOMF builds its random-walk matrix.*scipy.sparse"):
+        dfit(_pairs(Y), 2, method="homf", client=dask_client)
+    with pytest.raises(ValueError, match="negatives='full_logistic' has no distributed form.*LR-wLR"):
+        dfit(Y, 2, loss="logistic", negatives="full_logistic", client=dask_client)
+    with pytest.raises(ValueError, match="negatives='sampled' has no distributed form"):
+        dfit(Y, 2, negatives="sampled", client=dask_client)
+    with pytest.raises(ValueError, match="features/graphs with TRON.*fast_path=False.*fastpu.ocmf.fit"):
+        dfit(Y, 2, fast_path=False, client=dask_client)
+    with pytest.raises(ValueError, match="user_graph has shape 12×12, expected a square 13×13"):
+        dfit(Y, 2, user_graph=sp.eye(12, format="csr"), lam_graph=1.0, client=dask_client)
+    with pytest.raises(ValueError, match="solver='gd' has no distributed form"):
+        dfit(Y, 2, user_features=np.ones((13, 2)), solver="gd", client=dask_client)
+    with pytest.raises(ValueError, match="dtype='float32' with features or graphs has no distributed form"):
+        dfit(Y, 2, item_features=np.ones((9, 2)), dtype="float32", client=dask_client)
+    with pytest.raises(ValueError, match="user_features has 12 rows"):
+        dfit(Y, 2, user_features=np.ones((12, 2)), client=dask_client)
+    with pytest.raises(ValueError, match="update='coordinate' is serial.*update='batch'"):
+        dfit(Y, 2, method="fbgd", update="coordinate", client=dask_client)
+    with pytest.raises(TypeError, match="biases must be True, False or None"):
+        dfit(Y, 2, method="fbgd", biases="yes", client=dask_client)
+    with pytest.raises(ValueError, match="item_features has 8 rows"):
+        dfit(Y, 2, method="fbgd", item_features=np.ones((8, 2)), client=dask_client)
+    with pytest.raises(TypeError, match=r"unexpected parameters \['bogus'\]"):
+        dfit(Y, 2, bogus=1, client=dask_client)
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client, an address string or None, got int"):
+        dfit(Y, 2, client=3)
+    with pytest.raises(ValueError, match="n_workers starts a local cluster"):
+        dfit(Y, 2, client=dask_client, n_workers=2)
+    with pytest.raises(TypeError, match="Y must be a scipy.sparse matrix or array, got ndarray"):
+        dfit(Y.toarray(), 2, client=dask_client)
+    with pytest.raises(TypeError, match="shape= is only for a dask dataframe"):
+        dfit(Y, 2, client=dask_client, shape=(13, 9))
+    with pytest.raises(ValueError, match="n_blocks must be >= 1"):
+        dfit(Y, 2, client=dask_client, n_blocks=0)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        dfit(Y, 0, client=dask_client)
+    with pytest.raises(ValueError, match="unknown loss .hinge.; expected one of"):
+        dfit(Y, 2, loss="hinge", client=dask_client)
