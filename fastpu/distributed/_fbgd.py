@@ -112,7 +112,10 @@ def update_task(block, F, E, S, s, prev, r_neg, lr, reg, adagrad, with_loss, n_t
 
 
 def _check(other):
-    unknown = set(other) - {"update"}
+    if other.get("neg_row_weights") is not None:
+        raise ValueError("neg_row_weights (fBGD's α⁻_x) has no distributed form yet; "
+                         "use fastpu.fbgd.fit, or leave it at None")
+    unknown = set(other) - {"update", "neg_row_weights"}
     if unknown:
         raise TypeError(f"fastpu.distributed.fit(method='fbgd') got unexpected parameters "
                         f"{sorted(unknown)}; see fastpu.fbgd.fit for the accepted ones")
@@ -181,6 +184,7 @@ def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=Non
                   user_features=None if not has_ux else tuple(Zx.shape),
                   item_features=None if not has_ix else tuple(Zy.shape),
                   neg_weights="given" if neg_weights is not None else "eq22",
+                  neg_row_weights=None,
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(workers)))
     neg_f = client.scatter(neg, broadcast=True, hash=False)
     ub = [client.submit(make_block, c, neg_f, apos, rpos, r_neg, False, **on(b))
@@ -201,7 +205,7 @@ def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=Non
             for f in [neg_f] + ub + ib:
                 f.release()
         extras = dict(V_user=theta_x[:px, :k].copy(), V_item=theta_y[:py, :k].copy(),
-                      neg_weights=neg, initial_objective=init)
+                      neg_weights=neg, neg_row_weights=None, initial_objective=init)
         if biases:
             extras.update(w_user=theta_x[:px, k].copy(), w_item=theta_y[:py, k + 1].copy(),
                           w0=float(theta_x[px, k]))
@@ -247,7 +251,8 @@ def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=Non
     finally:
         for f in futs:
             f.release()
-    extras = dict(V_user=P.copy(), V_item=Q.copy(), neg_weights=neg, initial_objective=init)
+    extras = dict(V_user=P.copy(), V_item=Q.copy(), neg_weights=neg, neg_row_weights=None,
+                  initial_objective=init)
     return Factorization(user_factors=P, item_factors=Q, history=progress.history, params=params,
                          method="fbgd", extras=extras)
 
