@@ -133,6 +133,10 @@ def transition_matrix(R: Sparse, user_graph: Matrix | None = None,
     Su = V_.check_graph(user_graph, name="user_graph", n=m)
     Si = V_.check_graph(item_graph, name="item_graph", n=n)
     alpha = V_.check_scalar(alpha, name="alpha", minimum=0.0, maximum=1.0)
+    if 0.0 < alpha < np.finfo(np.float64).tiny:
+        raise ValueError(f"alpha={alpha:g} is below the smallest normal float (2.2e-308): the "
+                         "side-graph weights α·g(S) would keep only a few bits; use alpha=0 to "
+                         "leave the side graphs out")
     if Su is None and Si is None:
         alpha = 0.0
     return _transition(R, Su, Si, alpha, g, g1, g3)
