@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import numbers
 
 import numba
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 
@@ -46,11 +48,11 @@ def set_num_threads(n: int) -> int:
 
 def _check_threads(n):
     limit = numba.config.NUMBA_NUM_THREADS
-    if isinstance(n, bool) or not isinstance(n, int):
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"n_threads must be an integer in [1, {limit}], got {n!r}")
     if not 1 <= n <= limit:
         raise ValueError(f"n_threads must be in [1, {limit}] (NUMBA_NUM_THREADS), got {n}")
-    return n
+    return int(n)
 
 
 @contextlib.contextmanager

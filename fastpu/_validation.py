@@ -9,6 +9,7 @@ fails these checks may ever reach a kernel.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +20,12 @@ VALUE_DTYPE = np.float64
 # Dense variants (LR-wLR, CSRR-I/II) refuse to allocate more than this many
 # float64 entries unless the caller raises the limit explicitly.
 DENSE_LIMIT = 25_000_000
+
+# The memory guard (check_alloc): an explicit limit in bytes wins (this module attribute, or the
+# environment variable FASTPU_MEMORY_LIMIT, e.g. "4G"); otherwise the memory the kernel reports
+# as available now (MemAvailable in /proc/meminfo, else free physical pages).
+MEMORY_LIMIT = None
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def _shape_str(shape):
@@ -141,6 +148,8 @@ def check_features(X, *, name, n_rows, of="row"):
     if sp.issparse(X):
         if X.shape[0] != n_rows:
             raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per {of} of Y)")
+        if X.ndim == 2 and X.shape[1] < 1:
+            raise ValueError(f"{name} has no columns; expected at least one feature")
         return check_csr(X, name=name, nonnegative=False)
     X = check_dense(X, name=name)
     if X.shape[0] != n_rows:
@@ -243,14 +252,19 @@ def check_seed(seed):
 
 
 def check_dense_size(m, n, *, what, alternative, limit=None):
-    """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT)."""
-    limit = DENSE_LIMIT if limit is None else int(limit)
+    """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT).
+
+    ``limit`` is the user's ``dense_limit`` argument: ``None`` or an integer >= 0.
+    The bytes themselves are checked against the available memory (:func:`check_alloc`).
+    """
+    limit = DENSE_LIMIT if limit is None else check_int(limit, name="dense_limit", minimum=0)
     if int(m) * int(n) > limit:
         gib = int(m) * int(n) * 8 / 2**30
         raise ValueError(
             f"{what} needs a dense {m}×{n} matrix ({gib:.1f} GiB), above the limit of {limit:,} entries; "
             f"use {alternative}, or raise dense_limit if the memory is really there"
         )
+    check_alloc(int(m) * int(n) * 8, what=what, names=("dense_limit",))
 
 
 def check_users(users, m):
@@ -281,9 +295,16 @@ def check_square_csr(A, *, name, nonnegative=False):
 
 def check_indices(idx, *, name, size):
     """Integer positions as a 1-d int64 array inside [0, size) (a scalar becomes length 1)."""
-    arr = np.asarray(idx)
+    if isinstance(idx, str) or idx is None:
+        raise TypeError(f"{name} must be integer indices, got {type(idx).__name__}")
+    try:
+        arr = np.asarray(idx)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-d sequence of integer indices, got {type(idx).__name__}") from exc
     if arr.ndim == 0:
         arr = arr.reshape(1)
+    if arr.size == 0 and arr.ndim == 1 and arr.dtype.kind in "fbO":
+        arr = arr.astype(INDEX_DTYPE)          # [] and np.array([]) are an empty selection
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must be integer indices, got dtype {arr.dtype}")
     if arr.ndim != 1:
@@ -291,3 +312,87 @@ def check_indices(idx, *, name, size):
     if arr.size and (arr.min() < 0 or arr.max() >= size):
         raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]")
     return np.ascontiguousarray(arr, dtype=INDEX_DTYPE)
+
+
+# ----------------------------------------------------------------------------- memory guard
+
+def _parse_bytes(text, *, name):
+    raw = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    unit = raw[-1:] if raw[-1:] in _UNITS else ""
+    try:
+        value = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{name} must be a number of bytes such as 4000000000 or '4G', got {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of bytes, got {text!r}")
+    return int(value)
+
+
+def _available_bytes():
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_limit():
+    """Bytes one fastpu call may allocate: ``MEMORY_LIMIT``, ``$FASTPU_MEMORY_LIMIT``, else available.
+
+    ``None`` when no limit is set and the platform does not report its available memory.
+    """
+    if MEMORY_LIMIT is not None:
+        return int(MEMORY_LIMIT)
+    env = os.environ.get("FASTPU_MEMORY_LIMIT")
+    if env:
+        return _parse_bytes(env, name="FASTPU_MEMORY_LIMIT")
+    return _available_bytes()
+
+
+def _fmt_bytes(nbytes):
+    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= div:
+            return f"{nbytes / div:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def check_alloc(shape_or_nbytes, *, what, names, itemsize=8, limit=None):
+    """Refuse an allocation that cannot fit, before numpy tries it; return the bytes needed.
+
+    Parameters
+    ----------
+    shape_or_nbytes : int or tuple of int
+        Bytes, or the shape of one array of ``itemsize``-byte entries (the product is computed
+        with Python integers, so it never overflows).
+    what : str
+        What the memory is for, for the message.
+    names : sequence of str
+        The arguments that make it this large (the ones to change), e.g. ``("k",)``.
+    limit : int, optional
+        Bytes allowed; default :func:`memory_limit`.
+
+    Raises
+    ------
+    ValueError
+        If the bytes needed exceed the limit; the message names ``names`` and the bytes needed.
+    """
+    if isinstance(shape_or_nbytes, tuple):
+        nbytes = int(itemsize)
+        for s in shape_or_nbytes:
+            nbytes *= max(0, int(s))
+    else:
+        nbytes = int(shape_or_nbytes)
+    limit = memory_limit() if limit is None else int(limit)
+    if limit is not None and nbytes > limit:
+        args = ", ".join(names)
+        raise ValueError(
+            f"{what} needs {_fmt_bytes(nbytes)} ({nbytes:,} bytes) but only {_fmt_bytes(limit)} are "
+            f"available; lower {args} (or set FASTPU_MEMORY_LIMIT if more memory is really there)"
+        )
+    return nbytes

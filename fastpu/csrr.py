@@ -291,6 +291,7 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
     m, n = data.shape
     prob = _DenseProblem(data, kind, alpha, lam1, lam2, svd_method, rng)
     x0 = (_empty_svt(m, n), np.zeros(data.nnz))
+    progress.start(prob.objective(x0))
     y0 = (prob.buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
 
     def report(info):
@@ -379,6 +380,7 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
     v_new = np.empty_like(v)
     GQ = Q.T @ Q
     f_prev = prob.objective(P, Q, v, GQ=GQ)
+    progress.start(f_prev)
     for t in range(1, n_iter + 1):
         inner = 0
         f_inner = f_prev
@@ -472,7 +474,19 @@ def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss
         If ``Y`` is not sparse or an argument has the wrong type.
     ValueError
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
-        ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``).
+        ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
+        fit needs (factors, or the dense U) exceeds the available memory
+        (:func:`fastpu._validation.check_alloc`).
+    FloatingPointError
+        If the objective becomes non-finite.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If an iteration's objective (10) is above the objective at the start (the iteration
+        diverged: lower ``eta``), or if every score of the result is zero (U = 0 and V = 0:
+        ``eta`` too large, or ``lam1``/``lam2`` too large). These read the history and the
+        result only; they change nothing.
 
     Examples
     --------
@@ -507,20 +521,29 @@ def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss
         Vd.check_dense_size(m, n, what=f"CSRR-{variant} (dense U)",
                             alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
                             limit=dense_limit)
+    if variant == "e":
+        Vd.check_alloc(8 * k * (6 * (m + n) + k) + 48 * data.nnz, what="CSRR-e", names=("k",))
+    else:       # U, its momentum copy inside the SVD, and the SVD's factors
+        Vd.check_alloc(3 * 8 * m * n, what=f"CSRR-{variant} (dense U and its SVD)",
+                       names=("Y's shape", "variant (use 'e')"))
     params = dict(variant=variant, alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
                   n_iter=n_iter_, n_inner=n_inner, inner_tol=inner_tol, restart=restart,
                   svd_method=svd_method, seed=seed if not isinstance(seed, np.random.Generator) else None)
-    progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback)
+    progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback,
+                        advice=_advice(eta, alpha, lam1, lam2))
     # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there
     with limit_threads(n_threads, blas=1 if variant == "e" else None):
         if variant == "e":
             P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
                                     inner_tol, rng, progress)
+            progress.finish(all_zero=not (np.any(v) or (np.any(P) and np.any(Q))),
+                            zero_advice=_zero_advice(data, eta, lam1, lam2))
             return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
                              method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
         Ut, v_tilde, U, v, eta_used, res = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
                                                       restart, svd_method, rng, progress)
     params["eta_used"] = eta_used
+    progress.finish(all_zero=not (np.any(v) or np.any(U)), zero_advice=_zero_advice(data, eta, lam1, lam2))
     root = np.sqrt(Ut.s)
     hist = progress.history
     if hist:
@@ -531,6 +554,26 @@ def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss
                      extras={"singular_values": Ut.s.copy(), "V_tilde": _sparse_v(data, v_tilde),
                              "status": res.status},
                      U=U, V=_sparse_v(data, v), variant=variant)
+
+
+def _advice(eta, alpha, lam1, lam2):
+    """What to change when the objective grows or overflows."""
+    if eta is not None:
+        return (f"lower eta (now {eta:g}) or leave eta=None, the inverse Lipschitz step of each "
+                "block, under which the objective cannot grow")
+    return "pass a smaller eta than the default inverse Lipschitz step, or raise lam1 and lam2"
+
+
+def _zero_advice(data, eta, lam1, lam2):
+    """Advice for an all-zero result; ``None`` (no warning) when Y has no positive to fit."""
+    if data.nnz == 0:
+        return None
+    tip = (f"lower lam1 (now {lam1:g}) and lam2 (now {lam2:g}), which shrink U and V to zero"
+           if (lam1 > 0 or lam2 > 0) else "raise n_iter")
+    if eta is not None:
+        return (f"lower eta (now {eta:g}): a step that large overshoots and the projection onto "
+                f"the box clips everything to 0; or {tip}")
+    return tip
 
 
 def _sparse_v(data, v):
