@@ -50,6 +50,17 @@ def _parse_ks(text):
     return ks
 
 
+def _parse_frac(text):
+    try:
+        frac = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--test-frac expects a number in [0, 1), got {text!r}") from None
+    if not 0.0 <= frac < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"--test-frac expects a number in [0, 1) (0 trains on everything), got {text!r}")
+    return frac
+
+
 def _load_data(source, *, threshold=None):
     """(name, binarised Y, Dataset) from a data set name, a CSV or an .npz path."""
     from . import datasets
@@ -62,7 +73,7 @@ def _load_data(source, *, threshold=None):
         else:
             data = datasets.read_csv(source)
     else:
-        raise SystemExit(f"fastpu: --data {source!r} is neither a data set name "
+        raise ValueError(f"--data {source!r} is neither a data set name "
                          f"({', '.join(DATASETS)}) nor an existing .csv/.npz file")
     return data, datasets.binarize(data.Y, threshold)
 
@@ -125,7 +136,7 @@ def cmd_demo(args):
     wanted = METHODS if args.methods == "all" else tuple(args.methods.split(","))
     for method in wanted:
         if method not in METHODS:
-            raise SystemExit(f"fastpu demo: unknown method {method!r}; expected one of {', '.join(METHODS)}")
+            raise ValueError(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}")
         configs = getattr(_module(method), "demo_configs", None)
         if configs is None:
             print(f"-- {method}: no demo configuration, skipped", file=sys.stderr)
@@ -219,7 +230,7 @@ def build_parser():
                      help="use the data set's side information (trust graph, features) where the method takes it")
     run.add_argument("--threshold", type=float, default=None,
                      help="positives are values >= threshold (default: every stored entry)")
-    run.add_argument("--test-frac", type=float, default=0.2,
+    run.add_argument("--test-frac", type=_parse_frac, default=0.2,
                      help="per-user test fraction for evaluation; 0 trains on everything (default 0.2)")
     run.add_argument("--save", default=None, help="write the factors to this .npz file")
     common(run)
@@ -238,8 +249,8 @@ def main(argv=None):
     except DataUnavailable as exc:
         print(f"fastpu: {exc}", file=sys.stderr)
         return 2
-    except (TypeError, ValueError) as exc:
-        print(f"fastpu: {exc}", file=sys.stderr)
+    except (TypeError, ValueError, OSError, FloatingPointError) as exc:   # input errors: exit 2
+        print(f"fastpu: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
 
 

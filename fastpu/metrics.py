@@ -36,6 +36,13 @@ def _check_model(model):
             f"model must be a fitted fastpu Factorization (with .scores and .shape), got {type(model).__name__}"
         )
     shape = tuple(int(s) for s in model.shape)
+    uf, itf = getattr(model, "user_factors", None), getattr(model, "item_factors", None)
+    if (isinstance(uf, np.ndarray) and isinstance(itf, np.ndarray) and uf.ndim == 2 and itf.ndim == 2
+            and uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None):
+        raise ValueError(
+            f"model has user_factors of width {uf.shape[1]} and item_factors of width {itf.shape[1]}; "
+            "expected the same number of columns (k) on both sides"
+        )
     return shape
 
 
@@ -92,6 +99,13 @@ def _finite_block(S, what="model.scores"):
         bad = int(S.size - np.isfinite(S).sum())
         raise ValueError(f"{what} returned {bad} non-finite scores (NaN or inf); expected finite scores")
     return S
+
+
+def _score_block_rows(n_items):
+    """Users per score block of :func:`fastpu.model.iter_score_blocks` (for the memory check)."""
+    from . import model as _model
+    size = getattr(_model, "_block_size", None)
+    return int(size(n_items)) if callable(size) else 4096
 
 
 def _ideal_dcg(kmax):
@@ -190,6 +204,10 @@ def evaluate(model, Y_train, Y_test, k=(1, 5, 10), metrics=None, users=None, n_t
     want_auc = "auc" in selected
     kmax = int(ks[-1])
     nq = ks.size
+    # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
+    step = _score_block_rows(n)
+    V.check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * nq,
+                  what="evaluate (score blocks and top-k lists)", names=("k",))
     hits = np.zeros((users.size, nq), dtype=np.int64)
     dcg = np.zeros((users.size, nq))
     ap = np.zeros((users.size, nq))

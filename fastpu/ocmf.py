@@ -31,8 +31,8 @@ import numpy as np
 from . import _validation as V
 from ._kernels.losses import SQUARE
 from ._nystrom import NystromMap, nystrom_features
-from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor, _full_objective,
-                            _latent, _prepare, _side_reg, _update_side)
+from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor, _f64,
+                            _full_objective, _latent, _prepare, _side_reg, _update_side)
 from ._progress import Progress
 from ._threads import limit_threads
 from .model import Factorization, accepts_dataset
@@ -173,9 +173,18 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
         Non-sparse ``Y``; NaN/inf or negative stored values; shape mismatches between ``Y``,
         ``X``, ``Z``, graphs, ``p``, ``q``, ``init``; a graph that is not square, symmetric and
         non-negative; ``k < 1``; unknown ``loss``, ``solver``, ``negatives`` or ``dtype``;
-        malformed CSR; a dense variant above its size limit.
+        malformed CSR; a dense variant above its size limit; a ``k`` (or feature width) whose
+        factors and work arrays exceed the available memory; ``a_bar``, ``rho``, ``p``, ``q``
+        so large that the unlabeled term overflows.
     FloatingPointError
-        If the objective becomes non-finite.
+        If the objective becomes non-finite; the message names the inputs to scale.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If an outer iteration's objective is above the objective of the starting factors, or
+        if W or H comes back all zero (e.g. ``init_scale=0``: W = H = 0 is a stationary
+        point). These read the history and the result only; they change nothing.
 
     Examples
     --------
@@ -213,6 +222,10 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
         csteps = V.check_int(cg_steps if cg_steps is not None else (3 if square else 4),
                              name="cg_steps", minimum=1)
         du, dv = setup.user.dim, setup.item.dim
+        m, n = Y.shape
+        V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 2 * k), what="ocmf.fit (factors and work arrays)",
+                      names=("k",) + (("user_features",) if user_features is not None else ())
+                      + (("item_features",) if item_features is not None else ()))
         if init is not None:
             if not (isinstance(init, tuple) and len(init) == 2):
                 raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
@@ -223,7 +236,10 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
             scale = init_scale / np.sqrt(k)
             W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
             H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
-        progress = Progress("ocmf", verbose=verbose, callback=callback)
+        progress = Progress("ocmf", verbose=verbose, callback=callback,
+                            advice=_advice(Y, setup, rho, lam, user_features, item_features))
+        if n_iter:
+            progress.start(_full_objective(setup, _f64(W), _f64(H)))
         solve = tron if solver == "tron" else gd
         for it in range(1, n_iter + 1):
             E = _latent(setup.item, H)
@@ -239,6 +255,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
                 break
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
+    progress.finish(W, H, zero_advice=_zero_advice(Y, init, init_scale, lam))
     extras = {}
     if user_features is not None:
         extras["W"] = W
@@ -247,6 +264,38 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
     return Factorization(U if user_features is not None else W, Vf if item_features is not None else H,
                          progress.history, params, "ocmf", extras)
 
+
+
+def _advice(Y, setup, rho, lam, X, Z):
+    """What to change when the objective overflows or grows: the largest inputs first."""
+    tips = []
+    big = float(Y.data.max(initial=0.0))
+    if big > 1e3:
+        tips.append(f"scale Y's stored values (the weights C_ij, up to {big:g})")
+    for F, name in ((setup.user.X, "user_features"), (setup.item.X, "item_features")):
+        if F is not None:
+            vals = F if isinstance(F, np.ndarray) else F.data
+            top = float(np.abs(vals).max(initial=0.0))
+            if top > 1e2:
+                tips.append(f"scale {name} down (largest |value| {top:g})")
+    w = float(np.max(setup.p_quad, initial=0.0)) * float(np.max(setup.q_quad, initial=0.0))
+    if w > 1e3:
+        tips.append(f"lower rho (now {float(rho):g}) or p, q (largest unlabeled weight {w:g})")
+    tips.append(f"raise lam (now {float(lam):g})")
+    return "; or ".join(tips)
+
+
+def _zero_advice(Y, init, init_scale, lam):
+    """Advice for all-zero factors; ``None`` (no warning) when Y has no positive."""
+    if Y.nnz == 0:
+        return None
+    if init is None and init_scale == 0.0:
+        return ("init_scale=0 starts at W = H = 0, a stationary point the alternating updates "
+                "never leave; use init_scale > 0 (default 0.1)")
+    if init is not None:
+        return ("a zero factor in init is a stationary point the alternating updates never "
+                f"leave; start from nonzero factors, or lower lam (now {float(lam):g})")
+    return f"lower lam (now {float(lam):g}), which shrinks every factor to zero"
 
 
 def demo_configs():
