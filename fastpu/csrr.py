@@ -484,8 +484,8 @@ def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss
     -----
     ConvergenceWarning
         If an iteration's objective (10) is above the objective at the start (the iteration
-        diverged: lower ``eta``), or if every score of the result is zero (U = 0 and V = 0:
-        ``eta`` too large, or ``lam1``/``lam2`` too large). These read the history and the
+        diverged: lower ``eta``), or if every score of the result is below 1e-12 (U ≈ 0 and
+        V ≈ 0: ``eta`` too large, or ``lam1``/``lam2`` too large). These read the history and the
         result only; they change nothing.
 
     Examples
@@ -536,14 +536,19 @@ def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss
         if variant == "e":
             P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
                                     inner_tol, rng, progress)
-            progress.finish(all_zero=not (np.any(v) or (np.any(P) and np.any(Q))),
+            # scores lie in [0, 2]: below 1e-12 everywhere they are zero for any ranking
+            bound = (math.sqrt(float(np.max(np.einsum("ij,ij->i", P, P), initial=0.0))
+                               * float(np.max(np.einsum("ij,ij->i", Q, Q), initial=0.0)))
+                     + float(np.max(v, initial=0.0)))
+            progress.finish(all_zero=bound < 1e-12,
                             zero_advice=_zero_advice(data, eta, lam1, lam2))
             return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
                              method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
         Ut, v_tilde, U, v, eta_used, res = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
                                                       restart, svd_method, rng, progress)
     params["eta_used"] = eta_used
-    progress.finish(all_zero=not (np.any(v) or np.any(U)), zero_advice=_zero_advice(data, eta, lam1, lam2))
+    progress.finish(all_zero=float(np.max(v, initial=0.0)) + float(np.max(U, initial=0.0)) < 1e-12,
+                    zero_advice=_zero_advice(data, eta, lam1, lam2))
     root = np.sqrt(Ut.s)
     hist = progress.history
     if hist:
