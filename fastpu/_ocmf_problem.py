@@ -148,6 +148,7 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
     Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
     if dense_limit is not None:
         V.check_int(dense_limit, name="dense_limit", minimum=0)
+    neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
     kind = LOSS_CODES[loss]
     pw = rho * p                                   # unlabeled weight is pw_i * q_j
     with np.errstate(over="ignore", invalid="ignore"):
@@ -176,7 +177,6 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
             neg = V.check_csr(sp.csr_array(neg), name="negatives", nonnegative=True)
             neg.eliminate_zeros()
         else:
-            neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
             neg = _sample_negatives(Y, neg_ratio, V.check_seed(seed))
         pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
         both = V.check_csr(pos + 2.0 * neg, name="entries")
@@ -412,7 +412,8 @@ def _full_objective(setup, W, H):
 
 
 def _check_factor(A, name, rows, k=None):
-    A = V.check_dense(A, name=name, shape=(rows, k))
+    A = V.check_dense(A, name=name, shape=(rows, k),
+                      shape_from=f"rows: one per row of Y or column of its features ({rows}); columns: k")
     if A.shape[1] < 1:
         raise ValueError(f"{name} has no columns; expected k >= 1 columns")
     return A

@@ -32,8 +32,11 @@ def _shape_str(shape):
     return "×".join(str(int(s)) for s in shape)
 
 
-def check_csr(Y, *, name="Y", shape=None, nonnegative=True, allow_zero_rows=True):
+def check_csr(Y, *, name="Y", shape=None, nonnegative=True, allow_zero_rows=True, shape_from=None):
     """Return ``Y`` as canonical CSR (int64 sorted unique indices, float64 data).
+
+    ``shape_from`` says where the expected ``shape`` comes from (e.g. ``"model.shape"``), for
+    the message when it does not match.
 
     Raises
     ------
@@ -53,6 +56,7 @@ def check_csr(Y, *, name="Y", shape=None, nonnegative=True, allow_zero_rows=True
     if shape is not None and tuple(Y.shape) != tuple(shape):
         raise ValueError(
             f"{name} has shape {_shape_str(Y.shape)}, expected {_shape_str(shape)}"
+            + (f" ({shape_from})" if shape_from else "")
         )
     fmt = Y.format
     if fmt in ("csr", "csc"):
@@ -100,8 +104,11 @@ def _check_compressed_structure(Y, name):
         )
 
 
-def check_dense(A, *, name, shape=None, ndim=2, nonnegative=False):
-    """Return ``A`` as a C-contiguous float64 array with finite values."""
+def check_dense(A, *, name, shape=None, ndim=2, nonnegative=False, shape_from=None):
+    """Return ``A`` as a C-contiguous float64 array with finite values.
+
+    ``shape_from`` says where the expected ``shape`` comes from, for the message.
+    """
     if sp.issparse(A):
         raise TypeError(f"{name} must be a dense array, got a scipy.sparse {A.format} matrix")
     try:
@@ -115,7 +122,8 @@ def check_dense(A, *, name, shape=None, ndim=2, nonnegative=False):
         for got, exp in zip(A.shape, want):
             if exp is not None and got != exp:
                 exp_str = "×".join("*" if s is None else str(s) for s in want)
-                raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {exp_str}")
+                raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {exp_str}"
+                                 + (f" ({shape_from})" if shape_from else ""))
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} has {int(A.size - np.isfinite(A).sum())} non-finite (NaN or inf) values")
     if nonnegative and A.size and A.min() < 0:
@@ -127,6 +135,8 @@ def check_vector(v, *, name, size, default=1.0, positive=False, nonnegative=True
     """A length-``size`` float64 vector; ``None`` gives ``default`` everywhere."""
     if v is None:
         return np.full(size, float(default), dtype=VALUE_DTYPE)
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"{name} must be a number or a length-{size} vector, got {v!r}")
     if np.isscalar(v):
         v = np.full(size, float(v))
     v = check_dense(v, name=name, shape=(size,), ndim=1)
@@ -187,11 +197,17 @@ def laplacian(S):
     return check_csr(L, name="laplacian", nonnegative=False)
 
 
+# Integers reach numba kernels as int64: anything above this is refused at the boundary.
+INT_MAX = 2**62
+
+
 def check_k(k, *, name="k"):
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= 1, got {k!r}")
     if k < 1:
         raise ValueError(f"{name} must be >= 1, got {k}")
+    if k > INT_MAX:
+        raise ValueError(f"{name} must be <= 2**62, got {k}")
     return int(k)
 
 
@@ -200,6 +216,8 @@ def check_int(v, *, name, minimum=0):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {v!r}")
     if v < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if v > INT_MAX:
+        raise ValueError(f"{name} must be <= 2**62, got {v}")
     return int(v)
 
 
@@ -207,7 +225,10 @@ def check_scalar(x, *, name, minimum=None, maximum=None, strict_min=False, stric
     """A finite real number inside the given bounds."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {x!r}")
-    x = float(x)
+    try:
+        x = float(x)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got an integer too large for a float") from None
     if not np.isfinite(x):
         raise ValueError(f"{name} must be finite, got {x}")
     if minimum is not None and (x < minimum or (strict_min and x == minimum)):
@@ -231,14 +252,27 @@ def check_float_dtype(dtype):
         dt = np.dtype(dtype)
     except TypeError:
         dt = None
-    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+    if dt is None or dtype is None or dt not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     return dt
 
 
 def check_callback(callback):
+    """``None`` or a callable that accepts one argument (the history dict of an iteration)."""
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    if callback is not None:
+        import inspect
+        try:
+            sig = inspect.signature(callback)
+        except (TypeError, ValueError):       # builtins without a signature: trust them
+            return callback
+        try:
+            sig.bind({})
+        except TypeError:
+            raise TypeError(
+                f"callback must accept one argument (the history dict of an iteration), got {callback!r} "
+                f"with signature {sig}") from None
     return callback
 
 
@@ -293,7 +327,7 @@ def check_square_csr(A, *, name, nonnegative=False):
     return A
 
 
-def check_indices(idx, *, name, size):
+def check_indices(idx, *, name, size, size_from=None):
     """Integer positions as a 1-d int64 array inside [0, size) (a scalar becomes length 1)."""
     if isinstance(idx, str) or idx is None:
         raise TypeError(f"{name} must be integer indices, got {type(idx).__name__}")
@@ -310,7 +344,8 @@ def check_indices(idx, *, name, size):
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-d array of indices, got shape {arr.shape}")
     if arr.size and (arr.min() < 0 or arr.max() >= size):
-        raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]")
+        raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]"
+                         + (f" ({size_from})" if size_from else ""))
     return np.ascontiguousarray(arr, dtype=INDEX_DTYPE)
 
 
@@ -396,3 +431,14 @@ def check_alloc(shape_or_nbytes, *, what, names, itemsize=8, limit=None):
             f"available; lower {args} (or set FASTPU_MEMORY_LIMIT if more memory is really there)"
         )
     return nbytes
+
+
+def check_finite_result(value, *, what, names):
+    """Return a computed float, or raise ValueError naming the inputs when it overflowed."""
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(
+            f"{what} is {value} (overflow): the inputs {', '.join(names)} are too large in magnitude; "
+            "expected values whose squares and products stay finite"
+        )
+    return value

@@ -235,7 +235,10 @@ class _DenseProblem:
         d = self.d
         K.dense_grad_step(d.indptr, d.indices, g, eta, U, U)          # U ← Û (in place)
         k0 = max(1, self.rank + 5)
-        Ut = _svt_factors(_aslinop(U), U, eta * self.lam1, method=self.svd_method, k0=k0, rng=self.rng)
+        if d.nnz == 0:              # no positive: U stays 0 (ARPACK refuses a zero operator)
+            Ut = _empty_svt(*d.shape)
+        else:
+            Ut = _svt_factors(_aslinop(U), U, eta * self.lam1, method=self.svd_method, k0=k0, rng=self.rng)
         self.rank, self.n_computed = Ut.rank, Ut.n_computed
         v_new = np.empty_like(v)
         K.soft_box(v - eta * g, eta * self.lam2, 0.0, 1.0, v_new)
@@ -664,12 +667,17 @@ def objective(Y, *, U=None, V=None, P=None, Q=None, variant="I", alpha=2.0, lam1
             row = np.empty(m)
             K.positive_terms(data.indptr, up + v, up, kind, alpha, g, row)
             nuc = float(np.linalg.svd(U, compute_uv=False).sum()) if U.size else 0.0
-            return lam1 * nuc + lam2 * float(np.abs(v).sum()) + 0.5 * float(np.sum(U * U)) + float(row.sum())
-        P = Vd.check_dense(P, name="P", shape=(m, None))
-        Q = Vd.check_dense(Q, name="Q", shape=(n, P.shape[1]))
+            with np.errstate(over="ignore", invalid="ignore"):
+                val = lam1 * nuc + lam2 * float(np.abs(v).sum()) + 0.5 * float(np.sum(U * U)) + float(row.sum())
+            return Vd.check_finite_result(val, what="csrr.objective", names=("U", "V", "alpha", "lam1", "lam2"))
+        P = Vd.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
+        Q = Vd.check_dense(Q, name="Q", shape=(n, P.shape[1]),
+                           shape_from="one row per column of Y, as many columns as P")
         prob = _Bilinear(data, kind, alpha, lam1, lam2)
-        val = prob.objective(P, Q, v)
-        return val - lam2 * float(v.sum()) + lam2 * float(np.abs(v).sum())
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = prob.objective(P, Q, v)
+            val = val - lam2 * float(v.sum()) + lam2 * float(np.abs(v).sum())
+        return Vd.check_finite_result(val, what="csrr.objective", names=("P", "Q", "V", "alpha", "lam1", "lam2"))
 
 
 def demo_configs():

@@ -253,8 +253,8 @@ class _Problem:
 
 
 def _check_embedding_pair(P, Q, m, n):
-    P = V.check_dense(P, name="P", shape=(m, None))
-    Q = V.check_dense(Q, name="Q", shape=(n, None))
+    P = V.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
+    Q = V.check_dense(Q, name="Q", shape=(n, None), shape_from="one row per column of Y")
     if P.shape[1] != Q.shape[1]:
         raise ValueError(
             f"P has {P.shape[1]} columns and Q has {Q.shape[1]}; expected the same embedding size g"
@@ -317,7 +317,10 @@ def objective(Y, P, Q, neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0):
     prob = _Problem(Y, _ident(m), _ident(n), P.shape[1], False, neg, apos, rpos, r_neg)
     Sq, sq = prob.gram(neg, Q)
     Sp, sp_ = prob.gram(prob.ones_m, P)
-    return prob.loss(P, Q, Sq, sq, Sp, sp_)
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+    return V.check_finite_result(loss, what="fbgd.objective",
+                                 names=("P", "Q", "Y", "neg_weights", "pos_weight", "r_pos", "r_neg"))
 
 
 def _ident(n):
@@ -463,7 +466,7 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
                   item_features=None if not has_ix else tuple(Zy.shape),
                   neg_weights="given" if neg_weights is not None else "eq22")
     progress = Progress("fbgd", verbose=verbose, callback=callback,
-                        advice=_advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_ix))
+                        advice=_advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_ix, init_std))
     with limit_threads(n_threads):
         P, Q, init = _train(prob, theta_x, theta_y, lr=lr, n_iter=n_iter, update=update,
                             adagrad=optimizer == "adagrad", reg=reg, progress=progress)
@@ -485,9 +488,9 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
                          params=params, method="fbgd", extras=extras)
 
 
-def _advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_iy):
+def _advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_iy, init_std):
     """What to change when the objective diverges or overflows, most likely cause first."""
-    tips = []
+    tips = [f"lower init_std (now {init_std:g})"] if init_std > 1e2 else []
     for Z, given, name in ((prob.Zx, has_ux, "user_features"), (prob.Zy, has_iy, "item_features")):
         big = float(np.abs(Z.data).max()) if (given and Z.nnz) else 0.0
         if big > 1e2:

@@ -255,7 +255,9 @@ class _Walker:
 
 def _check_walk_args(A, idx, T, name):
     A = V_.check_square_csr(A, name="A")
-    idx = V_.check_indices(idx, name=name, size=A.shape[0])
+    if A.shape[0] == 0:
+        raise ValueError("A has shape 0×0; expected at least one node")
+    idx = V_.check_indices(idx, name=name, size=A.shape[0], size_from=f"A is {A.shape[0]}×{A.shape[0]}")
     T = V_.check_int(T, name="T", minimum=1)
     return A, idx, T
 
@@ -415,9 +417,9 @@ def objective(A, U, V, T, lam, *, mode="exact", m_users=None, block_size=None, n
     """
     A = V_.check_square_csr(A, name="A")
     N = A.shape[0]
-    U = V_.check_dense(U, name="U", shape=(N, None))
+    U = V_.check_dense(U, name="U", shape=(N, None), shape_from="one row per node of A")
     k = U.shape[1]
-    V = V_.check_dense(V, name="V", shape=(N, k))
+    V = V_.check_dense(V, name="V", shape=(N, k), shape_from="one row per node of A, as many columns as U")
     T = V_.check_int(T, name="T", minimum=1)
     lam = V_.check_scalar(lam, name="lam", minimum=0.0)
     mode = V_.check_choice(mode, name="mode", choices=_MODES)
@@ -430,7 +432,9 @@ def objective(A, U, V, T, lam, *, mode="exact", m_users=None, block_size=None, n
     At = V_.transpose_csr(A)
     with limit_threads(n_threads):
         loss = _loss(_Walker(A, At, T, m_users), U, V, block, mode == "dense")
-    return 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        val = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+    return V_.check_finite_result(val, what="homf.objective", names=("U", "V", "lam"))
 
 
 # --------------------------------------------------------------------------- fit
@@ -580,6 +584,8 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     callback = V_.check_callback(callback)
     rng = V_.check_seed(seed)
+    g = V_.check_choice(g, name="g", choices=_G_CHOICES)
+    Y = V_.check_csr(Y, name="Y", nonnegative=(g == "linear"))
     A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g)
     m, n = Y.shape
     N = m + n

@@ -64,7 +64,7 @@ def _check_ks(k):
 def _check_metric_names(metrics, allowed):
     if metrics is None:
         return tuple(allowed)
-    if isinstance(metrics, str):
+    if isinstance(metrics, (str, bytes)):
         metrics = (metrics,)
     try:
         names = list(metrics)
@@ -74,7 +74,7 @@ def _check_metric_names(metrics, allowed):
         raise ValueError(f"metrics must name at least one of {', '.join(allowed)}; got an empty sequence")
     for name in names:
         if name not in allowed:
-            raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(repr(a) for a in allowed)}")
+            raise ValueError(f"metrics: unknown metric {name!r}; expected one of {', '.join(repr(a) for a in allowed)}")
     return tuple(a for a in allowed if a in names)
 
 
@@ -187,17 +187,21 @@ def evaluate(model, Y_train, Y_test, k=(1, 5, 10), metrics=None, users=None, n_t
     (0.5, 0.5, 2)
     """
     m, n = _check_model(model)
-    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False)
-    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False)
+    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
+    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
     ks = _check_ks(k)
     selected = _check_metric_names(metrics, METRICS)
+    sel = users
     users = np.unique(V.check_users(users, m))
     rel = _relevant(Y_train, Y_test)
     n_rel = np.diff(rel.indptr)
     users = users[n_rel[users] > 0]
     if users.size == 0:
         raise ValueError(
-            "no user has a test item outside its training items; expected Y_test to hold "
+            "no user has a test item outside its training items (Y_test minus Y_train is empty"
+            f"{'' if sel is None else ' for the selected users'}); expected Y_test to hold "
             "held-out positives for at least one (selected) user"
         )
     want_topk = any(name != "auc" for name in selected)
@@ -331,7 +335,8 @@ def evaluate_rated(model, Y_test_ratings, k=(5, 10), threshold=5.0, users=None, 
     0.5
     """
     m, n = _check_model(model)
-    R = V.check_csr(Y_test_ratings, name="Y_test_ratings", shape=(m, n), nonnegative=False)
+    R = V.check_csr(Y_test_ratings, name="Y_test_ratings", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
     ks = _check_ks(k)
     threshold = V.check_scalar(threshold, name="threshold")
     selected = _check_metric_names(metrics, _RATED_METRICS)
@@ -342,7 +347,8 @@ def evaluate_rated(model, Y_test_ratings, k=(5, 10), threshold=5.0, users=None, 
     users = users[n_relevant[users] > 0]
     if users.size == 0:
         raise ValueError(
-            f"no (selected) user has a test rating >= threshold={threshold:g}; nothing to evaluate"
+            f"no (selected) user has a test rating >= threshold={threshold:g} in Y_test_ratings "
+            "(for the users); nothing to evaluate"
         )
     counts = np.diff(R.indptr)[users]
     starts = R.indptr[users]
@@ -368,6 +374,7 @@ def evaluate_rated(model, Y_test_ratings, k=(5, 10), threshold=5.0, users=None, 
     cumhits = np.cumsum(rel_s)
     cumhits -= np.r_[0, cumhits][group_start][owner_s]       # hits up to and including this rank
     I_u = n_relevant[users].astype(np.float64)
+    V.check_alloc(8 * (int(ks[-1]) + 1) + 24 * R.nnz, what="evaluate_rated (ideal DCG table)", names=("k",))
     idcg_table = _ideal_dcg(int(ks[-1]))
     result = {name: {} for name in selected}
     for kv in ks:
@@ -442,15 +449,19 @@ def sampled_auc(model, Y_train, Y_test, n_negatives=100, seed=0, users=None, n_t
     1.0
     """
     m, n = _check_model(model)
-    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False)
-    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False)
+    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
+    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
     n_negatives = V.check_int(n_negatives, name="n_negatives", minimum=1)
     rng = V.check_seed(seed)
+    sel = users
     users = np.unique(V.check_users(users, m))
     rel = _relevant(Y_train, Y_test)
     users = users[np.diff(rel.indptr)[users] > 0]
     if users.size == 0:
-        raise ValueError("no (selected) user has a test item outside its training items; nothing to evaluate")
+        raise ValueError("no (selected) user has a test item outside its training items (Y_test minus "
+                         "Y_train is empty for the users); nothing to evaluate")
     neg_lists = []
     observed = np.zeros(n, dtype=bool)
     for u in users:

@@ -83,7 +83,9 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
                             dense_limit=dense_limit)
         W = _check_factor(W, "W", setup.user.dim)
         H = _check_factor(H, "H", setup.item.dim, W.shape[1])
-        return _full_objective(setup, W, H)
+        return V.check_finite_result(_full_objective(setup, W, H), what="ocmf.objective",
+                                     names=("W", "H", "Y", "rho", "p", "q", "a_bar", "user_features",
+                                            "item_features", "lam"))
 
 
 @accepts_dataset
@@ -237,7 +239,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
             W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
             H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
         progress = Progress("ocmf", verbose=verbose, callback=callback,
-                            advice=_advice(Y, setup, rho, lam, user_features, item_features))
+                            advice=_advice(Y, setup, rho, lam, init_scale, W, H))
         if n_iter:
             progress.start(_full_objective(setup, _f64(W), _f64(H)))
         solve = tron if solver == "tron" else gd
@@ -266,9 +268,12 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
 
 
 
-def _advice(Y, setup, rho, lam, X, Z):
+def _advice(Y, setup, rho, lam, init_scale, W, H):
     """What to change when the objective overflows or grows: the largest inputs first."""
     tips = []
+    start = max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(H), initial=0.0)))
+    if start > 1e3:
+        tips.append(f"start from smaller factors (init_scale={init_scale:g}, or init; largest |value| {start:g})")
     big = float(Y.data.max(initial=0.0))
     if big > 1e3:
         tips.append(f"scale Y's stored values (the weights C_ij, up to {big:g})")
