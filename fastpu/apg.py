@@ -34,6 +34,7 @@ import logging
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import _validation as V
 
@@ -146,6 +147,10 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
         raise TypeError(
             f"problem must have prox(v, step) or prox_step(y, g, step), got {type(problem).__name__} with neither"
         )
+    if x0 is None or isinstance(x0, (str, bytes)) or sp.issparse(x0):
+        raise TypeError(f"x0 must be a point of the problem (usually a numpy array), got {type(x0).__name__}")
+    if isinstance(x0, (np.ndarray, list)):
+        x0 = V.check_dense(x0, name="x0", ndim=np.ndim(x0))
     step = V.check_scalar(step, name="step", minimum=0.0, strict_min=True)
     n_iter = V.check_int(n_iter, name="n_iter", minimum=0)
     restart = V.check_choice(restart, name="restart", choices=(None, "function", "gradient"))
@@ -214,5 +219,8 @@ def apg(problem, x0, *, step, n_iter=100, restart=None, momentum=True, line_sear
         if converged:
             status, message = "converged", f"relative objective change below tol={tol:g} at iteration {t}"
             break
+    if isinstance(x, np.ndarray) and not np.all(np.isfinite(x)):
+        raise FloatingPointError(f"apg: the iterate became non-finite by iteration {t}; lower step "
+                                 f"(now {step:g}) or use line_search=True")
     return APGResult(x=x, y=y, objective=f_x, n_iter=t, step=step, n_restarts=n_restarts,
                      status=status, message=message, history=history)
