@@ -73,8 +73,9 @@ def objective(Y, W, H, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None,
     >>> import fastpu as fp
     >>> Y = sp.csr_array(np.eye(3))
     >>> W = np.ones((3, 2)); H = np.ones((3, 2))
+    >>> # scores are all 2: three positives (1 - 2)² and six unlabeled (0 - 2)²
     >>> round(fp.ocmf.objective(Y, W, H, loss="square", rho=1.0, a_bar=0.0, lam=0.0), 6)
-    57.0
+    27.0
     """
     with limit_threads(n_threads):
         setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
