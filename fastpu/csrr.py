@@ -525,7 +525,7 @@ def fit(Y, k=None, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss
                             alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
                             limit=dense_limit)
     if variant == "e":
-        Vd.check_alloc(8 * k * (6 * (m + n) + k) + 48 * data.nnz, what="CSRR-e", names=("k",))
+        Vd.check_alloc(8 * k * (6 * (m + n) + 8 * k) + 48 * data.nnz, what="CSRR-e", names=("k",))
     else:       # U, its momentum copy inside the SVD, and the SVD's factors
         Vd.check_alloc(3 * 8 * m * n, what=f"CSRR-{variant} (dense U and its SVD)",
                        names=("Y's shape", "variant (use 'e')"))

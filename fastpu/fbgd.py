@@ -109,9 +109,11 @@ def _negative_weights(Y, alpha0, rho):
         return alpha0 * raw / raw.sum()
     # a huge rho over- or underflows the powers: normalise in log space instead
     # (the largest term becomes 1), which gives the same weights without NaN
+    lc = np.log(np.expm1(counts[seen] / total))
     logs = np.full(n, -np.inf)
-    logs[seen] = rho * np.log(np.expm1(counts[seen] / total))
-    raw = np.exp(logs - logs[seen].max())
+    with np.errstate(over="ignore"):
+        logs[seen] = rho * (lc - lc.max())       # <= 0, and exactly 0 for the most popular items
+    raw = np.exp(logs)
     return alpha0 * raw / raw.sum()
 
 
@@ -455,7 +457,7 @@ def fit(Y, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
     callback = V.check_callback(callback)
 
     g = k + 2 if biases else k
-    V.check_alloc(8 * g * (5 * (m + n) + 4 * (Zx.shape[1] + Zy.shape[1] + 2)), what="fbgd.fit",
+    V.check_alloc(8 * g * (5 * (m + n) + 4 * (Zx.shape[1] + Zy.shape[1] + 2) + 8 * g), what="fbgd.fit",
                   names=("k",) + (("user_features",) if has_ux else ()) + (("item_features",) if has_ix else ()))
     prob = _Problem(Y, Zx, Zy, k, bool(biases), neg, apos, rpos, r_neg)
     theta_x, theta_y = prob.init_params(rng, init_std)

@@ -594,7 +594,7 @@ def fit(Y, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None, g="exp", lam=
                   n_threads=n_threads, seed=seed if not isinstance(seed, np.random.Generator) else None,
                   user_graph=user_graph is not None, item_graph=item_graph is not None)
     block = _block_size(N, block_size)
-    V_.check_alloc(8 * 8 * N * k + 8 * k * k, what="homf.fit (factors U, V and work arrays)", names=("k",))
+    V_.check_alloc(8 * 8 * N * k + 64 * k * k, what="homf.fit (factors U, V and work arrays)", names=("k",))
     if mode == "exact":
         _check_exact_work(N, block, 'homf.fit(mode="exact")',
                           'use mode="dense" (O(T·nnz(A)·k + N·k²) per half-iteration)')

@@ -226,7 +226,7 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
                              name="cg_steps", minimum=1)
         du, dv = setup.user.dim, setup.item.dim
         m, n = Y.shape
-        V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 2 * k), what="ocmf.fit (factors and work arrays)",
+        V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
                       names=("k",) + (("user_features",) if user_features is not None else ())
                       + (("item_features",) if item_features is not None else ()))
         if init is not None:
@@ -244,18 +244,23 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
         if n_iter:
             progress.start(_full_objective(setup, _f64(W), _f64(H)))
         solve = tron if solver == "tron" else gd
-        for it in range(1, n_iter + 1):
-            E = _latent(setup.item, H)
-            W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
-                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
-            B = _latent(setup.user, W)
-            H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
-                                                 setup.q_quad, setup.p_quad, fast_path, solve,
-                                                 inner_iter, nsteps, csteps)
-            # f(W, H) = the H sub-problem's value + the W side's regulariser
-            obj = sub_value + _side_reg(setup, setup.user, W, B)
-            if progress.step(it, obj, inner=inner_w + inner_h):
-                break
+        try:
+            for it in range(1, n_iter + 1):
+                E = _latent(setup.item, H)
+                W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
+                                             setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
+                B = _latent(setup.user, W)
+                H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
+                                                     setup.q_quad, setup.p_quad, fast_path, solve,
+                                                     inner_iter, nsteps, csteps)
+                # f(W, H) = the H sub-problem's value + the W side's regulariser
+                obj = sub_value + _side_reg(setup, setup.user, W, B)
+                if progress.step(it, obj, inner=inner_w + inner_h):
+                    break
+        except FloatingPointError as exc:      # a solver met a non-finite value: name the cause
+            if progress.advice in str(exc):
+                raise
+            raise FloatingPointError(f"ocmf: {exc}; {progress.advice}") from exc
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
     progress.finish(W, H, zero_advice=_zero_advice(Y, init, init_scale, lam))

@@ -386,5 +386,5 @@ def _check_start(problem, x0, tol, max_iter, methods):
 
 def _check_value(f, g, x):
     if not np.isfinite(f) or g.shape != x.shape or not np.all(np.isfinite(g)):
-        raise ValueError(f"problem.fun/grad at x0 are not finite (f = {f}) or grad has shape {g.shape}, "
+        raise FloatingPointError(f"problem.fun/grad at x0 are not finite (f = {f}) or grad has shape {g.shape}, "
                          f"expected ({x.size},): start from a smaller x0")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import os
 import warnings
 from typing import Callable
 
@@ -28,12 +29,15 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import fastpu as fp
 from fastpu import apg, csrr, datasets, fbgd, homf, metrics, ocmf, prox, split, tron
 from fastpu.exceptions import ConvergenceWarning
 
 M, N, K = 12, 9, 2
+# examples per public function; raise it for a longer campaign (FASTPU_FUZZ_EXAMPLES=1000)
+EXAMPLES = int(os.environ.get("FASTPU_FUZZ_EXAMPLES", "30"))
 
 
 # ----------------------------------------------------------------------------- shared valid data
@@ -188,6 +192,38 @@ def _pool(kind):
     if isinstance(kind, tuple):          # ("dense", shape)
         return _bad_dense(kind[1])
     return POOLS[kind]
+
+
+_ANY_FLOAT = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@st.composite
+def _mutated_csr(draw):
+    """CTX.Y with one stored index, indptr entry or value overwritten by a generated one."""
+    Y = sp.csr_array(CTX.Y.copy())
+    where = draw(st.sampled_from(["indices", "indptr", "data"]))
+    arr = getattr(Y, where)
+    pos = draw(st.integers(0, arr.size - 1))
+    if where == "data":
+        arr[pos] = draw(_ANY_FLOAT)
+    else:
+        arr[pos] = draw(st.integers(-5, 2 * max(Y.shape) + 5) | st.integers(-(2**62), 2**62))
+    return Y
+
+
+def _generated(kind):
+    """Generated extremes on top of the fixed pools (None: the pool alone)."""
+    if isinstance(kind, tuple):
+        return hnp.arrays(np.float64, kind[1], elements=_ANY_FLOAT)
+    return {"real": _ANY_FLOAT, "int": st.integers(-(2**64), 2**64), "csr": _mutated_csr(),
+            "iters": st.integers(-(2**64), 0) | st.integers(2**62 + 1, 2**64)}.get(kind)
+
+
+def _values(kind):
+    """Strategy of bad or extreme values of one kind: the fixed pool, plus generated ones."""
+    pool = st.sampled_from(_pool(kind)).map(lambda make: make())
+    gen = _generated(kind)
+    return pool if gen is None else st.one_of(pool, gen)
 
 
 # ----------------------------------------------------------------------------- outcome checks
@@ -458,12 +494,12 @@ def _outcome_ok(case, arg, value):
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if set(c.perturb) - set(c.known)], ids=lambda c: c.name)
-@settings(max_examples=30)
+@settings(max_examples=EXAMPLES)
 @given(data=st.data())
 def test_bad_input_gives_a_finite_result_or_an_error_naming_the_argument(case, data):
     arg = data.draw(st.sampled_from(sorted(set(case.perturb) - set(case.known))), label="argument")
-    make = data.draw(st.sampled_from(_pool(case.perturb[arg])), label="value")
-    _outcome_ok(case, arg, make())
+    value = data.draw(_values(case.perturb[arg]), label="value")
+    _outcome_ok(case, arg, value)
 
 
 _KNOWN = [pytest.param(c, arg, marks=pytest.mark.xfail(strict=True, reason=why), id=f"{c.name}-{arg}")

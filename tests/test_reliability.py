@@ -157,7 +157,7 @@ def test_fbgd_gd_non_finite_names_lr():
 def test_fbgd_huge_rho_is_finite():
     # used to give all-NaN weights, then "objective became nan ... lower the step size"
     Y = _Y()
-    for rho in (1e3, 1e6, 1e300):
+    for rho in (1e3, 1e6, 1e300, np.finfo(float).max):
         w = fp.fbgd.negative_weights(Y, 10.0, rho=rho)
         assert np.isfinite(w).all() and w.sum() == pytest.approx(10.0)
     counts = np.bincount(Y.indices, minlength=Y.shape[1])
