@@ -243,24 +243,19 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
                             advice=_advice(Y, setup, rho, lam, init_scale, W, H))
         if n_iter:
             progress.start(_full_objective(setup, _f64(W), _f64(H)))
-        solve = tron if solver == "tron" else gd
-        try:
-            for it in range(1, n_iter + 1):
-                E = _latent(setup.item, H)
-                W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
-                                             setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
-                B = _latent(setup.user, W)
-                H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
-                                                     setup.q_quad, setup.p_quad, fast_path, solve,
-                                                     inner_iter, nsteps, csteps)
-                # f(W, H) = the H sub-problem's value + the W side's regulariser
-                obj = sub_value + _side_reg(setup, setup.user, W, B)
-                if progress.step(it, obj, inner=inner_w + inner_h):
-                    break
-        except FloatingPointError as exc:      # a solver met a non-finite value: name the cause
-            if progress.advice in str(exc):
-                raise
-            raise FloatingPointError(f"ocmf: {exc}; {progress.advice}") from exc
+        solve = _with_advice(tron if solver == "tron" else gd, progress.advice)
+        for it in range(1, n_iter + 1):
+            E = _latent(setup.item, H)
+            W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
+                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
+            B = _latent(setup.user, W)
+            H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
+                                                 setup.q_quad, setup.p_quad, fast_path, solve,
+                                                 inner_iter, nsteps, csteps)
+            # f(W, H) = the H sub-problem's value + the W side's regulariser
+            obj = sub_value + _side_reg(setup, setup.user, W, B)
+            if progress.step(it, obj, inner=inner_w + inner_h):
+                break
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
     progress.finish(W, H, zero_advice=_zero_advice(Y, init, init_scale, lam))
@@ -272,6 +267,16 @@ def fit(Y, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_fea
     return Factorization(U if user_features is not None else W, Vf if item_features is not None else H,
                          progress.history, params, "ocmf", extras)
 
+
+
+def _with_advice(solve, advice):
+    """The solver, re-raising a FloatingPointError (a non-finite value) with the likely cause."""
+    def run(problem, x0, **kw):
+        try:
+            return solve(problem, x0, **kw)
+        except FloatingPointError as exc:
+            raise FloatingPointError(f"ocmf: {exc}; {advice}") from exc
+    return run
 
 
 def _advice(Y, setup, rho, lam, init_scale, W, H):
