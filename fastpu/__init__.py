@@ -18,7 +18,7 @@ import os as _os
 # it must be in place before the first parallel kernel runs in the process.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from ._version import __version__  # noqa: E402
+from ._version import __version__  # noqa: E402,F401 (the package version)
 
 # Compiled kernels are cached in a per-user folder, never inside the installed package (files
 # there outlive `pip uninstall` and shadow a later install); this must run before any kernel
@@ -28,14 +28,16 @@ from . import _cache  # noqa: E402
 _cache.install()
 from ._cache import cache_dir  # noqa: E402
 
-from . import (apg, baselines, compare, csrr, datasets, distributed, fbgd, homf, metrics,  # noqa: E402
-               ocmf, prox, select, split, tron)
+from . import (apg, baselines, compare, csrr, datasets, distributed, exceptions, fbgd, homf,  # noqa: E402
+               metrics, ocmf, prox, select, split, tron)
 from ._fold_in import fold_in  # noqa: E402
+from .exceptions import ConvergenceWarning  # noqa: E402
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from .metrics import evaluate  # noqa: E402
 from .model import Factorization, load, recommend, similar_items, similar_users  # noqa: E402
 
 __all__ = [
+    "ConvergenceWarning",
     "Factorization",
     "apg",
     "baselines",
@@ -45,6 +47,7 @@ __all__ = [
     "datasets",
     "distributed",
     "evaluate",
+    "exceptions",
     "fbgd",
     "fold_in",
     "get_num_threads",

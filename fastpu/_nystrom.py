@@ -121,7 +121,13 @@ def nystrom_features(X: Matrix, n_landmarks: int = 500, *, gamma: float | None =
     """
     if X is None:
         raise TypeError("X must be an array or sparse matrix of features, got None")
+    if np.ndim(X) != 2:
+        raise ValueError(f"X must be a 2-dimensional feature matrix, got {np.ndim(X)} dimensions")
     X = V.check_features(X, name="X", n_rows=np.shape(X)[0])
+    big = float(np.abs(X.data if sp.issparse(X) else X).max(initial=0.0))
+    if big > 1e150:
+        raise ValueError(f"X has values up to {big:g}, whose squared distances overflow; scale X")
+    eig_floor = V.check_scalar(eig_floor, name="eig_floor", minimum=0.0, maximum=1.0)
     m = X.shape[0]
     D = V.check_int(n_landmarks, name="n_landmarks", minimum=1)
     if D > m:

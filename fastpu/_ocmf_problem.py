@@ -125,7 +125,11 @@ class _Setup:
 def _resolve_abar(loss, a_bar):
     if a_bar is None:
         return 0.0 if loss == "square" else -1.0
-    return V.check_scalar(a_bar, name="a_bar")
+    a_bar = V.check_scalar(a_bar, name="a_bar")
+    if abs(a_bar) > 1e150:           # ā² enters the objective: it must be a finite float
+        raise ValueError(f"a_bar={a_bar:g} is too large: the objective uses a_bar² (overflow); "
+                         "expected the target score of unlabeled entries, usually 0 or -1")
+    return a_bar
 
 
 def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph,
@@ -148,8 +152,18 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
     Sv = V.check_graph(item_graph, name="item_graph", n=n)
     Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
     Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
+    if dense_limit is not None:
+        V.check_int(dense_limit, name="dense_limit", minimum=0)
+    neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
     kind = LOSS_CODES[loss]
     pw = rho * p                                   # unlabeled weight is pw_i * q_j
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = abar * abar * float(np.sum(pw)) * float(np.sum(q))
+    if not (np.isfinite(total) and np.isfinite(pw).all()):
+        raise ValueError(
+            f"the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
+            f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
+            "expected weights rho·p_i·q_j of order 1 or below")
     rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(Y.indptr))
 
     if negatives == "full":
@@ -160,11 +174,15 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
         if negatives == "full_logistic":
             V.check_dense_size(m, n, what='negatives="full_logistic" (LR-wLR)',
                                alternative='negatives="full" (LR-wSQ)', limit=dense_limit)
-            neg = sp.csr_array(np.ones((m, n))) - (Y != 0).astype(np.float64)
+            # a dense m×n block, then CSR copies of it with their int64 indices
+            V.check_alloc(48 * m * n, what='negatives="full_logistic" (LR-wLR)',
+                          names=("negatives", "dense_limit"))
+            # every stored entry of Y is a positive, a stored zero too (its weight C_ij is 0)
+            pattern = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
+            neg = sp.csr_array(np.ones((m, n))) - pattern
             neg = V.check_csr(sp.csr_array(neg), name="negatives", nonnegative=True)
             neg.eliminate_zeros()
         else:
-            neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
             neg = _sample_negatives(Y, neg_ratio, V.check_seed(seed))
         pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
         both = V.check_csr(pos + 2.0 * neg, name="entries")
@@ -403,7 +421,8 @@ def _full_objective(setup, W, H):
 
 
 def _check_factor(A: Any, name: str, rows: int, k: int | None = None) -> np.ndarray:
-    A = V.check_dense(A, name=name, shape=(rows, k))
+    A = V.check_dense(A, name=name, shape=(rows, k),
+                      shape_from=f"rows: one per row of Y or column of its features ({rows}); columns: k")
     if A.shape[1] < 1:
         raise ValueError(f"{name} has no columns; expected k >= 1 columns")
     return A

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import numbers
 from typing import Any, Iterator
 
 import numba
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 
@@ -47,11 +49,12 @@ def set_num_threads(n: int) -> int:
 
 def _check_threads(n: Any) -> int:
     limit: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
-    if isinstance(n, bool) or not isinstance(n, int):
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"n_threads must be an integer in [1, {limit}], got {n!r}")
+    n = int(n)
     if not 1 <= n <= limit:
         raise ValueError(f"n_threads must be in [1, {limit}] (NUMBA_NUM_THREADS), got {n}")
-    return n
+    return int(n)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,8 @@ fails these checks may ever reach a kernel.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Collection, TypeVar
+import os
+from typing import Any, Collection, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,14 +26,24 @@ VALUE_DTYPE = np.float64
 # float64 entries unless the caller raises the limit explicitly.
 DENSE_LIMIT = 25_000_000
 
+# The memory guard (check_alloc): an explicit limit in bytes wins (this module attribute, or the
+# environment variable FASTPU_MEMORY_LIMIT, e.g. "4G"); otherwise the memory the kernel reports
+# as available now (MemAvailable in /proc/meminfo, else free physical pages).
+MEMORY_LIMIT = None
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
 
 def _shape_str(shape: tuple[int, ...]) -> str:
     return "×".join(str(int(s)) for s in shape)
 
 
 def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
-              nonnegative: bool = True, allow_zero_rows: bool = True) -> Sparse:
+              nonnegative: bool = True, allow_zero_rows: bool = True,
+              shape_from: str | None = None) -> Sparse:
     """Return ``Y`` as canonical CSR (int64 sorted unique indices, float64 data).
+
+    ``shape_from`` says where the expected ``shape`` comes from (e.g. ``"model.shape"``), for
+    the message when it does not match.
 
     Raises
     ------
@@ -52,6 +63,7 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
     if shape is not None and tuple(Y.shape) != tuple(shape):
         raise ValueError(
             f"{name} has shape {_shape_str(Y.shape)}, expected {_shape_str(shape)}"
+            + (f" ({shape_from})" if shape_from else "")
         )
     fmt = Y.format
     if fmt in ("csr", "csc"):
@@ -100,8 +112,11 @@ def _check_compressed_structure(Y: Sparse, name: str) -> None:
 
 
 def check_dense(A: Any, *, name: str, shape: tuple[int | None, ...] | None = None, ndim: int = 2,
-                nonnegative: bool = False) -> np.ndarray:
-    """Return ``A`` as a C-contiguous float64 array with finite values."""
+                nonnegative: bool = False, shape_from: str | None = None) -> np.ndarray:
+    """Return ``A`` as a C-contiguous float64 array with finite values.
+
+    ``shape_from`` says where the expected ``shape`` comes from, for the message.
+    """
     if sp.issparse(A):
         raise TypeError(f"{name} must be a dense array, got a scipy.sparse {A.format} matrix")
     try:
@@ -115,7 +130,8 @@ def check_dense(A: Any, *, name: str, shape: tuple[int | None, ...] | None = Non
         for got, exp in zip(A.shape, want):
             if exp is not None and got != exp:
                 exp_str = "×".join("*" if s is None else str(s) for s in want)
-                raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {exp_str}")
+                raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {exp_str}"
+                                 + (f" ({shape_from})" if shape_from else ""))
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} has {int(A.size - np.isfinite(A).sum())} non-finite (NaN or inf) values")
     if nonnegative and A.size and A.min() < 0:
@@ -128,6 +144,8 @@ def check_vector(v: ArrayLike | None, *, name: str, size: int, default: float = 
     """A length-``size`` float64 vector; ``None`` gives ``default`` everywhere."""
     if v is None:
         return np.full(size, float(default), dtype=VALUE_DTYPE)
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"{name} must be a number or a length-{size} vector, got {v!r}")
     if np.isscalar(v):
         v = np.full(size, float(v))  # type: ignore[arg-type]  # numpy's guard admits str here
     v = check_dense(v, name=name, shape=(size,), ndim=1)
@@ -149,6 +167,8 @@ def check_features(X: Matrix | None, *, name: str, n_rows: int, of: str = "row")
     if sp.issparse(X):
         if X.shape[0] != n_rows:
             raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per {of} of Y)")
+        if X.ndim == 2 and X.shape[1] < 1:
+            raise ValueError(f"{name} has no columns; expected at least one feature")
         return check_csr(X, name=name, nonnegative=False)
     X = check_dense(X, name=name)
     if X.shape[0] != n_rows:
@@ -187,19 +207,29 @@ def laplacian(S: Sparse | None) -> Sparse | None:
     return check_csr(L, name="laplacian", nonnegative=False)
 
 
+# Integers reach numba kernels as int64: anything above this is refused at the boundary.
+INT_MAX = 2**62
+
+
 def check_k(k: Any, *, name: str = "k") -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= 1, got {k!r}")
+    k = int(k)
     if k < 1:
         raise ValueError(f"{name} must be >= 1, got {k}")
+    if k > INT_MAX:
+        raise ValueError(f"{name} must be <= 2**62, got {k}")
     return int(k)
 
 
 def check_int(v: Any, *, name: str, minimum: int | None = 0) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {v!r}")
-    if v < minimum:
+    v = int(v)
+    if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if v > INT_MAX:
+        raise ValueError(f"{name} must be <= 2**62, got {v}")
     return int(v)
 
 
@@ -209,7 +239,10 @@ def check_scalar(x: Any, *, name: str, minimum: float | None = None,
     """A finite real number inside the given bounds."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {x!r}")
-    x = float(x)
+    try:
+        x = float(x)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got an integer too large for a float") from None
     if not np.isfinite(x):
         raise ValueError(f"{name} must be finite, got {x}")
     if minimum is not None and (x < minimum or (strict_min and x == minimum)):
@@ -233,14 +266,27 @@ def check_float_dtype(dtype: DTypeLike) -> np.dtype[Any]:
         dt = np.dtype(dtype)
     except TypeError:
         dt = None
-    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+    if dt is None or dtype is None or dt not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     return dt
 
 
 def check_callback(callback: Callback) -> Callback:
+    """``None`` or a callable that accepts one argument (the history dict of an iteration)."""
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    if callback is not None:
+        import inspect
+        try:
+            sig = inspect.signature(callback)
+        except (TypeError, ValueError):       # builtins without a signature: trust them
+            return callback
+        try:
+            sig.bind({})
+        except TypeError:
+            raise TypeError(
+                f"callback must accept one argument (the history dict of an iteration), got {callback!r} "
+                f"with signature {sig}") from None
     return callback
 
 
@@ -255,14 +301,19 @@ def check_seed(seed: Seed) -> np.random.Generator:
 
 def check_dense_size(m: int, n: int, *, what: str, alternative: str,
                      limit: int | None = None) -> None:
-    """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT)."""
-    limit = DENSE_LIMIT if limit is None else int(limit)
+    """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT).
+
+    ``limit`` is the user's ``dense_limit`` argument: ``None`` or an integer >= 0.
+    The bytes themselves are checked against the available memory (:func:`check_alloc`).
+    """
+    limit = DENSE_LIMIT if limit is None else check_int(limit, name="dense_limit", minimum=0)
     if int(m) * int(n) > limit:
         gib = int(m) * int(n) * 8 / 2**30
         raise ValueError(
             f"{what} needs a dense {m}×{n} matrix ({gib:.1f} GiB), above the limit of {limit:,} entries; "
             f"use {alternative}, or raise dense_limit if the memory is really there"
         )
+    check_alloc(int(m) * int(n) * 8, what=what, names=("dense_limit",))
 
 
 def check_users(users: ArrayLike | None, m: int) -> IntArray:
@@ -291,15 +342,119 @@ def check_square_csr(A: Any, *, name: str, nonnegative: bool = False) -> Sparse:
     return A
 
 
-def check_indices(idx: ArrayLike, *, name: str, size: int) -> IntArray:
+def check_indices(idx: ArrayLike, *, name: str, size: int, size_from: str | None = None) -> IntArray:
     """Integer positions as a 1-d int64 array inside [0, size) (a scalar becomes length 1)."""
-    arr = np.asarray(idx)
+    if isinstance(idx, str) or idx is None:
+        raise TypeError(f"{name} must be integer indices, got {type(idx).__name__}")
+    try:
+        arr = np.asarray(idx)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-d sequence of integer indices, got {type(idx).__name__}") from exc
     if arr.ndim == 0:
         arr = arr.reshape(1)
+    if arr.size == 0 and arr.ndim == 1 and arr.dtype.kind in "fbO":
+        arr = arr.astype(INDEX_DTYPE)          # [] and np.array([]) are an empty selection
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must be integer indices, got dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-d array of indices, got shape {arr.shape}")
     if arr.size and (arr.min() < 0 or arr.max() >= size):
-        raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]")
+        raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]"
+                         + (f" ({size_from})" if size_from else ""))
     return np.ascontiguousarray(arr, dtype=INDEX_DTYPE)
+
+
+# ----------------------------------------------------------------------------- memory guard
+
+def _parse_bytes(text: str, *, name: str) -> int:
+    raw = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    unit = raw[-1:] if raw[-1:] in _UNITS else ""
+    try:
+        value = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{name} must be a number of bytes such as 4000000000 or '4G', got {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of bytes, got {text!r}")
+    return int(value)
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_limit() -> int | None:
+    """Bytes one fastpu call may allocate: ``MEMORY_LIMIT``, ``$FASTPU_MEMORY_LIMIT``, else available.
+
+    ``None`` when no limit is set and the platform does not report its available memory.
+    """
+    if MEMORY_LIMIT is not None:
+        return int(MEMORY_LIMIT)
+    env = os.environ.get("FASTPU_MEMORY_LIMIT")
+    if env:
+        return _parse_bytes(env, name="FASTPU_MEMORY_LIMIT")
+    return _available_bytes()
+
+
+def _fmt_bytes(nbytes: float) -> str:
+    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= div:
+            return f"{nbytes / div:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def check_alloc(shape_or_nbytes: int | tuple[int, ...], *, what: str, names: tuple[str, ...],
+                itemsize: int = 8, limit: int | None = None) -> int:
+    """Refuse an allocation that cannot fit, before numpy tries it; return the bytes needed.
+
+    Parameters
+    ----------
+    shape_or_nbytes : int or tuple of int
+        Bytes, or the shape of one array of ``itemsize``-byte entries (the product is computed
+        with Python integers, so it never overflows).
+    what : str
+        What the memory is for, for the message.
+    names : sequence of str
+        The arguments that make it this large (the ones to change), e.g. ``("k",)``.
+    limit : int, optional
+        Bytes allowed; default :func:`memory_limit`.
+
+    Raises
+    ------
+    ValueError
+        If the bytes needed exceed the limit; the message names ``names`` and the bytes needed.
+    """
+    if isinstance(shape_or_nbytes, tuple):
+        nbytes = int(itemsize)
+        for s in shape_or_nbytes:
+            nbytes *= max(0, int(s))
+    else:
+        nbytes = int(shape_or_nbytes)
+    limit = memory_limit() if limit is None else int(limit)
+    if limit is not None and nbytes > limit:
+        args = ", ".join(names)
+        raise ValueError(
+            f"{what} needs {_fmt_bytes(nbytes)} ({nbytes:,} bytes) but only {_fmt_bytes(limit)} are "
+            f"available; lower {args} (or set FASTPU_MEMORY_LIMIT if more memory is really there)"
+        )
+    return nbytes
+
+
+def check_finite_result(value: Any, *, what: str, names: tuple[str, ...]) -> float:
+    """Return a computed float, or raise ValueError naming the inputs when it overflowed."""
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(
+            f"{what} is {value} (overflow): the inputs {', '.join(names)} are too large in magnitude; "
+            "expected values whose squares and products stay finite"
+        )
+    return value

@@ -35,6 +35,7 @@ import math
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import _validation as V
 from ._typing import Callback
@@ -151,6 +152,10 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
         raise TypeError(
             f"problem must have prox(v, step) or prox_step(y, g, step), got {type(problem).__name__} with neither"
         )
+    if x0 is None or isinstance(x0, (str, bytes)) or sp.issparse(x0):
+        raise TypeError(f"x0 must be a point of the problem (usually a numpy array), got {type(x0).__name__}")
+    if isinstance(x0, (np.ndarray, list)):
+        x0 = V.check_dense(x0, name="x0", ndim=np.ndim(x0))
     step = V.check_scalar(step, name="step", minimum=0.0, strict_min=True)
     n_iter = V.check_int(n_iter, name="n_iter", minimum=0)
     restart = V.check_choice(restart, name="restart", choices=(None, "function", "gradient"))
@@ -219,5 +224,8 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
         if converged:
             status, message = "converged", f"relative objective change below tol={tol:g} at iteration {t}"
             break
+    if isinstance(x, np.ndarray) and not np.all(np.isfinite(x)):
+        raise FloatingPointError(f"apg: the iterate became non-finite by iteration {t}; lower step "
+                                 f"(now {step:g}) or use line_search=True")
     return APGResult(x=x, y=y, objective=f_x, n_iter=t, step=step, n_restarts=n_restarts,
                      status=status, message=message, history=history)

@@ -59,6 +59,17 @@ def _parse_ks(text: str) -> tuple[int, ...]:
     return ks
 
 
+def _parse_frac(text: str) -> float:
+    try:
+        frac = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--test-frac expects a number in [0, 1), got {text!r}") from None
+    if not 0.0 <= frac < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"--test-frac expects a number in [0, 1) (0 trains on everything), got {text!r}")
+    return frac
+
+
 def _load_data(source: str, *, threshold: float | None = None) -> tuple[Dataset, Any]:
     """(name, binarised Y, Dataset) from a data set name, a CSV or an .npz path."""
     from . import datasets
@@ -71,7 +82,7 @@ def _load_data(source: str, *, threshold: float | None = None) -> tuple[Dataset,
         else:
             data = datasets.read_csv(source)
     else:
-        raise SystemExit(f"fastpu: --data {source!r} is neither a data set name "
+        raise ValueError(f"--data {source!r} is neither a data set name "
                          f"({', '.join(DATASETS)}) nor an existing .csv/.npz file")
     return data, datasets.binarize(data.Y, threshold)
 
@@ -136,7 +147,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     wanted = METHODS if args.methods == "all" else tuple(args.methods.split(","))
     for method in wanted:
         if method not in METHODS:
-            raise SystemExit(f"fastpu demo: unknown method {method!r}; expected one of {', '.join(METHODS)}")
+            raise ValueError(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}")
         configs = getattr(_module(method), "demo_configs", None)
         if configs is None:
             print(f"-- {method}: no demo configuration, skipped", file=sys.stderr)
@@ -323,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="use the data set's side information (trust graph, features) where the method takes it")
     run.add_argument("--threshold", type=float, default=None,
                      help="positives are values >= threshold (default: every stored entry)")
-    run.add_argument("--test-frac", type=float, default=0.2,
+    run.add_argument("--test-frac", type=_parse_frac, default=0.2,
                      help="per-user test fraction for evaluation; 0 trains on everything (default 0.2)")
     run.add_argument("--save", default=None, metavar="FILE",
                      help="write the fitted model to this .npz file (read it back with fastpu.load "
@@ -379,8 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     except DataUnavailable as exc:
         print(f"fastpu: {exc}", file=sys.stderr)
         return 2
-    except (TypeError, ValueError) as exc:
-        print(f"fastpu: {exc}", file=sys.stderr)
+    except (TypeError, ValueError, OSError, FloatingPointError) as exc:   # input errors: exit 2
+        print(f"fastpu: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
 
 

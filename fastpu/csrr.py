@@ -247,7 +247,10 @@ class _DenseProblem:
         d = self.d
         K.dense_grad_step(d.indptr, d.indices, g, eta, U, U)          # U ← Û (in place)
         k0 = max(1, self.rank + 5)
-        Ut = _svt_factors(_aslinop(U), U, eta * self.lam1, method=self.svd_method, k0=k0, rng=self.rng)
+        if d.nnz == 0:              # no positive: U stays 0 (ARPACK refuses a zero operator)
+            Ut = _empty_svt(*d.shape)
+        else:
+            Ut = _svt_factors(_aslinop(U), U, eta * self.lam1, method=self.svd_method, k0=k0, rng=self.rng)
         self.rank, self.n_computed = Ut.rank, Ut.n_computed
         v_new = np.empty_like(v)
         K.soft_box(v - eta * g, eta * self.lam2, 0.0, 1.0, v_new)
@@ -303,6 +306,7 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
     m, n = data.shape
     prob = _DenseProblem(data, kind, alpha, lam1, lam2, svd_method, rng)
     x0 = (_empty_svt(m, n), np.zeros(data.nnz))
+    progress.start(prob.objective(x0))
     y0 = (prob.buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
 
     def report(info):
@@ -399,6 +403,7 @@ def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_
     f_prev = prob.objective(P, Q, v, GQ=GQ)
     until_converged = n_inner is None        # the paper's "repeat … until convergence"
     n_inner = INNER_CAP if until_converged else n_inner
+    progress.start(f_prev)
     for t in range(1, n_iter + 1):
         inner = 0
         f_inner = f_prev
@@ -502,7 +507,19 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
         If ``Y`` is not sparse or an argument has the wrong type.
     ValueError
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
-        ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``).
+        ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
+        fit needs (factors, or the dense U) exceeds the available memory
+        (:func:`fastpu._validation.check_alloc`).
+    FloatingPointError
+        If the objective becomes non-finite.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If an iteration's objective (10) is above the objective at the start (the iteration
+        diverged: lower ``eta``), or if every score of the result is below 1e-12 (U ≈ 0 and
+        V ≈ 0: ``eta`` too large, or ``lam1``/``lam2`` too large). These read the history and the
+        result only; they change nothing.
 
     Examples
     --------
@@ -538,20 +555,34 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
         Vd.check_dense_size(m, n, what=f"CSRR-{variant} (dense U)",
                             alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
                             limit=dense_limit)
+    if k is not None:           # variant "e"
+        Vd.check_alloc(8 * k * (6 * (m + n) + 8 * k) + 48 * data.nnz, what="CSRR-e", names=("k",))
+    else:       # U, its momentum copy inside the SVD, and the SVD's factors
+        Vd.check_alloc(3 * 8 * m * n, what=f"CSRR-{variant} (dense U and its SVD)",
+                       names=("Y's shape", "variant (use 'e')"))
     params = dict(variant=variant, alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
                   n_iter=n_iter_, n_inner=n_inner, inner_tol=inner_tol, restart=restart,
                   svd_method=svd_method, seed=seed if not isinstance(seed, np.random.Generator) else None)
-    progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback)
+    progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback,
+                        advice=_advice(eta, alpha, lam1, lam2))
     # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there
     with limit_threads(n_threads, blas=1 if variant == "e" else None):
         if variant == "e":
             P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
                                     inner_tol, rng, progress)
+            # scores lie in [0, 2]: below 1e-12 everywhere they are zero for any ranking
+            bound = (math.sqrt(float(np.max(np.einsum("ij,ij->i", P, P), initial=0.0))
+                               * float(np.max(np.einsum("ij,ij->i", Q, Q), initial=0.0)))
+                     + float(np.max(v, initial=0.0)))
+            progress.finish(all_zero=bound < 1e-12,
+                            zero_advice=_zero_advice(data, eta, lam1, lam2))
             return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
                              method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
         Ut, v_tilde, U, v, eta_used, res = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
                                                       restart, svd_method, rng, progress)
     params["eta_used"] = eta_used
+    progress.finish(all_zero=float(np.max(v, initial=0.0)) + float(np.max(U, initial=0.0)) < 1e-12,
+                    zero_advice=_zero_advice(data, eta, lam1, lam2))
     root = np.sqrt(Ut.s)
     hist = progress.history
     if hist:
@@ -562,6 +593,26 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
                      extras={"singular_values": Ut.s.copy(), "V_tilde": _sparse_v(data, v_tilde),
                              "status": res.status},
                      U=U, V=_sparse_v(data, v), variant=variant)
+
+
+def _advice(eta, alpha, lam1, lam2):
+    """What to change when the objective grows or overflows."""
+    if eta is not None:
+        return (f"lower eta (now {eta:g}) or leave eta=None, the inverse Lipschitz step of each "
+                "block, under which the objective cannot grow")
+    return "pass a smaller eta than the default inverse Lipschitz step, or raise lam1 and lam2"
+
+
+def _zero_advice(data, eta, lam1, lam2):
+    """Advice for an all-zero result; ``None`` (no warning) when Y has no positive to fit."""
+    if data.nnz == 0:
+        return None
+    tip = (f"lower lam1 (now {lam1:g}) and lam2 (now {lam2:g}), which shrink U and V to zero"
+           if (lam1 > 0 or lam2 > 0) else "raise n_iter")
+    if eta is not None:
+        return (f"lower eta (now {eta:g}): a step that large overshoots and the projection onto "
+                f"the box clips everything to 0; or {tip}")
+    return tip
 
 
 def _sparse_v(data, v):
@@ -649,12 +700,17 @@ def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,
             row = np.empty(m)
             K.positive_terms(data.indptr, up + v, up, kind, alpha, g, row)
             nuc = float(np.linalg.svd(U, compute_uv=False).sum()) if U.size else 0.0
-            return lam1 * nuc + lam2 * float(np.abs(v).sum()) + 0.5 * float(np.sum(U * U)) + float(row.sum())
-        P = Vd.check_dense(P, name="P", shape=(m, None))
-        Q = Vd.check_dense(Q, name="Q", shape=(n, P.shape[1]))
+            with np.errstate(over="ignore", invalid="ignore"):
+                val = lam1 * nuc + lam2 * float(np.abs(v).sum()) + 0.5 * float(np.sum(U * U)) + float(row.sum())
+            return Vd.check_finite_result(val, what="csrr.objective", names=("U", "V", "alpha", "lam1", "lam2"))
+        P = Vd.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
+        Q = Vd.check_dense(Q, name="Q", shape=(n, P.shape[1]),
+                           shape_from="one row per column of Y, as many columns as P")
         prob = _Bilinear(data, kind, alpha, lam1, lam2)
-        val = prob.objective(P, Q, v)
-        return val - lam2 * float(v.sum()) + lam2 * float(np.abs(v).sum())
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = prob.objective(P, Q, v)
+            val = val - lam2 * float(v.sum()) + lam2 * float(np.abs(v).sum())
+        return Vd.check_finite_result(val, what="csrr.objective", names=("P", "Q", "V", "alpha", "lam1", "lam2"))
 
 
 def demo_configs() -> list[tuple[str, dict[str, Any]]]:

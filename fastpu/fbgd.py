@@ -113,7 +113,18 @@ def _negative_weights(Y, alpha0, rho):
     total = counts.sum()
     if rho == 0.0 or total == 0.0:
         return np.full(n, alpha0 / n)
-    raw = np.expm1(counts / total) ** rho
+    seen = counts > 0
+    with np.errstate(over="ignore", under="ignore"):
+        raw = np.expm1(counts / total) ** rho
+    if np.isfinite(raw.sum()) and raw[seen].min() >= np.finfo(np.float64).tiny:
+        return alpha0 * raw / raw.sum()
+    # a huge rho over- or underflows the powers: normalise in log space instead
+    # (the largest term becomes 1), which gives the same weights without NaN
+    lc = np.log(np.expm1(counts[seen] / total))
+    logs = np.full(n, -np.inf)
+    with np.errstate(over="ignore"):
+        logs[seen] = rho * (lc - lc.max())       # <= 0, and exactly 0 for the most popular items
+    raw = np.exp(logs)
     return alpha0 * raw / raw.sum()
 
 
@@ -264,8 +275,8 @@ class _Problem:
 
 def _check_embedding_pair(P: ArrayLike, Q: ArrayLike, m: int,
                           n: int) -> tuple[np.ndarray, np.ndarray]:
-    P = V.check_dense(P, name="P", shape=(m, None))
-    Q = V.check_dense(Q, name="Q", shape=(n, None))
+    P = V.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
+    Q = V.check_dense(Q, name="Q", shape=(n, None), shape_from="one row per column of Y")
     if P.shape[1] != Q.shape[1]:
         raise ValueError(
             f"P has {P.shape[1]} columns and Q has {Q.shape[1]}; expected the same embedding size g"
@@ -334,7 +345,11 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, neg_weights: ArrayLike | No
     prob = _Problem(Y, _ident(m), _ident(n), P.shape[1], False, neg, apos, rpos, r_neg, neg_rows)
     Sq, sq = prob.gram(neg, Q)
     Sp, sp_ = prob.gram(prob.arow, P)
-    return prob.loss(P, Q, Sq, sq, Sp, sp_)
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+    return V.check_finite_result(loss, what="fbgd.objective",
+                                 names=("P", "Q", "Y", "neg_weights", "neg_row_weights", "pos_weight",
+                                        "r_pos", "r_neg"))
 
 
 def _ident(n):
@@ -428,7 +443,15 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     ValueError
         On bad shapes, NaN/inf, negative weights or unknown options.
     FloatingPointError
-        If the objective becomes non-finite (plain ``gd`` with too large ``lr``).
+        If the objective becomes non-finite (plain ``gd`` with too large ``lr``); the message
+        names the likely cause (``lr``, feature or weight scale).
+
+    Warns
+    -----
+    ConvergenceWarning
+        If an epoch's objective is above the starting objective (the run diverged: lower
+        ``lr``, or scale the features), or if the returned P or Q is all zero (e.g.
+        ``init_std=0``). These checks read the history only; they change no result.
 
     Examples
     --------
@@ -472,6 +495,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)
 
+    g = k + 2 if biases else k
+    V.check_alloc(8 * g * (5 * (m + n) + 4 * (Zx.shape[1] + Zy.shape[1] + 2) + 8 * g), what="fbgd.fit",
+                  names=("k",) + (("user_features",) if has_ux else ()) + (("item_features",) if has_ix else ()))
     prob = _Problem(Y, Zx, Zy, k, bool(biases), neg, apos, rpos, r_neg, neg_rows)
     theta_x, theta_y = prob.init_params(rng, init_std)
     params = dict(k=k, alpha0=alpha0, rho=rho, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg,
@@ -481,10 +507,14 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                   item_features=None if not has_ix else tuple(Zy.shape),
                   neg_weights="given" if neg_weights is not None else "eq22",
                   neg_row_weights=None if neg_rows is None else "given")
-    progress = Progress("fbgd", verbose=verbose, callback=callback)
+    progress = Progress("fbgd", verbose=verbose, callback=callback,
+                        advice=_advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_ix, init_std))
     with limit_threads(n_threads):
         P, Q, init = _train(prob, theta_x, theta_y, lr=lr, n_iter=n_iter, update=update,
                             adagrad=optimizer == "adagrad", reg=reg, progress=progress)
+    progress.finish(P, Q, zero_advice=None if Y.nnz == 0 else (
+        "init_std=0 starts every embedding at 0, a stationary point without biases; use init_std > 0"
+        if init_std == 0.0 else f"lower reg (now {reg:g}) or raise lr (now {lr:g}) or n_iter"))
     f = k
     px, py = Zx.shape[1], Zy.shape[1]
     extras = dict(V_user=theta_x[:px, :f].copy(), V_item=theta_y[:py, :f].copy(),
@@ -498,6 +528,20 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         extras["H"] = extras["V_item"]
     return Factorization(user_factors=P, item_factors=Q, history=progress.history,
                          params=params, method="fbgd", extras=extras)
+
+
+def _advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_iy, init_std):
+    """What to change when the objective diverges or overflows, most likely cause first."""
+    tips = [f"lower init_std (now {init_std:g})"] if init_std > 1e2 else []
+    for Z, given, name in ((prob.Zx, has_ux, "user_features"), (prob.Zy, has_iy, "item_features")):
+        big = float(np.abs(Z.data).max()) if (given and Z.nnz) else 0.0
+        if big > 1e2:
+            tips.append(f"scale {name} down (largest |value| {big:g}; unit-norm rows work well)")
+    scale = max([abs(r_neg)] + [float(np.abs(a).max()) for a in (apos, rpos) if a.size])
+    if scale > 1e3 or float(prob.neg.max(initial=0.0)) > 1e6:
+        tips.append("scale down the weights and targets (pos_weight, r_pos, r_neg, alpha0, neg_weights)")
+    tips.append(f"lower lr (now {lr:g}{', plain gd' if optimizer == 'gd' else ''})")
+    return "; or ".join(tips)
 
 
 def _penalty(reg, prob, theta_x, theta_y):
@@ -544,6 +588,7 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
     P = prob.embed(prob.Zx, theta_x)
     Sp, sp_ = prob.gram(prob.arow, P)
     init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, prob, theta_x, theta_y)
+    progress.start(init)
     pred = np.empty(prob.Y.nnz)
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
     grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)

@@ -47,6 +47,12 @@ _MODES = ("exact", "dense")
 # Dense column blocks of f_T(A) are kept near this many bytes (three are alive at once):
 # small enough to stay in cache during the walk, large enough to amortise a parallel launch.
 _BLOCK_BYTES = 8 * 2**20
+#: Largest N² (N = users + items) for which mode="exact" and :func:`objective` run. Both walk
+#: every column of f_T(A) as a dense N-vector, so a half-iteration touches N² entries whatever
+#: the number of positives: about 18 s per iteration at N² ≈ 1e8 (MovieLens-1M, 2 cores), hence
+#: half an hour or more per iteration above this limit. Raise it (``fastpu.homf.EXACT_LIMIT =
+#: ...``) to run such a pass anyway; mode="dense" costs O(T·nnz(A)·k + N k²) instead.
+EXACT_LIMIT = 10**10
 
 
 # --------------------------------------------------------------------------- the graph
@@ -195,6 +201,18 @@ def _block_size(N, block_size):
     return int(max(64, min(256, _BLOCK_BYTES // (8 * max(1, N)))))
 
 
+def _check_exact_work(N, block, what, alternative):
+    """Refuse an all-columns pass over f_T(A) above EXACT_LIMIT; check one block's memory."""
+    if N * N > EXACT_LIMIT:
+        raise ValueError(
+            f"{what} walks all {N:,} columns of f_T(A) as dense vectors: {N * N:.3g} entries per "
+            f"pass (N = m + n = {N:,}), above fastpu.homf.EXACT_LIMIT = {EXACT_LIMIT:.3g}, which "
+            f"would take hours whatever the number of positives; {alternative}")
+    # per block: the walk's three N×b buffers, its transpose and the bipartite sums
+    V_.check_alloc(5 * 8 * N * block, what=f"{what} (one block of {block} columns)",
+                   names=("block_size",))
+
+
 def _walk_block(P, Pt, cols, T):
     """Columns ``cols`` of f_T(P) as a dense N×b block (P and Pᵀ canonical CSR)."""
     N = P.shape[0]
@@ -281,7 +299,9 @@ class _Walker:
 
 def _check_walk_args(A: Sparse, idx: ArrayLike, T: int, name: str) -> tuple[Sparse, IntArray, int]:
     A = V_.check_square_csr(A, name="A")
-    idx = V_.check_indices(idx, name=name, size=A.shape[0])
+    if A.shape[0] == 0:
+        raise ValueError("A has shape 0×0; expected at least one node")
+    idx = V_.check_indices(idx, name=name, size=A.shape[0], size_from=f"A is {A.shape[0]}×{A.shape[0]}")
     T = V_.check_int(T, name="T", minimum=1)
     return A, idx, T
 
@@ -430,8 +450,8 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
     TypeError
         If an argument has the wrong type.
     ValueError
-        If shapes do not match, values are not finite, ``T < 1``, ``lam < 0`` or
-        ``mode`` is unknown.
+        If shapes do not match, values are not finite, ``T < 1``, ``lam < 0``,
+        ``mode`` is unknown, or N² > :data:`EXACT_LIMIT` (every column is walked).
 
     Examples
     --------
@@ -443,9 +463,9 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
     """
     A = V_.check_square_csr(A, name="A")
     N = A.shape[0]
-    U = V_.check_dense(U, name="U", shape=(N, None))
+    U = V_.check_dense(U, name="U", shape=(N, None), shape_from="one row per node of A")
     k = U.shape[1]
-    V = V_.check_dense(V, name="V", shape=(N, k))
+    V = V_.check_dense(V, name="V", shape=(N, k), shape_from="one row per node of A, as many columns as U")
     T = V_.check_int(T, name="T", minimum=1)
     lam = V_.check_scalar(lam, name="lam", minimum=0.0)
     mode = V_.check_choice(mode, name="mode", choices=_MODES)
@@ -454,10 +474,13 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
     if block_size is not None:
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     block = _block_size(N, block_size)
+    _check_exact_work(N, block, "homf.objective", "evaluate a sample of users instead")
     At = V_.transpose_csr(A)
     with limit_threads(n_threads):
         loss = _loss(_Walker(A, At, T, m_users), U, V, block, mode == "dense")
-    return 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        val = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+    return V_.check_finite_result(val, what="homf.objective", names=("U", "V", "lam"))
 
 
 # --------------------------------------------------------------------------- fit
@@ -584,9 +607,18 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         If an argument has the wrong type.
     ValueError
         For invalid values (see :func:`transition_matrix`; ``k``, ``T``, ``n_iter``
-        below 1, ``lam <= 0``, unknown ``mode``).
+        below 1, ``lam <= 0``, unknown ``mode``); when the factors (N×k) or one exact-mode
+        block (5·N·``block_size`` floats) exceed the available memory; and in exact mode
+        when N² > :data:`EXACT_LIMIT` (10¹⁰): exact mode walks every column of f_T(A) as a
+        dense N-vector, so its cost grows as N² even with few positives — use
+        ``mode="dense"`` there.
     FloatingPointError
         If the objective becomes non-finite.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If the returned U or V is all zero while Y has positives (``lam`` too large).
 
     Examples
     --------
@@ -606,6 +638,8 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     callback = V_.check_callback(callback)
     rng = V_.check_seed(seed)
+    g = V_.check_choice(g, name="g", choices=_G_CHOICES)
+    Y = V_.check_csr(Y, name="Y", nonnegative=(g == "linear"))
     A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
                           g_user_graph=g_user_graph, g_item_graph=g_item_graph)
     m, n = Y.shape
@@ -616,11 +650,16 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
                   user_graph=user_graph is not None, item_graph=item_graph is not None,
                   g_user_graph=g if g_user_graph is None else g_user_graph,
                   g_item_graph=g if g_item_graph is None else g_item_graph)
+    block = _block_size(N, block_size)
+    V_.check_alloc(8 * 8 * N * k + 64 * k * k, what="homf.fit (factors U, V and work arrays)", names=("k",))
+    if mode == "exact":
+        _check_exact_work(N, block, 'homf.fit(mode="exact")',
+                          'use mode="dense" (O(T·nnz(A)·k + N·k²) per half-iteration)')
     U = rng.uniform(0.0, 1.0, size=(N, k))
     V = rng.uniform(0.0, 1.0, size=(N, k))
     At = V_.transpose_csr(A)
-    progress = Progress("homf", verbose=verbose, callback=callback)
-    block = _block_size(N, block_size)
+    progress = Progress("homf", verbose=verbose, callback=callback,
+                        advice=f"raise lam (now {lam:g}), which keeps the ridge systems well conditioned")
     with limit_threads(n_threads):
         if mode == "exact":
             cols_walk = _Walker(A, At, T, m)        # columns of f_T(A)
@@ -651,6 +690,7 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
                 if progress.step(it, obj, objective_v=obj_v, model=lambda: Factorization(
                         U[:m].copy(), V[m:].copy(), params=params, method="homf")):
                     break
+    progress.finish(U, V, zero_advice=None if Y.nnz == 0 else f"lower lam (now {lam:g})")
     return Factorization(
         user_factors=np.ascontiguousarray(U[:m]),
         item_factors=np.ascontiguousarray(V[m:]),

@@ -39,6 +39,13 @@ def _check_model(model: Any) -> tuple[int, ...]:
             f"model must be a fitted fastpu Factorization (with .scores and .shape), got {type(model).__name__}"
         )
     shape = tuple(int(s) for s in model.shape)
+    uf, itf = getattr(model, "user_factors", None), getattr(model, "item_factors", None)
+    if (isinstance(uf, np.ndarray) and isinstance(itf, np.ndarray) and uf.ndim == 2 and itf.ndim == 2
+            and uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None):
+        raise ValueError(
+            f"model has user_factors of width {uf.shape[1]} and item_factors of width {itf.shape[1]}; "
+            "expected the same number of columns (k) on both sides"
+        )
     return shape
 
 
@@ -60,7 +67,7 @@ def _check_ks(k: Any) -> IntArray:
 def _check_metric_names(metrics: Any, allowed: Sequence[str]) -> tuple[str, ...]:
     if metrics is None:
         return tuple(allowed)
-    if isinstance(metrics, str):
+    if isinstance(metrics, (str, bytes)):
         metrics = (metrics,)
     try:
         names = list(metrics)
@@ -70,7 +77,7 @@ def _check_metric_names(metrics: Any, allowed: Sequence[str]) -> tuple[str, ...]
         raise ValueError(f"metrics must name at least one of {', '.join(allowed)}; got an empty sequence")
     for name in names:
         if name not in allowed:
-            raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(repr(a) for a in allowed)}")
+            raise ValueError(f"metrics: unknown metric {name!r}; expected one of {', '.join(repr(a) for a in allowed)}")
     return tuple(a for a in allowed if a in names)
 
 
@@ -95,6 +102,13 @@ def _finite_block(S: np.ndarray, what: str = "model.scores") -> np.ndarray:
         bad = int(S.size - np.isfinite(S).sum())
         raise ValueError(f"{what} returned {bad} non-finite scores (NaN or inf); expected finite scores")
     return S
+
+
+def _score_block_rows(n_items: int) -> int:
+    """Users per score block of :func:`fastpu.model.iter_score_blocks` (for the memory check)."""
+    from . import model as _model
+    size = getattr(_model, "_block_size", None)
+    return int(size(n_items)) if callable(size) else 4096
 
 
 def _ideal_dcg(kmax: int) -> np.ndarray:
@@ -178,23 +192,31 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
     (0.5, 0.5, 2)
     """
     m, n = _check_model(model)
-    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False)
-    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False)
+    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
+    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
     ks = _check_ks(k)
     selected = _check_metric_names(metrics, METRICS)
+    sel = users
     users = np.unique(V.check_users(users, m))
     rel = _relevant(Y_train, Y_test)
     n_rel: IntArray = np.diff(rel.indptr)
     users = users[n_rel[users] > 0]
     if users.size == 0:
         raise ValueError(
-            "no user has a test item outside its training items; expected Y_test to hold "
+            "no user has a test item outside its training items (Y_test minus Y_train is empty"
+            f"{'' if sel is None else ' for the selected users'}); expected Y_test to hold "
             "held-out positives for at least one (selected) user"
         )
     want_topk = any(name != "auc" for name in selected)
     want_auc = "auc" in selected
     kmax = int(ks[-1])
     nq = ks.size
+    # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
+    step = _score_block_rows(n)
+    V.check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * nq,
+                  what="evaluate (score blocks and top-k lists)", names=("k",))
     hits = np.zeros((users.size, nq), dtype=np.int64)
     dcg = np.zeros((users.size, nq))
     ap = np.zeros((users.size, nq))
@@ -321,7 +343,8 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     0.5
     """
     m, n = _check_model(model)
-    R = V.check_csr(Y_test_ratings, name="Y_test_ratings", shape=(m, n), nonnegative=False)
+    R = V.check_csr(Y_test_ratings, name="Y_test_ratings", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
     ks = _check_ks(k)
     threshold = V.check_scalar(threshold, name="threshold")
     selected = _check_metric_names(metrics, _RATED_METRICS)
@@ -332,7 +355,8 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     users = users[n_relevant[users] > 0]
     if users.size == 0:
         raise ValueError(
-            f"no (selected) user has a test rating >= threshold={threshold:g}; nothing to evaluate"
+            f"no (selected) user has a test rating >= threshold={threshold:g} in Y_test_ratings "
+            "(for the users); nothing to evaluate"
         )
     counts = np.diff(R.indptr)[users]
     starts = R.indptr[users]
@@ -358,6 +382,7 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     cumhits = np.cumsum(rel_s)
     cumhits -= np.r_[0, cumhits][group_start][owner_s]       # hits up to and including this rank
     I_u = n_relevant[users].astype(np.float64)
+    V.check_alloc(8 * (int(ks[-1]) + 1) + 24 * R.nnz, what="evaluate_rated (ideal DCG table)", names=("k",))
     idcg_table = _ideal_dcg(int(ks[-1]))
     result: dict[str, dict[int, float]] = {name: {} for name in selected}
     for kv in ks:
@@ -434,15 +459,18 @@ def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negativ
     1.0
     """
     m, n = _check_model(model)
-    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False)
-    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False)
+    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
+    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
     n_negatives = V.check_int(n_negatives, name="n_negatives", minimum=1)
     rng = V.check_seed(seed)
     users = np.unique(V.check_users(users, m))
     rel = _relevant(Y_train, Y_test)
     users = users[np.diff(rel.indptr)[users] > 0]
     if users.size == 0:
-        raise ValueError("no (selected) user has a test item outside its training items; nothing to evaluate")
+        raise ValueError("no (selected) user has a test item outside its training items (Y_test minus "
+                         "Y_train is empty for the users); nothing to evaluate")
     neg_lists = []
     observed = np.zeros(n, dtype=bool)
     for u in users:

@@ -27,7 +27,7 @@ Subsampled    ``negatives="sampled", neg_ratio=r`` (loss on Ω+ and r·|Ω+| sam
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,8 +35,8 @@ from . import _validation as V
 from ._dataset import Dataset
 from ._kernels.losses import SQUARE
 from ._nystrom import NystromMap, nystrom_features
-from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor, _full_objective,
-                            _latent, _prepare, _side_reg, _update_side)
+from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor, _f64,
+                            _full_objective, _latent, _prepare, _side_reg, _update_side)
 from ._progress import Progress
 from ._threads import limit_threads
 from ._typing import ArrayLike, Callback, DTypeLike, Matrix, Seed, Sparse, Threads
@@ -85,6 +85,7 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, loss: str = "logistic", 
     >>> import fastpu as fp
     >>> Y = sp.csr_array(np.eye(3))
     >>> W = np.ones((3, 2)); H = np.ones((3, 2))
+    >>> # scores are all 2: three positives (1 - 2)² and six unlabeled (0 - 2)²
     >>> round(fp.ocmf.objective(Y, W, H, loss="square", rho=1.0, a_bar=0.0, lam=0.0), 6)
     27.0
     """
@@ -95,7 +96,10 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, loss: str = "logistic", 
                             dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h)
         W = _check_factor(W, "W", setup.user.dim)
         H = _check_factor(H, "H", setup.item.dim, W.shape[1])
-        return float(_full_objective(setup, W, H))
+        return float(V.check_finite_result(_full_objective(setup, W, H), what="ocmf.objective",
+                                           names=("W", "H", "Y", "rho", "p", "q", "a_bar",
+                                                  "user_features", "item_features", "lam",
+                                                  "lam_w", "lam_h")))
 
 
 @accepts_dataset
@@ -196,9 +200,18 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         Non-sparse ``Y``; NaN/inf or negative stored values; shape mismatches between ``Y``,
         ``X``, ``Z``, graphs, ``p``, ``q``, ``init``; a graph that is not square, symmetric and
         non-negative; ``k < 1``; unknown ``loss``, ``solver``, ``negatives`` or ``dtype``;
-        malformed CSR; a dense variant above its size limit.
+        malformed CSR; a dense variant above its size limit; a ``k`` (or feature width) whose
+        factors and work arrays exceed the available memory; ``a_bar``, ``rho``, ``p``, ``q``
+        so large that the unlabeled term overflows.
     FloatingPointError
-        If the objective becomes non-finite.
+        If the objective becomes non-finite; the message names the inputs to scale.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If an outer iteration's objective is above the objective of the starting factors, or
+        if W or H comes back all zero (e.g. ``init_scale=0``: W = H = 0 is a stationary
+        point). These read the history and the result only; they change nothing.
 
     Examples
     --------
@@ -238,6 +251,10 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         csteps = V.check_int(cg_steps if cg_steps is not None else (3 if square else 4),
                              name="cg_steps", minimum=1)
         du, dv = setup.user.dim, setup.item.dim
+        m, n = Y.shape
+        V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
+                      names=("k",) + (("user_features",) if user_features is not None else ())
+                      + (("item_features",) if item_features is not None else ()))
         if init is not None:
             if not (isinstance(init, tuple) and len(init) == 2):
                 raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
@@ -248,8 +265,11 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
             scale = init_scale / np.sqrt(k)
             W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
             H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
-        progress = Progress("ocmf", verbose=verbose, callback=callback)
-        solve = tron if solver == "tron" else gd
+        progress = Progress("ocmf", verbose=verbose, callback=callback,
+                            advice=_advice(Y, setup, rho, lam, init_scale, W, H))
+        if n_iter:
+            progress.start(_full_objective(setup, _f64(W), _f64(H)))
+        solve = _with_advice(tron if solver == "tron" else gd, progress.advice)
         for it in range(1, n_iter + 1):
             E = _latent(setup.item, H)
             W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
@@ -266,6 +286,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
                 break
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
+    progress.finish(W, H, zero_advice=_zero_advice(Y, init, init_scale, lam))
     extras = {}
     if q is not None:                      # the item weights: fold_in solves new rows with them
         extras["q"] = V.check_vector(q, name="q", size=Y.shape[1])
@@ -276,6 +297,52 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     return Factorization(U if user_features is not None else W, Vf if item_features is not None else H,
                          progress.history, params, "ocmf", extras)
 
+
+
+def _with_advice(solve: Callable[..., Any], advice: str) -> Callable[..., Any]:
+    """The solver, re-raising a FloatingPointError (a non-finite value) with the likely cause."""
+    def run(problem: Any, x0: Any, **kw: Any) -> Any:
+        try:
+            return solve(problem, x0, **kw)
+        except FloatingPointError as exc:
+            raise FloatingPointError(f"ocmf: {exc}; {advice}") from exc
+    return run
+
+
+def _advice(Y: Sparse, setup: Any, rho: float, lam: float, init_scale: float, W: np.ndarray,
+            H: np.ndarray) -> str:
+    """What to change when the objective overflows or grows: the largest inputs first."""
+    tips = []
+    start = max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(H), initial=0.0)))
+    if start > 1e3:
+        tips.append(f"start from smaller factors (init_scale={init_scale:g}, or init; largest |value| {start:g})")
+    big = float(Y.data.max(initial=0.0))
+    if big > 1e3:
+        tips.append(f"scale Y's stored values (the weights C_ij, up to {big:g})")
+    for F, name in ((setup.user.X, "user_features"), (setup.item.X, "item_features")):
+        if F is not None:
+            vals = F if isinstance(F, np.ndarray) else F.data
+            top = float(np.abs(vals).max(initial=0.0))
+            if top > 1e2:
+                tips.append(f"scale {name} down (largest |value| {top:g})")
+    w = float(np.max(setup.p_quad, initial=0.0)) * float(np.max(setup.q_quad, initial=0.0))
+    if w > 1e3:
+        tips.append(f"lower rho (now {float(rho):g}) or p, q (largest unlabeled weight {w:g})")
+    tips.append(f"raise lam (now {float(lam):g})")
+    return "; or ".join(tips)
+
+
+def _zero_advice(Y: Sparse, init: Any, init_scale: float, lam: float) -> str | None:
+    """Advice for all-zero factors; ``None`` (no warning) when Y has no positive."""
+    if Y.nnz == 0:
+        return None
+    if init is None and init_scale == 0.0:
+        return ("init_scale=0 starts at W = H = 0, a stationary point the alternating updates "
+                "never leave; use init_scale > 0 (default 0.1)")
+    if init is not None:
+        return ("a zero factor in init is a stationary point the alternating updates never "
+                f"leave; start from nonzero factors, or lower lam (now {float(lam):g})")
+    return f"lower lam (now {float(lam):g}), which shrinks every factor to zero"
 
 
 def demo_configs() -> list[tuple[str, dict[str, Any]]]:

@@ -296,10 +296,19 @@ def _as_operator(M: Any) -> tuple[Any, FloatArray | None]:
         return M, None
     if sp.issparse(M):
         M = V.check_csr(M, name="M", nonnegative=False)
+        _check_svd_range(M.data)
         return spla.aslinearoperator(M), None
     if not isinstance(M, (np.ndarray, list, tuple)):
         raise TypeError(
             f"M must be a dense array, a scipy.sparse matrix or a LinearOperator, got {type(M).__name__}"
         )
     A = V.check_dense(M, name="M")
+    _check_svd_range(A)
     return spla.aslinearoperator(A), A
+
+
+def _check_svd_range(A: np.ndarray) -> None:
+    """An SVD squares the entries: refuse magnitudes whose squares overflow (the result would be NaN)."""
+    big = float(np.abs(A).max(initial=0.0))
+    if big > 1e150:
+        raise ValueError(f"M has entries up to {big:g}, whose squares overflow in the SVD; scale M down")

@@ -134,6 +134,8 @@ def validation_split(Y_train: Sparse, frac: float = 0.2, seed: Seed = 0) -> tupl
     >>> fit_part.nnz + valid.nnz == Y.nnz
     True
     """
+    Y_train = V.check_csr(Y_train, name="Y_train", nonnegative=False)
+    frac = V.check_scalar(frac, name="frac")
     return holdout(Y_train, test_frac=frac, seed=seed)
 
 
@@ -209,7 +211,7 @@ def leave_one_out(Y: Sparse, timestamps: Sparse | None = None, seed: Seed = 0
         keys = (noise,)
     else:
         # explicit zeros would be dropped by some constructions: compare patterns as stored
-        T = V.check_csr(timestamps, name="timestamps", shape=Y.shape, nonnegative=False)
+        T = V.check_csr(timestamps, name="timestamps", shape=Y.shape, nonnegative=False, shape_from="Y.shape")
         keys = (noise, _values_on_pattern(T, Y))
     counts = np.diff(Y.indptr)
     rank = _rank_within_rows(Y, keys)
@@ -253,7 +255,7 @@ def split_by_mask(Y: Sparse, test_mask: ArrayLike | Sparse) -> tuple[Sparse, Spa
            [0., 0., 1.]])
     """
     Y = V.check_csr(Y, name="Y", nonnegative=False)
-    M = V.check_csr(test_mask, name="test_mask", shape=Y.shape, nonnegative=False)
+    M = V.check_csr(test_mask, name="test_mask", shape=Y.shape, nonnegative=False, shape_from="Y.shape")
     M.eliminate_zeros()
     rows = _rows_of(Y)
     mrows = _rows_of(M)

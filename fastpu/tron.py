@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import _validation as V
 from ._typing import FloatArray
 
 __all__ = ["OptimizeResult", "tron", "gd", "trust_region_cg"]
@@ -102,8 +103,33 @@ def trust_region_cg(hessp: Callable[[FloatArray], FloatArray], g: FloatArray, de
     n_iter : int
         CG iterations performed.
     """
+    if not callable(hessp):
+        raise TypeError(f"hessp must be callable (s -> H s), got {type(hessp).__name__}")
+    g = V.check_dense(g, name="g", ndim=1)
+    delta = V.check_scalar(delta, name="delta", minimum=0.0, maximum=1e150, strict_min=True)
+    tol = V.check_scalar(tol, name="tol", minimum=0.0)
     n = g.size
-    max_iter = n if max_iter is None else max_iter
+    max_iter = n if max_iter is None else V.check_int(max_iter, name="max_iter", minimum=0)
+    return _trust_region_cg(_checked_hessp(hessp, n), g, delta, tol, max_iter)
+
+
+def _checked_hessp(hessp: Callable[[FloatArray], Any], n: int,
+                   name: str = "hessp") -> Callable[[FloatArray], FloatArray]:
+    """hessp whose output is checked to be a finite length-n vector."""
+    def hv(d: FloatArray) -> FloatArray:
+        try:
+            out = np.asarray(hessp(d), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must map a length-{n} vector to a length-{n} vector; calling it "
+                            f"failed: {exc}") from exc
+        if out.shape != (n,):
+            raise ValueError(f"{name} returned shape {out.shape}, expected ({n},)")
+        return out
+    return hv
+
+
+def _trust_region_cg(hessp: Callable[[FloatArray], FloatArray], g: FloatArray, delta: float, tol: float,
+                     max_iter: int) -> tuple[FloatArray, FloatArray, int]:
     s = np.zeros_like(g)
     r = -g.copy()
     d = r.copy()
@@ -194,15 +220,22 @@ def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_to
     >>> bool(np.allclose(res.x, np.linalg.solve(A, b)))
     True
     """
+    tol = V.check_scalar(tol, name="tol")
+    cg_tol = V.check_scalar(cg_tol, name="cg_tol")
+    max_iter = V.check_int(max_iter, name="max_iter", minimum=0)
     if not 0.0 < tol < 1.0:
         raise ValueError(f"tol must be in (0, 1), got {tol}")
     if not 0.0 < cg_tol < 1.0:
         raise ValueError(f"cg_tol must be in (0, 1), got {cg_tol}")
     if max_iter < 0:
         raise ValueError(f"max_iter must be >= 0, got {max_iter}")
-    x = np.array(x0, dtype=np.float64, copy=True)
+    x, tol, max_iter = _check_start(problem, x0, tol, max_iter, ("fun", "grad", "hessp"))
+    cg_tol = V.check_scalar(cg_tol, name="cg_tol", minimum=0.0)
+    if max_cg is not None:
+        max_cg = V.check_int(max_cg, name="max_cg", minimum=1)
     f = float(problem.fun(x))
     g = np.asarray(problem.grad(x), dtype=np.float64)
+    _check_value(f, g, x)
     gnorm0 = gnorm = float(np.linalg.norm(g))
     delta = gnorm0
     n_cg_total = 0
@@ -213,7 +246,7 @@ def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_to
         return OptimizeResult(x, f, gnorm, 0, 0, 0, "gradient is already small enough")
     while it < max_iter:
         it += 1
-        s, r, n_cg = trust_region_cg(problem.hessp, g, delta, tol=cg_tol, max_iter=max_cg)
+        s, r, n_cg = _trust_region_cg(problem.hessp, g, delta, cg_tol, x.size if max_cg is None else max_cg)
         n_cg_total += n_cg
         gs = float(g @ s)
         prered = -0.5 * (gs - float(s @ r))
@@ -301,13 +334,17 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
     >>> bool(np.allclose(res.x, 0))
     True
     """
+    beta = V.check_scalar(beta, name="beta")
+    sigma = V.check_scalar(sigma, name="sigma")
     if not 0.0 < beta < 1.0:
         raise ValueError(f"beta must be in (0, 1), got {beta}")
     if not 0.0 < sigma < 0.5:
         raise ValueError(f"sigma must be in (0, 1/2), got {sigma}")
-    x = np.array(x0, dtype=np.float64, copy=True)
+    x, tol, max_iter = _check_start(problem, x0, tol, max_iter, ("fun", "grad"))
+    max_backtrack = V.check_int(max_backtrack, name="max_backtrack", minimum=1)
     f = float(problem.fun(x))
     g = np.asarray(problem.grad(x), dtype=np.float64)
+    _check_value(f, g, x)
     gnorm0 = gnorm = float(np.linalg.norm(g))
     n_trials = 0
     if gnorm == 0.0:
@@ -340,3 +377,22 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
             status, message = 0, "relative gradient norm below tol"
             break
     return OptimizeResult(x, f, gnorm, it, n_trials, status, message)
+
+
+def _check_start(problem: Any, x0: Any, tol: float, max_iter: int,
+                 methods: tuple[str, ...]) -> tuple[FloatArray, float, int]:
+    """The boundary of the drivers: the problem's methods, a finite 1-d start, the stopping rule."""
+    missing = [m for m in methods if not callable(getattr(problem, m, None))]
+    if missing:
+        raise TypeError(f"problem must have the methods {', '.join(methods)}; "
+                        f"{type(problem).__name__} lacks {', '.join(missing)}")
+    x = V.check_dense(x0, name="x0", ndim=1)
+    tol = V.check_scalar(tol, name="tol", minimum=0.0)
+    max_iter = V.check_int(max_iter, name="max_iter", minimum=0)
+    return x, tol, max_iter
+
+
+def _check_value(f: float, g: FloatArray, x: FloatArray) -> None:
+    if not np.isfinite(f) or g.shape != x.shape or not np.all(np.isfinite(g)):
+        raise FloatingPointError(f"problem.fun/grad at x0 are not finite (f = {f}) or grad has shape {g.shape}, "
+                         f"expected ({x.size},): start from a smaller x0")

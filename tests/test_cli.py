@@ -50,12 +50,13 @@ def test_run_on_npz_trains_on_everything(tmp_path, capsys):
 def test_bad_arguments_give_clear_messages(capsys):
     assert cli.main(["run", "--data", "ml-100k", "--param", "k=0", "--quiet"]) == 2
     assert "k must be >= 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="neither a data set name"):
-        cli.main(["run", "--data", "no-such-file.csv"])
-    with pytest.raises(SystemExit):
+    assert cli.main(["run", "--data", "no-such-file.csv"]) == 2
+    assert "neither a data set name" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
         cli.main(["run", "--param", "novalue"])
-    with pytest.raises(SystemExit, match="unknown method 'xyz'"):
-        cli.main(["demo", "--methods", "xyz"])
+    assert exc.value.code == 2
+    assert cli.main(["demo", "--methods", "xyz"]) == 2
+    assert "unknown method 'xyz'" in capsys.readouterr().err
 
 
 def test_compare_writes_a_table(tmp_path, capsys):
@@ -178,3 +179,31 @@ def test_python_dash_m_fastpu_recommend(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "fastpu", "recommend", "--model", str(tmp_path / "m.npz"),
                           "--users", "zz"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "does not know: ['zz']" in bad.stderr
+
+
+@pytest.mark.parametrize("frac", ["-1", "1", "1.5", "nan", "abc"])
+def test_test_frac_outside_0_1_is_refused(frac, capsys):
+    # -1 used to train silently on everything
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--data", "ml-100k", "--test-frac", frac, "--quiet"])
+    assert exc.value.code == 2
+    assert "--test-frac expects a number in [0, 1)" in capsys.readouterr().err
+
+
+def test_every_input_error_exits_2_with_one_line(tmp_path, capsys):
+    Y = sp.random(20, 15, density=0.3, random_state=0, format="csr")
+    path = tmp_path / "y.npz"
+    sp.save_npz(path, Y)
+    cases = [
+        ["run", "--data", "nowhere.csv"],                                      # missing file
+        ["run", "--data", str(path), "--param", "k=0"],                          # bad fit argument
+        ["run", "--data", str(path), "--param", "k=2", "--param", "n_iter=1",
+         "--threads", "0"],                                                     # bad thread count
+        ["run", "--data", str(path), "--method", "fbgd", "--param", "k=2", "--param", "lr=1e9",
+         "--param", "optimizer='gd'", "--param", "n_iter=5"],                   # diverges to NaN
+        ["demo", "--methods", "nope"],
+    ]
+    for argv in cases:
+        assert cli.main(argv + ["--quiet"]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("fastpu: ") and "\n" not in err, (argv, err)

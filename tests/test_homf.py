@@ -387,7 +387,7 @@ A0 = homf.transition_matrix(R0)
     (lambda: homf.fit(R0, 2, callback=3), TypeError, "callback must be callable"),
     (lambda: homf.fit(R0, 2, seed=-1), TypeError, "seed must be a non-negative integer"),
     (lambda: homf.fit(R0, 2, n_threads=0), ValueError, r"n_threads must be in \[1, "),
-    (lambda: homf.fit([[1.0]], 2), TypeError, "R must be a scipy.sparse"),
+    (lambda: homf.fit([[1.0]], 2), TypeError, "Y must be a scipy.sparse"),
 ])
 def test_bad_input_is_rejected_with_a_clear_message(call, exc, match):
     with pytest.raises(exc, match=match):

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-import fastpu
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,0 +1,315 @@
+"""Reliability (issue 11): memory guard, divergence and zero-factor warnings, clear errors.
+
+One regression test per reported failure; the property-based sweep over every public
+function is in ``test_fuzz.py``.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastpu as fp
+from fastpu import _validation as V
+from fastpu._progress import Progress
+from fastpu.exceptions import ConvergenceWarning
+
+import naive
+
+
+def _Y(m=30, n=20, seed=0):
+    return fp.datasets.synthetic(m, n, rank=3, density=0.2, seed=seed).Y
+
+
+# ----------------------------------------------------------------------------- memory guard
+
+def test_check_alloc_counts_bytes_without_overflow_and_names_the_arguments():
+    assert V.check_alloc((3, 4), what="x", names=("k",), limit=96) == 96
+    assert V.check_alloc(10, what="x", names=("k",), limit=10) == 10
+    with pytest.raises(ValueError, match=r"block needs 97 bytes .*lower k, n_iter"):
+        V.check_alloc(97, what="block", names=("k", "n_iter"), limit=96)
+    # a shape whose product overflows int64 is still counted exactly
+    with pytest.raises(ValueError, match=r"needs .* \(147,573,952,589,676,412,928 bytes\)"):
+        V.check_alloc((2**32, 2**32), what="x", names=("k",), limit=2**40)
+
+
+def test_memory_limit_sources(monkeypatch):
+    monkeypatch.setattr(V, "MEMORY_LIMIT", None)
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "2G")
+    assert V.memory_limit() == 2 * 2**30
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1.5MiB")
+    assert V.memory_limit() == int(1.5 * 2**20)
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "lots")
+    with pytest.raises(ValueError, match="FASTPU_MEMORY_LIMIT must be a number of bytes"):
+        V.memory_limit()
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "-5")
+    with pytest.raises(ValueError, match="FASTPU_MEMORY_LIMIT must be a positive number of bytes"):
+        V.memory_limit()
+    monkeypatch.delenv("FASTPU_MEMORY_LIMIT")
+    avail = V.memory_limit()                # this machine reports MemAvailable
+    assert avail is None or avail > 0
+    monkeypatch.setattr(V, "MEMORY_LIMIT", 1234)
+    assert V.memory_limit() == 1234
+
+
+HUGE_K = [
+    ("ocmf", lambda Y, k: fp.ocmf.fit(Y, k, n_iter=1)),
+    ("fbgd", lambda Y, k: fp.fbgd.fit(Y, k, n_iter=1)),
+    ("csrr", lambda Y, k: fp.csrr.fit(Y, k, n_iter=1)),
+    ("homf", lambda Y, k: fp.homf.fit(Y, k, n_iter=1, mode="dense")),
+    ("homf-exact", lambda Y, k: fp.homf.fit(Y, k, n_iter=1, mode="exact")),
+]
+
+
+@pytest.mark.parametrize("name, call", HUGE_K, ids=[h[0] for h in HUGE_K])
+def test_huge_k_is_refused_naming_k_before_allocating(name, call):
+    # used to be numpy's "Unable to allocate 2.18 TiB"
+    with pytest.raises(ValueError, match=r"needs [\d.]+ TiB .* lower k"):
+        call(_Y(), 10**10)
+
+
+@pytest.mark.parametrize("name, call", HUGE_K, ids=[h[0] for h in HUGE_K])
+def test_memory_limit_from_the_environment(name, call, monkeypatch):
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1M")
+    with pytest.raises(ValueError, match=r"only 1.0 MiB are available; lower k"):
+        call(_Y(), 3000)
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1G")
+    assert np.isfinite(call(_Y(), 3).user_factors).all()
+
+
+def test_homf_exact_on_a_huge_sparse_matrix_is_refused_at_once():
+    # 10^6 × 10^6 with 10 positives: exact mode walks N = 2·10^6 dense columns (minutes, GBs)
+    Y = sp.csr_array((np.ones(10), (np.arange(10), np.arange(10))), shape=(10**6, 10**6))
+    with pytest.raises(ValueError, match=r'mode="exact"\) walks all 2,000,000 columns.*use mode="dense"'):
+        fp.homf.fit(Y, 4, mode="exact", n_iter=1)
+    A = fp.homf.transition_matrix(Y)
+    U = np.zeros((A.shape[0], 1))
+    with pytest.raises(ValueError, match="homf.objective walks all 2,000,000 columns"):
+        fp.homf.objective(A, U, U, T=2, lam=0.1)
+    model = fp.homf.fit(Y, 2, mode="dense", n_iter=1)        # the fast path answers at once
+    assert model.user_factors.shape == (10**6, 2)
+
+
+def test_homf_exact_limit_is_adjustable(monkeypatch):
+    Y = _Y()
+    monkeypatch.setattr(fp.homf, "EXACT_LIMIT", 49)          # N = 50: N² = 2500 > 49
+    with pytest.raises(ValueError, match="EXACT_LIMIT = 49"):
+        fp.homf.fit(Y, 2, mode="exact", n_iter=1)
+    monkeypatch.setattr(fp.homf, "EXACT_LIMIT", 2500)
+    assert np.isfinite(fp.homf.fit(Y, 2, mode="exact", n_iter=1).user_factors).all()
+
+
+def test_homf_exact_block_memory_names_block_size(monkeypatch):
+    monkeypatch.setattr(V, "MEMORY_LIMIT", 200_000)
+    with pytest.raises(ValueError, match="one block of 10000 columns.*lower block_size"):
+        fp.homf.fit(_Y(), 2, mode="exact", n_iter=1, block_size=10_000)
+
+
+def test_evaluate_huge_k_names_k():
+    Y = _Y()
+    model = fp.ocmf.fit(Y, 2, n_iter=1)
+    tr, te = fp.split.holdout(Y, test_frac=0.3, seed=0)
+    with pytest.raises(ValueError, match=r"evaluate \(score blocks and top-k lists\) needs .* lower k"):
+        fp.evaluate(model, tr, te, k=10**12)
+
+
+def test_dense_limit_must_be_an_integer():
+    Y = _Y()
+    with pytest.raises(TypeError, match="dense_limit must be an integer >= 0, got 'abc'"):
+        fp.csrr.fit(Y, variant="I", dense_limit="abc", n_iter=1)
+    with pytest.raises(TypeError, match="dense_limit must be an integer >= 0, got 'abc'"):
+        fp.ocmf.fit(Y, 2, negatives="full_logistic", dense_limit="abc", n_iter=1)
+    with pytest.raises(TypeError, match="dense_limit must be an integer"):
+        fp.ocmf.fit(Y, 2, dense_limit="abc", n_iter=1)       # checked even when unused
+    with pytest.raises(ValueError, match="dense_limit must be >= 0, got -1"):
+        fp.csrr.fit(Y, variant="II", dense_limit=-1, n_iter=1)
+
+
+# ----------------------------------------------------------------------------- divergence
+
+def _convergence_warnings(call):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        result = call()
+    return result, [str(w.message) for w in rec if issubclass(w.category, ConvergenceWarning)]
+
+
+def test_fbgd_huge_lr_warns_that_it_diverged():
+    model, msgs = _convergence_warnings(lambda: fp.fbgd.fit(_Y(), 4, lr=1e6, n_iter=5))
+    start = model.extras["initial_objective"]
+    assert max(h["objective"] for h in model.history) > start
+    assert len(msgs) == 1
+    assert "fbgd: the objective grew from" in msgs[0] and "lower lr (now 1e+06)" in msgs[0]
+
+
+def test_fbgd_huge_features_advice_names_the_features():
+    X = np.full((30, 3), 1e6)
+    _, msgs = _convergence_warnings(lambda: fp.fbgd.fit(_Y(), 4, user_features=X, n_iter=3))
+    assert msgs and "scale user_features down (largest |value| 1e+06" in msgs[0]
+
+
+def test_fbgd_gd_non_finite_names_lr():
+    with pytest.raises(FloatingPointError, match=r"lower lr \(now 10, plain gd\)"):
+        fp.fbgd.fit(_Y(), 4, optimizer="gd", lr=10.0, n_iter=5)
+
+
+def test_fbgd_huge_rho_is_finite():
+    # used to give all-NaN weights, then "objective became nan ... lower the step size"
+    Y = _Y()
+    for rho in (1e3, 1e6, 1e300, np.finfo(float).max):
+        w = fp.fbgd.negative_weights(Y, 10.0, rho=rho)
+        assert np.isfinite(w).all() and w.sum() == pytest.approx(10.0)
+    counts = np.bincount(Y.indices, minlength=Y.shape[1])
+    w = fp.fbgd.negative_weights(Y, 10.0, rho=1e6)
+    top = counts == counts.max()
+    np.testing.assert_allclose(w[top], 10.0 / top.sum())    # the limit: all on the most popular
+    assert np.isfinite(fp.fbgd.fit(Y, 3, rho=1e6, n_iter=2).user_factors).all()
+
+
+def test_fbgd_moderate_rho_keeps_the_direct_formula():
+    Y = _Y()
+    counts = np.bincount(Y.indices, minlength=Y.shape[1]).astype(float)
+    raw = np.expm1(counts / counts.sum()) ** 0.7
+    np.testing.assert_array_equal(fp.fbgd.negative_weights(Y, 5.0, 0.7), 5.0 * raw / raw.sum())
+
+
+def test_csrr_huge_eta_warns():
+    _, msgs = _convergence_warnings(lambda: fp.csrr.fit(_Y(), 4, eta=1e6, n_iter=10))
+    assert msgs and all("eta (now 1e+06)" in m for m in msgs)
+
+
+def test_csrr_all_zero_result_warns():
+    Y = _Y()
+    model, msgs = _convergence_warnings(lambda: fp.csrr.fit(Y, 3, lam1=1e6, lam2=1e6, n_iter=3))
+    assert np.abs(model.scores()).max() < 1e-12
+    assert any("every score is 0; lower lam1" in m for m in msgs)
+
+
+def test_ocmf_init_scale_zero_warns():
+    model, msgs = _convergence_warnings(lambda: fp.ocmf.fit(_Y(), 4, init_scale=0, n_iter=3))
+    assert not np.any(model.user_factors)
+    assert len(msgs) == 1 and "init_scale=0 starts at W = H = 0" in msgs[0]
+
+
+def test_fbgd_init_std_zero_warns():
+    _, msgs = _convergence_warnings(lambda: fp.fbgd.fit(_Y(), 4, init_std=0, n_iter=3))
+    assert len(msgs) == 1 and "init_std=0" in msgs[0]
+
+
+def test_no_warning_for_an_empty_Y():
+    Y = sp.csr_array((6, 5))
+    for call in (lambda: fp.csrr.fit(Y, 2, n_iter=2), lambda: fp.fbgd.fit(Y, 2, init_std=0, n_iter=2),
+                 lambda: fp.ocmf.fit(Y, 2, init_scale=0, loss="square", n_iter=2)):
+        _, msgs = _convergence_warnings(call)
+        assert msgs == []
+
+
+@pytest.mark.parametrize("features", [sp.csr_array((30, 0)), np.zeros((30, 0))], ids=["sparse", "dense"])
+def test_features_with_no_columns_are_refused(features):
+    for fit in (fp.ocmf.fit, fp.fbgd.fit):
+        with pytest.raises(ValueError, match="user_features has no columns"):
+            fit(_Y(), 2, user_features=features, n_iter=1)
+
+
+def test_healthy_default_fits_do_not_warn():
+    Y = _Y()
+    calls = [lambda: fp.ocmf.fit(Y, 4, n_iter=4), lambda: fp.ocmf.fit(Y, 4, loss="square", n_iter=3),
+             lambda: fp.fbgd.fit(Y, 4, n_iter=5), lambda: fp.fbgd.fit(Y, 4, update="batch", n_iter=5),
+             lambda: fp.csrr.fit(Y, 4, n_iter=5), lambda: fp.csrr.fit(Y, variant="I", n_iter=5),
+             lambda: fp.csrr.fit(Y, variant="II", n_iter=5),
+             lambda: fp.homf.fit(Y, 4, mode="dense", n_iter=3), lambda: fp.homf.fit(Y, 4, n_iter=2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        for call in calls:
+            call()
+
+
+def test_progress_start_and_finish():
+    p = Progress("m", advice="do X")
+    p.start(10.0)
+    p.step(1, 9.0)
+    assert p.finish(np.ones(2), zero_advice="z") == []
+    p.step(2, 11.0)
+    p.step(3, 9.5)
+    with pytest.warns(ConvergenceWarning, match=r"grew from 10 at the start to 11 at iteration 2 \(last 9.5\).*do X"):
+        p.finish(np.ones(2))
+    q = Progress("m")
+    q.step(1, 1.0)
+    with pytest.warns(ConvergenceWarning, match="every score is 0; try Y"):
+        q.finish(np.ones(2), np.zeros(3), zero_advice="try Y")
+    assert q.finish(np.zeros(2)) == []                       # no advice: no zero check
+    with pytest.raises(FloatingPointError, match="objective became nan at iteration 2; do X"):
+        p.step(2, float("nan"))
+
+
+# ----------------------------------------------------------------------------- clear errors
+
+def test_ocmf_huge_a_bar_is_a_value_error():
+    Y = _Y()
+    for loss in ("logistic", "square"):
+        with pytest.raises(ValueError, match=r"a_bar=1e\+300 is too large"):
+            fp.ocmf.fit(Y, 2, a_bar=1e300, loss=loss, n_iter=1)
+    with pytest.raises(ValueError, match=r"unlabeled weights overflow.*rho=1e\+307"):
+        fp.ocmf.fit(Y, 2, rho=1e307, n_iter=1)
+    with pytest.raises(ValueError, match=r"a_bar=-1e\+300 is too large"):
+        fp.ocmf.objective(Y, np.zeros((30, 2)), np.zeros((20, 2)), a_bar=-1e300)
+
+
+def test_ocmf_full_logistic_with_explicit_zeros():
+    # used to fail with a numpy boolean-indexing message
+    Y = sp.csr_array(_Y(8, 6, seed=1))
+    i, j = 0, int(np.setdiff1d(np.arange(6), Y.indices[Y.indptr[0]:Y.indptr[1]])[0])
+    rows = np.repeat(np.arange(8), np.diff(Y.indptr))
+    Yz = sp.csr_array((np.append(Y.data, 0.0), (np.append(rows, i), np.append(Y.indices, j))), shape=Y.shape)
+    assert Yz.nnz == Y.nnz + 1
+    rng = np.random.default_rng(0)
+    W, H = rng.normal(size=(8, 2)), rng.normal(size=(6, 2))
+    kw = dict(loss="logistic", rho=0.3, a_bar=-1.0, lam=0.5, negatives="full_logistic")
+    got = fp.ocmf.objective(Yz, W, H, **kw)
+    # a stored zero is a positive of weight 0 (as in negatives="full"): it drops out of the sum
+    ref = naive.ocmf_objective(Y, W, H, loss_name="logistic", rho=0.3, a_bar=-1.0, lam=0.5,
+                               lam_graph=0.0, negatives="full_logistic")
+    ref -= 0.3 * naive.loss("logistic", -1.0, W[i] @ H[j])
+    assert got == pytest.approx(ref, rel=1e-10)
+    model = fp.ocmf.fit(Yz, 2, negatives="full_logistic", n_iter=2)
+    assert np.isfinite(model.user_factors).all()
+
+
+def test_empty_users_selection():
+    Y = _Y()
+    model = fp.ocmf.fit(Y, 2, n_iter=1)
+    assert model.scores([]).shape == (0, 20)
+    assert V.check_users(np.array([]), 5).dtype == np.int64
+    with pytest.raises(ValueError, match="no user has a test item"):
+        fp.evaluate(model, Y, Y, users=[])
+    with pytest.raises(TypeError, match="users must be integer indices, got dtype float64"):
+        model.scores([1.5])
+    with pytest.raises(TypeError, match="users must be integer indices, got str"):
+        model.scores("0")
+
+
+def test_factor_width_mismatch_is_named():
+    model = fp.Factorization(np.ones((30, 3)), np.ones((20, 4)))
+    Y = _Y()
+    tr, te = fp.split.holdout(Y, test_frac=0.3, seed=0)
+    with pytest.raises(ValueError, match="user_factors of width 3 and item_factors of width 4"):
+        fp.evaluate(model, tr, te)
+
+
+def test_model_none_is_a_type_error():
+    Y = _Y()
+    with pytest.raises(TypeError, match="model must be a fitted fastpu Factorization.*NoneType"):
+        fp.evaluate(None, Y, Y)
+
+
+def test_numpy_integers_are_accepted_for_n_threads_like_k():
+    Y = _Y()
+    model = fp.ocmf.fit(Y, np.int64(3), n_threads=np.int64(1), n_iter=1)
+    assert model.user_factors.shape == (30, 3)
+    old = fp.set_num_threads(np.int32(1))
+    fp.set_num_threads(old)
+    with pytest.raises(TypeError, match="n_threads must be an integer"):
+        fp.ocmf.fit(Y, 2, n_threads=1.0, n_iter=1)
+    with pytest.raises(TypeError, match="n_threads must be an integer"):
+        fp.ocmf.fit(Y, 2, n_threads=np.True_, n_iter=1)
