@@ -1,0 +1,241 @@
+"""fBGD's problem (Yuan et al.): canonical inputs, the cached all-pairs loss and its gradients, and
+the epochs of Algorithm 1 (coordinate updates of Appendix B, or batch updates), shared by
+:func:`fastpu.fbgd.fit`, the tensor models and the distributed fit. :mod:`fastpu.fbgd` holds the
+public functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _validation as V
+from ._kernels import csr as _csr
+from ._kernels import fbgd as _k
+from ._typing import ArrayLike
+from .model import Factorization
+
+_EPS = 1e-4                 # eq. 24: used where the Adagrad accumulator is still zero
+
+
+# --------------------------------------------------------------------------- boundary
+def _positive_array(value, *, name, Y, minimum):
+    """A per-positive float64 array (original CSR order) from a scalar or ``"values"``."""
+    if isinstance(value, str):
+        if value != "values":
+            raise ValueError(f"{name} must be a real number or 'values' (the stored values of Y), got {value!r}")
+        if minimum is not None and Y.nnz and Y.data.min() < minimum:
+            raise ValueError(
+                f"{name}='values' needs stored values of Y >= {minimum}, got minimum {Y.data.min():g}"
+            )
+        return np.ascontiguousarray(Y.data, dtype=np.float64)
+    value = V.check_scalar(value, name=name, minimum=minimum)
+    return np.full(Y.nnz, value)
+
+
+def _neg_vector(neg_weights, n):
+    w = V.check_vector(neg_weights, name="neg_weights", size=n, default=1.0, nonnegative=True)
+    return w
+
+
+def _neg_row_vector(neg_row_weights, m):
+    """α⁻_x, or ``None`` (all ones, the default path kept bit for bit)."""
+    if neg_row_weights is None:
+        return None
+    return V.check_vector(neg_row_weights, name="neg_row_weights", size=m, nonnegative=True)
+
+
+def _transpose_with_perm(Y):
+    """CSR of Yᵀ (structure only) and perm: its p-th entry is entry perm[p] of Y."""
+    m, n = Y.shape
+    cols = Y.indices
+    perm = np.argsort(cols, kind="stable").astype(np.int64)
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(Y.indptr))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n), out=indptr[1:])
+    return indptr, np.ascontiguousarray(rows[perm]), perm
+
+
+def _feature_csr(Z, *, name, n_rows, of="row"):
+    """Side features as canonical CSR (identity when ``None``)."""
+    Z = V.check_features(Z, name=name, n_rows=n_rows, of=of)
+    if Z is None:
+        return sp.csr_array(
+            (np.ones(n_rows), np.arange(n_rows, dtype=np.int64), np.arange(n_rows + 1, dtype=np.int64)),
+            shape=(n_rows, n_rows),
+        ), False
+    if not sp.issparse(Z):
+        Z = V.check_csr(sp.csr_array(Z), name=name, nonnegative=False)
+    if Z.shape[1] < 1:
+        raise ValueError(f"{name} has no columns; expected at least one feature")
+    return Z, True
+
+
+def _augment(Z, biases):
+    """[Z, 1]: the extra column carries the global bias / the constant-1 coordinate."""
+    if not biases:
+        return Z
+    ones = sp.csr_array(np.ones((Z.shape[0], 1)))
+    return V.check_csr(sp.hstack([Z, ones], format="csr"), name="features", nonnegative=False)
+
+
+class _Problem:
+    """Canonical data of one fBGD problem, built once at the boundary."""
+
+    def __init__(self, Y, Zx, Zy, k, biases, neg, apos, rpos, r_neg, neg_rows=None):
+        self.m, self.n = Y.shape
+        self.Y = Y
+        self.f = k
+        self.biases = biases
+        self.g = k + 2 if biases else k
+        self.Zx, self.Zy = _augment(Zx, biases), _augment(Zy, biases)
+        self.ZxT, self.ZyT = V.transpose_csr(self.Zx), V.transpose_csr(self.Zy)
+        self.neg = np.ascontiguousarray(neg, dtype=np.float64)
+        # α⁻_x of each row (1 by default): the unlabeled pair (x, y) weighs α⁻_x α⁻_y
+        self.arow = np.ones(self.m) if neg_rows is None else np.ascontiguousarray(neg_rows, dtype=np.float64)
+        self.apos, self.rpos, self.r_neg = apos, rpos, float(r_neg)
+        self.aneg = np.ascontiguousarray(self.neg[Y.indices] * np.repeat(self.arow, np.diff(Y.indptr)))
+        # positives seen from each side, per-positive arrays in that side's entry order:
+        # (indptr, indices, α⁺ − α⁻, α⁺ r⁺ − α⁻ r⁻) for the gradients
+        cpos = apos - self.aneg
+        bpos = apos * rpos - self.aneg * self.r_neg
+        self.x_side = (Y.indptr, Y.indices, cpos, bpos)
+        yt_indptr, yt_indices, perm = _transpose_with_perm(Y)
+        self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(cpos[perm]),
+                       np.ascontiguousarray(bpos[perm]))
+        self.free_x, self.free_y = self._masks()
+
+    def _masks(self):
+        f, g = self.f, self.g
+        fx = np.zeros((self.Zx.shape[1], g), dtype=np.bool_)
+        fy = np.zeros((self.Zy.shape[1], g), dtype=np.bool_)
+        if not self.biases:
+            fx[:] = True
+            fy[:] = True
+            return fx, fy
+        fx[:-1, :f] = True
+        fx[:-1, f] = True          # feature biases w_j
+        fx[-1, f] = True           # global bias w0 (the constant column)
+        fy[:-1, :f] = True
+        fy[:-1, f + 1] = True      # item-side feature biases
+        return fx, fy
+
+    def init_params(self, rng, init_std):
+        f = self.f
+        tx = np.zeros(self.free_x.shape)
+        ty = np.zeros(self.free_y.shape)
+        px, py = self.Zx.shape[1] - self.biases, self.Zy.shape[1] - self.biases
+        tx[:px, :f] = rng.normal(0.0, init_std, size=(px, f))
+        ty[:py, :f] = rng.normal(0.0, init_std, size=(py, f))
+        if self.biases:
+            tx[-1, f + 1] = 1.0    # p_x,f+2 = 1
+            ty[-1, f] = 1.0        # q_y,f+1 = 1
+        return tx, ty
+
+    # embeddings and caches ------------------------------------------------------
+    def embed(self, Z, theta):
+        out = np.empty((Z.shape[0], self.g))
+        _csr.csr_dense(Z.indptr, Z.indices, Z.data, theta, out)
+        return out
+
+    def gram(self, w, B):
+        S = np.empty((self.g, self.g))
+        s = np.empty(self.g)
+        _csr.weighted_gram(B, w, S, s)
+        return S, s
+
+    def loss_at(self, theta_x, theta_y):
+        """Loss (2) at parameters Θ^X, Θ^Y (no penalty)."""
+        P, Q = self.embed(self.Zx, theta_x), self.embed(self.Zy, theta_y)
+        Sq, sq = self.gram(self.neg, Q)
+        Sp, sp_ = self.gram(self.arow, P)
+        return self.loss(P, Q, Sq, sq, Sp, sp_)
+
+    def loss(self, P, Q, Sq, sq, Sp, sp_):
+        """Loss (2) from the caches: all-pairs term + correction on the positives."""
+        const = self.r_neg * self.r_neg * float(self.arow.sum()) * float(self.neg.sum())
+        with np.errstate(over="ignore", invalid="ignore"):   # a diverging run is reported by Progress
+            allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
+        pred = np.empty(self.Y.nnz)
+        rows = np.empty(self.m)
+        _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
+                          P, Q, self.r_neg, pred, rows)
+        return allpairs + float(rows.sum())
+
+
+def _check_embedding_pair(P: ArrayLike, Q: ArrayLike, m: int,
+                          n: int) -> tuple[np.ndarray, np.ndarray]:
+    P = V.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
+    Q = V.check_dense(Q, name="Q", shape=(n, None), shape_from="one row per column of Y")
+    if P.shape[1] != Q.shape[1]:
+        raise ValueError(
+            f"P has {P.shape[1]} columns and Q has {Q.shape[1]}; expected the same embedding size g"
+        )
+    return P, Q
+
+
+# --------------------------------------------------------------------------- training
+def _penalty(reg, prob, theta_x, theta_y):
+    if reg == 0.0:
+        return 0.0
+    return reg * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
+
+
+def _gradients(prob, theta_x, theta_y):
+    """∂J/∂Θ^X and ∂J/∂Θ^Y of the loss at one point, by the kernels of the batch mode."""
+    P, Q = prob.embed(prob.Zx, theta_x), prob.embed(prob.Zy, theta_y)
+    Sq, sq = prob.gram(prob.neg, Q)
+    Sp, sp_ = prob.gram(prob.arow, P)
+    G_p, G_q = np.empty_like(P), np.empty_like(Q)
+    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
+    _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
+    gx, gy = np.empty_like(theta_x), np.empty_like(theta_y)
+    _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, gx)
+    _csr.csr_dense(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, G_q, gy)
+    return gx, gy
+
+
+def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred,
+                 *, update, lr, reg, adagrad):
+    """One side's step with the other side's caches (S, s) fixed."""
+    if update == "coordinate":
+        _csr.sampled_dots(side[0], side[1], E, F, pred)
+        FT = np.ascontiguousarray(F.T)
+        _k.coordinate_side(ZT.indptr, ZT.indices, ZT.data, free, theta, accum, *side, pred,
+                           E, FT, S, s, rowscale, prob.r_neg, lr, reg, adagrad, _EPS)
+    else:
+        _k.side_gradient(*side, E, F, S, s, rowscale, prob.r_neg, G)
+        _csr.csr_dense(ZT.indptr, ZT.indices, ZT.data, G, grad)
+        _k.batch_update(grad, free, theta, accum, lr, reg, adagrad, _EPS)
+
+
+def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress):
+    """Epochs of Algorithm 1: user side with the item caches, then item side with the user
+    caches; the embeddings are rebuilt exactly (P = Z^X Θ^X) after each side."""
+    acc_x = np.zeros_like(theta_x)
+    acc_y = np.zeros_like(theta_y)
+    Q = prob.embed(prob.Zy, theta_y)
+    Sq, sq = prob.gram(prob.neg, Q)
+    P = prob.embed(prob.Zx, theta_x)
+    Sp, sp_ = prob.gram(prob.arow, P)
+    init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, prob, theta_x, theta_y)
+    progress.start(init)
+    pred = np.empty(prob.Y.nnz)
+    G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
+    grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
+    opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
+    for epoch in range(1, n_iter + 1):
+        _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
+                     prob.arow, G_p, grad_x, pred, **opts)
+        P = prob.embed(prob.Zx, theta_x)
+        Sp, sp_ = prob.gram(prob.arow, P)
+        _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
+                     prob.neg, G_q, grad_y, pred, **opts)
+        Q = prob.embed(prob.Zy, theta_y)
+        Sq, sq = prob.gram(prob.neg, Q)
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+        total = loss + _penalty(reg, prob, theta_x, theta_y)
+        if progress.step(epoch, total, loss=loss,
+                         model=lambda: Factorization(P.copy(), Q.copy(), method="fbgd")):
+            break
+    return P, Q, init
