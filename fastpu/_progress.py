@@ -56,7 +56,7 @@ class Progress:
         self.initial = objective if np.isfinite(objective) else None
 
     def finish(self, *factors: Any, zero_advice: str | None = None, all_zero: bool | None = None,
-               stacklevel: int = 3) -> list[str]:
+               stacklevel: int = 4) -> list[str]:
         """Warn if the objective grew past its start or if every score is zero.
 
         ``factors`` are arrays whose product (or sum) gives the scores: the scores are all
