@@ -239,3 +239,19 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
                          model=lambda: Factorization(P.copy(), Q.copy(), method="fbgd")):
             break
     return P, Q, init
+
+
+def _result(P, Q, theta_x, theta_y, px, py, k, *, biases, has_ux, has_ix, neg, neg_rows, init,
+            history, params):
+    """The Factorization of a trained fBGD model (single-machine and distributed fits alike)."""
+    extras = dict(V_user=theta_x[:px, :k].copy(), V_item=theta_y[:py, :k].copy(),
+                  neg_weights=neg, neg_row_weights=neg_rows, initial_objective=init)
+    if biases:
+        extras.update(w_user=theta_x[:px, k].copy(), w_item=theta_y[:py, k + 1].copy(),
+                      w0=float(theta_x[px, k]))
+    if has_ux:
+        extras["W"] = extras["V_user"]
+    if has_ix:
+        extras["H"] = extras["V_item"]
+    return Factorization(user_factors=P, item_factors=Q, history=history, params=params,
+                         method="fbgd", extras=extras)

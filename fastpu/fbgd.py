@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from . import _validation as V
 from ._fbgd_problem import (_EPS, _Problem, _augment, _check_embedding_pair,  # noqa: F401
                             _feature_csr, _gradients, _neg_row_vector, _neg_vector, _penalty,
-                            _positive_array, _train, _transpose_with_perm, _update_side)
+                            _positive_array, _result, _train, _transpose_with_perm, _update_side)
 from ._progress import Progress
 from ._threads import limit_threads
 from ._dataset import Dataset
@@ -359,19 +359,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     progress.finish(P, Q, zero_advice=None if Y.nnz == 0 else (
         "init_std=0 starts every embedding at 0, a stationary point without biases; use init_std > 0"
         if init_std == 0.0 else f"lower reg (now {reg:g}) or raise lr (now {lr:g}) or n_iter"))
-    f = k
-    px, py = Zx.shape[1], Zy.shape[1]
-    extras = dict(V_user=theta_x[:px, :f].copy(), V_item=theta_y[:py, :f].copy(),
-                  neg_weights=neg, neg_row_weights=neg_rows, initial_objective=init)
-    if biases:
-        extras.update(w_user=theta_x[:px, f].copy(), w_item=theta_y[:py, f + 1].copy(),
-                      w0=float(theta_x[px, f]))
-    if has_ux:
-        extras["W"] = extras["V_user"]
-    if has_ix:
-        extras["H"] = extras["V_item"]
-    return Factorization(user_factors=P, item_factors=Q, history=progress.history,
-                         params=params, method="fbgd", extras=extras)
+    return _result(P, Q, theta_x, theta_y, Zx.shape[1], Zy.shape[1], k, biases=biases,
+                   has_ux=has_ux, has_ix=has_ix, neg=neg, neg_rows=neg_rows, init=init,
+                   history=progress.history, params=params)
 
 
 def _advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_iy, init_std):

@@ -26,7 +26,7 @@ from .._kernels import fbgd as _k
 from .._kernels.csr import weighted_gram
 from .._progress import Progress
 from .._threads import limit_threads
-from ..fbgd import _EPS, _OPTIMIZERS, _augment, _feature_csr
+from ..fbgd import _EPS, _OPTIMIZERS, _augment, _feature_csr, _result
 from ..model import Factorization
 from . import _blocks
 
@@ -204,17 +204,9 @@ def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=Non
         finally:
             for f in [neg_f] + ub + ib:
                 f.release()
-        extras = dict(V_user=theta_x[:px, :k].copy(), V_item=theta_y[:py, :k].copy(),
-                      neg_weights=neg, neg_row_weights=None, initial_objective=init)
-        if biases:
-            extras.update(w_user=theta_x[:px, k].copy(), w_item=theta_y[:py, k + 1].copy(),
-                          w0=float(theta_x[px, k]))
-        if has_ux:
-            extras["W"] = extras["V_user"]
-        if has_ix:
-            extras["H"] = extras["V_item"]
-        return Factorization(user_factors=P, item_factors=Q, history=progress.history,
-                             params=params, method="fbgd", extras=extras)
+        return _result(P, Q, theta_x, theta_y, px, py, k, biases=biases, has_ux=has_ux,
+                       has_ix=has_ix, neg=neg, neg_rows=None, init=init,
+                       history=progress.history, params=params)
     prev_p = [None] * layout.n_blocks
     prev_q = [None] * layout.n_blocks
     progress = Progress("fbgd", verbose=verbose, callback=callback)
