@@ -1,4 +1,4 @@
-"""The ``fastpu`` command line: ``fastpu demo``, ``fastpu run`` and ``fastpu recommend``.
+"""The fastpu command line: demo, run, recommend and compare.
 
 ``fastpu demo`` trains every method's demo configurations on MovieLens-100K
 (80/20 per-user holdout of the binarised ratings), with per-iteration progress,
@@ -11,6 +11,9 @@ own CSV (``user,item[,value]``) or ``.npz`` file, with parameters given as
 
 ``fastpu recommend --model model.npz --users u1,u2 -n 10`` prints the top items of a
 saved model, by id.
+
+``fastpu compare --data ml-100k --methods all`` tunes every method on several splits and
+prints a table of test scores.
 """
 
 from __future__ import annotations
@@ -215,9 +218,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.save:
         model = dataclasses.replace(model, user_ids=data.user_ids, item_ids=data.item_ids)
         model.save(args.save)
+        part = ("all positives" if Y_test is None else
+                f"the {1 - args.test_frac:.0%} training split; --test-frac 0 trains on all of them")
         print(f"saved the {method} model ({model.shape[0]} users × {model.shape[1]} items"
-              f"{', with ids' if data.user_ids is not None else ''}) to {args.save}; "
-              f"serve it with: fastpu recommend --model {args.save}")
+              f"{', with ids' if data.user_ids is not None else ''}; trained on {part}) to "
+              f"{args.save}; serve it with: fastpu recommend --model {args.save}")
     return 0
 
 
@@ -325,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     run = sub.add_parser("run", help="train one method on a data set or your own file")
-    run.add_argument("--method", choices=METHODS, default="ocmf")
+    run.add_argument("--method", choices=METHODS, default="ocmf", help="the method to train (default ocmf)")
     run.add_argument("--data", default="ml-100k",
                      help="data set name (" + ", ".join(DATASETS) + ") or a .csv (user,item[,value]) / .npz path")
     run.add_argument("--param", type=_parse_param, action="append", metavar="NAME=VALUE",
