@@ -137,12 +137,14 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None,
     for entry in methods:
         if isinstance(entry, tuple):
             if len(entry) != 3 or not isinstance(entry[2], dict):
-                raise ValueError(f"a methods entry must be a name or (label, method, fixed kwargs), got {entry!r}")
+                raise ValueError(f"a method entry must be a name or (label, method, fixed kwargs) in "
+                                 f"methods, got {entry!r}")
             label, method, fixed = entry
         elif isinstance(entry, str):
             label, method, fixed = entry, entry, {}
         else:
-            raise TypeError(f"a methods entry must be a name or (label, method, fixed kwargs), got {entry!r}")
+            raise TypeError(f"a method entry must be a name or (label, method, fixed kwargs) in "
+                            f"methods, got {entry!r}")
         if method != "popularity" and (not isinstance(method, str) or method not in NAMES):
             raise ValueError(f"unknown method {method!r} in methods; expected 'popularity' or one of "
                              f"{', '.join(NAMES)}")
