@@ -140,6 +140,9 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     cls = _implicit_model(kind)
     Y = V.check_csr(Y, name="Y")
     k = V.check_k(k)
+    # float32 factors (BPR adds a bias column) with implicit's work copies, and the k × k Gram
+    V.check_alloc(4 * (3 * sum(Y.shape) * (k + 1) + (k + 1) ** 2), what=f"implicit {kind.upper()}'s factors",
+                  names=("k",))
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
     callback = V.check_callback(callback)

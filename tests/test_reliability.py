@@ -419,6 +419,8 @@ def test_implicit_baselines_check_their_step_sizes():
         fp.baselines.implicit_als(Y, 2, regularization=float("nan"), n_iter=1)
     with pytest.raises(ValueError, match="n_threads must be in"):
         fp.baselines.implicit_bpr(Y, 2, n_threads=-1, n_iter=1)
+    with pytest.raises(ValueError, match="implicit ALS's factors needs .* lower k"):
+        fp.baselines.implicit_als(Y, 10**12, n_iter=1)
     with pytest.raises(FloatingPointError, match="diverged.*lower learning_rate, regularization"):
         fp.baselines.implicit_bpr(Y, 2, learning_rate=1e30, n_iter=3, n_threads=1)
 
