@@ -289,8 +289,13 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
     VH = V.check_dense(VH, name="VH")
     if VH.shape[0] < n_h:
         raise ValueError(f"VH has {VH.shape[0]} rows but pairs uses h index {n_h - 1}")
-    VH = _check_factor(VH, name="VH (its columns must match VX's)", rows=VH.shape[0], f=f)
-    VY = _check_factor(VY, name="VY (its columns must match VX's)", rows=Y.shape[1], f=f)
+    try:
+        VH = _check_factor(VH, name="VH", rows=VH.shape[0], f=f)
+    except ValueError as exc:
+        if np.ndim(VH) != 2 or np.shape(VH)[1] == f:
+            raise
+        raise ValueError(f"{exc} (VH, VX and VY have the same number of columns; VX has {f})") from None
+    VY = _check_factor(VY, name="VY", rows=Y.shape[1], f=f)
     neg, neg_rows, apos, rpos, r_neg = _weights(
         Y, alpha0=None, rho=0.0, neg_weights=1.0 if neg_weights is None else neg_weights,
         neg_row_weights=neg_row_weights, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)

@@ -53,7 +53,7 @@ def check_path(path: Any, *, name: str = "path") -> str:
     if os.path.isdir(path):
         raise ValueError(f"{name} {path!r} is a directory; expected a file")
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{name} {path!r} does not exist")
+        raise FileNotFoundError(f"{name} {path} does not exist")
     return path
 
 
@@ -103,8 +103,9 @@ def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndar
     (['ann', 'bob'], [10, 20])
     """
     for name, ids in (("users", users), ("items", items)):
-        if isinstance(ids, (str, bytes, Mapping, AbstractSet)) or not hasattr(ids, "__len__") \
-                or (isinstance(ids, np.ndarray) and ids.ndim != 1):
+        # a str or an array of the wrong shape gets encode_ids' own message
+        if ids is None or isinstance(ids, (Mapping, AbstractSet)) or not hasattr(ids, "__len__") \
+                or (isinstance(ids, np.ndarray) and ids.ndim == 0):
             raise TypeError(f"{name} must be a 1-d sequence of ids (a list, tuple, array or Series), "
                             f"got {type(ids).__name__}: {ids!r:.80}")
     nu, ni = len(users), len(items)

@@ -392,9 +392,8 @@ def synthetic(m: int, n: int, rank: int = 8, density: float = 0.05, seed: Seed =
     TypeError
         If a size is not an integer or a fraction not a real number.
     ValueError
-        If a size is < 1, ``density`` is outside (0, 1] or ``hidden_frac`` outside [0, 1);
-        if ``density`` is so small that no entry is positive (density·m·n < 0.5); or if the
-        factors, a block of scores and the positives would not fit in memory.
+        If a size is < 1, ``density`` is outside (0, 1] or ``hidden_frac`` outside [0, 1), or
+        if the factors, a block of scores and the positives would not fit in memory.
 
     Examples
     --------
@@ -411,9 +410,6 @@ def synthetic(m: int, n: int, rank: int = 8, density: float = 0.05, seed: Seed =
     rng = V.check_seed(seed)
     total = m * n
     n_true = int(round(density * total))
-    if n_true < 1:
-        raise ValueError(f"density={density:g} gives no positives in a {m} × {n} matrix (density·m·n "
-                         f"rounds to 0); expected density >= {0.5 / total:.3g}")
     # factors, one block of scores, and the positives (rows, columns, values, seen mask; kept twice)
     V.check_alloc(8 * ((m + n) * rank + n + min(m, _BLOCK_ROWS) * n + 5 * n_true), what="synthetic data",
                   names=("m", "n", "rank", "density"))
@@ -422,7 +418,8 @@ def synthetic(m: int, n: int, rank: int = 8, density: float = 0.05, seed: Seed =
     b = rng.standard_normal(n)
     if total <= _EXACT_LIMIT:
         allv = np.sort(_synthetic_scores(U, Vf, b, np.arange(m)).ravel())
-        threshold = allv[total - n_true] if n_true > 0 else np.inf
+        # no positive (density·m·n rounds to 0): a finite threshold above every score
+        threshold = allv[total - n_true] if n_true > 0 else np.nextafter(allv[-1], np.inf)
     else:
         ri = rng.integers(0, m, _SAMPLE)
         ci = rng.integers(0, n, _SAMPLE)
