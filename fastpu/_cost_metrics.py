@@ -111,8 +111,10 @@ def cost_sensitive(model: Factorization, Y_train: Sparse, Y_test: Sparse, *,
     from .metrics import _check_model, _finite_block, _relevant
 
     m, n = _check_model(model)
-    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False)
-    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False)
+    Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
+                          shape_from="model.shape, users × items")
+    Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
+                         shape_from="model.shape, users × items")
     q = V.check_scalar(threshold, name="threshold")
     mu_p = V.check_scalar(mu_p, name="mu_p", minimum=0.0, maximum=1.0)
     c_p = V.check_scalar(c_p, name="c_p", minimum=0.0, maximum=1.0)
@@ -124,7 +126,7 @@ def cost_sensitive(model: Factorization, Y_train: Sparse, Y_test: Sparse, *,
     if T_p == 0:
         raise ValueError(
             "no test item outside the training items among the evaluated users; expected Y_test "
-            "to hold held-out positives (recall is undefined)"
+            "to hold held-out positives that are not in Y_train (recall is undefined)"
         )
     T_n = int(users.size) * n - int(n_train[users].sum()) - T_p
     M_p = 0

@@ -217,7 +217,8 @@ def triples_to_pairs(x: ArrayLike, h: ArrayLike, y: ArrayLike, values: ArrayLike
     if shape is None:
         shape = tuple(int(a.max()) + 1 if a.size else 0 for a in arrays)
     else:
-        if len(tuple(shape)) != 3:
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, np.ndarray)) \
+                or len(tuple(shape)) != 3:
             raise ValueError(f"shape must be (|X|, |H|, |Y|), got {shape!r}")
         shape = tuple(V.check_int(s, name="shape", minimum=0) for s in shape)
         for name, a, s in zip("xhy", arrays, shape):
@@ -288,7 +289,12 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
     VH = V.check_dense(VH, name="VH")
     if VH.shape[0] < n_h:
         raise ValueError(f"VH has {VH.shape[0]} rows but pairs uses h index {n_h - 1}")
-    VH = _check_factor(VH, name="VH", rows=VH.shape[0], f=f)
+    try:
+        VH = _check_factor(VH, name="VH", rows=VH.shape[0], f=f)
+    except ValueError as exc:
+        if np.ndim(VH) != 2 or np.shape(VH)[1] == f:
+            raise
+        raise ValueError(f"{exc} (VH, VX and VY have the same number of columns; VX has {f})") from None
     VY = _check_factor(VY, name="VY", rows=Y.shape[1], f=f)
     neg, neg_rows, apos, rpos, r_neg = _weights(
         Y, alpha0=None, rho=0.0, neg_weights=1.0 if neg_weights is None else neg_weights,
@@ -298,7 +304,10 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
     P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
     Sq, sq = prob.gram(prob.neg, Q)
     Sp, sp_ = prob.gram(prob.arow, P)
-    return prob.loss(P, Q, Sq, sq, Sp, sp_)
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+    return V.check_finite_result(loss, what="fbgd.tensor_objective",
+                                 names=("VX", "VH", "VY", "neg_weights", "pos_weight", "r_pos", "r_neg"))
 
 
 # --------------------------------------------------------------------------- fit
@@ -383,8 +392,8 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     TypeError
         On wrongly typed arguments.
     ValueError
-        On bad shapes, repeated or out-of-range pairs, NaN/inf, negative weights or
-        unknown options.
+        On bad shapes, repeated or out-of-range pairs, NaN/inf, negative weights,
+        unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory.
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``).
 
@@ -405,6 +414,10 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     k = V.check_k(k)
     tensor = V.check_choice(tensor, name="tensor", choices=_TENSORS)
     px, ph, n_x, n_h = _check_pairs(pairs, Y.shape[0], n_x, n_h)
+    # the factors, their gradients and optimizer state, the pair / item embeddings, and the
+    # g × g Gram matrices (g = k + 1 for PITF)
+    V.check_alloc(8 * 4 * ((n_x + n_h + Y.shape[0] + Y.shape[1]) * (k + 1) + (k + 1) ** 2),
+                  what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
     neg, neg_rows, apos, rpos, r_neg = _weights(
         Y, alpha0=alpha0, rho=rho, neg_weights=neg_weights, neg_row_weights=neg_row_weights,
         pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
@@ -427,7 +440,9 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
                   seed=seed if isinstance(seed, numbers.Integral) else None,
                   neg_weights="given" if neg_weights is not None else "eq22",
                   neg_row_weights=None if neg_rows is None else "given")
-    progress = Progress(f"fbgd-{tensor}", verbose=verbose, callback=callback)
+    progress = Progress(f"fbgd-{tensor}", verbose=verbose, callback=callback,
+                        advice="lower lr or init_std, or bring the targets r_pos, r_neg and the weights "
+                               "pos_weight, neg_weights, alpha0 to a moderate scale (or raise reg)")
     with limit_threads(n_threads):
         P, Q, init = _train(prob, tp, VX, VH, VY, lr=lr, n_iter=n_iter,
                             adagrad=optimizer == "adagrad", reg=reg, progress=progress)

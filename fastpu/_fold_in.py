@@ -163,13 +163,14 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
         else:
             U, info = _csrr(model, Y_new, user_features, tol, max_iter)
     Vnew = info.pop("V", None)
+    inputs = "model, Y_new, user_features" + (", p, q" if model.method == "ocmf" else "")
     if not np.all(np.isfinite(U)):
         raise FloatingPointError(f"fold_in: {int(np.sum(~np.isfinite(U)))} non-finite factor "
-                                 "entries; check the model's factors and parameters")
+                                 f"entries (overflow); check the scale of the inputs {inputs}")
     if "grad_norm" in info and not (np.all(np.isfinite(info["grad_norm"]))
                                     and np.all(np.isfinite(info["grad_norm0"]))):
         raise FloatingPointError("fold_in: a row problem has a non-finite gradient (overflow); "
-                                 "check the scale of the model's factors and parameters")
+                                 f"check the scale of the inputs {inputs}")
     if "converged" in info and not info["converged"].all():
         bad = int((~info["converged"]).sum())
         warnings.warn(f"fold_in: {bad} of {U.shape[0]} rows stopped above tol={tol:g} "

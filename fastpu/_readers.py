@@ -305,6 +305,9 @@ def parse_python(path: str, lines: list[str], delim: str | None,
             for n, tok in zip(data_lines, vals):
                 err = _bad_value(path, n, tok)
                 if err is not None:
+                    if not header and n == data_lines[0]:
+                        raise ValueError(f"{err}; line {n} looks like a header: pass header=True (or "
+                                         "header=None to detect it)")
                     raise err
     return users, items, values
 

@@ -34,6 +34,11 @@ def check_model(model: object) -> Factorization:
     if not isinstance(model, Factorization):
         raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load), "
                         f"got {type(model).__name__}")
+    uf, itf = model.user_factors, model.item_factors
+    if (isinstance(uf, np.ndarray) and isinstance(itf, np.ndarray) and uf.ndim == 2 and itf.ndim == 2
+            and uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None):
+        raise ValueError(f"model has user_factors of width {uf.shape[1]} and item_factors of width "
+                         f"{itf.shape[1]}; expected the same number of columns (k) on both sides")
     return model
 
 
@@ -179,7 +184,8 @@ def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Spars
             r, c = rows[C.row], cols[C.col]
             keep = (r >= 0) & (c >= 0)
             Y_seen = sp.csr_array((C.data[keep], (r[keep], c[keep])), shape=(m, n))
-    return V.check_csr(Y_seen, name="Y_seen", shape=(m, n), nonnegative=False)
+    return V.check_csr(Y_seen, name="Y_seen", shape=(m, n), nonnegative=False,
+                       shape_from="model.shape, users × items")
 
 
 def _candidates(model: Factorization, items: ArrayLike | None, exclude: ArrayLike | None,

@@ -6,6 +6,8 @@ Public through :mod:`fastpu.datasets` (the functions are documented there).
 from __future__ import annotations
 
 import os
+import zipfile
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,6 +38,28 @@ def _pairs_dataset(user_ids: np.ndarray, u: IntArray, item_ids: np.ndarray, i: I
     Y = _csr(u[keep], i[keep], vals, (user_ids.size, n))
     return Dataset(name=name, Y=Y, user_ids=user_ids, item_ids=item_ids,
                    description=f"{description}{user_ids.size} users × {n} items, {Y.nnz} pairs")
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def check_path(path: Any, *, name: str = "path") -> str:
+    """An existing regular file's path as a str; TypeError/ValueError/FileNotFoundError naming ``name``."""
+    if isinstance(path, bool) or not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name} must be a file path (str or os.PathLike), got {type(path).__name__}: {path!r:.80}")
+    path = os.fsdecode(os.fspath(path))
+    if not path:
+        raise ValueError(f"{name} is empty; expected a file path")
+    if os.path.isdir(path):
+        raise ValueError(f"{name} {path!r} is a directory; expected a file")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{name} {path} does not exist")
+    return path
+
+
+def _is_zip(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(4) == _ZIP_MAGIC
 
 
 def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndarray,
@@ -78,6 +102,12 @@ def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndar
     >>> ds.user_ids.tolist(), ds.item_ids.tolist()
     (['ann', 'bob'], [10, 20])
     """
+    for name, ids in (("users", users), ("items", items)):
+        # a str or an array of the wrong shape gets encode_ids' own message
+        if ids is None or isinstance(ids, (Mapping, AbstractSet)) or not hasattr(ids, "__len__") \
+                or (isinstance(ids, np.ndarray) and ids.ndim == 0):
+            raise TypeError(f"{name} must be a 1-d sequence of ids (a list, tuple, array or Series), "
+                            f"got {type(ids).__name__}: {ids!r:.80}")
     nu, ni = len(users), len(items)
     if nu != ni:
         raise ValueError(f"users and items must have the same length, got {nu} and {ni}")
@@ -157,7 +187,10 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
     array([[5., 0.],
            [0., 3.]])
     """
-    path = os.fspath(path)
+    path = check_path(path)
+    if _is_zip(path):
+        raise ValueError(f"path {path!r} is a zip archive (a .npz?), not a text file of pairs; read a "
+                         "scipy.sparse.save_npz file with fastpu.datasets.load_npz")
     if not isinstance(encoding, str):
         raise TypeError(f"encoding must be a string such as 'utf-8' or 'latin-1', got {encoding!r}")
     if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
@@ -198,8 +231,17 @@ def load_npz(path: StrPath) -> Dataset:
     >>> load_npz(p).Y.nnz
     3
     """
-    path = os.fspath(path)
-    Y = V.check_csr(sp.load_npz(path), name="Y", nonnegative=False)
+    path = check_path(path)
+    if not _is_zip(path):
+        raise ValueError(f"path {path!r} is not a .npz archive (saved by scipy.sparse.save_npz); read a "
+                         "text file of pairs with fastpu.datasets.read_csv")
+    try:
+        loaded = sp.load_npz(path)
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"path {path!r} is a .npz archive but not a sparse matrix saved by "
+                         f"scipy.sparse.save_npz ({type(exc).__name__}: {exc}); a saved model is read "
+                         "with fastpu.load") from None
+    Y = V.check_csr(loaded, name="Y", nonnegative=False)
     return Dataset(name=os.path.basename(path), Y=Y, user_ids=np.arange(Y.shape[0]),
                    item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")
 
@@ -253,10 +295,7 @@ def read_arff(path_arff: StrPath, path_xml: StrPath) -> Dataset:
            [1., 1.]]), array([[0.5],
            [2. ]]))
     """
-    path_arff, path_xml = os.fspath(path_arff), os.fspath(path_xml)
-    for p in (path_arff, path_xml):
-        if not os.path.isfile(p):
-            raise FileNotFoundError(f"{p} does not exist")
+    path_arff, path_xml = check_path(path_arff, name="path_arff"), check_path(path_xml, name="path_xml")
     X, Y, feats, labels, rel = _multilabel.read_mulan(path_arff, path_xml)
     Y = V.check_csr(Y, name="Y")
     X = V.check_csr(X, name="user_features", nonnegative=False) if sp.issparse(X) else np.ascontiguousarray(X)
@@ -309,9 +348,7 @@ def read_xc(path: StrPath) -> Dataset:
     array([[0. , 0.5, 0. ],
            [1. , 0. , 2. ]])
     """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} does not exist")
+    path = check_path(path)
     X, Y = _multilabel.read_xc_file(path)
     X = V.check_csr(X, name="user_features", nonnegative=False)
     Y = V.check_csr(Y, name="Y")

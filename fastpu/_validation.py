@@ -255,7 +255,11 @@ def check_scalar(x: Any, *, name: str, minimum: float | None = None,
 
 
 def check_choice(value: _T, *, name: str, choices: Collection[Any]) -> _T:
-    if value not in choices:
+    try:
+        known = value in choices
+    except TypeError:                    # an unhashable value (a list, a dict) against a dict/set
+        known = False
+    if not known:
         raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(repr(c) for c in choices)}")
     return value
 

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from . import _validation as V
 from . import ocmf
 from ._progress import Progress
-from ._threads import limit_threads
+from ._threads import _check_threads, limit_threads
 from .metrics import popularity
 from .model import Factorization, accepts_dataset
 from ._dataset import Dataset
@@ -111,9 +111,13 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
     for fixed in ("loss", "rho", "a_bar", "p", "q", "negatives"):
         if fixed in ocmf_params:
             raise ValueError(f"wrmf fixes {fixed}; use fastpu.ocmf.fit for other formulations")
-    model = ocmf.fit(wrmf_weights(Y, alpha), k, loss="square", rho=1.0, a_bar=0.0, lam=lam,
-                     n_iter=n_iter, seed=seed, n_threads=n_threads, callback=callback,
-                     verbose=verbose, **ocmf_params)
+    try:
+        model = ocmf.fit(wrmf_weights(Y, alpha), k, loss="square", rho=1.0, a_bar=0.0, lam=lam,
+                         n_iter=n_iter, seed=seed, n_threads=n_threads, callback=callback,
+                         verbose=verbose, **ocmf_params)
+    except FloatingPointError as exc:
+        raise FloatingPointError(f"{exc}; for WRMF the weights are 1 + alpha·Y: lower alpha "
+                                 f"(now {float(alpha):g})") from None
     params = dict(model.params, alpha=float(alpha), lam=float(lam))
     return Factorization(model.user_factors, model.item_factors, model.history, params, "wrmf",
                          model.extras)
@@ -136,9 +140,15 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     cls = _implicit_model(kind)
     Y = V.check_csr(Y, name="Y")
     k = V.check_k(k)
+    # float32 factors (BPR adds a bias column) with implicit's work copies, and the k × k Gram
+    V.check_alloc(4 * (3 * sum(Y.shape) * (k + 1) + (k + 1) ** 2), what=f"implicit {kind.upper()}'s factors",
+                  names=("k",))
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
     callback = V.check_callback(callback)
+    if n_threads is not None:
+        n_threads = _check_threads(n_threads)
+    steps = ", ".join(kw)            # the step-size parameters to lower when the fit diverges
     progress = Progress(f"implicit-{kind}", verbose=verbose, callback=callback)
     stop: list[bool] = []
 
@@ -161,7 +171,13 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
             model.fit(sp.csr_matrix(Y, dtype=np.float32), show_progress=False, callback=report)
         except StopIteration:
             pass
+        except Exception as exc:
+            if type(exc).__name__ != "ModelFitError":        # implicit's "NaN encountered in factors"
+                raise
+            raise FloatingPointError(f"implicit {kind.upper()} diverged ({exc}); lower {steps}") from None
     out = snapshot()
+    if not (np.isfinite(out.user_factors).all() and np.isfinite(out.item_factors).all()):
+        raise FloatingPointError(f"implicit {kind.upper()} diverged (non-finite factors); lower {steps}")
     return Factorization(out.user_factors, out.item_factors, progress.history,
                          dict(k=k, n_iter=n_iter, seed=seed, **kw), f"implicit_{kind}")
 
@@ -202,7 +218,8 @@ def implicit_als(Y: Sparse | Dataset, k: int, *, regularization: float = 0.01, a
     ``fp.recommend`` take like any other.
     """
     return _implicit_fit("als", Y, k, n_iter, seed, n_threads, callback, verbose,
-                         regularization=float(regularization), alpha=float(alpha))
+                         regularization=V.check_scalar(regularization, name="regularization", minimum=0.0),
+                         alpha=V.check_scalar(alpha, name="alpha", minimum=0.0))
 
 
 @accepts_dataset
@@ -239,7 +256,9 @@ def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
     ``fp.baselines.implicit_bpr(Y, 64, learning_rate=0.05)`` with `implicit` installed.
     """
     return _implicit_fit("bpr", Y, k, n_iter, seed, n_threads, callback, verbose,
-                         learning_rate=float(learning_rate), regularization=float(regularization))
+                         learning_rate=V.check_scalar(learning_rate, name="learning_rate", minimum=0.0,
+                                                      strict_min=True),
+                         regularization=V.check_scalar(regularization, name="regularization", minimum=0.0))
 
 
 #: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.

@@ -128,17 +128,30 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None,
         methods = ("popularity", "wrmf", "ocmf", "fbgd", "csrr", "homf")
     if isinstance(methods, str):
         methods = tuple(m.strip() for m in methods.split(","))
+    if not isinstance(methods, (list, tuple)):
+        raise TypeError(f"methods must be 'all', a comma-separated string or a list of names and "
+                        f"(label, method, fixed kwargs) tuples, got {type(methods).__name__}")
+    if params is not None and not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of label -> fixed kwargs or None, got {type(params).__name__}")
     out = []
     for entry in methods:
         if isinstance(entry, tuple):
             if len(entry) != 3 or not isinstance(entry[2], dict):
-                raise ValueError(f"a method entry must be a name or (label, method, fixed kwargs), got {entry!r}")
+                raise ValueError(f"a method entry must be a name or (label, method, fixed kwargs) in "
+                                 f"methods, got {entry!r}")
             label, method, fixed = entry
-        else:
+        elif isinstance(entry, str):
             label, method, fixed = entry, entry, {}
-        if method != "popularity" and method not in NAMES:
-            raise ValueError(f"unknown method {method!r}; expected 'popularity' or one of {', '.join(NAMES)}")
-        fixed = {**(params or {}).get(label, {}), **fixed}
+        else:
+            raise TypeError(f"a method entry must be a name or (label, method, fixed kwargs) in "
+                            f"methods, got {entry!r}")
+        if method != "popularity" and (not isinstance(method, str) or method not in NAMES):
+            raise ValueError(f"unknown method {method!r} in methods; expected 'popularity' or one of "
+                             f"{', '.join(NAMES)}")
+        extra = (params or {}).get(label, {})
+        if not isinstance(extra, dict):
+            raise TypeError(f"params[{label!r}] must be a dict of fixed kwargs, got {type(extra).__name__}")
+        fixed = {**extra, **fixed}
         out.append((label, method, fixed))
     if not out:
         raise ValueError("methods is empty; give at least one method")
@@ -214,14 +227,21 @@ def compare(Y: Sparse | Dataset,
     rows = []
     for s in range(splits):
         Y_train, Y_test = holdout(Y, test_frac=test_frac, seed=seed + s)
+        if Y_test.nnz == 0:
+            raise ValueError(f"test_frac={test_frac:g} holds out no positive of Y on split {s}; expected a "
+                             "fraction that leaves test positives (e.g. 0.2)")
         for label, method, fixed in entries:
             t0 = time.perf_counter()
             if method == "popularity":
                 model, best, best_iter = popularity(Y_train), {}, 0
                 fit_s = time.perf_counter() - t0
             else:
-                res = tune(method, Y_train, budget=budget, metric=metric, seed=seed + s,
-                           n_threads=n_threads, **fixed)
+                try:
+                    res = tune(method, Y_train, budget=budget, metric=metric, seed=seed + s,
+                               n_threads=n_threads, **fixed)
+                except ValueError as exc:
+                    raise ValueError(f"compare: {label!r} on split {s} (the training part of Y after "
+                                     f"test_frac={test_frac:g}): {exc}") from exc
                 model, best, best_iter = res.model, res.best_params, res.best_iter
                 fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")
             scores = evaluate(model, Y_train, Y_test, k=ks, metrics=("precision", "ndcg", "map", "auc"),

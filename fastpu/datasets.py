@@ -392,7 +392,8 @@ def synthetic(m: int, n: int, rank: int = 8, density: float = 0.05, seed: Seed =
     TypeError
         If a size is not an integer or a fraction not a real number.
     ValueError
-        If a size is < 1, ``density`` is outside (0, 1] or ``hidden_frac`` outside [0, 1).
+        If a size is < 1, ``density`` is outside (0, 1] or ``hidden_frac`` outside [0, 1), or
+        if the factors, a block of scores and the positives would not fit in memory.
 
     Examples
     --------
@@ -407,14 +408,18 @@ def synthetic(m: int, n: int, rank: int = 8, density: float = 0.05, seed: Seed =
     density = V.check_scalar(density, name="density", minimum=0.0, maximum=1.0, strict_min=True)
     hidden_frac = V.check_scalar(hidden_frac, name="hidden_frac", minimum=0.0, maximum=1.0, strict_max=True)
     rng = V.check_seed(seed)
+    total = m * n
+    n_true = int(round(density * total))
+    # factors, one block of scores, and the positives (rows, columns, values, seen mask; kept twice)
+    V.check_alloc(8 * ((m + n) * rank + n + min(m, _BLOCK_ROWS) * n + 5 * n_true), what="synthetic data",
+                  names=("m", "n", "rank", "density"))
     U = rng.standard_normal((m, rank)) / rank ** 0.25
     Vf = rng.standard_normal((n, rank)) / rank ** 0.25
     b = rng.standard_normal(n)
-    total = m * n
-    n_true = int(round(density * total))
     if total <= _EXACT_LIMIT:
         allv = np.sort(_synthetic_scores(U, Vf, b, np.arange(m)).ravel())
-        threshold = allv[total - n_true] if n_true > 0 else np.inf
+        # no positive (density·m·n rounds to 0): a finite threshold above every score
+        threshold = allv[total - n_true] if n_true > 0 else np.nextafter(allv[-1], np.inf)
     else:
         ri = rng.integers(0, m, _SAMPLE)
         ci = rng.integers(0, n, _SAMPLE)

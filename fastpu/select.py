@@ -317,7 +317,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
                               strict_min=True, strict_max=True)
         Y_fit, Y_valid = validation_split(Y, frac, seed=int(seed))
     if Y_valid.nnz == 0:
-        raise ValueError("the validation split holds no positives (users need at least 2 positives "
+        raise ValueError("the validation split of Y holds no positives (users need at least 2 positives "
                          "to give one to validation); lower validation or use more data")
     space = _check_space(space, fit, fixed, *Y.shape)
     settings = _draw(space, n_trials, rng)
@@ -408,7 +408,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     >>> sorted(space), fixed["loss"], fixed["k"]
     (['lam', 'rho'], 'square', 64)
     """
-    if method not in SPACES:
+    if not isinstance(method, str) or method not in SPACES:
         raise ValueError(f"method must be one of {', '.join(map(repr, SPACES))}, got {method!r}")
     base = SPACES[method]
     fixed_out = {**base["fixed"], **fixed}
@@ -420,7 +420,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
         fixed_out.pop("k", None)
         fixed_out["n_iter"] = fixed.get("n_iter", 60)
     if Y is not None:
-        m, n = Y.shape
+        m, n = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False).shape
         space = {k: (v(m, n) if callable(v) and not _is_distribution(v) else v) for k, v in space.items()}
     return space, fixed_out
 
@@ -467,7 +467,7 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
     (['k', 'lam', 'rho'], (60, 40))
     """
     budget = V.check_int(budget, name="budget", minimum=1)
-    if method not in SPACES:
+    if not isinstance(method, str) or method not in SPACES:
         raise ValueError(f"method must be one of {', '.join(map(repr, SPACES))}, got {method!r}")
     data = Y.Y if isinstance(Y, Dataset) else Y
     default, fixed_all = default_space(method, data, **fixed)

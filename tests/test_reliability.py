@@ -313,3 +313,150 @@ def test_numpy_integers_are_accepted_for_n_threads_like_k():
         fp.ocmf.fit(Y, 2, n_threads=1.0, n_iter=1)
     with pytest.raises(TypeError, match="n_threads must be an integer"):
         fp.ocmf.fit(Y, 2, n_threads=np.True_, n_iter=1)
+
+
+# ----------------------------------------------------------------------------- found by tests/test_fuzz.py
+
+def test_recommend_refuses_none_and_mismatched_models():
+    Y = _Y()
+    with pytest.raises(TypeError, match="model must be a fitted fastpu Factorization.*NoneType"):
+        fp.recommend(None, Y)
+    with pytest.raises(ValueError, match="user_factors of width 3 and item_factors of width 2"):
+        fp.recommend(fp.Factorization(np.ones((30, 3)), np.ones((20, 2))), Y)
+    with pytest.raises(ValueError, match=r"Y_seen has shape 30×20, expected 31×20 \(model.shape"):
+        fp.recommend(fp.Factorization(np.ones((31, 2)), np.ones((20, 2))), Y)
+
+
+def test_synthetic_refuses_huge_sizes_and_a_density_with_no_positives():
+    with pytest.raises(ValueError, match=r"synthetic data needs .* lower m, n, rank, density"):
+        fp.datasets.synthetic(10**9, 10**9, rank=2, density=0.5)
+    with pytest.raises(ValueError, match=r"synthetic data needs .* lower m, n, rank"):
+        fp.datasets.synthetic(10, 10, rank=10**12)
+    tiny = fp.datasets.synthetic(12, 9, rank=2, density=1e-300)     # no positive, a finite threshold
+    assert tiny.Y.nnz + tiny.hidden.nnz == 0 and np.isfinite(tiny.extras["threshold"])
+    ds = fp.datasets.synthetic(12, 9, rank=2, density=1 / 108)      # exactly one true positive
+    assert ds.Y.nnz + ds.hidden.nnz == 1
+
+
+def _pairs_file(tmp_path, text="user,item,value\nu1,i1,1\nu2,i1,3\nu2,i2,1\n"):
+    p = tmp_path / "pairs.csv"
+    p.write_text(text)
+    return str(p)
+
+
+def test_read_csv_and_load_npz_name_a_bad_path(tmp_path):
+    csv = _pairs_file(tmp_path)
+    npz = str(tmp_path / "y.npz")
+    sp.save_npz(npz, sp.csr_matrix(np.eye(3)))
+    for fn in (fp.datasets.read_csv, fp.datasets.load_npz, fp.datasets.read_xc):
+        with pytest.raises(TypeError, match="path must be a file path .*got NoneType"):
+            fn(None)
+        with pytest.raises(TypeError, match="path must be a file path .*got int"):
+            fn(3)
+        with pytest.raises(ValueError, match="path .* is a directory"):
+            fn(str(tmp_path))
+        with pytest.raises(FileNotFoundError, match="path .*nope.csv does not exist"):
+            fn(str(tmp_path / "nope.csv"))
+    with pytest.raises(ValueError, match="path .* is a zip archive .*load_npz"):
+        fp.datasets.read_csv(npz)
+    with pytest.raises(ValueError, match="path .* is not a .npz archive .*read_csv"):
+        fp.datasets.load_npz(csv)
+    model_file = str(tmp_path / "model.npz")
+    fp.Factorization(np.ones((3, 2)), np.ones((4, 2))).save(model_file)
+    with pytest.raises(ValueError, match="path .* not a sparse matrix saved by scipy.sparse.save_npz"):
+        fp.datasets.load_npz(model_file)
+    with pytest.raises(TypeError, match="path_xml must be a file path"):
+        fp.datasets.read_arff(csv, None)
+
+
+def test_read_csv_header_false_on_a_header_line_gives_a_hint(tmp_path):
+    csv = _pairs_file(tmp_path)
+    with pytest.raises(ValueError, match="line 1 looks like a header: pass header=True"):
+        fp.datasets.read_csv(csv, header=False)
+    assert fp.datasets.read_csv(csv).Y.nnz == 3
+
+
+def test_from_pairs_refuses_non_sequences():
+    for bad in (None, 3, {0: 1}, {1, 2, 3}, np.array(5)):
+        with pytest.raises(TypeError, match="users must be a 1-d sequence of ids"):
+            fp.datasets.from_pairs(bad, [1, 2, 3])
+        with pytest.raises(TypeError, match="items must be a 1-d sequence of ids"):
+            fp.datasets.from_pairs([1, 2, 3], bad)
+
+
+def test_unhashable_choices_are_refused_with_the_argument_named():
+    Y = _Y()
+    with pytest.raises(ValueError, match=r"unknown loss \['a'\]"):
+        fp.ocmf.fit(Y, 2, loss=["a"], n_iter=1)
+    with pytest.raises(ValueError, match=r"method must be one of .*got \['a'\]"):
+        fp.select.default_space(["a"])
+    with pytest.raises(ValueError, match=r"method must be one of .*got \['a'\]"):
+        fp.distributed.fit(Y, 2, method=["a"])          # refused before any cluster starts
+    with pytest.raises(TypeError, match="Y must be"):
+        fp.select.default_space("ocmf", "Y")
+
+
+def test_compare_names_methods_params_and_test_frac():
+    Y = _Y()
+    with pytest.raises(TypeError, match="methods must be 'all'"):
+        fp.compare.compare(Y, None)
+    with pytest.raises(ValueError, match="unknown method 'bogus' in methods"):
+        fp.compare.compare(Y, "bogus")
+    with pytest.raises(TypeError, match="a method entry must be .* in methods"):
+        fp.compare.compare(Y, [3])
+    with pytest.raises(TypeError, match="params must be a dict"):
+        fp.compare.compare(Y, "popularity", params="x")
+    with pytest.raises(ValueError, match="test_frac=1e-300 holds out no positive"):
+        fp.compare.compare(Y, "popularity", test_frac=1e-300, splits=1)
+
+
+def test_implicit_baselines_check_their_step_sizes():
+    pytest.importorskip("implicit")      # without implicit: test_fuzz checks the ImportError
+    Y = _Y()
+    with pytest.raises(TypeError, match="learning_rate must be a real number"):
+        fp.baselines.implicit_bpr(Y, 2, learning_rate=None, n_iter=1)
+    with pytest.raises(ValueError, match="regularization must be finite"):
+        fp.baselines.implicit_als(Y, 2, regularization=float("nan"), n_iter=1)
+    with pytest.raises(ValueError, match="n_threads must be in"):
+        fp.baselines.implicit_bpr(Y, 2, n_threads=-1, n_iter=1)
+    with pytest.raises(ValueError, match="implicit ALS's factors needs .* lower k"):
+        fp.baselines.implicit_als(Y, 10**12, n_iter=1)
+    with pytest.raises(FloatingPointError, match="diverged.*lower learning_rate, regularization"):
+        fp.baselines.implicit_bpr(Y, 2, learning_rate=1e30, n_iter=3, n_threads=1)
+
+
+def test_wrmf_divergence_names_alpha():
+    with pytest.raises(FloatingPointError, match=r"lower alpha \(now 1e\+300\)"):
+        fp.baselines.wrmf(_Y(), 2, alpha=1e300, n_iter=2)
+
+
+def test_tensor_model_errors_name_their_arguments():
+    Y, pairs = fp.fbgd.triples_to_pairs([0, 1, 2], [0, 1, 0], [1, 0, 2])
+    with pytest.raises(ValueError, match=r"shape must be \(\|X\|, \|H\|, \|Y\|\), got nan"):
+        fp.fbgd.triples_to_pairs([0], [0], [0], shape=float("nan"))
+    with pytest.raises(ValueError, match="fbgd.tensor_objective is (inf|nan) .*VX, VH, VY"):
+        fp.fbgd.tensor_objective(Y, np.full((3, 1), 1e200), np.ones((2, 1)), np.full((3, 1), 1e200),
+                                 pairs=pairs, tensor="cp")
+    with pytest.raises(ValueError, match="VH has shape 2×1, expected 2×2 .*VX has 2"):
+        fp.fbgd.tensor_objective(Y, np.ones((3, 2)), np.ones((2, 1)), np.ones((3, 2)), pairs=pairs, tensor="cp")
+    with pytest.raises(ValueError, match="fit_tensor's factors and Gram matrices needs .* lower k, n_x, n_h"):
+        fp.fbgd.fit_tensor(Y, 10**7, pairs=pairs, n_iter=1)
+    with pytest.raises(FloatingPointError, match="lower lr or init_std, or bring the targets r_pos"):
+        fp.fbgd.fit_tensor(Y, 2, pairs=pairs, tensor="cp", r_pos=1e300, n_iter=2)
+
+
+def test_fold_in_overflow_names_the_inputs():
+    Y = _Y()
+    model = fp.ocmf.fit(Y, 2, n_iter=2)
+    with pytest.raises(FloatingPointError, match="check the scale of the inputs model, Y_new, user_features, p, q"):
+        fp.fold_in(model, Y[:3], q=np.full(20, 1e300), max_iter=5)
+
+
+def test_cost_sensitive_names_the_model_shape_and_y_train():
+    Y = _Y()
+    tr, te = fp.split.holdout(Y, test_frac=0.3, seed=0)
+    model = fp.ocmf.fit(tr, 2, n_iter=1)
+    with pytest.raises(ValueError, match=r"expected 31×20 \(model.shape"):
+        fp.metrics.cost_sensitive(fp.Factorization(np.ones((31, 2)), np.ones((20, 2))), tr, te)
+    with pytest.raises(ValueError, match="not in Y_train"):
+        fp.metrics.cost_sensitive(model, Y, te)

@@ -183,7 +183,7 @@ def _driver(method):
 
 
 def _check_method(method, params):
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
     if method == "ocmf" and params.get("negatives", "full") != "full":
         raise ValueError(
