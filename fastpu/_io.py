@@ -189,6 +189,9 @@ def save(model: Any, path: PathOrFile) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **payload)
+        umask = os.umask(0)                      # mkstemp makes 0600; a saved model gets the
+        os.umask(umask)                          # permissions of any file the user writes
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -331,8 +334,10 @@ def _open(path: Any) -> tuple[Any, str]:
         npz = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise
-    except ValueError as exc:
-        raise ModelFileError(f"{where} is not a fastpu model file: {exc}") from None
+    except ValueError:
+        # numpy's message for a non-array file talks about allow_pickle: never the advice here
+        raise ModelFileError(f"{where} is not a fastpu model file (.npz written by "
+                             "Factorization.save)") from None
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ModelFileError(f"{where} is not a readable .npz file (truncated or damaged?): {exc}") from None
     if not isinstance(npz, np.lib.npyio.NpzFile):

@@ -218,6 +218,16 @@ def _first_lines(lines: list[str], k: int = 2) -> list[tuple[int, str]]:
     return out
 
 
+#: First-line fields that name columns: a first line whose first two fields are among these is a
+#: header, even over two columns of text ids.
+HEADER_WORDS = frozenset({
+    "user", "users", "user_id", "userid", "uid", "customer", "customer_id", "session",
+    "item", "items", "item_id", "itemid", "iid", "movie", "movie_id", "movieid", "product",
+    "product_id", "label", "labels", "tag", "rating", "ratings", "value", "score", "weight",
+    "count", "timestamp", "time",
+})
+
+
 def layout(path: str, lines: list[str], delimiter: str | None,
            header: bool | None) -> tuple[str | None, bool]:
     """(delimiter, header) after sniffing and header detection (see read_csv's docstring)."""
@@ -237,18 +247,20 @@ def layout(path: str, lines: list[str], delimiter: str | None,
     head = _split(first[0][1], None if own == " " else own)
     if any(_is_number(c) for c in head):
         return delim, False
+    if len(head) >= 2 and all(c.strip().lower() in HEADER_WORDS for c in head[:2]):
+        return delim, True              # user,item / userId,movieId / ...: column names
     if len(first) == 1:
         if len(head) >= 3:
             return delim, True          # a text value column cannot be data
         raise ValueError(f"{path}: cannot tell whether line {first[0][0]} ({first[0][1].strip()!r}) is a header "
-                         f"or a pair of string ids; pass header=True or header=False")
+                         f"or a pair of string ids; pass header=True or header=False (--header / --no-header on the command line)")
     second = _split(first[1][1], delim)
     if len(second) >= 3:
         return delim, _is_number(second[2])
     if len(second) == 2 and not any(_is_number(c) for c in second):
         raise ValueError(
             f"{path}: cannot tell whether line {first[0][0]} ({first[0][1].strip()!r}) is a header: the file has "
-            f"two columns of text ids; pass header=True or header=False")
+            f"two columns of text ids; pass header=True or header=False (--header / --no-header on the command line)")
     return delim, True
 
 

@@ -146,8 +146,11 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
       header when none of its fields is a number and the second line shows it cannot be
       data: the second line has a numeric third field, or (two columns) a numeric id. A
       first line with a number in it is always data (``1,2,abc`` is an error, not a
-      header). When both lines are text-only pairs (``user,item`` over ``u1,a``) the
-      answer is ambiguous and a ValueError asks for ``header=True`` or ``header=False``.
+      header). A first line whose first two fields are column names (``user``, ``item``,
+      ``user_id``, ``movie``, ``rating``, ...: ``fastpu._readers.HEADER_WORDS``) is a header.
+      Otherwise, when both lines are text-only pairs (``u0,a`` over ``u1,b``) the answer is
+      ambiguous and a ValueError asks for ``header=True`` or ``header=False`` (the command
+      line's ``--header`` / ``--no-header``).
       ``header=True`` always drops the first non-blank line; ``header=False`` never does.
     * **Text**: decoded with ``encoding``; a UTF-8 byte-order mark is removed.
 

@@ -54,10 +54,13 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
         stored values, or does not have the expected ``shape``.
     """
     if not sp.issparse(Y):
-        raise TypeError(
-            f"{name} must be a scipy.sparse matrix or array, got {type(Y).__name__}; "
-            f"wrap dense data with scipy.sparse.csr_array({name})"
-        )
+        kind = type(Y).__name__
+        if kind == "DataFrame" or kind == "Dataset":
+            hint = ("for (user, item[, value]) pairs use fastpu.datasets.from_pairs(df['user'], "
+                    "df['item']) and pass its .Y (or the Dataset, where a Dataset is taken)")
+        else:
+            hint = f"wrap dense data with scipy.sparse.csr_array({name})"
+        raise TypeError(f"{name} must be a scipy.sparse matrix or array, got {kind}; {hint}")
     if Y.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional, got {Y.ndim} dimensions")
     if shape is not None and tuple(Y.shape) != tuple(shape):

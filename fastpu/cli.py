@@ -73,8 +73,9 @@ def _parse_frac(text: str) -> float:
     return frac
 
 
-def _load_data(source: str, *, threshold: float | None = None) -> tuple[Dataset, Any]:
-    """(name, binarised Y, Dataset) from a data set name, a CSV or an .npz path."""
+def _load_data(source: str, *, threshold: float | None = None,
+               header: bool | None = None) -> tuple[Dataset, Any]:
+    """(Dataset, binarised Y) from a data set name, a CSV or an .npz path."""
     from . import datasets
 
     if source in DATASETS:
@@ -83,7 +84,7 @@ def _load_data(source: str, *, threshold: float | None = None) -> tuple[Dataset,
         if source.endswith(".npz"):
             data = datasets.load_npz(source)
         else:
-            data = datasets.read_csv(source)
+            data = datasets.read_csv(source, header=header)
     else:
         raise ValueError(f"--data {source!r} is neither a data set name "
                          f"({', '.join(DATASETS)}) nor an existing .csv/.npz file")
@@ -182,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ._io import check_save_path
 
         check_save_path(args.save, name="--save")     # before training, not after
-    data, Y = _load_data(args.data, threshold=args.threshold)
+    data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     params = dict(args.param or [])
     method = args.method
     if "k" not in params and method in ("ocmf", "fbgd", "homf"):
@@ -267,7 +268,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         users, by_id = _parse_users(args.users, model)
     seen = None
     if args.exclude_seen is not None:
-        data, Y = _load_data(args.exclude_seen, threshold=args.threshold)
+        data, Y = _load_data(args.exclude_seen, threshold=args.threshold, header=args.header)
         seen = dataclasses.replace(data, Y=Y) if (by_id and model.item_ids is not None) else Y
     try:
         if by_id:
@@ -298,7 +299,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import compare
 
-    data, Y = _load_data(args.data, threshold=args.threshold)
+    data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     res = compare(dataclasses.replace(data, Y=Y), args.methods, splits=args.splits,
                   test_frac=args.test_frac, budget=args.budget, metric=args.metric, seed=args.seed,
                   n_threads=args.threads, verbose=not args.quiet)
@@ -337,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a fit argument, e.g. --param k=64 --param loss=logistic (repeatable)")
     run.add_argument("--side", action="store_true",
                      help="use the data set's side information (trust graph, features) where the method takes it")
+    run.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                     help="a CSV's first line is (--header) or is not (--no-header) a header "
+                          "(default: detected; see fastpu.datasets.read_csv)")
     run.add_argument("--threshold", type=float, default=None,
                      help="positives are values >= threshold (default: every stored entry)")
     run.add_argument("--test-frac", type=_parse_frac, default=0.2,
@@ -360,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--budget", type=int, default=16, help="tuning trials per method and split (default 16)")
     cmp_.add_argument("--metric", default="ndcg@10", help="validation metric tuning maximises (default ndcg@10)")
     cmp_.add_argument("--test-frac", type=float, default=0.2, help="per-user test fraction (default 0.2)")
+    cmp_.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                      help="a CSV's first line is (--header) or is not (--no-header) a header "
+                           "(default: detected; see fastpu.datasets.read_csv)")
     cmp_.add_argument("--threshold", type=float, default=None,
                       help="positives are values >= threshold (default: every stored entry)")
     cmp_.add_argument("--out", default=None, help="write the markdown table to this file")
@@ -377,6 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("-n", type=_positive_int, default=10, help="items per user (default 10)")
     rec.add_argument("--exclude-seen", default=None, metavar="DATA",
                      help="leave out the items each user has in this data set name or .csv/.npz file")
+    rec.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                     help="a CSV's first line is (--header) or is not (--no-header) a header "
+                          "(default: detected; see fastpu.datasets.read_csv)")
     rec.add_argument("--threshold", type=float, default=None,
                      help="with --exclude-seen: seen items are values >= threshold (default: every stored entry)")
     rec.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")

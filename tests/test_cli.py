@@ -207,3 +207,17 @@ def test_every_input_error_exits_2_with_one_line(tmp_path, capsys):
         assert cli.main(argv + ["--quiet"]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("fastpu: ") and "\n" not in err, (argv, err)
+
+
+def test_header_flags_for_two_columns_of_text_ids(tmp_path, capsys):
+    path = tmp_path / "plain.csv"
+    path.write_text("".join(f"u{i % 7},m{(3 * i) % 11}\n" for i in range(60)))
+    argv = ["run", "--data", str(path), "--test-frac", "0", "--param", "k=2", "--param", "n_iter=1",
+            "--quiet"]
+    assert cli.main(argv) == 2
+    assert "--header / --no-header" in capsys.readouterr().err
+    n = len(set((i % 7, (3 * i) % 11) for i in range(60)))
+    assert cli.main(argv + ["--no-header"]) == 0
+    assert f"(7×11, {n} positives)" in capsys.readouterr().out
+    assert cli.main(argv + ["--header"]) == 0          # the first pair read as column names
+    assert f"(7×11, {n - 1} positives)" in capsys.readouterr().out

@@ -386,3 +386,23 @@ def test_re_signed_sparse_parts_out_of_range_are_rejected(saved, tmp_path):
     _rewrite(saved, tmp_path / "short.npz", arrays=shorten)
     with pytest.raises(ValueError, match="user_factors have 1 columns, item_factors 2"):
         load(tmp_path / "short.npz")
+
+
+def test_a_foreign_file_is_refused_without_pickle_advice(tmp_path):
+    path = tmp_path / "notes.py"
+    path.write_text("print('hello')\n")
+    with pytest.raises(ValueError, match="is not a fastpu model file") as exc:
+        fp.load(path)
+    assert "allow_pickle" not in str(exc.value)
+
+
+def test_saved_model_gets_the_users_file_permissions(tmp_path):
+    import os
+
+    model = fp.Factorization(np.ones((2, 1)), np.ones((3, 1)))
+    old = os.umask(0o022)
+    try:
+        model.save(tmp_path / "m.npz")
+    finally:
+        os.umask(old)
+    assert (os.stat(tmp_path / "m.npz").st_mode & 0o777) == 0o644

@@ -62,12 +62,19 @@ def test_header_over_string_ids_is_not_data(tmp_path, engine):
     p = _write(tmp_path, "user,item,rating\nu1,a,5\nu2,b,3\n")
     ds = D.read_csv(p)
     assert ds.user_ids.tolist() == ["u1", "u2"] and ds.item_ids.tolist() == ["a", "b"]
+    # a first line of column names is a header, even over two columns of text ids
     pairs = _write(tmp_path, "user,item\nu1,a\nu2,b\n", "p.csv")
-    with pytest.raises(ValueError, match=r"cannot tell whether line 1 \('user,item'\) is a header.*"
-                                         r"pass header=True or header=False"):
-        D.read_csv(pairs)
-    assert D.read_csv(pairs, header=True).user_ids.tolist() == ["u1", "u2"]
+    assert D.read_csv(pairs).user_ids.tolist() == ["u1", "u2"]
+    named = _write(tmp_path, "UserId\tmovie_id\nu1\ta\nu2\tb\n", "n.tsv")
+    assert D.read_csv(named).item_ids.tolist() == ["a", "b"]
     assert D.read_csv(pairs, header=False).user_ids.tolist() == ["u1", "u2", "user"]
+    # text-only pairs whose first line names no column stay ambiguous
+    ambiguous = _write(tmp_path, "u0,z\nu1,a\nu2,b\n", "a.csv")
+    with pytest.raises(ValueError, match=r"cannot tell whether line 1 \('u0,z'\) is a header.*"
+                                         r"pass header=True or header=False \(--header / --no-header"):
+        D.read_csv(ambiguous)
+    assert D.read_csv(ambiguous, header=True).user_ids.tolist() == ["u1", "u2"]
+    assert D.read_csv(ambiguous, header=False).user_ids.tolist() == ["u0", "u1", "u2"]
 
 
 def test_missing_value_is_an_error_naming_the_line(tmp_path, engine):

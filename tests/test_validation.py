@@ -89,3 +89,14 @@ def test_features_graph_and_scalars():
         V.check_users(np.zeros((2, 2), dtype=int), 3)
     with pytest.raises(ValueError, match=r"needs a dense 10×10 matrix .* limit of 50 entries; use X"):
         V.check_dense_size(10, 10, what="thing", alternative="X", limit=50)
+
+
+def test_a_dataframe_gets_the_pairs_advice():
+    import pandas as pd           # the data extra installs it
+
+    import fastpu as fp
+
+    df = pd.DataFrame({"user": ["a", "b"], "item": ["x", "y"]})
+    with pytest.raises(TypeError, match=r"got DataFrame; for \(user, item\[, value\]\) pairs use "
+                                        r"fastpu.datasets.from_pairs"):
+        fp.ocmf.fit(df, 2)
