@@ -137,7 +137,6 @@ def _implicit_model(kind: str) -> Any:
 
 def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_threads: Threads,
                   callback: Callback, verbose: bool, **kw: Any) -> Factorization:
-    cls = _implicit_model(kind)
     Y = V.check_csr(Y, name="Y")
     k = V.check_k(k)
     # float32 factors (BPR adds a bias column) with implicit's work copies, and the k × k Gram
@@ -148,6 +147,7 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     callback = V.check_callback(callback)
     if n_threads is not None:
         n_threads = _check_threads(n_threads)
+    cls = _implicit_model(kind)      # after the checks: bad arguments are named with or without it
     steps = ", ".join(kw)            # the step-size parameters to lower when the fit diverges
     progress = Progress(f"implicit-{kind}", verbose=verbose, callback=callback)
     stop: list[bool] = []

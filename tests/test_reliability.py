@@ -411,7 +411,8 @@ def test_compare_names_methods_params_and_test_frac():
 
 
 def test_implicit_baselines_check_their_step_sizes():
-    pytest.importorskip("implicit")      # without implicit: test_fuzz checks the ImportError
+    import importlib.util
+
     Y = _Y()
     with pytest.raises(TypeError, match="learning_rate must be a real number"):
         fp.baselines.implicit_bpr(Y, 2, learning_rate=None, n_iter=1)
@@ -421,6 +422,10 @@ def test_implicit_baselines_check_their_step_sizes():
         fp.baselines.implicit_bpr(Y, 2, n_threads=-1, n_iter=1)
     with pytest.raises(ValueError, match="implicit ALS's factors needs .* lower k"):
         fp.baselines.implicit_als(Y, 10**12, n_iter=1)
+    if importlib.util.find_spec("implicit") is None:     # the arguments are checked before the import
+        with pytest.raises(ImportError, match="needs the `implicit` package"):
+            fp.baselines.implicit_bpr(Y, 2, learning_rate=1e30, n_iter=3, n_threads=1)
+        return
     with pytest.raises(FloatingPointError, match="diverged.*lower learning_rate, regularization"):
         fp.baselines.implicit_bpr(Y, 2, learning_rate=1e30, n_iter=3, n_threads=1)
 
