@@ -12,7 +12,23 @@ from threadpoolctl import threadpool_limits
 
 
 def get_num_threads() -> int:
-    """The number of threads numba's parallel kernels use now."""
+    """The number of threads numba's parallel kernels use now.
+
+    Parameters
+    ----------
+    None
+
+    Returns
+    -------
+    int
+        The current thread count (see :func:`set_num_threads`).
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> fp.get_num_threads() >= 1
+    True
+    """
     return numba.get_num_threads()
 
 
