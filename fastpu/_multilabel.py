@@ -142,6 +142,7 @@ def read_mulan(path_arff: Any,
             body = s[1:-1].strip()
             pairs = [p.strip().split(None, 1) for p in body.split(",")] if body else []
             seen = set()
+            entries = []
             for p in pairs:
                 if len(p) != 2 or not p[0].isdigit() or int(p[0]) >= n_attr:
                     raise _err(path_arff, k, f"sparse entry {' '.join(p)!r} is not 'index value' with index < {n_attr}")
@@ -149,34 +150,25 @@ def read_mulan(path_arff: Any,
                 if c in seen:
                     raise _err(path_arff, k, f"attribute index {c} appears twice")
                 seen.add(c)
-                v = _value(path_arff, k, attrs[c], p[1])
-                if c in label_pos:
-                    if v not in (0.0, 1.0):
-                        raise _err(path_arff, k, f"label {attrs[c][0]!r} has value {p[1]!r}; expected 0 or 1")
-                    if v:
-                        lrows.append(r)
-                        lcols.append(label_pos[c])
-                elif v != 0.0:
-                    frows.append(r)
-                    fcols.append(feat_pos[c])
-                    fvals.append(v)
+                entries.append((c, p[1]))
         else:
             dense_rows += 1
             toks = s.split(",")
             if len(toks) != n_attr:
                 raise _err(path_arff, k, f"{len(toks)} values, expected {n_attr} (one per attribute)")
-            for c, tok in enumerate(toks):
-                v = _value(path_arff, k, attrs[c], tok)
-                if c in label_pos:
-                    if v not in (0.0, 1.0):
-                        raise _err(path_arff, k, f"label {attrs[c][0]!r} has value {tok.strip()!r}; expected 0 or 1")
-                    if v:
-                        lrows.append(r)
-                        lcols.append(label_pos[c])
-                elif v != 0.0:
-                    frows.append(r)
-                    fcols.append(feat_pos[c])
-                    fvals.append(v)
+            entries = list(enumerate(toks))
+        for c, tok in entries:              # one placement rule for sparse and dense rows
+            v = _value(path_arff, k, attrs[c], tok)
+            if c in label_pos:
+                if v not in (0.0, 1.0):
+                    raise _err(path_arff, k, f"label {attrs[c][0]!r} has value {tok.strip()!r}; expected 0 or 1")
+                if v:
+                    lrows.append(r)
+                    lcols.append(label_pos[c])
+            elif v != 0.0:
+                frows.append(r)
+                fcols.append(feat_pos[c])
+                fvals.append(v)
         r += 1
     if r == 0:
         raise ValueError(f"{path_arff}: the @data section has no rows")
