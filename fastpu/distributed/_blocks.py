@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _validation as V
+from .._kernels.csr import weighted_gram
 
 INDEX = np.int64
 VALUE = np.float64
@@ -57,6 +58,14 @@ class CSRBlock:
     def rows(self):
         """The global row id of every stored entry."""
         return self.lo + np.repeat(np.arange(self.n_rows, dtype=INDEX), np.diff(self.indptr))
+
+
+def gram(F, w, k):
+    """(Fᵀ diag(w) F, Fᵀ w) of a block's rows (zeros for a block without rows): the k×k partials."""
+    G, g = np.zeros((k, k)), np.zeros(k)
+    if F.shape[0]:
+        weighted_gram(F, w, G, g)
+    return G, g
 
 
 def bounds(n, n_blocks):

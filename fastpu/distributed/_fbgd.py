@@ -23,7 +23,6 @@ import numpy as np
 
 from .. import _validation as V
 from .._kernels import fbgd as _k
-from .._kernels.csr import weighted_gram
 from .._progress import Progress
 from .._threads import limit_threads
 from ..fbgd import _EPS, _OPTIMIZERS, _augment, _feature_csr, _result
@@ -62,16 +61,9 @@ def counts_task(csr):
     return np.diff(csr.indptr).astype(np.float64)
 
 
-def _cache(F, w, g):
-    S, s = np.zeros((g, g)), np.zeros(g)
-    if F.shape[0]:
-        weighted_gram(F, w, S, s)
-    return S, s
-
-
 def cache_task(block, F, n_threads):
     with limit_threads(n_threads):
-        return _cache(np.ascontiguousarray(F[block.lo:block.hi]), block.rowscale, F.shape[1])
+        return _blocks.gram(np.ascontiguousarray(F[block.lo:block.hi]), block.rowscale, F.shape[1])
 
 
 def positive_task(block, F, E, r_neg, n_threads):
@@ -101,7 +93,7 @@ def update_task(block, F, E, S, s, prev, r_neg, lr, reg, adagrad, with_loss, n_t
                              block.rowscale, r_neg, G)
             free = np.ones(theta.shape, dtype=np.bool_)
             _k.batch_update(G, free, theta, accum, lr, reg, adagrad, _EPS)
-        Sp, sp_ = _cache(theta, block.rowscale, g)
+        Sp, sp_ = _blocks.gram(theta, block.rowscale, g)
         pos = 0.0
         if with_loss and theta.shape[0]:
             pred, rows = np.empty(block.indices.size), np.empty(theta.shape[0])

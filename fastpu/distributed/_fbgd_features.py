@@ -24,7 +24,7 @@ from .._progress import Progress
 from .._threads import limit_threads
 from ..fbgd import _EPS
 from . import _blocks
-from ._fbgd import _cache, _loss, _sum, positive_task
+from ._fbgd import _loss, _sum, positive_task
 
 
 def feat_block(block, Z):
@@ -43,7 +43,7 @@ def embed_task(fb, theta, n_threads):
     with limit_threads(n_threads):
         blk, Z = fb
         P = _embed(Z, theta)
-        S, s = _cache(P, blk.rowscale, theta.shape[1])
+        S, s = _blocks.gram(P, blk.rowscale, theta.shape[1])
         return P, S, s
 
 

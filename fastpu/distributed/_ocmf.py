@@ -25,7 +25,6 @@ import dataclasses
 import numpy as np
 
 from .. import _validation as V
-from .._kernels.csr import weighted_gram
 from .._kernels.losses import LOSS_CODES, SQUARE
 from .._kernels.updates import LOCAL_ENTRIES, row_newton
 from .._ocmf_problem import LOSSES, _resolve_abar
@@ -60,17 +59,10 @@ def make_block(csr, own_w, other_w):
                      own_w[rows] * other_w[csr.indices], np.ascontiguousarray(own_w[csr.lo:csr.hi]))
 
 
-def _gram(F, w, k):
-    M, kappa = np.zeros((k, k)), np.zeros(k)
-    if F.shape[0]:
-        weighted_gram(F, w, M, kappa)
-    return M, kappa
-
-
 def gram_task(block, F, n_threads):
     """The block's partial (Fᵀ diag(w) F, Fᵀ w) over its own rows of the broadcast factors F."""
     with limit_threads(n_threads):
-        return _gram(np.ascontiguousarray(F[block.lo:block.hi]), block.w, F.shape[1])
+        return _blocks.gram(np.ascontiguousarray(F[block.lo:block.hi]), block.w, F.shape[1])
 
 
 def update_task(block, F, E, M, kappa, kind, abar, lam, nsteps, csteps, n_threads):
@@ -86,7 +78,7 @@ def update_task(block, F, E, M, kappa, kind, abar, lam, nsteps, csteps, n_thread
         if W.shape[0]:
             row_newton(kind, block.indptr, block.indices, block.labels, block.weights, block.corr,
                        abar, E, M, kappa, block.w, lam, W, nsteps, csteps, 1e-3, local_max, f_rows)
-        Mp, kp = _gram(W, block.w, k)
+        Mp, kp = _blocks.gram(W, block.w, k)
         reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
         return W, float(f_rows.sum()), Mp, kp, reg
 

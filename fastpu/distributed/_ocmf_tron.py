@@ -315,8 +315,7 @@ def _latent(client, side, F_f, F, n_threads):
 
 
 def _block_gram(blk, B):
-    from ._ocmf import _gram
-    return _gram(np.ascontiguousarray(B), blk.w, B.shape[1])
+    return _blocks.gram(np.ascontiguousarray(B), blk.w, B.shape[1])
 
 
 def _update(client, side, F, F_f, E_f, M, kappa, dvec, *, half, lam, lam_g, abar, kind, const,
