@@ -320,8 +320,11 @@ def test_worker_restart_mid_fit_gives_same_result(dask_client):
 
 
 def test_worker_restart_with_state_on_the_workers(dask_client):
-    """CSRR-e keeps V (per positive) on the workers between iterations: after a restart the lost
-    copies are recomputed from their lineage, and the model is the same."""
+    """CSRR-e keeps V (per positive) on the workers between iterations. After a restart the lost
+    copies are recomputed from their lineage and the model is the same; or, when the restart
+    also took the last copy of something the client had sent (it depends on the moment the
+    worker dies: seen once in a CI run), the fit stops with the clear error. Never a different
+    model."""
     Y = _matrix(15)
     ref = fp.csrr.fit(Y, 3, variant="e", n_iter=4, seed=8, lam2=0.05)
 
@@ -329,10 +332,16 @@ def test_worker_restart_with_state_on_the_workers(dask_client):
         if info["iter"] == 2:
             dask_client.restart_workers([sorted(dask_client.scheduler_info()["workers"])[0]])
 
-    mod = dfit(Y, 3, method="csrr", client=dask_client, n_blocks=3, n_iter=4, seed=8,
-                          lam2=0.05, callback=kill)
-    assert_same(ref, mod)
-    dask_client.wait_for_workers(2, timeout=60)
+    try:
+        mod = dfit(Y, 3, method="csrr", client=dask_client, n_blocks=3, n_iter=4, seed=8,
+                   lam2=0.05, callback=kill)
+    except RuntimeError as exc:
+        assert "workers died holding data Dask cannot recompute" in str(exc)
+        assert "run the fit again" in str(exc)
+    else:
+        assert_same(ref, mod)
+    finally:
+        dask_client.wait_for_workers(2, timeout=60)
 
 
 def test_losing_every_worker_is_a_clear_error(dask_client):
