@@ -35,7 +35,7 @@ from . import _validation as V
 from ._dataset import Dataset
 from ._kernels.losses import SQUARE
 from ._nystrom import NystromMap, nystrom_features
-from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor, _f64,
+from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor,
                             _full_objective, _latent, _prepare, _side_reg, _update_side)
 from ._progress import Progress
 from ._threads import limit_threads
@@ -268,7 +268,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         progress = Progress("ocmf", verbose=verbose, callback=callback,
                             advice=_advice(Y, setup, rho, lam, init_scale, W, H))
         if n_iter:
-            progress.start(_full_objective(setup, _f64(W), _f64(H)))
+            progress.start(_full_objective(setup, W, H))
         solve = _with_advice(tron if solver == "tron" else gd, progress.advice)
         for it in range(1, n_iter + 1):
             E = _latent(setup.item, H)
@@ -313,7 +313,7 @@ def _advice(Y: Sparse, setup: Any, rho: float, lam: float, init_scale: float, W:
             H: np.ndarray) -> str:
     """What to change when the objective overflows or grows: the largest inputs first."""
     tips = []
-    start = max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(H), initial=0.0)))
+    start = max(_max_abs(W), _max_abs(H))
     if start > 1e3:
         tips.append(f"start from smaller factors (init_scale={init_scale:g}, or init; largest |value| {start:g})")
     big = float(Y.data.max(initial=0.0))
@@ -330,6 +330,11 @@ def _advice(Y: Sparse, setup: Any, rho: float, lam: float, init_scale: float, W:
         tips.append(f"lower rho (now {float(rho):g}) or p, q (largest unlabeled weight {w:g})")
     tips.append(f"raise lam (now {float(lam):g})")
     return "; or ".join(tips)
+
+
+def _max_abs(A: np.ndarray) -> float:
+    """max |A| (0 when empty) without an |A| temporary."""
+    return max(float(A.max(initial=0.0)), -float(A.min(initial=0.0)))
 
 
 def _zero_advice(Y: Sparse, init: Any, init_scale: float, lam: float) -> str | None:
