@@ -47,6 +47,7 @@ def kernel_indices(indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> tupl
 
 _ONE = np.ones(1)
 _NO_CORR = np.empty(0)
+_NO_ROWS = np.empty(0)        # row_newton's f0_out when the starting values are not wanted
 
 
 @dataclasses.dataclass
@@ -542,7 +543,7 @@ def _full_objective(setup, W, H):
         f_rows = np.empty(W.shape[0])
         row_newton(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
                    setup.q_quad, setup.abar, E, M, kappa, setup.p_quad, user.lam, W, 0, 1, 1e-3,
-                   max(16, LOCAL_ENTRIES // W.shape[1]), f_rows)
+                   max(16, LOCAL_ENTRIES // W.shape[1]), f_rows, _NO_ROWS)
         const = setup.abar ** 2 * float(setup.p_quad.sum()) * float(setup.q_quad.sum())
         return float(f_rows.sum()) + const + _side_reg(setup, setup.item, H, E)
     W, H = _f64(W), _f64(H)
@@ -569,12 +570,14 @@ def _gram(E, q):
 
 
 def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, inner_iter,
-                 nsteps, csteps):
+                 nsteps, csteps, start=None):
     """Minimise over one side's W with the other side's latent matrix E fixed.
 
     On the fast path W is updated in place (``fit`` owns its factors); the solvers return a
     new array. Returns the new W, the solver iterations (0 on the fast path) and the sub-problem's
     objective g(W) at the new W (everything in f that depends on W, plus the constant).
+    ``start`` (a list): on the fast path, g at the W it started from is appended to it (the
+    rows' first Newton step evaluates it anyway); elsewhere it is left empty.
     """
     if fast_path and side.identity and side.L is None:
         E = np.ascontiguousarray(E)
@@ -582,13 +585,15 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
         if not (W.flags.c_contiguous and W.flags.writeable):
             W = np.array(W, order="C")
         f_rows = np.empty(W.shape[0])
+        f0_rows = np.empty(W.shape[0]) if start is not None else _NO_ROWS
         local_max = max(16, LOCAL_ENTRIES // W.shape[1])
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
                    entries.corr, q_quad, setup.abar, E, M, kappa, p_quad, side.lam,
-                   W, nsteps, csteps, 1e-3, local_max, f_rows)
+                   W, nsteps, csteps, 1e-3, local_max, f_rows, f0_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
+        if start is not None:
+            start.append(float(f0_rows.sum()) + const)
         return W, 0, float(f_rows.sum()) + const
     prob = SubProblem(setup, entries, side, _f64(E), p_quad, q_quad)
     res = solve(prob, W.ravel(), max_iter=inner_iter)          # the solvers work on a float64 copy
     return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.n_iter, res.fun
-

@@ -263,17 +263,30 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
             H = _check_factor(init[1], "init[1] (H0)", dv, k).astype(fdt, copy=False)
         else:
             scale = init_scale / np.sqrt(k)
-            W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
-            H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
+            W = rng.standard_normal((du, k))
+            W *= scale                                   # in place: no second m×k temporary
+            W = W.astype(fdt, copy=False)
+            H = rng.standard_normal((dv, k))
+            H *= scale
+            H = H.astype(fdt, copy=False)
         progress = Progress("ocmf", verbose=verbose, callback=callback,
                             advice=_advice(Y, setup, rho, lam, init_scale, W, H))
+        # the objective at the starting factors: on the row path the first user-side update
+        # evaluates it anyway (each row's first Newton step); otherwise computed here
+        start: list[float] | None = None
         if n_iter:
-            progress.start(_full_objective(setup, W, H))
+            if fast_path and setup.user.identity and setup.user.L is None:
+                start = []
+            else:
+                progress.start(_full_objective(setup, W, H))
         solve = _with_advice(tron if solver == "tron" else gd, progress.advice)
         for it in range(1, n_iter + 1):
             E = _latent(setup.item, H)
             W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
-                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
+                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps,
+                                         start=start if it == 1 else None)
+            if it == 1 and start is not None:       # f(W0, H0): H is still the starting H
+                progress.start(start[0] + _side_reg(setup, setup.item, H, E))
             B = _latent(setup.user, W)
             H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
                                                  setup.q_quad, setup.p_quad, fast_path, solve,

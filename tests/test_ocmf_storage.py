@@ -168,7 +168,7 @@ def _kernel_run(ent, labels, weights, corr, q, p, E, W0, kind, abar, n_newton, q
     W = W0.copy()
     f = np.empty(W.shape[0])
     row_newton(kind, ent.indptr, ent.indices, labels, weights, corr, q, abar, E, M, kappa, p,
-               0.4, W, n_newton, 3, 1e-3, 4, f)
+               0.4, W, n_newton, 3, 1e-3, 4, f, np.empty(0))
     return W, f
 
 
@@ -211,3 +211,24 @@ def test_row_kernel_objective_equals_the_subproblem_objective(Y, seed, loss, dty
     prob = ocmf.SubProblem(setup, setup.entries, setup.user, H64, setup.p_quad, setup.q_quad)
     ref = prob.fun(W64.ravel()) + setup.item.lam * float(np.sum(H64 * H64))
     assert got == pytest.approx(ref, rel=1e-11, abs=1e-11)
+
+
+@pytest.mark.parametrize("loss", ["square", "logistic"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_starting_objective_from_the_first_update_equals_objective(monkeypatch, loss, dtype):
+    """fit records f(W0, H0) from its first user-side update (no separate pass)."""
+    from fastpu import _progress
+
+    seen = []
+    orig = _progress.Progress.start
+    monkeypatch.setattr(_progress.Progress, "start",
+                        lambda self, value: (seen.append(value), orig(self, value))[1])
+    rng = np.random.default_rng(5)
+    Y = sp.random(30, 25, density=0.2, format="csr", random_state=5)
+    W0 = rng.normal(scale=0.3, size=(30, 3)).astype(dtype)
+    H0 = rng.normal(scale=0.3, size=(25, 3)).astype(dtype)
+    ocmf.fit(Y, 3, loss=loss, rho=0.1, lam=0.5, n_iter=2, init=(W0, H0), dtype=dtype)
+    ref = ocmf.objective(Y, W0.astype(np.float64), H0.astype(np.float64), loss=loss, rho=0.1,
+                         lam=0.5)
+    assert len(seen) == 1
+    assert seen[0] == pytest.approx(ref, rel=1e-12)

@@ -191,7 +191,7 @@ def _entry_value(kind, nrow, yl, wt, rc, abar, s, sd, alpha):
 
 @nb.njit(**_JIT)
 def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p,
-                 lam, W, n_newton, n_cg, cg_tol, cap, f_out):
+                 lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out):
     """Newton–CG steps on rows c_lo..c_hi-1 of W, one after another (updated in place).
 
     Row i's f_i is minimised from its current value. Its item vectors are src[idx[off + t]]
@@ -202,7 +202,8 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     search evaluates f_i(w + α step) from scalars and one loss per entry, without touching
     the item vectors or M again. The solver is written inside the row loop rather than as a
     function called per row: such a call passes some twenty arrays and costs about 10% here.
-    With ``n_newton == 0`` every f_out[i] is f_i at the current row and W is left as it is.
+    With ``n_newton == 0`` every f_out[i] is f_i at the current row and W is left as it is; a
+    non-empty f0_out receives f_i at the row it started from (computed by the first step anyway).
     """
     k = W.shape[1]
     longest = 0
@@ -236,6 +237,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     l_step = 0 if labels.shape[0] == 1 else 1
     w_step = 0 if weights.shape[0] == 1 else 1
     per_entry_corr = corr.shape[0] > 0
+    keep_start = f0_out.shape[0] > 0
     line = kind != SQUARE          # a line search (and what it needs) for non-quadratic losses
     for i in range(c_lo, c_hi):
         lo = indptr[i]
@@ -265,6 +267,8 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
         for it in range(max(n_newton, 1)):
             f_cur = _value_grad(kind, src, idx, off, nrow, yl, wt, rc, abar, M, kappa, p_i, lam,
                                 w, s, d1, d2, g, mw, fresh)
+            if it == 0 and keep_start:
+                f0_out[i] = f_cur
             if n_newton == 0:
                 break
             gg = 0.0
@@ -369,7 +373,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
 
 @nb.njit(parallel=True, **_JIT)
 def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p, lam,
-               W, n_newton, n_cg, cg_tol, local_max, f_out):
+               W, n_newton, n_cg, cg_tol, local_max, f_out, f0_out):
     """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
 
     Entry e of row i (column j = indices[e]) has label labels[e], weight weights[e] and
@@ -378,8 +382,8 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
     no per-entry arrays at all; ``q`` is only read then). Rows with at most ``local_max``
     entries copy their item vectors into a contiguous block first (see the module docstring);
     the result is the same either way up to rounding. ``f_out[i]`` receives f_i at the updated
-    row (without the constant p_i ā² Σq); ``n_newton == 0`` evaluates f_i at the current rows
-    and leaves W unchanged. E and W may be float32 or float64; every sum is accumulated in
+    row (without the constant p_i ā² Σq), and ``f0_out[i]`` (unless it is empty) f_i at the row
+    it started from; ``n_newton == 0`` evaluates f_i at the current rows and leaves W unchanged. E and W may be float32 or float64; every sum is accumulated in
     float64. indptr and indices share one integer type (int32 from ocmf's boundary).
     """
     m = W.shape[0]
@@ -387,4 +391,5 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
     cap = max(local_max, 0)
     for c in nb.prange(n_chunks):
         _solve_chunk(kind, c * _CHUNK, min(m, (c + 1) * _CHUNK), indptr, indices, labels, weights,
-                     corr, q, abar, E, M, kappa, p, lam, W, n_newton, n_cg, cg_tol, cap, f_out)
+                     corr, q, abar, E, M, kappa, p, lam, W, n_newton, n_cg, cg_tol, cap, f_out,
+                     f0_out)

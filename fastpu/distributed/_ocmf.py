@@ -80,7 +80,8 @@ def update_task(block, F, E, M, kappa, kind, abar, lam, nsteps, csteps, n_thread
             # the kernel's one index type (int32 when it fits); per-entry corr, so no column weights
             indptr, indices = kernel_indices(block.indptr, block.indices, E.shape[0])
             row_newton(kind, indptr, indices, block.labels, block.weights, block.corr, _NO_Q,
-                       abar, E, M, kappa, block.w, lam, W, nsteps, csteps, 1e-3, local_max, f_rows)
+                       abar, E, M, kappa, block.w, lam, W, nsteps, csteps, 1e-3, local_max, f_rows,
+                       _NO_Q)
         Mp, kp = _blocks.gram(W, block.w, k)
         reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
         return W, float(f_rows.sum()), Mp, kp, reg
