@@ -62,6 +62,7 @@ CONFIGS = {   # label: ocmf.fit keywords (fast path settings as the library's de
     "LR-wSQ float32": dict(loss="logistic", rho=RHO, lam=LAM, negatives="full", dtype="float32"),
 }
 IMPLICIT = "implicit ALS float32"
+LAST_CPU: list = []      # CPU seconds (all threads) per iteration of the last fit
 GOALS = {"memory": 2.0, "setup": 0.3, "SQ-wSQ": None, "LR-wSQ": 1.0, "growth": 1.5}
 
 
@@ -93,18 +94,19 @@ def fit_fastpu(Y, k, label, n_iter):
     orig = ocmf_mod._update_side
 
     def spy(*a, **kw):
-        starts.append(time.perf_counter())
+        starts.append((time.perf_counter(), time.process_time()))
         return orig(*a, **kw)
 
     ocmf_mod._update_side = spy
     try:
         t0 = time.perf_counter()
         model = ocmf.fit(Y, k, n_iter=n_iter, n_threads=THREADS, **CONFIGS[label])
-        t_end = time.perf_counter()
+        t_end = (time.perf_counter(), time.process_time())
     finally:
         ocmf_mod._update_side = orig
-    begins = starts[::2] + [t_end]          # two side updates per outer iteration
-    return begins[0] - t0, np.diff(begins), model
+    begins = np.array(starts[::2] + [t_end])         # two side updates per outer iteration
+    LAST_CPU[:] = np.diff(begins[:, 1]).tolist()
+    return begins[0, 0] - t0, np.diff(begins[:, 0]), model
 
 
 def fit_implicit(Y32, k, n_iter):
@@ -116,9 +118,11 @@ def fit_implicit(Y32, k, n_iter):
         als = AlternatingLeastSquares(factors=k, iterations=n_iter, num_threads=THREADS,
                                       random_state=0)
         t0 = time.perf_counter()
-        als.fit(Y32, show_progress=False,
-                callback=lambda it, el, loss: marks.append((time.perf_counter(), el)))
-    per = np.array([el for _, el in marks])
+        c0 = time.process_time()
+        als.fit(Y32, show_progress=False, callback=lambda it, el, loss: marks.append(
+            (time.perf_counter(), el, time.process_time())))
+    per = np.array([el for _, el, _ in marks])
+    LAST_CPU[:] = np.diff([c0] + [c for _, _, c in marks])[1:].tolist()  # the 1st has setup
     first_start = marks[0][0] - marks[0][1]
     return first_start - t0, per, als
 
@@ -217,7 +221,7 @@ def part_memory(cfg, path, labels):
 
 def part_speed(cfg, Y32, labels):
     k, it = cfg["k"], cfg["iters"]
-    res = {lab: dict(setup=[], iters=[], rounds=[]) for lab in labels + [IMPLICIT]}
+    res = {lab: dict(setup=[], iters=[], rounds=[], cpu=[]) for lab in labels + [IMPLICIT]}
     for rnd in range(cfg["rounds"]):
         for lab in [IMPLICIT] + labels:
             with blas_one():
@@ -229,6 +233,7 @@ def part_speed(cfg, Y32, labels):
             r["setup"].append(setup)
             r["iters"].extend(per.tolist())
             r["rounds"].append(float(np.median(per)))
+            r["cpu"].extend(LAST_CPU)
             log(f"(2,3) round {rnd + 1} {lab}: setup {setup * 1e3:.0f} ms, iterations "
                 + ", ".join(f"{t * 1e3:.0f}" for t in per) + " ms")
     return res
@@ -258,6 +263,82 @@ def part_growth(cfg):
 
 
 # ------------------------------------------------------------------------------------------
+# 5. profile: where an iteration goes, and its per-row part (the same rows without entries)
+# ------------------------------------------------------------------------------------------
+
+def _setup_of(Y, label):
+    from fastpu import _ocmf_problem as P
+
+    kw = CONFIGS[label]
+    return P._prepare(Y, loss=kw["loss"], rho=kw["rho"], p=None, q=None, a_bar=None, X=None,
+                      Z=None, user_graph=None, item_graph=None, lam=kw["lam"], lam_graph=0.0,
+                      negatives="full", neg_ratio=1.0, seed=0)[0]
+
+
+def _side_times(setup, label, W0, H0, repeat):
+    """Median (wall, CPU) seconds of: the two Grams, the user-side and item-side row sweeps."""
+    from fastpu import _ocmf_problem as P
+    from fastpu._threads import limit_threads
+
+    ncg = 3 if CONFIGS[label]["loss"] == "square" else 4
+    out = {"Grams (M, κ) of both sides": [], "user side row sweep": [],
+           "item side row sweep": []}
+    with blas_one(), limit_threads(THREADS):
+        for _ in range(repeat):
+            W, H = W0.copy(), H0.copy()
+            for key, fn in (
+                    ("Grams (M, κ) of both sides",
+                     lambda: (P._gram(H, setup.q_quad), P._gram(W, setup.p_quad))),
+                    ("user side row sweep",
+                     lambda: P._update_side(setup, setup.entries, setup.user, W, H, setup.p_quad,
+                                            setup.q_quad, True, None, 1, 1, ncg)),
+                    ("item side row sweep",
+                     lambda: P._update_side(setup, setup.entries_t, setup.item, H, W,
+                                            setup.q_quad, setup.p_quad, True, None, 1, 1, ncg))):
+                w0, c0 = time.perf_counter(), time.process_time()
+                fn()
+                out[key].append((time.perf_counter() - w0, time.process_time() - c0))
+    return {key: tuple(np.median(np.array(v), axis=0)) for key, v in out.items()}
+
+
+def part_profile(cfg, Y32):
+    """Side sweeps with the real entries and with none (the per-row k×k work alone)."""
+    m, n = Y32.shape
+    k = cfg["k"]
+    empty = sp.csr_matrix((m, n), dtype=np.float32)
+    rng = np.random.default_rng(0)
+    out = {}
+    for label in ("SQ-wSQ float64", "LR-wSQ float64", "LR-wSQ float32"):
+        dt = CONFIGS[label].get("dtype", "float64")
+        W0 = (rng.standard_normal((m, k)) * 0.1).astype(dt)
+        H0 = (rng.standard_normal((n, k)) * 0.1).astype(dt)
+        full = _side_times(_setup_of(Y32, label), label, W0, H0, 3)
+        rows = _side_times(_setup_of(empty, label), label, W0, H0, 3)
+        out[label] = (full, rows)
+        log(f"(5) {label}: " + ", ".join(f"{key} {v[0] * 1e3:.0f} ms (rows only "
+                                         f"{rows[key][0] * 1e3:.0f} ms)" for key, v in full.items()))
+    return out
+
+
+def growth_rows_share(cfg):
+    """Per size: LR-wSQ side sweeps (wall, CPU) with the entries and without them."""
+    k = cfg["grow_k"]
+    rng = np.random.default_rng(0)
+    out = {}
+    for m in cfg["grow_sizes"]:
+        Y = as_input(powerlaw_pu(m, m, cfg["grow_nnz"], seed=1))
+        W0, H0 = rng.standard_normal((m, k)) * 0.1, rng.standard_normal((m, k)) * 0.1
+        label = "LR-wSQ float64"
+        full = _side_times(_setup_of(Y, label), label, W0, H0, 3)
+        rows = _side_times(_setup_of(sp.csr_matrix((m, m), dtype=np.float32), label), label,
+                           W0, H0, 3)
+        out[m] = (sum(v[1] for v in full.values()), sum(v[1] for v in rows.values()))
+        log(f"(5) growth profile m=n={m}: CPU {out[m][0] * 1e3:.0f} ms, of which rows without "
+            f"entries {out[m][1] * 1e3:.0f} ms")
+    return out
+
+
+# ------------------------------------------------------------------------------------------
 # report
 # ------------------------------------------------------------------------------------------
 
@@ -276,11 +357,12 @@ def _met(value, goal):
     return "—" if goal is None else ("**met**" if value <= goal else "**not met**")
 
 
-def report(cfg, args, mem, speed, growth, warm, seconds, load0, load1):
+def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0, load1):
     m, n = cfg["shape"]
     k = cfg["k"]
     imp = speed[IMPLICIT]
     t_imp = float(np.median(imp["iters"]))
+    c_imp = float(np.median(imp["cpu"]))
     lines = [
         "# fastpu.ocmf — issue 13 performance (memory, setup, iteration, growth)", "",
         hardware_line(), "",
@@ -321,9 +403,11 @@ def report(cfg, args, mem, speed, growth, warm, seconds, load0, load1):
         ti = float(np.median(speed[lab]["iters"]))
         goal = GOALS[lab.split()[0]]
         goal_s = "no regression (was ≈0.9×)" if goal is None else f"≤ {goal}×"
+        ci = float(np.median(speed[lab]["cpu"]))
         rows.append([f"(3) time per iteration, {lab} / implicit ALS",
                      f"{ti / t_imp:.2f}× (rounds " + ", ".join(
-                         f"{a / b:.2f}" for a, b in zip(speed[lab]["rounds"], imp["rounds"])) + ")",
+                         f"{a / b:.2f}" for a, b in zip(speed[lab]["rounds"], imp["rounds"]))
+                     + f"); CPU time {ci / c_imp:.2f}×",
                      goal_s, _met(ti / t_imp, goal if goal is not None else 1.0)])
     # growth
     g_labels, sizes, times = growth
@@ -373,11 +457,17 @@ def report(cfg, args, mem, speed, growth, warm, seconds, load0, load1):
     for lab, r in [(IMPLICIT, imp)] + [(lab, speed[lab]) for lab in speed if lab != IMPLICIT]:
         ti = float(np.median(r["iters"]))
         st = float(np.median(r["setup"]))
+        ci = float(np.median(r["cpu"]))
         srows.append([lab, f"{st * 1e3:.0f} ms", f"{ti * 1e3:.0f} ms", f"{st / ti:.2f}",
-                      f"{ti / t_imp:.2f}×",
+                      f"{ti / t_imp:.2f}×", f"{ci * 1e3:.0f} ms ({ci / c_imp:.2f}×)",
                       ", ".join(f"{t * 1e3:.0f}" for t in r["iters"])])
     lines += [md_table(["configuration", "setup", "iteration", "setup / iteration",
-                        "iteration vs implicit", "all iterations (ms)"], srows), ""]
+                        "iteration vs implicit", "CPU time / iteration (vs implicit)",
+                        "all iterations (ms)"], srows), "",
+              "*CPU time* = the process's CPU seconds (both threads) over the same iterations "
+              "(implicit: its 2nd and later iterations), median. On a machine shared with other "
+              "work it is steadier than wall time, which also counts the time a thread waits "
+              "for a core.", ""]
 
     lines += ["## (4) Growth with m·n at fixed positives", "",
               f"m = n ∈ {list(sizes)}, {cfg['grow_nnz']:,} positives (`powerlaw_pu(m, m, "
@@ -388,6 +478,43 @@ def report(cfg, args, mem, speed, growth, warm, seconds, load0, load1):
     for lab in g_labels:
         grows.append([lab] + [f"{np.median(times[(lab, s)]) * 1e3:.1f} ms" for s in sizes])
     lines += [md_table(["method"] + [f"m = n = {s:,}" for s in sizes], grows), ""]
+    if prof:
+        lines += ["## (5) Profile: where an iteration goes, and its per-row floor", "",
+                  f"The two parts of one fastpu iteration timed alone on the {m:,} × {n:,} "
+                  "matrix (median of 3, wall and CPU), with the real entries and with the same "
+                  "rows and no entries at all. The second is the per-row work that does not "
+                  "depend on the positives: each row's Newton–CG step multiplies by the k×k "
+                  "Gram M once per CG step and once for the value (k² per product, (m+n)k² per "
+                  "side sweep), plus the k-vector updates of CG. implicit's CG does the same "
+                  "per-row products (YᵀY p each step).", ""]
+        prow = []
+        for lab, (full, rws) in prof.items():
+            for key, v in full.items():
+                prow.append([lab, key, f"{v[0] * 1e3:.0f} ms", f"{v[1] * 1e3:.0f} ms",
+                             f"{rws[key][0] * 1e3:.0f} ms", f"{rws[key][1] * 1e3:.0f} ms"])
+        lines += [md_table(["configuration", "part", "wall", "CPU", "wall, no entries",
+                            "CPU, no entries"], prow), ""]
+    if grow_prof:
+        sizes_p = sorted(grow_prof)
+        lo_p, hi_p = sizes_p[0], sizes_p[-1]
+        lines += ["### Growth: the per-row part", "",
+                  "LR-wSQ float64, CPU seconds of one iteration's Grams and two row sweeps (as "
+                  "above), with the entries and without them, at each size of (4):", ""]
+        lines += [md_table(["m = n", "CPU, with entries", "CPU, rows without entries",
+                            "rows' share"],
+                           [[f"{sz:,}", f"{grow_prof[sz][0] * 1e3:.0f} ms",
+                             f"{grow_prof[sz][1] * 1e3:.0f} ms",
+                             f"{grow_prof[sz][1] / grow_prof[sz][0]:.0%}"] for sz in sizes_p]), ""]
+        ent_lo = grow_prof[lo_p][0] - grow_prof[lo_p][1]
+        lines += [f"The part that depends on the positives stays about the same "
+                  f"({ent_lo * 1e3:.0f} ms at m = n = {lo_p:,}, "
+                  f"{(grow_prof[hi_p][0] - grow_prof[hi_p][1]) * 1e3:.0f} ms at {hi_p:,}); the "
+                  f"per-row part grows with m + n "
+                  f"(×{grow_prof[hi_p][1] / max(grow_prof[lo_p][1], 1e-9):.1f}). With the "
+                  "positives' part fixed at P and the rows' part R(m) linear in m + n, the "
+                  "growth is (P + R(hi)) / (P + R(lo)): the floor of this method at these "
+                  "sizes, unless each row's Newton–CG step does less than its k×k products "
+                  "(which would change the iterates).", ""]
     if args.extra:
         lines += args.extra
     return "\n".join(lines) + "\n"
@@ -425,8 +552,10 @@ def main(argv=None):
                                           "LR-wSQ float64"])
     speed = part_speed(cfg, Y32, labels) if "speed" not in skip else {IMPLICIT: None}
     growth = part_growth(cfg) if "growth" not in skip else None
-    text = report(cfg, args, mem, speed, growth, warm, time.perf_counter() - t_start, load0,
-                  os.getloadavg()[0])
+    prof = part_profile(cfg, Y32) if "profile" not in skip else {}
+    grow_prof = growth_rows_share(cfg) if "profile" not in skip else {}
+    text = report(cfg, args, mem, speed, growth, prof, grow_prof, warm,
+                  time.perf_counter() - t_start, load0, os.getloadavg()[0])
     path = os.path.join(out_dir, "bench_perf_ocmf.md")
     with open(path, "w") as fh:
         fh.write(text)
