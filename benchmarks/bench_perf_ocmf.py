@@ -275,12 +275,13 @@ def _setup_of(Y, label):
                       negatives="full", neg_ratio=1.0, seed=0)[0]
 
 
-def _side_times(setup, label, W0, H0, repeat):
+def _side_times(setup, label, W0, H0, repeat, ncg=None):
     """Median (wall, CPU) seconds of: the two Grams, the user-side and item-side row sweeps."""
     from fastpu import _ocmf_problem as P
     from fastpu._threads import limit_threads
 
-    ncg = 3 if CONFIGS[label]["loss"] == "square" else 4
+    if ncg is None:
+        ncg = 3 if CONFIGS[label]["loss"] == "square" else 4
     out = {"Grams (M, κ) of both sides": [], "user side row sweep": [],
            "item side row sweep": []}
     with blas_one(), limit_threads(THREADS):
@@ -308,12 +309,16 @@ def part_profile(cfg, Y32):
     empty = sp.csr_matrix((m, n), dtype=np.float32)
     rng = np.random.default_rng(0)
     out = {}
-    for label in ("SQ-wSQ float64", "LR-wSQ float64", "LR-wSQ float32"):
-        dt = CONFIGS[label].get("dtype", "float64")
+    # the same sweeps of SQ-wSQ with LR-wSQ's 4 CG steps: what LR-wSQ adds beyond the step count
+    # (logistic value and derivatives per entry, the line search) is the difference
+    for label, ncg in (("SQ-wSQ float64", None), ("SQ-wSQ float64, cg_steps=4", 4),
+                       ("LR-wSQ float64", None), ("LR-wSQ float32", None)):
+        base = label.split(",")[0]
+        dt = CONFIGS[base].get("dtype", "float64")
         W0 = (rng.standard_normal((m, k)) * 0.1).astype(dt)
         H0 = (rng.standard_normal((n, k)) * 0.1).astype(dt)
-        full = _side_times(_setup_of(Y32, label), label, W0, H0, 3)
-        rows = _side_times(_setup_of(empty, label), label, W0, H0, 3)
+        full = _side_times(_setup_of(Y32, base), base, W0, H0, 3, ncg)
+        rows = _side_times(_setup_of(empty, base), base, W0, H0, 3, ncg)
         out[label] = (full, rows)
         log(f"(5) {label}: " + ", ".join(f"{key} {v[0] * 1e3:.0f} ms (rows only "
                                          f"{rows[key][0] * 1e3:.0f} ms)" for key, v in full.items()))
@@ -360,7 +365,9 @@ def _met(value, goal):
 def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0, load1):
     m, n = cfg["shape"]
     k = cfg["k"]
-    imp = speed[IMPLICIT]
+    imp = speed.get(IMPLICIT)
+    if imp is None:                     # --skip speed
+        speed, imp = {}, dict(iters=[1.0], cpu=[1.0], rounds=[], setup=[0.0])
     t_imp = float(np.median(imp["iters"]))
     c_imp = float(np.median(imp["cpu"]))
     lines = [
@@ -385,7 +392,7 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
     ]
     rows = []
     # memory
-    imp_peak = float(np.median([r["peak_growth"] for r in mem[IMPLICIT]]))
+    imp_peak = float(np.median([r["peak_growth"] for r in mem[IMPLICIT]])) if mem else 1.0
     for lab in [lab for lab in mem if lab != IMPLICIT]:
         pk = float(np.median([r["peak_growth"] for r in mem[lab]]))
         rows.append([f"(1) peak memory growth of a fit, {lab} / implicit",
@@ -410,7 +417,7 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
                      + f"); CPU time {ci / c_imp:.2f}×",
                      goal_s, _met(ti / t_imp, goal if goal is not None else 1.0)])
     # growth
-    g_labels, sizes, times = growth
+    g_labels, sizes, times = growth if growth else ([], [0, 1], {})
     lo, hi = sizes[0], sizes[-1]
     for lab in g_labels:
         g = float(np.median(times[(lab, hi)])) / float(np.median(times[(lab, lo)]))
@@ -421,7 +428,7 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
                      "reference" if goal is None else f"≤ {goal}×", _met(g, goal)])
     lines += ["## Summary", "", md_table(["measured", "this run", "goal", "result"], rows), ""]
 
-    lines += ["## (1) Memory", "",
+    lines += [] if not mem else ["## (1) Memory", "",
               "Each configuration: a fresh Python process loads the matrix, runs a tiny warm-up "
               "fit (loads the compiled kernels), then one fit of 2 iterations. *Peak growth* is "
               "the highest resident set during the fit minus the resident set before it "
@@ -430,15 +437,16 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
               "returned factors included). Median over "
               f"{cfg['mem_rounds']} round(s) in which the configurations took turns.", ""]
     mrows = []
-    for lab, recs in mem.items():
+    for lab, recs in mem.items():  # noqa: B007
         mrows.append([lab, f"{np.median([r['peak_growth'] for r in recs]):.1f}",
                       f"{np.median([r['growth'] for r in recs]):.1f}",
                       f"{np.median([r['before'] for r in recs]):.0f}",
                       ", ".join(f"{r['peak_growth']:.1f}" for r in recs)])
-    lines += [md_table(["configuration", "peak growth (MiB)", "growth after (MiB)",
-                        "resident before (MiB)", "peak growth per round"], mrows), ""]
+    if mem:
+        lines += [md_table(["configuration", "peak growth (MiB)", "growth after (MiB)",
+                            "resident before (MiB)", "peak growth per round"], mrows), ""]
     fk = (m + n) * k
-    lines += [f"For scale: the factors alone are {fk * 4 / 2**20:.1f} MiB in float32 and "
+    lines += [] if not mem else [f"For scale: the factors alone are {fk * 4 / 2**20:.1f} MiB in float32 and "
               f"{fk * 8 / 2**20:.1f} MiB in float64; one int32 index per positive is "
               f"{cfg['nnz'] * 4 / 2**20:.1f} MiB. fastpu keeps the input's arrays as they are "
               "(a canonical CSR is not copied), adds the transposed pattern (int32 indices, "
@@ -446,7 +454,7 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
               "under the Full approach (labels are all 1, weights constant, and the correction "
               "p_i q_j is computed where it is used).", ""]
 
-    lines += ["## (2) and (3) Setup and time per iteration", "",
+    lines += [] if not speed else ["## (2) and (3) Setup and time per iteration", "",
               f"{cfg['rounds']} rounds; in each, implicit and the {len(CONFIGS)} fastpu "
               f"configurations fit {cfg['iters']} iterations one after another. *Setup* = from "
               "the call of `fit` to the start of the first iteration (median over rounds); "
@@ -461,7 +469,7 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
         srows.append([lab, f"{st * 1e3:.0f} ms", f"{ti * 1e3:.0f} ms", f"{st / ti:.2f}",
                       f"{ti / t_imp:.2f}×", f"{ci * 1e3:.0f} ms ({ci / c_imp:.2f}×)",
                       ", ".join(f"{t * 1e3:.0f}" for t in r["iters"])])
-    lines += [md_table(["configuration", "setup", "iteration", "setup / iteration",
+    lines += [] if not speed else [md_table(["configuration", "setup", "iteration", "setup / iteration",
                         "iteration vs implicit", "CPU time / iteration (vs implicit)",
                         "all iterations (ms)"], srows), "",
               "*CPU time* = the process's CPU seconds (both threads) over the same iterations "
@@ -469,7 +477,7 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
               "work it is steadier than wall time, which also counts the time a thread waits "
               "for a core.", ""]
 
-    lines += ["## (4) Growth with m·n at fixed positives", "",
+    lines += [] if not growth else ["## (4) Growth with m·n at fixed positives", "",
               f"m = n ∈ {list(sizes)}, {cfg['grow_nnz']:,} positives (`powerlaw_pu(m, m, "
               f"{cfg['grow_nnz']}, seed=1)`), k = {cfg['grow_k']}, {cfg['grow_iters']} "
               f"iterations per fit, {cfg['grow_rounds']} rounds (sizes and methods take turns); "
@@ -477,7 +485,7 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
     grows = []
     for lab in g_labels:
         grows.append([lab] + [f"{np.median(times[(lab, s)]) * 1e3:.1f} ms" for s in sizes])
-    lines += [md_table(["method"] + [f"m = n = {s:,}" for s in sizes], grows), ""]
+    lines += [] if not growth else [md_table(["method"] + [f"m = n = {s:,}" for s in sizes], grows), ""]
     if prof:
         lines += ["## (5) Profile: where an iteration goes, and its per-row floor", "",
                   f"The two parts of one fastpu iteration timed alone on the {m:,} × {n:,} "
@@ -494,6 +502,29 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
                              f"{rws[key][0] * 1e3:.0f} ms", f"{rws[key][1] * 1e3:.0f} ms"])
         lines += [md_table(["configuration", "part", "wall", "CPU", "wall, no entries",
                             "CPU, no entries"], prow), ""]
+
+        def cpu_total(lab, which=0):
+            return sum(v[1] for v in prof[lab][which].values())
+
+        if "SQ-wSQ float64, cg_steps=4" in prof:
+            sq3, sq4 = cpu_total("SQ-wSQ float64"), cpu_total("SQ-wSQ float64, cg_steps=4")
+            lr = cpu_total("LR-wSQ float64")
+            lines += [
+                f"CPU seconds of one iteration's parts: SQ-wSQ {sq3 * 1e3:.0f} ms; the same with "
+                f"4 CG steps {sq4 * 1e3:.0f} ms ({sq4 / sq3:.2f}×); LR-wSQ {lr * 1e3:.0f} ms "
+                f"({lr / sq3:.2f}× SQ-wSQ). LR-wSQ's iteration is SQ-wSQ's plus one more CG step "
+                f"per row (4 instead of 3: {(sq4 - sq3) / sq3:.0%} of SQ-wSQ) plus the logistic "
+                f"loss and the line search ({(lr - sq4) / sq3:.0%}: per positive and side, one "
+                "exp and one log1p for the value and derivatives and one exp and one log1p per "
+                "line-search trial). Each CG step is one pass over the row's positives to score "
+                "them and one to accumulate, like an ALS CG step; SQ-wSQ does 1 + 3 such pairs "
+                "per row, as implicit does (its residual plus 3 steps), and LR-wSQ 1 + 4. So "
+                "with the library's default of 4 CG steps for the logistic loss, LR-wSQ costs "
+                "about (1 + 4)/(1 + 3) = 1.25× an ALS-like iteration before any loss is "
+                "evaluated; with SQ-wSQ at the ratio in (3), its floor is that ratio × "
+                f"{lr / sq3:.2f}. Fewer CG steps, a cheaper logistic (an approximate exp) or "
+                "skipping the line search would reach ≤ 1×, but each changes the iterates, which "
+                "this issue rules out.", ""]
     if grow_prof:
         sizes_p = sorted(grow_prof)
         lo_p, hi_p = sizes_p[0], sizes_p[-1]
@@ -506,15 +537,18 @@ def report(cfg, args, mem, speed, growth, prof, grow_prof, warm, seconds, load0,
                              f"{grow_prof[sz][1] * 1e3:.0f} ms",
                              f"{grow_prof[sz][1] / grow_prof[sz][0]:.0%}"] for sz in sizes_p]), ""]
         ent_lo = grow_prof[lo_p][0] - grow_prof[lo_p][1]
-        lines += [f"The part that depends on the positives stays about the same "
-                  f"({ent_lo * 1e3:.0f} ms at m = n = {lo_p:,}, "
-                  f"{(grow_prof[hi_p][0] - grow_prof[hi_p][1]) * 1e3:.0f} ms at {hi_p:,}); the "
-                  f"per-row part grows with m + n "
-                  f"(×{grow_prof[hi_p][1] / max(grow_prof[lo_p][1], 1e-9):.1f}). With the "
-                  "positives' part fixed at P and the rows' part R(m) linear in m + n, the "
-                  "growth is (P + R(hi)) / (P + R(lo)): the floor of this method at these "
-                  "sizes, unless each row's Newton–CG step does less than its k×k products "
-                  "(which would change the iterates).", ""]
+        ent_hi = grow_prof[hi_p][0] - grow_prof[hi_p][1]
+        lines += [f"The part that depends on the positives goes from {ent_lo * 1e3:.0f} ms at "
+                  f"m = n = {lo_p:,} to {ent_hi * 1e3:.0f} ms at {hi_p:,} "
+                  f"(×{ent_hi / max(ent_lo, 1e-9):.2f}: the same positives, but their factor "
+                  "rows are gathered from factor matrices 4× larger, so fewer of them are found "
+                  "in cache); the per-row part — each row's k×k products with M in every CG "
+                  "step, whether or not the row has positives — grows with m + n "
+                  f"(×{grow_prof[hi_p][1] / max(grow_prof[lo_p][1], 1e-9):.1f}). implicit's "
+                  "CG has the same two terms (YᵀY p per row and step). Without changing the "
+                  "iterates, a row's Newton–CG step cannot skip its k×k products (its Hessian is "
+                  "2p_iM + 2λI plus the positives' part), so the growth is bounded below by "
+                  "(P + R(hi)) / (P + R(lo)) with the two parts measured here.", ""]
     if args.extra:
         lines += args.extra
     return "\n".join(lines) + "\n"

@@ -263,12 +263,8 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
             H = _check_factor(init[1], "init[1] (H0)", dv, k).astype(fdt, copy=False)
         else:
             scale = init_scale / np.sqrt(k)
-            W = rng.standard_normal((du, k))
-            W *= scale                                   # in place: no second m×k temporary
-            W = W.astype(fdt, copy=False)
-            H = rng.standard_normal((dv, k))
-            H *= scale
-            H = H.astype(fdt, copy=False)
+            W = _init_factor(rng, du, k, scale, fdt)
+            H = _init_factor(rng, dv, k, scale, fdt)
         progress = Progress("ocmf", verbose=verbose, callback=callback,
                             advice=_advice(Y, setup, rho, lam, init_scale, W, H))
         # the objective at the starting factors: on the row path the first user-side update
@@ -310,6 +306,25 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     return Factorization(U if user_features is not None else W, Vf if item_features is not None else H,
                          progress.history, params, "ocmf", extras)
 
+
+
+def _init_factor(rng: np.random.Generator, rows: int, k: int, scale: float, dtype: Any,
+                 block: int = 8192) -> np.ndarray:
+    """``(rng.standard_normal((rows, k)) * scale).astype(dtype)``: the same numbers, drawn a
+    block of rows at a time (the generator's stream does not depend on the block size), so
+    that float32 factors need no full-size float64 temporary."""
+    if np.dtype(dtype) == np.float64:
+        A = rng.standard_normal((rows, k))
+        A *= scale
+        return A
+    A = np.empty((rows, k), dtype=dtype)
+    buf = np.empty((min(rows, block), k))
+    for lo in range(0, rows, block):
+        b = buf[:min(rows, lo + block) - lo]
+        rng.standard_normal(out=b)
+        b *= scale
+        A[lo:lo + b.shape[0]] = b
+    return A
 
 
 def _with_advice(solve: Callable[..., Any], advice: str) -> Callable[..., Any]:

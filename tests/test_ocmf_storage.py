@@ -232,3 +232,14 @@ def test_starting_objective_from_the_first_update_equals_objective(monkeypatch, 
                          lam=0.5)
     assert len(seen) == 1
     assert seen[0] == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("rows, block", [(0, 8), (5, 8), (64, 8), (100, 7)])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_blockwise_initial_factors_are_the_one_shot_draw(rows, block, dtype):
+    from fastpu.ocmf import _init_factor
+
+    ref = (np.random.default_rng(9).standard_normal((rows, 3)) * 0.25).astype(dtype)
+    got = _init_factor(np.random.default_rng(9), rows, 3, 0.25, np.dtype(dtype), block=block)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, ref)
