@@ -122,9 +122,9 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
         """The same update with a copy of row_newton (Grams by numpy)."""
         M, kap = gram(E, qq)
         W = np.array(W, copy=True, order="C")
-        kernel(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
+        kernel(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr, qq,
                setup.abar, np.ascontiguousarray(E), M, kap, pq, setup.lam, W, ns, cs, 1e-3,
-               max(16, LOCAL_ENTRIES // W.shape[1]), np.empty(W.shape[0]))
+               max(16, LOCAL_ENTRIES // W.shape[1]), np.empty(W.shape[0]), np.empty(0))
         return W
 
     s = np.empty(Y.nnz)

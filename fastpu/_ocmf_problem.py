@@ -30,11 +30,38 @@ SOLVERS = ("tron", "gd")
 # Canonical pieces built once at the boundary
 # ----------------------------------------------------------------------------------------------
 
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def index_dtype(*sizes: int) -> Any:
+    """The one index type of the entries' kernels: int32 when every row, column and entry count
+    fits in it, else int64 (a second compiled specialisation, for matrices that need it)."""
+    return np.int32 if max(sizes, default=0) <= _INT32_MAX else np.int64
+
+
+def kernel_indices(indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> tuple:
+    """(indptr, indices) of a CSR in :func:`index_dtype` (no copy when they already are)."""
+    dt = index_dtype(indptr.size - 1, n_cols, indices.size)
+    return indptr.astype(dt, copy=False), indices.astype(dt, copy=False)
+
+
+_ONE = np.ones(1)
+_NO_CORR = np.empty(0)
+_NO_ROWS = np.empty(0)        # row_newton's f0_out when the starting values are not wanted
+
+
 @dataclasses.dataclass
 class _Entries:
     """The entries that carry a loss term, in CSR order, with per-entry label, weight, correction.
 
-    value of entry e at score s: weights[e] * l(labels[e], s) - corr[e] * (ā - s)².
+    value of entry e = (i, j) at score s: weights[e] * l(labels[e], s) - r_e (ā - s)².
+
+    Compact storage (what :func:`fastpu._kernels.updates.row_newton` reads directly): indptr
+    and indices share one integer type (:func:`index_dtype`, int32 unless the matrix is too
+    large); ``labels`` or ``weights`` of length 1 give every entry that value (binary data
+    stores neither); an empty ``corr`` means r_e = p_i q_j with the sub-problem's p (rows) and
+    q (columns) — the Full approach's correction, and 0 where p = q = 0. :meth:`expanded` gives
+    the per-entry float64 arrays and int64 indices the general (coupled) path works on.
     """
 
     indptr: np.ndarray
@@ -43,19 +70,90 @@ class _Entries:
     weights: np.ndarray
     corr: np.ndarray
     shape: tuple
+    _full: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def nnz(self):
         return self.indices.size
 
+    def _per_entry(self, a):
+        return a.shape[0] == self.nnz and self.nnz > 1
+
     def transpose(self):
-        rows = np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.indptr))
-        order = np.lexsort((rows, self.indices))      # by column, then row
-        cols = self.indices[order]
-        indptr = np.zeros(self.shape[1] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cols, minlength=self.shape[1]), out=indptr[1:])
-        return _Entries(indptr, np.ascontiguousarray(rows[order]), self.labels[order],
-                        self.weights[order], self.corr[order], (self.shape[1], self.shape[0]))
+        """The same entries in column-major order, as the CSR of the transpose.
+
+        Linear time (scipy's CSR→CSC counting pass; within a column the rows stay in order);
+        per-entry arrays are permuted only when there are any.
+        """
+        m, n = self.shape
+        nnz = self.nnz
+        dt = index_dtype(m, n, nnz)
+        permute = any(self._per_entry(a) for a in (self.labels, self.weights, self.corr))
+        data = np.arange(nnz, dtype=dt) if permute else np.ones(nnz, dtype=np.bool_)
+        T = sp.csr_array((data, self.indices, self.indptr), shape=(m, n), copy=False).tocsc()
+        indptr, indices = T.indptr.astype(dt, copy=False), T.indices.astype(dt, copy=False)
+        perm = T.data if permute else None
+        del T, data
+
+        def take(a):
+            return a[perm] if (perm is not None and self._per_entry(a)) else a
+
+        return _Entries(indptr, indices, take(self.labels), take(self.weights), take(self.corr),
+                        (n, m))
+
+    def expanded(self, p_row, q_col):
+        """The same entries with int64 indices and per-entry float64 labels, weights, corr.
+
+        r_e = p_row[i] q_col[j] where ``corr`` is empty. Built on first use and kept (the
+        coupled path's :class:`SubProblem` evaluates them many times).
+        """
+        full = self._full
+        if full is not None and full[0] is p_row and full[1] is q_col:
+            return full[2]
+        nnz = self.nnz
+        indptr = self.indptr.astype(np.int64)
+        indices = self.indices.astype(np.int64)
+
+        def spread(a):
+            return np.full(nnz, a[0]) if (a.shape[0] == 1 and nnz != 1) else \
+                np.asarray(a, dtype=np.float64)
+
+        if self.corr.shape[0] == nnz and nnz > 0:
+            corr = self.corr
+        else:
+            rows = np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(indptr))
+            corr = p_row[rows] * q_col[indices]
+        out = _Entries(indptr, indices, spread(self.labels), spread(self.weights), corr,
+                       self.shape)
+        self._full = (p_row, q_col, out)
+        return out
+
+
+def _canonical_y(Y):
+    """Y checked at the boundary, as CSR with :func:`index_dtype` indices.
+
+    A CSR that is already canonical (sorted, duplicate-free), float32 or float64, finite and
+    non-negative is read as it is: its data are not copied (nothing below writes to them) and
+    its indices only when they are not the kernels' type. Anything else goes through
+    :func:`fastpu._validation.check_csr` (which copies, and raises the errors).
+    """
+    fast = (sp.issparse(Y) and getattr(Y, "format", None) == "csr" and Y.ndim == 2
+            and Y.dtype in (np.float32, np.float64))
+    if fast:
+        V._check_compressed_structure(Y, "Y")
+        nnz = int(Y.indptr[-1])
+        data = np.asarray(Y.data)[:nnz]
+        fast = bool(Y.has_canonical_format) and (
+            nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf))
+    if not fast:
+        Y = V.check_csr(Y, name="Y")
+        nnz, data = Y.nnz, Y.data
+    indptr, indices = kernel_indices(np.asarray(Y.indptr), np.asarray(Y.indices)[:nnz],
+                                     Y.shape[1])
+    out = sp.csr_array((data, indices, indptr), shape=Y.shape, copy=False)
+    # scipy may pick its own index type; the kernels need this one
+    out.indptr, out.indices = indptr, indices
+    return out
 
 
 @dataclasses.dataclass
@@ -134,7 +232,7 @@ def _resolve_abar(loss, a_bar):
 
 def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph,
              negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None):
-    Y = V.check_csr(Y, name="Y")
+    Y = _canonical_y(Y)
     m, n = Y.shape
     V.check_choice(loss, name="loss", choices=LOSSES)
     V.check_choice(negatives, name="negatives", choices=NEGATIVES)
@@ -164,11 +262,12 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
             f"the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
             f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
             "expected weights rho·p_i·q_j of order 1 or below")
-    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(Y.indptr))
-
     if negatives == "full":
-        ent = _Entries(Y.indptr, Y.indices, np.ones(Y.nnz), Y.data.copy(),
-                       pw[rows] * q[Y.indices], (m, n))
+        data = Y.data
+        binary = data.size == 0 or (float(data.min()) == 1.0 and float(data.max()) == 1.0)
+        weights = _ONE if binary else np.asarray(data, dtype=np.float64)
+        # r_e = pw_i q_j: computed where it is used from p_quad, q_quad (no per-entry array)
+        ent = _Entries(Y.indptr, Y.indices, _ONE, weights, _NO_CORR, (m, n))
         p_quad, q_quad = pw, q
     else:
         if negatives == "full_logistic":
@@ -191,7 +290,9 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
         labels = np.where(is_pos, 1.0, abar)
         weights = np.where(is_pos, 0.0, pw[both_rows] * q[both.indices])
         weights[is_pos] = Y.data                    # same CSR order: positives in row-major order
-        ent = _Entries(both.indptr, both.indices, labels, weights, np.zeros(both.nnz), (m, n))
+        indptr, indices = kernel_indices(both.indptr, both.indices, n)
+        # no unlabeled term: p_quad = q_quad = 0, so the compact correction r_e = 0·0 = 0
+        ent = _Entries(indptr, indices, labels, weights, _NO_CORR, (m, n))
         p_quad, q_quad = np.zeros(m), np.zeros(n)
     return _Setup(kind, abar, lam, lam_g, ent, ent.transpose(), _side(X, Lu, m, lam_w),
                   _side(Z, Lv, n, lam_h), p_quad, q_quad), Y
@@ -240,7 +341,9 @@ class SubProblem:
                  p_quad: np.ndarray, q_quad: np.ndarray) -> None:
         self.kind, self.abar = setup.kind, setup.abar
         self.lam, self.lam_g = side.lam, setup.lam_g          # the side's λ (λ_w or λ_h)
-        self.ent, self.side, self.E = entries, side, np.ascontiguousarray(E)
+        # per-entry arrays and int64 indices (the general kernels' layout), built once per side
+        self.ent = entries.expanded(p_quad, q_quad)
+        self.side, self.E = side, np.ascontiguousarray(E)
         self.p = p_quad
         self.k = E.shape[1]
         self.d = side.dim
@@ -257,7 +360,7 @@ class SubProblem:
                 self.Mbar = (Xs.T * p_quad) @ Xs
             else:
                 self.Mbar = np.asarray((Xs.T @ sp.diags_array(p_quad) @ Xs).todense())
-        nnz = entries.nnz
+        nnz = self.ent.nnz
         self.s = np.empty(nnz)
         self.val = np.empty(nnz)
         self.d1 = np.empty(nnz)
@@ -406,17 +509,46 @@ def _latent(side, W):
     return W if side.identity else side.mul(_f64(W))
 
 
+def _sum_squares(A, block=1 << 16):
+    """Σ A² accumulated in float64, a block at a time (no float64 copy of a float32 A)."""
+    flat = A.reshape(-1)
+    total = 0.0
+    for lo in range(0, flat.size, block):
+        total += float(np.square(flat[lo:lo + block], dtype=np.float64).sum())
+    return total
+
+
 def _side_reg(setup, side, W, B):
-    r = float(np.sum(np.square(W, dtype=np.float64)))
+    r = _sum_squares(W)
     if side.L is not None and setup.lam_g > 0:
         B = _f64(B)
         r += setup.lam_g * float(np.sum(B * side.lmul(B)))
     return side.lam * r
 
 
+def _writable(A):
+    return A if (A.flags.c_contiguous and A.flags.writeable) else np.array(A, order="C")
+
+
 def _full_objective(setup, W, H):
+    """f(W, H); W and H in float64 or (on the row path) the fit's float32."""
+    user = setup.user
+    if user.identity and user.L is None:
+        # Σ_i f_i(w_i) of the users' row problems: the fast path's kernel evaluating its rows
+        # (n_newton = 0) with the other side fixed, plus the items' regulariser
+        E = np.ascontiguousarray(_latent(setup.item, H))
+        W = _writable(W)          # read only (n_newton = 0), but the kernel's type is writable
+        M, kappa = _gram(E, setup.q_quad)
+        ent = setup.entries
+        f_rows = np.empty(W.shape[0])
+        row_newton(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
+                   setup.q_quad, setup.abar, E, M, kappa, setup.p_quad, user.lam, W, 0, 1, 1e-3,
+                   max(16, LOCAL_ENTRIES // W.shape[1]), f_rows, _NO_ROWS)
+        const = setup.abar ** 2 * float(setup.p_quad.sum()) * float(setup.q_quad.sum())
+        return float(f_rows.sum()) + const + _side_reg(setup, setup.item, H, E)
+    W, H = _f64(W), _f64(H)
     E = setup.item.mul(H)
-    prob = SubProblem(setup, setup.entries, setup.user, E, setup.p_quad, setup.q_quad)
+    prob = SubProblem(setup, setup.entries, user, E, setup.p_quad, setup.q_quad)
     return prob.fun(W.ravel()) + _side_reg(setup, setup.item, H, E)
 
 
@@ -438,12 +570,14 @@ def _gram(E, q):
 
 
 def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, inner_iter,
-                 nsteps, csteps):
+                 nsteps, csteps, start=None):
     """Minimise over one side's W with the other side's latent matrix E fixed.
 
     On the fast path W is updated in place (``fit`` owns its factors); the solvers return a
     new array. Returns the new W, the solver iterations (0 on the fast path) and the sub-problem's
     objective g(W) at the new W (everything in f that depends on W, plus the constant).
+    ``start`` (a list): on the fast path, g at the W it started from is appended to it (the
+    rows' first Newton step evaluates it anyway); elsewhere it is left empty.
     """
     if fast_path and side.identity and side.L is None:
         E = np.ascontiguousarray(E)
@@ -451,13 +585,15 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
         if not (W.flags.c_contiguous and W.flags.writeable):
             W = np.array(W, order="C")
         f_rows = np.empty(W.shape[0])
+        f0_rows = np.empty(W.shape[0]) if start is not None else _NO_ROWS
         local_max = max(16, LOCAL_ENTRIES // W.shape[1])
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
-                   entries.corr, setup.abar, E, M, kappa, p_quad, side.lam,
-                   W, nsteps, csteps, 1e-3, local_max, f_rows)
+                   entries.corr, q_quad, setup.abar, E, M, kappa, p_quad, side.lam,
+                   W, nsteps, csteps, 1e-3, local_max, f_rows, f0_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
+        if start is not None:
+            start.append(float(f0_rows.sum()) + const)
         return W, 0, float(f_rows.sum()) + const
     prob = SubProblem(setup, entries, side, _f64(E), p_quad, q_quad)
     res = solve(prob, W.ravel(), max_iter=inner_iter)          # the solvers work on a float64 copy
     return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.n_iter, res.fun
-

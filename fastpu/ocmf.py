@@ -35,7 +35,7 @@ from . import _validation as V
 from ._dataset import Dataset
 from ._kernels.losses import SQUARE
 from ._nystrom import NystromMap, nystrom_features
-from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor, _f64,
+from ._ocmf_problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor,
                             _full_objective, _latent, _prepare, _side_reg, _update_side)
 from ._progress import Progress
 from ._threads import limit_threads
@@ -263,17 +263,26 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
             H = _check_factor(init[1], "init[1] (H0)", dv, k).astype(fdt, copy=False)
         else:
             scale = init_scale / np.sqrt(k)
-            W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
-            H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
+            W = _init_factor(rng, du, k, scale, fdt)
+            H = _init_factor(rng, dv, k, scale, fdt)
         progress = Progress("ocmf", verbose=verbose, callback=callback,
                             advice=_advice(Y, setup, rho, lam, init_scale, W, H))
+        # the objective at the starting factors: on the row path the first user-side update
+        # evaluates it anyway (each row's first Newton step); otherwise computed here
+        start: list[float] | None = None
         if n_iter:
-            progress.start(_full_objective(setup, _f64(W), _f64(H)))
+            if fast_path and setup.user.identity and setup.user.L is None:
+                start = []
+            else:
+                progress.start(_full_objective(setup, W, H))
         solve = _with_advice(tron if solver == "tron" else gd, progress.advice)
         for it in range(1, n_iter + 1):
             E = _latent(setup.item, H)
             W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
-                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps)
+                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps,
+                                         start=start if it == 1 else None)
+            if it == 1 and start is not None:       # f(W0, H0): H is still the starting H
+                progress.start(start[0] + _side_reg(setup, setup.item, H, E))
             B = _latent(setup.user, W)
             H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
                                                  setup.q_quad, setup.p_quad, fast_path, solve,
@@ -299,6 +308,25 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
 
 
 
+def _init_factor(rng: np.random.Generator, rows: int, k: int, scale: float, dtype: Any,
+                 block: int = 8192) -> np.ndarray:
+    """``(rng.standard_normal((rows, k)) * scale).astype(dtype)``: the same numbers, drawn a
+    block of rows at a time (the generator's stream does not depend on the block size), so
+    that float32 factors need no full-size float64 temporary."""
+    if np.dtype(dtype) == np.float64:
+        A = rng.standard_normal((rows, k))
+        A *= scale
+        return A
+    A = np.empty((rows, k), dtype=dtype)
+    buf = np.empty((min(rows, block), k))
+    for lo in range(0, rows, block):
+        b = buf[:min(rows, lo + block) - lo]
+        rng.standard_normal(out=b)
+        b *= scale
+        A[lo:lo + b.shape[0]] = b
+    return A
+
+
 def _with_advice(solve: Callable[..., Any], advice: str) -> Callable[..., Any]:
     """The solver, re-raising a FloatingPointError (a non-finite value) with the likely cause."""
     def run(problem: Any, x0: Any, **kw: Any) -> Any:
@@ -313,7 +341,7 @@ def _advice(Y: Sparse, setup: Any, rho: float, lam: float, init_scale: float, W:
             H: np.ndarray) -> str:
     """What to change when the objective overflows or grows: the largest inputs first."""
     tips = []
-    start = max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(H), initial=0.0)))
+    start = max(_max_abs(W), _max_abs(H))
     if start > 1e3:
         tips.append(f"start from smaller factors (init_scale={init_scale:g}, or init; largest |value| {start:g})")
     big = float(Y.data.max(initial=0.0))
@@ -330,6 +358,11 @@ def _advice(Y: Sparse, setup: Any, rho: float, lam: float, init_scale: float, W:
         tips.append(f"lower rho (now {float(rho):g}) or p, q (largest unlabeled weight {w:g})")
     tips.append(f"raise lam (now {float(lam):g})")
     return "; or ".join(tips)
+
+
+def _max_abs(A: np.ndarray) -> float:
+    """max |A| (0 when empty) without an |A| temporary."""
+    return max(float(A.max(initial=0.0)), -float(A.min(initial=0.0)))
 
 
 def _zero_advice(Y: Sparse, init: Any, init_scale: float, lam: float) -> str | None:

@@ -46,9 +46,10 @@ def run(P, n_newton, n_cg, local_max=1000, dtype=np.float64, cg_tol=1e-12):
     Y = P["Y"]
     W = P["W0"].astype(dtype)
     f = np.empty(Y.shape[0])
+    # per-entry labels, weights, corrections (the general form; q is then not read)
     row_newton(LOSS_CODES[P["loss"]], Y.indptr, Y.indices, P["labels"], P["weights"], P["corr"],
-               P["abar"], P["E"].astype(dtype), P["M"], P["kappa"], P["p"], P["lam"], W,
-               n_newton, n_cg, cg_tol, local_max, f)
+               np.empty(0), P["abar"], P["E"].astype(dtype), P["M"], P["kappa"], P["p"], P["lam"], W,
+               n_newton, n_cg, cg_tol, local_max, f, np.empty(0))
     return W, f
 
 

@@ -142,23 +142,22 @@ def _quad_part(M, kappa, abar, p_i, lam, w, g, mw):
 
 
 @nb.njit(inline="always", **_JIT)
-def _value_grad(kind, G, idx, off, lo, nrow, labels, weights, corr, abar, M, kappa, p_i, lam, w,
+def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, w,
                 s, d1, d2, g, mw, fresh):
     """f_i(w), per-entry first/second derivatives d1, d2 and the gradient g in one pass.
 
-    The scores are recomputed from w if ``fresh``; otherwise s already holds them. M w is
-    left in mw.
+    The row's labels, weights and corrections are yl[t], wt[t], rc[t]. The scores are
+    recomputed from w if ``fresh``; otherwise s already holds them. M w is left in mw.
     """
     if fresh:
         _scores(G, idx, off, nrow, w, s)
     val = _quad_part(M, kappa, abar, p_i, lam, w, g, mw)
     for t in range(nrow):
-        e = lo + t
-        v, g1, g2 = loss_derivs(kind, labels[e], s[t])
+        v, g1, g2 = loss_derivs(kind, yl[t], s[t])
         dd = abar - s[t]
-        val += weights[e] * v - corr[e] * dd * dd
-        d1[t] = weights[e] * g1 + 2.0 * corr[e] * dd
-        d2[t] = weights[e] * g2 - 2.0 * corr[e]
+        val += wt[t] * v - rc[t] * dd * dd
+        d1[t] = wt[t] * g1 + 2.0 * rc[t] * dd
+        d2[t] = wt[t] * g2 - 2.0 * rc[t]
     _accumulate(G, idx, off, nrow, d1, g)
     return val
 
@@ -180,29 +179,31 @@ def _hessp(G, idx, off, nrow, d2, M, p_i, lam, v, u, z, mv, out):
 
 
 @nb.njit(inline="always", **_JIT)
-def _entry_value(kind, lo, nrow, labels, weights, corr, abar, s, sd, alpha):
+def _entry_value(kind, nrow, yl, wt, rc, abar, s, sd, alpha):
     """Σ_t c l(y, s_t + α sd_t) - r (ā - s_t - α sd_t)²: the entries' part of f_i on a line."""
     val = 0.0
     for t in range(nrow):
-        e = lo + t
         st = s[t] + alpha * sd[t]
         dd = abar - st
-        val += weights[e] * loss_value(kind, labels[e], st) - corr[e] * dd * dd
+        val += wt[t] * loss_value(kind, yl[t], st) - rc[t] * dd * dd
     return val
 
 
 @nb.njit(**_JIT)
-def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar, E, M, kappa, p,
-                 lam, W, n_newton, n_cg, cg_tol, cap, f_out):
+def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p,
+                 lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out):
     """Newton–CG steps on rows c_lo..c_hi-1 of W, one after another (updated in place).
 
     Row i's f_i is minimised from its current value. Its item vectors are src[idx[off + t]]
     for t < nrow (a cached copy G, or E itself for long rows); its entries' labels, weights and
-    corrections are at lo + t. Along with the CG step, the loop keeps its scores
+    corrections are gathered into yl[t], wt[t], rc[t] first (see :func:`row_newton` for the
+    compact forms). Along with the CG step, the loop keeps its scores
     sd_t = g_t·step and M step (sums of the CG directions' own products), so that the line
     search evaluates f_i(w + α step) from scalars and one loss per entry, without touching
     the item vectors or M again. The solver is written inside the row loop rather than as a
     function called per row: such a call passes some twenty arrays and costs about 10% here.
+    With ``n_newton == 0`` every f_out[i] is f_i at the current row and W is left as it is; a
+    non-empty f0_out receives f_i at the row it started from (computed by the first step anyway).
     """
     k = W.shape[1]
     longest = 0
@@ -210,13 +211,18 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
         longest = max(longest, indptr[i + 1] - indptr[i])
     n_local = min(longest, cap)
     G = np.empty((n_local, k), dtype=E.dtype)
-    iota = np.arange(n_local)
+    iota = np.empty(n_local, dtype=indices.dtype)     # same type as indices: one idx variable
+    for t in range(n_local):
+        iota[t] = t
     s = np.empty(longest)
     d1 = np.empty(longest)
     d2 = np.empty(longest)
     u = np.empty(longest)
     z = np.empty(longest)
     sd = np.empty(longest)
+    yl = np.empty(longest)
+    wt = np.empty(longest)
+    rc = np.empty(longest)
     w = np.empty(k)
     g = np.empty(k)
     step = np.empty(k)
@@ -226,6 +232,12 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
     mw = np.empty(k)
     md = np.empty(k)
     mstep = np.empty(k)
+    # compact forms: a length-1 labels/weights array holds every entry's value; an empty corr
+    # means r_e = p_i q_j
+    l_step = 0 if labels.shape[0] == 1 else 1
+    w_step = 0 if weights.shape[0] == 1 else 1
+    per_entry_corr = corr.shape[0] > 0
+    keep_start = f0_out.shape[0] > 0
     line = kind != SQUARE          # a line search (and what it needs) for non-quadratic losses
     for i in range(c_lo, c_hi):
         lo = indptr[i]
@@ -233,6 +245,11 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
         p_i = p[i]
         for a in range(k):
             w[a] = W[i, a]
+        for t in range(nrow):
+            e = lo + t
+            yl[t] = labels[e * l_step]
+            wt[t] = weights[e * w_step]
+            rc[t] = corr[e] if per_entry_corr else p_i * q[indices[e]]
         if nrow <= n_local:
             for t in range(nrow):
                 j = indices[lo + t]
@@ -247,9 +264,13 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
             off = lo
         f_cur = 0.0
         fresh = True
-        for it in range(n_newton):
-            f_cur = _value_grad(kind, src, idx, off, lo, nrow, labels, weights, corr, abar, M,
-                                kappa, p_i, lam, w, s, d1, d2, g, mw, fresh)
+        for it in range(max(n_newton, 1)):
+            f_cur = _value_grad(kind, src, idx, off, nrow, yl, wt, rc, abar, M, kappa, p_i, lam,
+                                w, s, d1, d2, g, mw, fresh)
+            if it == 0 and keep_start:
+                f0_out[i] = f_cur
+            if n_newton == 0:
+                break
             gg = 0.0
             for a in range(k):
                 gg += g[a] * g[a]
@@ -330,7 +351,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
                 quad = p_i * (wmw + alpha * (2.0 * smw + alpha * sms)
                               - 2.0 * abar * (wk + alpha * sk))
                 reg = lam * (ww + alpha * (2.0 * ws + alpha * ss))
-                f_new = _entry_value(kind, lo, nrow, labels, weights, corr, abar, s, sd, alpha)
+                f_new = _entry_value(kind, nrow, yl, wt, rc, abar, s, sd, alpha)
                 f_new += quad + reg
                 if f_new <= f_cur + 1e-4 * alpha * gs:
                     accepted = True
@@ -344,25 +365,31 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, abar,
                 s[t] += alpha * sd[t]          # the scores of the new w, for the next step
             f_cur = f_new
             fresh = False
-        f = f_cur
-        for a in range(k):
-            W[i, a] = w[a]
-        f_out[i] = f
+        if n_newton > 0:
+            for a in range(k):
+                W[i, a] = w[a]
+        f_out[i] = f_cur
 
 
 @nb.njit(parallel=True, **_JIT)
-def row_newton(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, p, lam,
-               W, n_newton, n_cg, cg_tol, local_max, f_out):
+def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p, lam,
+               W, n_newton, n_cg, cg_tol, local_max, f_out, f0_out):
     """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
 
-    Rows with at most ``local_max`` entries copy their item vectors into a contiguous
-    block first (see the module docstring); the result is the same either way up
-    to rounding. ``f_out[i]`` receives f_i at the updated row (without the constant
-    p_i ā² Σq). E and W may be float32 or float64; every sum is accumulated in float64.
+    Entry e of row i (column j = indices[e]) has label labels[e], weight weights[e] and
+    correction corr[e]; a ``labels`` or ``weights`` array of length 1 gives every entry that
+    value, and an empty ``corr`` gives r_e = p[i] q[j] (binary data and the Full approach need
+    no per-entry arrays at all; ``q`` is only read then). Rows with at most ``local_max``
+    entries copy their item vectors into a contiguous block first (see the module docstring);
+    the result is the same either way up to rounding. ``f_out[i]`` receives f_i at the updated
+    row (without the constant p_i ā² Σq), and ``f0_out[i]`` (unless it is empty) f_i at the row
+    it started from; ``n_newton == 0`` evaluates f_i at the current rows and leaves W unchanged. E and W may be float32 or float64; every sum is accumulated in
+    float64. indptr and indices share one integer type (int32 from ocmf's boundary).
     """
     m = W.shape[0]
     n_chunks = (m + _CHUNK - 1) // _CHUNK
     cap = max(local_max, 0)
     for c in nb.prange(n_chunks):
         _solve_chunk(kind, c * _CHUNK, min(m, (c + 1) * _CHUNK), indptr, indices, labels, weights,
-                     corr, abar, E, M, kappa, p, lam, W, n_newton, n_cg, cg_tol, cap, f_out)
+                     corr, q, abar, E, M, kappa, p, lam, W, n_newton, n_cg, cg_tol, cap, f_out,
+                     f0_out)

@@ -27,7 +27,7 @@ import numpy as np
 from .. import _validation as V
 from .._kernels.losses import LOSS_CODES, SQUARE
 from .._kernels.updates import LOCAL_ENTRIES, row_newton
-from .._ocmf_problem import LOSSES, _resolve_abar
+from .._ocmf_problem import LOSSES, _resolve_abar, kernel_indices
 from .._progress import Progress
 from .._threads import limit_threads
 from ..model import Factorization
@@ -36,6 +36,7 @@ from . import _blocks
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
 UNSUPPORTED = {"negatives": "full", "fast_path": True}
 IGNORED = ("dense_limit", "neg_ratio")        # only used by the dense / sampled variants
+_NO_Q = np.empty(0)
 
 
 @dataclasses.dataclass
@@ -76,8 +77,11 @@ def update_task(block, F, E, M, kappa, kind, abar, lam, nsteps, csteps, n_thread
         f_rows = np.empty(W.shape[0])
         local_max = max(16, LOCAL_ENTRIES // k)
         if W.shape[0]:
-            row_newton(kind, block.indptr, block.indices, block.labels, block.weights, block.corr,
-                       abar, E, M, kappa, block.w, lam, W, nsteps, csteps, 1e-3, local_max, f_rows)
+            # the kernel's one index type (int32 when it fits); per-entry corr, so no column weights
+            indptr, indices = kernel_indices(block.indptr, block.indices, E.shape[0])
+            row_newton(kind, indptr, indices, block.labels, block.weights, block.corr, _NO_Q,
+                       abar, E, M, kappa, block.w, lam, W, nsteps, csteps, 1e-3, local_max, f_rows,
+                       _NO_Q)
         Mp, kp = _blocks.gram(W, block.w, k)
         reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
         return W, float(f_rows.sum()), Mp, kp, reg
