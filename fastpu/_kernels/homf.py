@@ -5,6 +5,12 @@ recursion a_1 = A e_c, a_t = a_1 + A a_{t-1}, run for all ``b`` columns at once
 as sparse × dense-block products (``walk_step``).  Each ``prange`` iteration owns
 one output row (walk) or one column of the block (solves), so results do not
 depend on the thread count.
+
+Dense mode's f_T(P) L = (1/T) Σ_l P^l L runs all T sparse × (N×k) products of Horner's rule in
+one call (``horner_walk``).  Its rows add four stored entries' terms before touching the output
+row, ``out_i += (a₀x₀ + a₁x₁) + (a₂x₂ + a₃x₃)``: a reassociation of the sum that cuts the
+loads and stores of the output row (and the dependency through them) by four, and the rows are
+handed out to the threads in chunks of equal nonzeros instead of equal rows.
 """
 
 import numba as nb
@@ -39,6 +45,70 @@ def walk_step(indptr, indices, data, first, prev, out):
             j = indices[p]
             for c in range(b):
                 out[i, c] += a * prev[j, c]
+
+
+@nb.njit(**_JIT)
+def _walk_row(indptr, indices, data, X, i, first, add_first, scale, out):
+    """out[i] = scale · (first[i] + Σ_p data[p] X[indices[p]]) over row i, four entries at a time."""
+    b = X.shape[1]
+    if add_first:
+        for c in range(b):
+            out[i, c] = first[i, c]
+    else:
+        for c in range(b):
+            out[i, c] = 0.0
+    p = indptr[i]
+    stop = indptr[i + 1]
+    while p + 4 <= stop:
+        a0 = data[p]
+        a1 = data[p + 1]
+        a2 = data[p + 2]
+        a3 = data[p + 3]
+        x0 = X[indices[p]]
+        x1 = X[indices[p + 1]]
+        x2 = X[indices[p + 2]]
+        x3 = X[indices[p + 3]]
+        for c in range(b):
+            out[i, c] += (a0 * x0[c] + a1 * x1[c]) + (a2 * x2[c] + a3 * x3[c])
+        p += 4
+    while p < stop:
+        a0 = data[p]
+        x0 = X[indices[p]]
+        for c in range(b):
+            out[i, c] += a0 * x0[c]
+        p += 1
+    if scale != 1.0:
+        for c in range(b):
+            out[i, c] *= scale
+
+
+@nb.njit(parallel=True, **_JIT)
+def horner_walk(indptr, indices, data, chunks, L, T, first, work, out):
+    """out = (1/T) Σ_{l=1}^T P^l L by Horner: a_1 = P L, a_t = a_1 + P a_{t-1}, out = a_T / T.
+
+    ``first`` and ``work`` are N×k scratch (a_1 and the odd/even iterates; a_T lands in
+    ``out``).  ``chunks`` (increasing, from 0 to N) cuts the rows into ranges of about equal
+    nonzeros, one per ``prange`` iteration; every row is computed whole by one thread, so the
+    result depends neither on the thread count nor on ``chunks``.
+    """
+    n_chunks = chunks.shape[0] - 1
+    s = 1.0 / T
+    if T == 1:
+        for q in nb.prange(n_chunks):
+            for i in range(chunks[q], chunks[q + 1]):
+                _walk_row(indptr, indices, data, L, i, first, False, s, out)
+        return
+    for q in nb.prange(n_chunks):
+        for i in range(chunks[q], chunks[q + 1]):
+            _walk_row(indptr, indices, data, L, i, first, False, 1.0, first)
+    prev = first
+    for t in range(2, T + 1):
+        dst = out if (T - t) % 2 == 0 else work         # so that a_T is written to out
+        sc = s if t == T else 1.0
+        for q in nb.prange(n_chunks):
+            for i in range(chunks[q], chunks[q + 1]):
+                _walk_row(indptr, indices, data, prev, i, first, True, sc, dst)
+        prev = dst
 
 
 @nb.njit(**_JIT)
