@@ -138,7 +138,7 @@ def profile_iteration(Y, k, T, lam, threads, n_iter):
     U = rng.uniform(0.0, 1.0, size=(N, k))
     parts = {"walk f_T(A)ᵀU, f_T(A)V (2·T sparse × N×k products)": [],
              "one sparse × N×k product (horner_walk, T = 1)": [],
-             "k×k Cholesky + N×k triangular solves": [],
+             "k×k Cholesky + N×k triangular solves + ⟨new, Z⟩": [],
              "Gram matrices (2)": [],
              "objective sums": []}
     with limit_threads(threads):
@@ -156,15 +156,12 @@ def profile_iteration(Y, k, T, lam, threads, n_iter):
                 t0 = time.perf_counter()
                 Z = walk(L)
                 t1 = time.perf_counter()
-                S = LtL + 2.0 * lam * np.eye(k)
-                new = np.ascontiguousarray(sla.cho_solve(sla.cho_factor(S, lower=True), Z.T).T)
-                t2 = time.perf_counter()
-                cross = float(np.sum(new * Z))
-                t3 = time.perf_counter()
+                new, cross = homf._solve(Z, LtL, lam)
+                t2 = t3 = time.perf_counter()
                 G = VtV if walk is walk_t else UtU
                 homf._gram(new, G)
                 t4 = time.perf_counter()
-                _ = -cross + 0.5 * float(np.sum(UtU * VtV)) + lam * (float(np.sum(new * new)) + float(np.sum(L * L)))
+                _ = -cross + 0.5 * float(np.sum(UtU * VtV)) + lam * (float(np.vdot(new, new)) + float(np.vdot(L, L)))
                 t5 = time.perf_counter()
                 tw += t1 - t0
                 ts += t2 - t1
@@ -178,7 +175,7 @@ def profile_iteration(Y, k, T, lam, threads, n_iter):
             one(U)
             parts["one sparse × N×k product (horner_walk, T = 1)"].append(time.perf_counter() - t0)
             parts["walk f_T(A)ᵀU, f_T(A)V (2·T sparse × N×k products)"].append(tw)
-            parts["k×k Cholesky + N×k triangular solves"].append(ts)
+            parts["k×k Cholesky + N×k triangular solves + ⟨new, Z⟩"].append(ts)
             parts["Gram matrices (2)"].append(tg)
             parts["objective sums"].append(to)
     return {name: float(np.median(v)) for name, v in parts.items()}, A.nnz, N
@@ -190,11 +187,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for every configuration (default: min(2, NUMBA_NUM_THREADS))")
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench_perf_homf.md"))
     args = ap.parse_args()
     import numba
     import implicit
-    threads = min(2, numba.config.NUMBA_NUM_THREADS)
+    threads = args.threads or min(2, numba.config.NUMBA_NUM_THREADS)
     t_start = time.perf_counter()
     Y = load_ml1m()
     Y32 = sp.csr_matrix(Y, dtype=np.float32)
@@ -251,7 +250,8 @@ def main():
     one = prof["one sparse × N×k product (horner_walk, T = 1)"]
     ns_per = one / (nnzA * K_RANK) * 1e9
     cmd = "python benchmarks/bench_perf_homf.py" + (
-        "" if (args.rounds, args.iters) == (7, 6) else f" --rounds {args.rounds} --iters {args.iters}")
+        "" if (args.rounds, args.iters) == (7, 6) else f" --rounds {args.rounds} --iters {args.iters}") + (
+        "" if args.threads is None else f" --threads {args.threads}")
     L = [
         "# HOMF dense iteration vs implicit's ALS (issue 13)",
         "",

@@ -354,11 +354,18 @@ class _DenseWalk:
 
 def _dense_half(walk, L, LtL, lam):
     """New factor for the other side: (f_T(P) L)(LᵀL + 2λI)⁻¹, and ⟨new, f_T(P) L⟩."""
-    k = L.shape[1]
-    Z = walk(L)
+    return _solve(walk(L), LtL, lam)
+
+
+def _solve(Z, LtL, lam):
+    """Z (LᵀL + 2λI)⁻¹ (a new array) and ⟨that, Z⟩; Z is left as it is."""
+    k = Z.shape[1]
     S = LtL + 2.0 * lam * np.eye(k)
-    new = np.ascontiguousarray(sla.cho_solve(sla.cho_factor(S, lower=True), Z.T).T)
-    return new, float(np.sum(new * Z))
+    new = Z.copy()
+    # solve in place on newᵀ (Fortran order, so LAPACK takes it without a copy)
+    sol = sla.cho_solve(sla.cho_factor(S, lower=True), new.T, overwrite_b=True, check_finite=False)
+    new = np.ascontiguousarray(sol.T)
+    return new, float(np.vdot(new, Z))
 
 
 @accepts_dataset
@@ -509,11 +516,11 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
                 V, cross = _dense_half(walk_t, U, UtU, lam)
                 _gram(V, VtV)
                 obj_v = (-cross + 0.5 * float(np.sum(UtU * VtV))
-                         + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
+                         + lam * (float(np.vdot(U, U)) + float(np.vdot(V, V))))
                 U, cross = _dense_half(walk_a, V, VtV, lam)
                 _gram(U, UtU)           # also the next V half's UᵀU
                 obj = (-cross + 0.5 * float(np.sum(UtU * VtV))
-                       + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
+                       + lam * (float(np.vdot(U, U)) + float(np.vdot(V, V))))
                 if progress.step(it, obj, objective_v=obj_v, model=lambda: Factorization(
                         U[:m].copy(), V[m:].copy(), params=params, method="homf")):
                     break

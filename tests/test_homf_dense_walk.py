@@ -98,10 +98,10 @@ def test_horner_walk_is_the_same_for_any_thread_count_and_chunking(N, k, density
         np.testing.assert_array_equal(r, results[0])
 
 
-def test_horner_walk_groups_of_four_and_the_remainder():
-    # a row with 4q + r entries, r = 0..3, against the exact sum written out by hand
-    for n_entries in range(0, 10):
-        N = 12
+def test_horner_walk_groups_of_eight_four_and_the_remainder():
+    # a row with 8q + 4s + r entries (every split up to 19 entries) against the exact sum
+    for n_entries in range(0, 20):
+        N = 24
         cols = np.arange(n_entries, dtype=np.int64)
         P = sp.csr_array((np.arange(1.0, n_entries + 1), cols, np.array([0, n_entries] + [n_entries] * (N - 1))),
                          shape=(N, N))

@@ -7,10 +7,10 @@ one output row (walk) or one column of the block (solves), so results do not
 depend on the thread count.
 
 Dense mode's f_T(P) L = (1/T) Σ_l P^l L runs all T sparse × (N×k) products of Horner's rule in
-one call (``horner_walk``).  Its rows add four stored entries' terms before touching the output
-row, ``out_i += (a₀x₀ + a₁x₁) + (a₂x₂ + a₃x₃)``: a reassociation of the sum that cuts the
-loads and stores of the output row (and the dependency through them) by four, and the rows are
-handed out to the threads in chunks of equal nonzeros instead of equal rows.
+one call (``horner_walk``).  Its rows add eight stored entries' terms (as a balanced tree)
+before touching the output row: a reassociation of the sum that cuts the loads and stores of
+the output row, and the dependency through them, eightfold; the rows are handed out to the
+threads in chunks of equal nonzeros instead of equal rows.
 """
 
 import numba as nb
@@ -49,37 +49,66 @@ def walk_step(indptr, indices, data, first, prev, out):
 
 @nb.njit(**_JIT)
 def _walk_row(indptr, indices, data, X, i, first, add_first, scale, out):
-    """out[i] = scale · (first[i] + Σ_p data[p] X[indices[p]]) over row i, four entries at a time."""
+    """out[i] = scale · (first[i] + Σ_p data[p] X[indices[p]]) over row i, eight entries at a time.
+
+    The eight terms of a group are summed as a balanced tree before they are added to out[i]
+    (then a group of four, then single entries): out[i] is loaded and stored once per group
+    and the groups' sums are independent of each other.  Indices are read as unsigned (they
+    are never negative), which spares the wrap-around of a negative index.
+    """
     b = X.shape[1]
+    o = out[i]
     if add_first:
+        f = first[i]
         for c in range(b):
-            out[i, c] = first[i, c]
+            o[c] = f[c]
     else:
         for c in range(b):
-            out[i, c] = 0.0
+            o[c] = 0.0
     p = indptr[i]
     stop = indptr[i + 1]
-    while p + 4 <= stop:
+    while p + 8 <= stop:
         a0 = data[p]
         a1 = data[p + 1]
         a2 = data[p + 2]
         a3 = data[p + 3]
-        x0 = X[indices[p]]
-        x1 = X[indices[p + 1]]
-        x2 = X[indices[p + 2]]
-        x3 = X[indices[p + 3]]
+        a4 = data[p + 4]
+        a5 = data[p + 5]
+        a6 = data[p + 6]
+        a7 = data[p + 7]
+        x0 = X[nb.uint64(indices[p])]
+        x1 = X[nb.uint64(indices[p + 1])]
+        x2 = X[nb.uint64(indices[p + 2])]
+        x3 = X[nb.uint64(indices[p + 3])]
+        x4 = X[nb.uint64(indices[p + 4])]
+        x5 = X[nb.uint64(indices[p + 5])]
+        x6 = X[nb.uint64(indices[p + 6])]
+        x7 = X[nb.uint64(indices[p + 7])]
         for c in range(b):
-            out[i, c] += (a0 * x0[c] + a1 * x1[c]) + (a2 * x2[c] + a3 * x3[c])
+            o[c] += (((a0 * x0[c] + a1 * x1[c]) + (a2 * x2[c] + a3 * x3[c]))
+                     + ((a4 * x4[c] + a5 * x5[c]) + (a6 * x6[c] + a7 * x7[c])))
+        p += 8
+    if p + 4 <= stop:
+        a0 = data[p]
+        a1 = data[p + 1]
+        a2 = data[p + 2]
+        a3 = data[p + 3]
+        x0 = X[nb.uint64(indices[p])]
+        x1 = X[nb.uint64(indices[p + 1])]
+        x2 = X[nb.uint64(indices[p + 2])]
+        x3 = X[nb.uint64(indices[p + 3])]
+        for c in range(b):
+            o[c] += (a0 * x0[c] + a1 * x1[c]) + (a2 * x2[c] + a3 * x3[c])
         p += 4
     while p < stop:
         a0 = data[p]
-        x0 = X[indices[p]]
+        x0 = X[nb.uint64(indices[p])]
         for c in range(b):
-            out[i, c] += a0 * x0[c]
+            o[c] += a0 * x0[c]
         p += 1
     if scale != 1.0:
         for c in range(b):
-            out[i, c] *= scale
+            o[c] *= scale
 
 
 @nb.njit(parallel=True, **_JIT)
