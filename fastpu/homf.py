@@ -34,7 +34,7 @@ from . import _validation as V_
 from ._homf_graph import mixed_blocks
 from ._homf_walk import _Walker, walk_columns, walk_rows
 from ._kernels import homf as _K
-from ._kernels.csr import csr_dense, weighted_gram
+from ._kernels.csr import weighted_gram
 from ._progress import Progress
 from ._threads import get_num_threads, limit_threads
 from .model import Factorization, accepts_dataset

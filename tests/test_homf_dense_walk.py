@@ -103,8 +103,8 @@ def test_horner_walk_groups_of_eight_four_and_the_remainder():
     for n_entries in range(0, 20):
         N = 24
         cols = np.arange(n_entries, dtype=np.int64)
-        P = sp.csr_array((np.arange(1.0, n_entries + 1), cols, np.array([0, n_entries] + [n_entries] * (N - 1))),
-                         shape=(N, N))
+        indptr = np.array([0] + [n_entries] * N)            # row 0 holds every entry
+        P = sp.csr_array((np.arange(1.0, n_entries + 1), cols, indptr), shape=(N, N))
         L = np.zeros((N, 2))
         L[:, 0] = 2.0 ** np.arange(N)            # exact in binary: no rounding anywhere
         L[:, 1] = 1.0
