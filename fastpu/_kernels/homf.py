@@ -121,23 +121,18 @@ def horner_walk(indptr, indices, data, chunks, L, T, first, work, out):
     result depends neither on the thread count nor on ``chunks``.
     """
     n_chunks = chunks.shape[0] - 1
-    s = 1.0 / T
-    if T == 1:
-        for q in nb.prange(n_chunks):
+    src = L
+    for t in range(1, T + 1):
+        # a_1 goes to first (to out when T = 1); then out and work alternate, a_T lands in out
+        if t == 1:
+            dst = out if T == 1 else first
+        else:
+            dst = out if (T - t) % 2 == 0 else work
+        scale = 1.0 / T if t == T else 1.0
+        for q in nb.prange(n_chunks):        # one parallel loop for every step: compiled once
             for i in range(chunks[q], chunks[q + 1]):
-                _walk_row(indptr, indices, data, L, i, first, False, s, out)
-        return
-    for q in nb.prange(n_chunks):
-        for i in range(chunks[q], chunks[q + 1]):
-            _walk_row(indptr, indices, data, L, i, first, False, 1.0, first)
-    prev = first
-    for t in range(2, T + 1):
-        dst = out if (T - t) % 2 == 0 else work         # so that a_T is written to out
-        sc = s if t == T else 1.0
-        for q in nb.prange(n_chunks):
-            for i in range(chunks[q], chunks[q + 1]):
-                _walk_row(indptr, indices, data, prev, i, first, True, sc, dst)
-        prev = dst
+                _walk_row(indptr, indices, data, src, i, first, t > 1, scale, dst)
+        src = dst
 
 
 @nb.njit(**_JIT)
