@@ -328,8 +328,9 @@ def main():
         "",
         f"The walk is {2 * T_WALK} sparse × dense products, each {nnzA:,} stored entries × "
         f"{K_RANK} columns; {2 * T_WALK} × {prof[ONE] * 1e3:.1f} ms = "
-        f"{2 * T_WALK * prof[ONE] * 1e3:.0f} ms against {prof[WALK] * 1e3:.0f} ms measured for it, "
-        f"so nothing but the products is left to remove there. Their number is fixed: "
+        f"{2 * T_WALK * prof[ONE] * 1e3:.0f} ms against {prof[WALK] * 1e3:.0f} ms measured for it "
+        f"(each step after the first also reads a_1): the walk is these products and nothing "
+        f"else. Their number is fixed: "
         f"f_T(P)L = (1/T)Σ P^l L needs T products with P for each side, in any order of "
         f"evaluation (Horner's rule, the powers summed, or the bipartite split of A into its "
         f"user-item and item-user blocks, which halves each product but doubles their number). "
