@@ -34,9 +34,9 @@ from . import _validation as V_
 from ._homf_graph import mixed_blocks
 from ._homf_walk import _Walker, walk_columns, walk_rows
 from ._kernels import homf as _K
-from ._kernels.csr import csr_dense, weighted_gram
+from ._kernels.csr import weighted_gram
 from ._progress import Progress
-from ._threads import limit_threads
+from ._threads import get_num_threads, limit_threads
 from .model import Factorization, accepts_dataset
 from ._dataset import Dataset
 from ._typing import ArrayLike, Callback, Matrix, Seed, Sparse, Threads
@@ -329,28 +329,43 @@ def _exact_half(walker, L, out, lam, block):
     return total
 
 
-def _horner(P, T, L, first, buf):
-    """(1/T) Σ_{l=1}^T P^l L by Horner: a_1 = P L, a_t = a_1 + P a_{t-1}."""
-    csr_dense(P.indptr, P.indices, P.data, L, first)
-    if T == 1:
-        return first.copy()
-    prev = first.copy()
-    for _ in range(2, T + 1):
-        _K.walk_step(P.indptr, P.indices, P.data, first, prev, buf)
-        prev, buf = buf, prev
-    prev *= 1.0 / T
-    return prev
+def _row_chunks(P, n_chunks):
+    """Row cuts 0 = c_0 < ... < c_q = N of P into about ``n_chunks`` ranges of equal nonzeros."""
+    N = P.shape[0]
+    targets = np.linspace(0.0, float(P.indptr[-1]), n_chunks + 1)[1:-1]
+    cuts = np.searchsorted(P.indptr, targets).astype(np.int64)
+    return np.unique(np.concatenate(([0], np.clip(cuts, 0, N), [N])))
 
 
-def _dense_half(P, T, L, lam, first, buf):
+class _DenseWalk:
+    """f_T(P) L = (1/T) Σ_{l=1}^T P^l L for one P (A or Aᵀ), with its row chunks and buffers."""
+
+    def __init__(self, P, T, bufs):
+        self.P, self.T, self.bufs = P, T, bufs       # bufs: three N×k scratch arrays
+        self.chunks = _row_chunks(P, 4 * max(1, get_num_threads()))
+
+    def __call__(self, L):
+        """f_T(P) L, written into the third buffer (valid until the next call)."""
+        P = self.P
+        first, work, out = self.bufs
+        _K.horner_walk(P.indptr, P.indices, P.data, self.chunks, L, self.T, first, work, out)
+        return out
+
+
+def _dense_half(walk, L, LtL, lam):
     """New factor for the other side: (f_T(P) L)(LᵀL + 2λI)⁻¹, and ⟨new, f_T(P) L⟩."""
-    k = L.shape[1]
-    Z = _horner(P, T, L, first, buf)
-    LtL = np.empty((k, k))
-    _gram(L, LtL)
+    return _solve(walk(L), LtL, lam)
+
+
+def _solve(Z, LtL, lam):
+    """Z (LᵀL + 2λI)⁻¹ (a new array) and ⟨that, Z⟩; Z is left as it is."""
+    k = Z.shape[1]
     S = LtL + 2.0 * lam * np.eye(k)
-    new = np.ascontiguousarray(sla.cho_solve(sla.cho_factor(S, lower=True), Z.T).T)
-    return new, float(np.sum(new * Z)), LtL
+    new = Z.copy()
+    # solve in place on newᵀ (Fortran order, so LAPACK takes it without a copy)
+    sol = sla.cho_solve(sla.cho_factor(S, lower=True), new.T, overwrite_b=True, check_finite=False)
+    new = np.ascontiguousarray(sol.T)
+    return new, float(np.vdot(new, Z))
 
 
 @accepts_dataset
@@ -491,19 +506,21 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
                         U[:m].copy(), V[m:].copy(), params=params, method="homf")):
                     break
         else:
-            first = np.empty((N, k))
-            buf = np.empty((N, k))
+            bufs = tuple(np.empty((N, k)) for _ in range(3))
+            walk_t = _DenseWalk(At, T, bufs)     # f_T(A)ᵀ U = (1/T) Σ (Aᵀ)^l U
+            walk_a = _DenseWalk(A, T, bufs)      # f_T(A) V = (1/T) Σ A^l V
+            UtU = np.empty((k, k))
+            VtV = np.empty((k, k))
+            _gram(U, UtU)
             for it in range(1, n_iter + 1):
-                # f_T(A)ᵀ U = (1/T) Σ (Aᵀ)^l U;  f_T(A) V = (1/T) Σ A^l V.
-                V, cross, UtU = _dense_half(At, T, U, lam, first, buf)
-                VtV = np.empty((k, k))
+                V, cross = _dense_half(walk_t, U, UtU, lam)
                 _gram(V, VtV)
                 obj_v = (-cross + 0.5 * float(np.sum(UtU * VtV))
-                         + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
-                U, cross, VtV = _dense_half(A, T, V, lam, first, buf)
-                _gram(U, UtU)
+                         + lam * (float(np.vdot(U, U)) + float(np.vdot(V, V))))
+                U, cross = _dense_half(walk_a, V, VtV, lam)
+                _gram(U, UtU)           # also the next V half's UᵀU
                 obj = (-cross + 0.5 * float(np.sum(UtU * VtV))
-                       + lam * (float(np.sum(U * U)) + float(np.sum(V * V))))
+                       + lam * (float(np.vdot(U, U)) + float(np.vdot(V, V))))
                 if progress.step(it, obj, objective_v=obj_v, model=lambda: Factorization(
                         U[:m].copy(), V[m:].copy(), params=params, method="homf")):
                     break

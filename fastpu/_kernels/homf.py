@@ -5,6 +5,12 @@ recursion a_1 = A e_c, a_t = a_1 + A a_{t-1}, run for all ``b`` columns at once
 as sparse × dense-block products (``walk_step``).  Each ``prange`` iteration owns
 one output row (walk) or one column of the block (solves), so results do not
 depend on the thread count.
+
+Dense mode's f_T(P) L = (1/T) Σ_l P^l L runs all T sparse × (N×k) products of Horner's rule in
+one call (``horner_walk``).  Its rows add eight stored entries' terms (as a balanced tree)
+before touching the output row: a reassociation of the sum that cuts the loads and stores of
+the output row, and the dependency through them, eightfold; the rows are handed out to the
+threads in chunks of equal nonzeros instead of equal rows.
 """
 
 import numba as nb
@@ -39,6 +45,94 @@ def walk_step(indptr, indices, data, first, prev, out):
             j = indices[p]
             for c in range(b):
                 out[i, c] += a * prev[j, c]
+
+
+@nb.njit(**_JIT)
+def _walk_row(indptr, indices, data, X, i, first, add_first, scale, out):
+    """out[i] = scale · (first[i] + Σ_p data[p] X[indices[p]]) over row i, eight entries at a time.
+
+    The eight terms of a group are summed as a balanced tree before they are added to out[i]
+    (then a group of four, then single entries): out[i] is loaded and stored once per group
+    and the groups' sums are independent of each other.  Indices are read as unsigned (they
+    are never negative), which spares the wrap-around of a negative index.
+    """
+    b = X.shape[1]
+    o = out[i]
+    if add_first:
+        f = first[i]
+        for c in range(b):
+            o[c] = f[c]
+    else:
+        for c in range(b):
+            o[c] = 0.0
+    p = indptr[i]
+    stop = indptr[i + 1]
+    while p + 8 <= stop:
+        a0 = data[p]
+        a1 = data[p + 1]
+        a2 = data[p + 2]
+        a3 = data[p + 3]
+        a4 = data[p + 4]
+        a5 = data[p + 5]
+        a6 = data[p + 6]
+        a7 = data[p + 7]
+        x0 = X[nb.uint64(indices[p])]
+        x1 = X[nb.uint64(indices[p + 1])]
+        x2 = X[nb.uint64(indices[p + 2])]
+        x3 = X[nb.uint64(indices[p + 3])]
+        x4 = X[nb.uint64(indices[p + 4])]
+        x5 = X[nb.uint64(indices[p + 5])]
+        x6 = X[nb.uint64(indices[p + 6])]
+        x7 = X[nb.uint64(indices[p + 7])]
+        for c in range(b):
+            o[c] += (((a0 * x0[c] + a1 * x1[c]) + (a2 * x2[c] + a3 * x3[c]))
+                     + ((a4 * x4[c] + a5 * x5[c]) + (a6 * x6[c] + a7 * x7[c])))
+        p += 8
+    if p + 4 <= stop:
+        a0 = data[p]
+        a1 = data[p + 1]
+        a2 = data[p + 2]
+        a3 = data[p + 3]
+        x0 = X[nb.uint64(indices[p])]
+        x1 = X[nb.uint64(indices[p + 1])]
+        x2 = X[nb.uint64(indices[p + 2])]
+        x3 = X[nb.uint64(indices[p + 3])]
+        for c in range(b):
+            o[c] += (a0 * x0[c] + a1 * x1[c]) + (a2 * x2[c] + a3 * x3[c])
+        p += 4
+    while p < stop:
+        a0 = data[p]
+        x0 = X[nb.uint64(indices[p])]
+        for c in range(b):
+            o[c] += a0 * x0[c]
+        p += 1
+    if scale != 1.0:
+        for c in range(b):
+            o[c] *= scale
+
+
+@nb.njit(parallel=True, **_JIT)
+def horner_walk(indptr, indices, data, chunks, L, T, first, work, out):
+    """out = (1/T) Σ_{l=1}^T P^l L by Horner: a_1 = P L, a_t = a_1 + P a_{t-1}, out = a_T / T.
+
+    ``first`` and ``work`` are N×k scratch (a_1 and the odd/even iterates; a_T lands in
+    ``out``).  ``chunks`` (increasing, from 0 to N) cuts the rows into ranges of about equal
+    nonzeros, one per ``prange`` iteration; every row is computed whole by one thread, so the
+    result depends neither on the thread count nor on ``chunks``.
+    """
+    n_chunks = chunks.shape[0] - 1
+    src = L
+    for t in range(1, T + 1):
+        # a_1 goes to first (to out when T = 1); then out and work alternate, a_T lands in out
+        if t == 1:
+            dst = out if T == 1 else first
+        else:
+            dst = out if (T - t) % 2 == 0 else work
+        scale = 1.0 / T if t == T else 1.0
+        for q in nb.prange(n_chunks):        # one parallel loop for every step: compiled once
+            for i in range(chunks[q], chunks[q + 1]):
+                _walk_row(indptr, indices, data, src, i, first, t > 1, scale, dst)
+        src = dst
 
 
 @nb.njit(**_JIT)
