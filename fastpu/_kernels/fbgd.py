@@ -87,10 +87,10 @@ def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
 
 
 @nb.njit(**_JIT)
-def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
+def coordinate_side(j_lo, j_hi, zt_indptr, zt_indices, zt_data, free, theta, accum,
                     indptr, indices, cpos, bpos, pred,
                     E, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
-    """One pass of Appendix B over a side: parameter θ[j, d] by parameter, serially.
+    """Appendix B over the parameters j_lo .. j_hi − 1 of a side: θ[j, d] by θ[j, d], serially.
 
     ``zt_*`` is the transposed feature matrix (row j lists the rows i with z_ij ≠ 0);
     ``FT`` is the other side's embeddings transposed (g × n_other), so that coordinate d
@@ -99,7 +99,7 @@ def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
     moved by the same change, so every gradient is exact at the current point.
     """
     g = E.shape[1]
-    for j in range(theta.shape[0]):
+    for j in range(j_lo, j_hi):
         for d in range(g):
             if not free[j, d]:
                 continue
@@ -132,3 +132,142 @@ def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
                 E[i, d] += delta
                 for p in range(indptr[i], indptr[i + 1]):
                     pred[p] += delta * Fd[indices[p]]
+
+
+# --------------------------------------------------------------------------- row-parallel coordinates
+# With the other side (F, S, s) fixed, the loss separates over the rows of this side: the
+# partial derivative for θ[j, d] reads only the rows i with z_ij ≠ 0 (their embeddings and the
+# predictions of their positives).  A parameter whose feature column has a single entry
+# (z_ij ≠ 0 for one row i, e.g. the one-hot id) therefore touches row i alone, and consecutive
+# such parameters on distinct rows commute: running them in parallel gives exactly the serial
+# iterate of ``coordinate_side``, up to the reassociated sums below.
+
+_JIT_DOT = dict(_JIT, fastmath={"reassoc", "contract"})
+_JIT_REASSOC = dict(_JIT, fastmath={"reassoc"})     # no contraction: p + δ·f rounds as in the serial kernel
+
+
+@nb.njit(**_JIT_DOT)
+def _row_dot(A, a, B, b):
+    """A[a] · B[b] (reassociated, so it vectorises)."""
+    acc = 0.0
+    for u in range(A.shape[1]):
+        acc += A[a, u] * B[b, u]
+    return acc
+
+
+@nb.njit(**_JIT)
+def _any(flags):
+    for f in flags:
+        if f:
+            return True
+    return False
+
+
+@nb.njit(**_JIT)
+def _gather(f, idx, out):
+    """out[t] = f[idx[t]] (scalar loads: a separate loop keeps the arithmetic below vectorised)."""
+    for t in range(idx.shape[0]):
+        out[t] = f[idx[t]]
+
+
+@nb.njit(**_JIT_DOT)
+def _positive_part(c, b, p, v):
+    """Σ_t 2 (c_t p_t − b_t) v_t (reassociated)."""
+    acc = 0.0
+    for t in range(p.shape[0]):
+        acc += 2.0 * (c[t] * p[t] - b[t]) * v[t]
+    return acc
+
+
+@nb.njit(**_JIT_REASSOC)
+def _moved_positive_part(c, b, p, v, delta, v_prev):
+    """p_t += delta · v_prev_t (the previous coordinate's step), then ``_positive_part``."""
+    acc = 0.0
+    for t in range(p.shape[0]):
+        q = p[t] + delta * v_prev[t]
+        p[t] = q
+        acc += 2.0 * (c[t] * q - b[t]) * v[t]
+    return acc
+
+
+@nb.njit(**_JIT)
+def _move(p, delta, bt):
+    for t in range(p.shape[0]):
+        p[t] += delta * bt[t]
+
+
+@nb.njit(parallel=True, **_JIT)
+def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, accum,
+                    indptr, indices, cpos, bpos, pred,
+                    E, F, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
+    """Appendix B over the parameters bounds[0] .. bounds[-1], each of one row, in parallel.
+
+    Every parameter j in the range either has no free coordinate (skipped) or exactly one
+    feature entry (row i, value z), and no two of the latter share a row (the caller
+    checks).  Chunk c = bounds[c] .. bounds[c + 1] is one ``prange`` iteration.  For each
+    parameter, the predictions r̂ = e_i · f_y of the row's positives are read from ``pred``
+    (its CSR slice), or computed there first with ``fresh``; then coordinate d = 0 .. g − 1
+    takes the step of ``coordinate_side`` with the same Adagrad arithmetic.  Only the sums
+    S[d] · e_i and Σ_p e_p f_yd are reassociated.  Coordinate d's values f_yd are gathered
+    once from FT[d] into a buffer, which also moves the predictions by that coordinate's
+    step: the move is done inside the next coordinate's pass (the same additions, one pass
+    fewer).  The result does not depend on the thread count.
+    """
+    g = E.shape[1]
+    for c in nb.prange(bounds.shape[0] - 1):
+        longest = 0
+        for j in range(bounds[c], bounds[c + 1]):
+            if zt_indptr[j + 1] - zt_indptr[j] == 1:
+                i = zt_indices[zt_indptr[j]]
+                longest = max(longest, indptr[i + 1] - indptr[i])
+        buf_a = np.empty(longest)
+        buf_b = np.empty(longest)
+        for j in range(bounds[c], bounds[c + 1]):
+            if zt_indptr[j + 1] - zt_indptr[j] != 1 or not _any(free[j]):
+                continue            # a parameter without free coordinates is a no-op
+            i = zt_indices[zt_indptr[j]]
+            z = zt_data[zt_indptr[j]]
+            lo = indptr[i]
+            hi = indptr[i + 1]
+            cnt = hi - lo
+            p = pred[lo:hi]
+            idx = indices[lo:hi]
+            cp = cpos[lo:hi]
+            bp = bpos[lo:hi]
+            bt = buf_a[:cnt]
+            bt_prev = buf_b[:cnt]
+            if fresh:
+                for t in range(cnt):
+                    p[t] = _row_dot(E, i, F, idx[t])
+            pending = False
+            delta = 0.0
+            for d in range(g):
+                if not free[j, d]:
+                    continue
+                gi = 2.0 * rowscale[i] * (_row_dot(S, d, E, i) - r_neg * s[d])
+                _gather(FT[d], idx, bt)
+                if pending:
+                    gi += _moved_positive_part(cp, bp, p, bt, delta, bt_prev)
+                else:
+                    gi += _positive_part(cp, bp, p, bt)
+                pending = False
+                grad = 0.0
+                grad += z * gi
+                grad += 2.0 * reg * theta[j, d]
+                if adagrad:
+                    accum[j, d] += grad * grad
+                    den = np.sqrt(accum[j, d])
+                    if den == 0.0:
+                        den = eps
+                    step = lr * grad / den
+                else:
+                    step = lr * grad
+                if step == 0.0:
+                    continue
+                theta[j, d] -= step
+                delta = -z * step
+                E[i, d] += delta
+                pending = True
+                bt, bt_prev = bt_prev, bt
+            if pending:
+                _move(p, delta, bt_prev)
