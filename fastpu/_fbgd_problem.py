@@ -134,7 +134,7 @@ class _Problem:
 
     def coordinate_plan(self, side, ZT, free):
         """The segments of :func:`_coordinate_plan` for a side, computed once per problem."""
-        key = (id(ZT), _SERIAL_COORDINATES)
+        key = (id(ZT), _REFERENCE)
         plans = self.__dict__.setdefault("_plans", {})
         if key not in plans:
             plans[key] = _coordinate_plan(ZT, free, side[0], self.g)
@@ -170,7 +170,8 @@ class _Problem:
         if pred is None:
             pred = np.empty(self.Y.nnz)
         rows = np.empty(self.m)
-        _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
+        kernel = _k.positive_terms_reference if _REFERENCE else _k.positive_terms
+        kernel(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
                           P, Q, self.r_neg, pred, rows)
         return allpairs + float(rows.sum())
 
@@ -208,7 +209,8 @@ def _gradients(prob, theta_x, theta_y):
 
 
 _ROW_CHUNKS = 256            # prange iterations of the row-parallel coordinate kernel (equal work)
-_SERIAL_COORDINATES = False  # True: every parameter by the serial kernel (the reference, for tests)
+_REFERENCE = False           # True: the kernels before issue 13 (serial coordinates, in-order dot
+                             # products), which tests check bit for bit against pinned digests
 
 
 def _coordinate_plan(ZT, free, indptr, g):
@@ -225,7 +227,7 @@ def _coordinate_plan(ZT, free, indptr, g):
     """
     n_par = ZT.shape[0]
     active = free.any(axis=1)
-    if _SERIAL_COORDINATES:
+    if _REFERENCE:
         return [("serial", 0, n_par)], True
     counts = np.diff(ZT.indptr)
     act = np.flatnonzero(active)
@@ -259,7 +261,7 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
     """
     if update == "coordinate":
         segments, needs_dots = prob.coordinate_plan(side, ZT, free)
-        if _SERIAL_COORDINATES or (needs_dots and not pred_ready):
+        if _REFERENCE or (needs_dots and not pred_ready):
             _csr.sampled_dots(side[0], side[1], E, F, pred)
             pred_ready = True
         FT = np.ascontiguousarray(F.T)

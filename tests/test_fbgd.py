@@ -390,20 +390,18 @@ def test_default_row_weights_keep_the_previous_results_bit_for_bit(name, monkeyp
     if kw.pop("features", False):
         kw.update(user_features=Zx, item_features=Zy)
     default = fbgd.fit(Y, k, seed=1, **kw)
-    if kw.get("update") == "coordinate":
-        # issue 13: one-hot parameters (here every id of "mf_coordinate") now run in the
-        # row-parallel kernel, whose sums S[d]·e_i and Σ_p e_p f_yd are reassociated; the serial
-        # kernel still reproduces the digest bit for bit, and the default agrees with it to rounding
-        with monkeypatch.context() as mp:
-            mp.setattr(fbgd_problem, "_SERIAL_COORDINATES", True)
-            serial = fbgd.fit(Y, k, seed=1, **kw)
-        assert _digest(serial) == digest
-        np.testing.assert_allclose(default.user_factors, serial.user_factors, rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(default.item_factors, serial.item_factors, rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose([h["objective"] for h in default.history],
-                                   [h["objective"] for h in serial.history], rtol=1e-12)
-    else:
-        assert _digest(default) == digest
+    # issue 13: the default kernels reassociate sums (the dot products of the loss, and the
+    # row-parallel coordinate update of one-hot parameters); the kernels from before it, kept as
+    # the reference, still reproduce the pinned digest bit for bit, and the default agrees with
+    # them to rounding
+    with monkeypatch.context() as mp:
+        mp.setattr(fbgd_problem, "_REFERENCE", True)
+        reference = fbgd.fit(Y, k, seed=1, **kw)
+    assert _digest(reference) == digest
+    np.testing.assert_allclose(default.user_factors, reference.user_factors, rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(default.item_factors, reference.item_factors, rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose([h["objective"] for h in default.history],
+                               [h["objective"] for h in reference.history], rtol=1e-12)
     ones = fbgd.fit(Y, k, seed=1, neg_row_weights=np.ones(Y.shape[0]), **kw)
     np.testing.assert_array_equal(ones.user_factors, default.user_factors)
     np.testing.assert_array_equal(ones.item_factors, default.item_factors)
