@@ -6,6 +6,8 @@ public functions.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -226,16 +228,15 @@ def _coordinate_plan(ZT, free, indptr, g):
     predictions of every row, so they are computed up front when a serial segment exists.
     """
     n_par = ZT.shape[0]
-    active = free.any(axis=1)
+    segments: list[tuple[Any, ...]] = []
     if _REFERENCE:
         return [("serial", 0, n_par)], True
     counts = np.diff(ZT.indptr)
-    act = np.flatnonzero(active)
+    act = np.flatnonzero(free.any(axis=1))
     if act.size == 0:
-        return [], False
+        return segments, False
     single = counts[act] == 1
     cuts = np.flatnonzero(np.diff(single.astype(np.int8))) + 1
-    segments = []
     for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [act.size]])):
         lo, hi = int(act[a]), int(act[b - 1]) + 1
         rows = ZT.indices[ZT.indptr[act[a:b]]] if single[a] else None
