@@ -184,12 +184,13 @@ def kernel_ablation(Y, reps=5):
     bounds = segments[0][1]
     src = textwrap.dedent(inspect.getsource(K.coordinate_rows.py_func)).split("\n", 1)[1]
     copy_tile = "                    for d in range(g):\n                        T[d, t] = F[y, d]\n"
-    passes = ("gi += _moved_positive_part(cp, bp, p, v, delta, T[last] if tiled else bt_prev)",
-              "gi += _positive_part(cp, bp, p, v)", "_move(p, delta, T[last] if tiled else bt_prev)")
+    passes = {"gi += _moved_positive_part(cp, bp, p, v, delta, T[last] if tiled else bt_prev)":
+              "gi += v[0]", "gi += _positive_part(cp, bp, p, v)": "gi += v[0]",
+              "p[t] += delta * v[t]": "pass"}
     assert copy_tile in src and all(s in src for s in passes)
     no_passes = src
-    for s in passes:
-        no_passes = no_passes.replace(s, "gi += v[0]" if s.startswith("gi") else "pass")
+    for s, stub in passes.items():
+        no_passes = no_passes.replace(s, stub)
     variants = {
         "the kernel (serial copy)": src,
         "without the S[d] · e_i products": src.replace("_row_dot(S, d, E, i)", "E[i, d]"),

@@ -172,21 +172,6 @@ _JIT_REASSOC = dict(_JIT, fastmath={"reassoc"})     # no contraction: p + δ·f 
 _TILE_MAX = 1 << 18         # doubles of one row's positives copied transposed (2 MiB); longer rows gather
 
 
-@nb.njit(**_JIT)
-def _any(flags):
-    for f in flags:
-        if f:
-            return True
-    return False
-
-
-@nb.njit(**_JIT)
-def _gather(f, idx, out):
-    """out[t] = f[idx[t]] (scalar loads: a separate loop keeps the arithmetic below vectorised)."""
-    for t in range(idx.shape[0]):
-        out[t] = f[idx[t]]
-
-
 @nb.njit(**_JIT_DOT)
 def _positive_part(c, b, p, v):
     """Σ_t 2 (c_t p_t − b_t) v_t (reassociated)."""
@@ -205,12 +190,6 @@ def _moved_positive_part(c, b, p, v, delta, v_prev):
         p[t] = q
         acc += 2.0 * (c[t] * q - b[t]) * v[t]
     return acc
-
-
-@nb.njit(**_JIT)
-def _move(p, delta, bt):
-    for t in range(p.shape[0]):
-        p[t] += delta * bt[t]
 
 
 @nb.njit(parallel=True, **_JIT)
@@ -243,7 +222,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
         buf_a = np.empty(longest if longest > tile_rows else 0)
         buf_b = np.empty(buf_a.shape[0])
         for j in range(bounds[c], bounds[c + 1]):
-            if zt_indptr[j + 1] - zt_indptr[j] != 1 or not _any(free[j]):
+            if zt_indptr[j + 1] - zt_indptr[j] != 1 or not free[j].any():
                 continue            # a parameter without free coordinates is a no-op
             i = zt_indices[zt_indptr[j]]
             z = zt_data[zt_indptr[j]]
@@ -277,7 +256,9 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 if tiled:
                     v = T[d]
                 else:
-                    _gather(FT[d], idx, bt)
+                    f = FT[d]
+                    for t in range(cnt):    # scalar loads, outside the vectorised sums
+                        bt[t] = f[idx[t]]
                     v = bt
                 if last >= 0:
                     gi += _moved_positive_part(cp, bp, p, v, delta, T[last] if tiled else bt_prev)
@@ -304,4 +285,6 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 if not tiled:
                     bt, bt_prev = bt_prev, bt
             if last >= 0:
-                _move(p, delta, T[last] if tiled else bt_prev)
+                v = T[last] if tiled else bt_prev
+                for t in range(cnt):
+                    p[t] += delta * v[t]
