@@ -152,7 +152,7 @@ def epoch_pieces(Y, threads, reps=5):
               "embed P = Θ^X, Gram S^p": embed_gram_p,
               "item side: coordinate_rows (n = 3706 rows, predictions computed in the kernel)": y_side,
               "embed Q = Θ^Y, Gram S^q": embed_gram_q,
-              "objective: caches + positive_terms (|P| dot products)": loss}
+              "objective: caches + positive_terms (a dot product per positive)": loss}
     out = {k: [] for k in pieces}
     with limit_threads(threads):
         for fn in pieces.values():
