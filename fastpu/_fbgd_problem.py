@@ -6,6 +6,8 @@ public functions.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -132,6 +134,14 @@ class _Problem:
             ty[-1, f] = 1.0        # q_y,f+1 = 1
         return tx, ty
 
+    def coordinate_plan(self, side, ZT, free):
+        """The segments of :func:`_coordinate_plan` for a side, computed once per problem."""
+        key = (id(ZT), _REFERENCE)
+        plans = self.__dict__.setdefault("_plans", {})
+        if key not in plans:
+            plans[key] = _coordinate_plan(ZT, free, side[0], self.g)
+        return plans[key]
+
     # embeddings and caches ------------------------------------------------------
     def embed(self, Z, theta):
         out = np.empty((Z.shape[0], self.g))
@@ -151,14 +161,19 @@ class _Problem:
         Sp, sp_ = self.gram(self.arow, P)
         return self.loss(P, Q, Sq, sq, Sp, sp_)
 
-    def loss(self, P, Q, Sq, sq, Sp, sp_):
-        """Loss (2) from the caches: all-pairs term + correction on the positives."""
+    def loss(self, P, Q, Sq, sq, Sp, sp_, pred=None):
+        """Loss (2) from the caches: all-pairs term + correction on the positives.
+
+        ``pred``, if given, receives p_x · q_y of every positive in Y's entry order.
+        """
         const = self.r_neg * self.r_neg * float(self.arow.sum()) * float(self.neg.sum())
         with np.errstate(over="ignore", invalid="ignore"):   # a diverging run is reported by Progress
             allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
-        pred = np.empty(self.Y.nnz)
+        if pred is None:
+            pred = np.empty(self.Y.nnz)
         rows = np.empty(self.m)
-        _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
+        kernel = _k.positive_terms_reference if _REFERENCE else _k.positive_terms
+        kernel(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
                           P, Q, self.r_neg, pred, rows)
         return allpairs + float(rows.sum())
 
@@ -195,14 +210,71 @@ def _gradients(prob, theta_x, theta_y):
     return gx, gy
 
 
+_ROW_CHUNKS = 256            # prange iterations of the row-parallel coordinate kernel (equal work)
+_REFERENCE = False           # True: the kernels before issue 13 (serial coordinates, in-order dot
+                             # products), which tests check bit for bit against pinned digests
+
+
+def _coordinate_plan(ZT, free, indptr, g):
+    """Order-preserving segments of one side's parameters for the coordinate update.
+
+    The parameters are visited in their serial order (j = 0, 1, ...).  A maximal run of
+    consecutive parameters with free coordinates that each have exactly one feature entry,
+    all on distinct rows (the one-hot id, the stacked identity of ``[I, Z]``), only touches
+    its own rows: it becomes ``("rows", bounds)``, run by the row-parallel kernel in chunks of
+    about equal work.  Everything else — features shared by several rows, the global bias
+    w0 — is ``("serial", j_lo, j_hi)``.  Parameters without a free coordinate are no-ops and
+    never split a run.  Returns (segments, needs_dots): the serial kernel reads the cached
+    predictions of every row, so they are computed up front when a serial segment exists.
+    """
+    n_par = ZT.shape[0]
+    segments: list[tuple[Any, ...]] = []
+    if _REFERENCE:
+        return [("serial", 0, n_par)], True
+    counts = np.diff(ZT.indptr)
+    act = np.flatnonzero(free.any(axis=1))
+    if act.size == 0:
+        return segments, False
+    single = counts[act] == 1
+    cuts = np.flatnonzero(np.diff(single.astype(np.int8))) + 1
+    for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [act.size]])):
+        lo, hi = int(act[a]), int(act[b - 1]) + 1
+        rows = ZT.indices[ZT.indptr[act[a:b]]] if single[a] else None
+        if rows is None or np.unique(rows).size != rows.size:
+            segments.append(("serial", lo, hi))
+            continue
+        work = np.zeros(hi - lo, dtype=np.int64)
+        work[act[a:b] - lo] = np.diff(indptr)[rows] + g
+        cum = np.concatenate([[0], np.cumsum(work)])
+        n_chunks = min(_ROW_CHUNKS, hi - lo)
+        marks = np.searchsorted(cum, cum[-1] * np.arange(1, n_chunks) / n_chunks)
+        bounds = np.unique(np.concatenate([[0], marks, [hi - lo]])).astype(np.int64) + lo
+        segments.append(("rows", bounds))
+    return segments, any(seg[0] == "serial" for seg in segments)
+
+
 def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred,
-                 *, update, lr, reg, adagrad):
-    """One side's step with the other side's caches (S, s) fixed."""
+                 *, update, lr, reg, adagrad, pred_ready=False):
+    """One side's step with the other side's caches (S, s) fixed.
+
+    ``pred_ready``: ``pred`` already holds e_i · f_y of every positive of the side (the loss
+    just computed them at the same point), so the coordinate update need not recompute them.
+    """
     if update == "coordinate":
-        _csr.sampled_dots(side[0], side[1], E, F, pred)
+        segments, needs_dots = prob.coordinate_plan(side, ZT, free)
+        if _REFERENCE or (needs_dots and not pred_ready):
+            _csr.sampled_dots(side[0], side[1], E, F, pred)
+            pred_ready = True
         FT = np.ascontiguousarray(F.T)
-        _k.coordinate_side(ZT.indptr, ZT.indices, ZT.data, free, theta, accum, *side, pred,
-                           E, FT, S, s, rowscale, prob.r_neg, lr, reg, adagrad, _EPS)
+        for seg in segments:
+            if seg[0] == "rows":
+                _k.coordinate_rows(seg[1], not pred_ready, ZT.indptr, ZT.indices, ZT.data, free,
+                                   theta, accum, *side, pred, E, F, FT, S, s, rowscale, prob.r_neg,
+                                   lr, reg, adagrad, _EPS)
+            else:
+                _k.coordinate_side(seg[1], seg[2], ZT.indptr, ZT.indices, ZT.data, free, theta,
+                                   accum, *side, pred, E, FT, S, s, rowscale, prob.r_neg, lr, reg,
+                                   adagrad, _EPS)
     else:
         _k.side_gradient(*side, E, F, S, s, rowscale, prob.r_neg, G)
         _csr.csr_dense(ZT.indptr, ZT.indices, ZT.data, G, grad)
@@ -218,22 +290,23 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
     Sq, sq = prob.gram(prob.neg, Q)
     P = prob.embed(prob.Zx, theta_x)
     Sp, sp_ = prob.gram(prob.arow, P)
-    init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, prob, theta_x, theta_y)
-    progress.start(init)
     pred = np.empty(prob.Y.nnz)
+    init = prob.loss(P, Q, Sq, sq, Sp, sp_, pred) + _penalty(reg, prob, theta_x, theta_y)
+    progress.start(init)
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
     grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
     opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
     for epoch in range(1, n_iter + 1):
+        # the loss of the previous epoch (or the initial one) left P·Q of the positives in pred
         _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
-                     prob.arow, G_p, grad_x, pred, **opts)
+                     prob.arow, G_p, grad_x, pred, pred_ready=True, **opts)
         P = prob.embed(prob.Zx, theta_x)
         Sp, sp_ = prob.gram(prob.arow, P)
         _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
                      prob.neg, G_q, grad_y, pred, **opts)
         Q = prob.embed(prob.Zy, theta_y)
         Sq, sq = prob.gram(prob.neg, Q)
-        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_, pred)
         total = loss + _penalty(reg, prob, theta_x, theta_y)
         if progress.step(epoch, total, loss=loss,
                          model=lambda: Factorization(P.copy(), Q.copy(), method="fbgd")):

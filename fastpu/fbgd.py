@@ -243,8 +243,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Number of epochs (outer iterations); one epoch updates the user side, then the item side.
     update : {"coordinate", "batch"}
         ``"coordinate"``: Appendix B, parameter by parameter with the embeddings kept
-        in sync (eq. 20), serial.  ``"batch"``: the full gradient of a side, then all
-        of its parameters at once, row-parallel.
+        in sync (eq. 20); parameters of a single row (the one-hot ids) run row-parallel,
+        features shared by several rows serially.  ``"batch"``: the full gradient of a
+        side, then all of its parameters at once, row-parallel.
     optimizer : {"adagrad", "gd"}
         Adagrad with per-parameter steps γ/√(Σ g²) (ε = 1e-4 where the sum is zero), or
         plain gradient steps (unstable with skewed features, section 4.1).

@@ -23,14 +23,40 @@ import numba as nb
 import numpy as np
 
 _JIT = dict(nogil=True, cache=True)
+_JIT_DOT = dict(_JIT, fastmath={"reassoc", "contract"})   # sums that may be reassociated
+
+
+@nb.njit(**_JIT_DOT)
+def _row_dot(A, a, B, b):
+    """A[a] · B[b] (reassociated, so it vectorises)."""
+    acc = 0.0
+    for u in range(A.shape[1]):
+        acc += A[a, u] * B[b, u]
+    return acc
 
 
 @nb.njit(parallel=True, **_JIT)
 def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
     """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
 
-    Also used on the item side with (Q, P) swapped: the dot product is symmetric.
+    Also used on the item side with (Q, P) swapped: the dot product is symmetric.  The dot
+    products are reassociated (they vectorise); ``positive_terms_reference`` keeps them in
+    order, as before issue 13.
     """
+    for x in nb.prange(indptr.shape[0] - 1):
+        acc = 0.0
+        for p in range(indptr[x], indptr[x + 1]):
+            r = _row_dot(P, x, Q, indices[p])
+            pred_out[p] = r
+            a = rpos[p] - r
+            b = r_neg - r
+            acc += apos[p] * a * a - aneg[p] * b * b
+        row_out[x] = acc
+
+
+@nb.njit(parallel=True, **_JIT)
+def positive_terms_reference(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
+    """``positive_terms`` with every dot product summed in order (the reference for tests)."""
     g = P.shape[1]
     for x in nb.prange(indptr.shape[0] - 1):
         acc = 0.0
@@ -87,10 +113,10 @@ def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
 
 
 @nb.njit(**_JIT)
-def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
+def coordinate_side(j_lo, j_hi, zt_indptr, zt_indices, zt_data, free, theta, accum,
                     indptr, indices, cpos, bpos, pred,
                     E, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
-    """One pass of Appendix B over a side: parameter θ[j, d] by parameter, serially.
+    """Appendix B over the parameters j_lo .. j_hi − 1 of a side: θ[j, d] by θ[j, d], serially.
 
     ``zt_*`` is the transposed feature matrix (row j lists the rows i with z_ij ≠ 0);
     ``FT`` is the other side's embeddings transposed (g × n_other), so that coordinate d
@@ -99,7 +125,7 @@ def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
     moved by the same change, so every gradient is exact at the current point.
     """
     g = E.shape[1]
-    for j in range(theta.shape[0]):
+    for j in range(j_lo, j_hi):
         for d in range(g):
             if not free[j, d]:
                 continue
@@ -132,3 +158,133 @@ def coordinate_side(zt_indptr, zt_indices, zt_data, free, theta, accum,
                 E[i, d] += delta
                 for p in range(indptr[i], indptr[i + 1]):
                     pred[p] += delta * Fd[indices[p]]
+
+
+# --------------------------------------------------------------------------- row-parallel coordinates
+# With the other side (F, S, s) fixed, the loss separates over the rows of this side: the
+# partial derivative for θ[j, d] reads only the rows i with z_ij ≠ 0 (their embeddings and the
+# predictions of their positives).  A parameter whose feature column has a single entry
+# (z_ij ≠ 0 for one row i, e.g. the one-hot id) therefore touches row i alone, and consecutive
+# such parameters on distinct rows commute: running them in parallel gives exactly the serial
+# iterate of ``coordinate_side``, up to the reassociated sums below.
+
+_JIT_REASSOC = dict(_JIT, fastmath={"reassoc"})     # no contraction: p + δ·f rounds as in the serial kernel
+_TILE_MAX = 1 << 18         # doubles of one row's positives copied transposed (2 MiB); longer rows gather
+
+
+@nb.njit(**_JIT_DOT)
+def _positive_part(c, b, p, v):
+    """Σ_t 2 (c_t p_t − b_t) v_t (reassociated)."""
+    acc = 0.0
+    for t in range(p.shape[0]):
+        acc += 2.0 * (c[t] * p[t] - b[t]) * v[t]
+    return acc
+
+
+@nb.njit(**_JIT_REASSOC)
+def _moved_positive_part(c, b, p, v, delta, v_prev):
+    """p_t += delta · v_prev_t (the previous coordinate's step), then ``_positive_part``."""
+    acc = 0.0
+    for t in range(p.shape[0]):
+        q = p[t] + delta * v_prev[t]
+        p[t] = q
+        acc += 2.0 * (c[t] * q - b[t]) * v[t]
+    return acc
+
+
+@nb.njit(parallel=True, **_JIT)
+def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, accum,
+                    indptr, indices, cpos, bpos, pred,
+                    E, F, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
+    """Appendix B over the parameters bounds[0] .. bounds[-1], each of one row, in parallel.
+
+    Every parameter j in the range either has no free coordinate (skipped) or exactly one
+    feature entry (row i, value z), and no two of the latter share a row (the caller
+    checks).  Chunk c = bounds[c] .. bounds[c + 1] is one ``prange`` iteration.  For each
+    parameter, the predictions r̂ = e_i · f_y of the row's positives are read from ``pred``
+    (its CSR slice), or computed there first with ``fresh``; then coordinate d = 0 .. g − 1
+    takes the step of ``coordinate_side`` with the same Adagrad arithmetic.  Only the sums
+    S[d] · e_i and Σ_p e_p f_yd are reassociated.  The rows f_y of the positives are copied
+    once, transposed, into a scratch tile T (T[d] = coordinate d of each f_y, contiguous);
+    rows too long for the tile gather FT[d] per coordinate instead.  Coordinate d's step
+    moves the predictions inside the next coordinate's pass (the same additions, one pass
+    fewer).  The result does not depend on the thread count.
+    """
+    g = E.shape[1]
+    tile_rows = max(1, _TILE_MAX // g)
+    for c in nb.prange(bounds.shape[0] - 1):
+        longest = 0
+        for j in range(bounds[c], bounds[c + 1]):
+            if zt_indptr[j + 1] - zt_indptr[j] == 1:
+                i = zt_indices[zt_indptr[j]]
+                longest = max(longest, indptr[i + 1] - indptr[i])
+        tile = np.empty(g * min(longest, tile_rows))
+        buf_a = np.empty(longest if longest > tile_rows else 0)
+        buf_b = np.empty(buf_a.shape[0])
+        for j in range(bounds[c], bounds[c + 1]):
+            if zt_indptr[j + 1] - zt_indptr[j] != 1 or not free[j].any():
+                continue            # a parameter without free coordinates is a no-op
+            i = zt_indices[zt_indptr[j]]
+            z = zt_data[zt_indptr[j]]
+            lo = indptr[i]
+            hi = indptr[i + 1]
+            cnt = hi - lo
+            p = pred[lo:hi]
+            idx = indices[lo:hi]
+            cp = cpos[lo:hi]
+            bp = bpos[lo:hi]
+            tiled = cnt <= tile_rows
+            T = tile[:g * cnt].reshape((g, cnt)) if tiled else tile[:0].reshape((g, 0))
+            bt = buf_a[:cnt]
+            bt_prev = buf_b[:cnt]
+            if tiled:                   # T[d] = coordinate d of the positives' f_y
+                for t in range(cnt):
+                    y = idx[t]
+                    if fresh:
+                        p[t] = _row_dot(E, i, F, y)
+                    for d in range(g):
+                        T[d, t] = F[y, d]
+            elif fresh:
+                for t in range(cnt):
+                    p[t] = _row_dot(E, i, F, idx[t])
+            last = -1                   # the coordinate whose step still has to move p
+            delta = 0.0
+            for d in range(g):
+                if not free[j, d]:
+                    continue
+                gi = 2.0 * rowscale[i] * (_row_dot(S, d, E, i) - r_neg * s[d])
+                if tiled:
+                    v = T[d]
+                else:
+                    f = FT[d]
+                    for t in range(cnt):    # scalar loads, outside the vectorised sums
+                        bt[t] = f[idx[t]]
+                    v = bt
+                if last >= 0:
+                    gi += _moved_positive_part(cp, bp, p, v, delta, T[last] if tiled else bt_prev)
+                else:
+                    gi += _positive_part(cp, bp, p, v)
+                last = -1
+                grad = 0.0
+                grad += z * gi
+                grad += 2.0 * reg * theta[j, d]
+                if adagrad:
+                    accum[j, d] += grad * grad
+                    den = np.sqrt(accum[j, d])
+                    if den == 0.0:
+                        den = eps
+                    step = lr * grad / den
+                else:
+                    step = lr * grad
+                if step == 0.0:
+                    continue
+                theta[j, d] -= step
+                delta = -z * step
+                E[i, d] += delta
+                last = d
+                if not tiled:
+                    bt, bt_prev = bt_prev, bt
+            if last >= 0:
+                v = T[last] if tiled else bt_prev
+                for t in range(cnt):
+                    p[t] += delta * v[t]
