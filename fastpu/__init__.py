@@ -32,6 +32,8 @@ from ._cache import cache_dir  # noqa: E402
 
 from .exceptions import ConvergenceWarning  # noqa: E402
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
+# every fit returns a Factorization; model must also be imported before _serving (a cycle)
+from .model import Factorization, load, recommend, similar_items, similar_users  # noqa: E402
 
 # The method modules and the top-level functions are imported on first use (PEP 562): a script
 # that fits one method does not pay for the others, nor for scipy.stats (select, compare) or
@@ -40,16 +42,13 @@ from ._threads import get_num_threads, set_num_threads  # noqa: E402
 _SUBMODULES = frozenset({"apg", "baselines", "compare", "csrr", "datasets", "distributed",
                          "exceptions", "fbgd", "homf", "metrics", "ocmf", "prox", "select", "split",
                          "tron"})
-_FUNCTIONS = {"fold_in": "_fold_in", "evaluate": "metrics", "Factorization": "model",
-              "load": "model", "recommend": "model", "similar_items": "model",
-              "similar_users": "model"}
+_FUNCTIONS = {"fold_in": "_fold_in", "evaluate": "metrics"}
 
 if TYPE_CHECKING:
     from . import (apg, baselines, compare, csrr, datasets, distributed, fbgd, homf,  # noqa: F401
                    metrics, ocmf, prox, select, split, tron)
     from ._fold_in import fold_in  # noqa: F401
     from .metrics import evaluate  # noqa: F401
-    from .model import Factorization, load, recommend, similar_items, similar_users  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:
