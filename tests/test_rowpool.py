@@ -107,3 +107,27 @@ def test_row_newton_on_thread_blocks_equals_one_block_and_row_by_row(seed, loss,
     for W, f in ((W2, f2), (W3, f3)):
         np.testing.assert_array_equal(W1, W)
         np.testing.assert_array_equal(f1, f)
+
+
+def test_a_forked_child_gets_its_own_thread_pool():
+    import multiprocessing
+
+    run_rows(lambda lo, hi: None, np.arange(5, dtype=np.int64), 1, n_threads=2)   # pool exists
+    ctx = multiprocessing.get_context("fork")
+
+    def child():
+        hits = np.zeros(4, dtype=np.int64)
+
+        def block(lo, hi):
+            hits[lo:hi] += 1
+
+        run_rows(block, np.arange(5, dtype=np.int64), 1, n_threads=2)
+        raise SystemExit(0 if hits.tolist() == [1, 1, 1, 1] else 1)
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    proc.join(60)
+    if proc.is_alive():              # hung on the parent's dead pool threads
+        proc.terminate()
+        proc.join()
+    assert proc.exitcode == 0

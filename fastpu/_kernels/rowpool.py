@@ -15,6 +15,7 @@ calling thread.
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
@@ -25,7 +26,7 @@ import numpy as np
 __all__ = ["row_blocks", "run_rows"]
 
 _lock = threading.Lock()
-_pool: dict[str, Any] = {"executor": None, "size": 0}
+_pool: dict[str, Any] = {"executor": None, "size": 0, "pid": None}
 
 
 def row_blocks(indptr: np.ndarray, n_blocks: int, row_cost: int) -> list[int]:
@@ -51,6 +52,8 @@ def row_blocks(indptr: np.ndarray, n_blocks: int, row_cost: int) -> list[int]:
 
 def _executor(n: int) -> ThreadPoolExecutor:
     with _lock:
+        if _pool["pid"] != os.getpid():         # a forked child has the pool but not its threads
+            _pool["executor"], _pool["size"], _pool["pid"] = None, 0, os.getpid()
         if _pool["executor"] is None or _pool["size"] < n:
             old = _pool["executor"]
             _pool["executor"] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="fastpu-rows")
