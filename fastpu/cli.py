@@ -155,7 +155,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for method in wanted:
         if method not in METHODS:
             raise ValueError(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    helper = _start_warmup(wanted, Y_train) if args.background_compile else None
+    helper = (_start_warmup(wanted, Y_train, force=args.background_compile == "on")
+              if args.background_compile != "off" else None)
     try:
         _demo_fits(wanted, Y_train, Y_test, ks, rows, args)
     finally:
@@ -167,11 +168,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_warmup(wanted: tuple[str, ...], Y_train: Any) -> Any:
-    """On a machine with a second core, a spawned process that compiles the later methods'
+def _start_warmup(wanted: tuple[str, ...], Y_train: Any, force: bool = False) -> Any:
+    """On a machine with an idle second core, a spawned process that compiles the later methods'
     kernels (one iteration of each demo configuration, last first) while the demo trains the
-    first ones: most of a first run is numba compiling (fastpu/_warmup.py)."""
-    if (os.cpu_count() or 1) < 2:
+    first ones: most of a first run is numba compiling (fastpu/_warmup.py). Unless ``force``, not
+    started when the other cores are busy (load average): it would only compete with the demo."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    if not force and (cores < 2 or load > cores - 1.5):
         return None
     from . import _warmup
 
@@ -371,9 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="train every method on MovieLens-100K and print a metrics table")
     demo.add_argument("--data", default="ml-100k", help="data set (default ml-100k)")
     demo.add_argument("--methods", default="all", help="comma-separated subset of " + ",".join(METHODS))
-    demo.add_argument("--no-background-compile", dest="background_compile", action="store_false",
-                      help="do not compile later methods' kernels in a second process while the "
-                           "first ones train (it only matters on a first run: see `fastpu warmup`)")
+    demo.add_argument("--background-compile", choices=("auto", "on", "off"), default="auto",
+                      help="compile later methods' kernels in a second process while the first "
+                           "ones train: auto (default) when a core is idle, on, off; it only "
+                           "matters on a first run (see `fastpu warmup`)")
     common(demo)
     demo.set_defaults(func=cmd_demo)
 

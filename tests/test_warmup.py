@@ -56,8 +56,28 @@ def test_background_process_runs_its_jobs_and_exits_cleanly():
     assert proc.exitcode == 0
 
 
-def test_demo_without_background_compile(monkeypatch, capsys):
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_demo_with_and_without_background_compile(monkeypatch, capsys, mode):
+    started = []
+    real = _warmup.start_background
+
+    def spy(*args, **kw):
+        proc = real(*args, **kw)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(_warmup, "start_background", spy)
     monkeypatch.setattr(fp.ocmf, "demo_configs",
                         lambda: [("SQ (ocmf)", dict(k=4, n_iter=1, loss="square", rho=0.1))])
-    assert cli.main(["demo", "--methods", "ocmf", "--at", "5", "--quiet", "--no-background-compile"]) == 0
+    assert cli.main(["demo", "--methods", "ocmf", "--at", "5", "--quiet",
+                     f"--background-compile={mode}"]) == 0
     assert "SQ (ocmf)" in capsys.readouterr().out.split("\n\n")[-1]
+    assert len(started) == (1 if mode == "on" else 0)
+    for proc in started:                 # finished or terminated by the demo
+        assert proc is None or not proc.is_alive()
+
+
+def test_demo_rejects_an_unknown_background_compile_mode(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["demo", "--background-compile=maybe"])
+    assert exc.value.code == 2 and "invalid choice: 'maybe'" in capsys.readouterr().err
