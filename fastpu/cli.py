@@ -1,4 +1,4 @@
-"""The fastpu command line: demo, run, recommend and compare.
+"""The fastpu command line: demo, run, recommend, compare and warmup.
 
 ``fastpu demo`` trains every method's demo configurations on MovieLens-100K
 (80/20 per-user holdout of the binarised ratings), with per-iteration progress,
@@ -14,6 +14,9 @@ saved model, by id.
 
 ``fastpu compare --data ml-100k --methods all`` tunes every method on several splits and
 prints a table of test scores.
+
+``fastpu warmup`` compiles every method's numba kernels once, in parallel processes, into the
+per-user cache, so that the first real fit does not pay for compiling.
 """
 
 from __future__ import annotations
@@ -152,6 +155,41 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for method in wanted:
         if method not in METHODS:
             raise ValueError(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    helper = (_start_warmup(wanted, Y_train, force=args.background_compile == "on")
+              if args.background_compile != "off" else None)
+    try:
+        _demo_fits(wanted, Y_train, Y_test, ks, rows, args)
+    finally:
+        if helper is not None and helper.is_alive():
+            helper.terminate()
+            helper.join(5)
+    print()
+    print(_table(rows, _columns(ks)))
+    return 0
+
+
+def _start_warmup(wanted: tuple[str, ...], Y_train: Any, force: bool = False) -> Any:
+    """On a machine with an idle second core, a spawned process that compiles the later methods'
+    kernels (one iteration of each demo configuration, last first) while the demo trains the
+    first ones: most of a first run is numba compiling (fastpu/_warmup.py). Unless ``force``, not
+    started when the other cores are busy (load average): it would only compete with the demo."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    if not force and (cores < 2 or load > cores - 1.5):
+        return None
+    from . import _warmup
+
+    job_list = [(method, label, kw) for method in wanted
+                for label, kw in getattr(_module(method), "demo_configs", lambda: [])()]
+    return _warmup.start_background(job_list[::-1], Y_train)
+
+
+def _demo_fits(wanted: tuple[str, ...], Y_train: Any, Y_test: Any, ks: tuple[int, ...],
+               rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    for method in wanted:
         configs = getattr(_module(method), "demo_configs", None)
         if configs is None:
             print(f"-- {method}: no demo configuration, skipped", file=sys.stderr)
@@ -161,8 +199,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
             model, secs = _fit(method, Y_train, kwargs, seed=args.seed, verbose=not args.quiet)
             rows.append(_evaluate_row(label, model, Y_train, Y_test, ks, secs))
             print(_table(rows[-1:], _columns(ks)).splitlines()[-1], file=sys.stderr, flush=True)
-    print()
-    print(_table(rows, _columns(ks)))
+
+
+def cmd_warmup(args: argparse.Namespace) -> int:
+    from . import _warmup
+    from ._cache import cache_dir
+
+    wanted = METHODS if args.methods == "all" else tuple(args.methods.split(","))
+    for method in wanted:
+        if method not in METHODS:
+            raise ValueError(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    where = os.environ.get("NUMBA_CACHE_DIR") or str(cache_dir())
+    print(f"fastpu warmup: compiling the kernels of {', '.join(wanted)} into {where} "
+          f"with {args.processes} processes", flush=True)
+    secs = _warmup.warm(wanted, processes=args.processes)
+    print(f"done in {secs:.1f} s; later processes load the compiled kernels from the cache")
     return 0
 
 
@@ -327,8 +378,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="train every method on MovieLens-100K and print a metrics table")
     demo.add_argument("--data", default="ml-100k", help="data set (default ml-100k)")
     demo.add_argument("--methods", default="all", help="comma-separated subset of " + ",".join(METHODS))
+    demo.add_argument("--background-compile", choices=("auto", "on", "off"), default="auto",
+                      help="compile later methods' kernels in a second process while the first "
+                           "ones train: auto (default) when a core is idle, on, off; it only "
+                           "matters on a first run (see `fastpu warmup`)")
     common(demo)
     demo.set_defaults(func=cmd_demo)
+
+    warmup = sub.add_parser("warmup", help="compile every method's kernels once (a first run is "
+                                           "mostly numba compiling; later processes load the cache)")
+    warmup.add_argument("--methods", default="all", help="comma-separated subset of " + ",".join(METHODS))
+    warmup.add_argument("--processes", type=_positive_int, default=2,
+                        help="processes compiling at once (default 2)")
+    warmup.set_defaults(func=cmd_warmup, threads=None)
 
     run = sub.add_parser("run", help="train one method on a data set or your own file")
     run.add_argument("--method", choices=METHODS, default="ocmf", help="the method to train (default ocmf)")

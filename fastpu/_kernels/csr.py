@@ -9,6 +9,8 @@ original entry order so that per-entry values computed in row order can be reuse
 import numba as nb
 import numpy as np
 
+from .rowpool import run_rows
+
 _JIT = dict(nogil=True, cache=True)
 
 
@@ -71,28 +73,22 @@ def row_scaled_product(p, B, M, out):
                 out[i, c] += b * M[r, c]
 
 
-_GRAM_CHUNK = 2048      # rows per prange iteration (one partial Gram each)
+_GRAM_CHUNK = 2048      # rows per partial Gram (the unit of work of a thread)
 _GRAM_BLOCK = 64        # rows transposed into a contiguous block inside a chunk (fits L1)
 
 
-@nb.njit(parallel=True, **_JIT_DOT)
-def weighted_gram(E, q, M_out, kappa_out):
-    """M_out = Eᵀ diag(q) E and kappa_out = Eᵀ q.
+@nb.njit(**_JIT_DOT)
+def _gram_partials(E, q, c_lo, c_hi, partM, partk):
+    """partM[c] = upper triangle of Eᵀ diag(q) E and partk[c] = Eᵀ q over chunk c's rows.
 
-    Rows are summed in fixed chunks of 2048 (one partial per prange iteration), and the
-    partials are added in chunk order: the result does not depend on the thread count.
-    Inside a chunk, blocks of 64 rows are copied transposed (float64) so that every
-    entry of the upper triangle is one contiguous dot product over the block.
+    Serial and GIL-free: :func:`weighted_gram` runs blocks of chunks on its threads.
     """
     n, k = E.shape
-    n_chunks = (n + _GRAM_CHUNK - 1) // _GRAM_CHUNK
-    partM = np.zeros((n_chunks, k, k))
-    partk = np.zeros((n_chunks, k))
-    for c in nb.prange(n_chunks):
+    Et = np.empty((k, _GRAM_BLOCK))
+    Qt = np.empty((k, _GRAM_BLOCK))
+    for c in range(c_lo, c_hi):
         lo = c * _GRAM_CHUNK
         hi = min(n, lo + _GRAM_CHUNK)
-        Et = np.empty((k, _GRAM_BLOCK))
-        Qt = np.empty((k, _GRAM_BLOCK))
         for b_lo in range(lo, hi, _GRAM_BLOCK):
             nb_ = min(hi, b_lo + _GRAM_BLOCK) - b_lo
             for t in range(nb_):
@@ -111,6 +107,12 @@ def weighted_gram(E, q, M_out, kappa_out):
                     for t in range(nb_):
                         acc += Qt[a, t] * Et[b, t]
                     partM[c, a, b] += acc
+
+
+@nb.njit(**_JIT)
+def _gram_sum(partM, partk, M_out, kappa_out):
+    """M_out, kappa_out = the partials added in chunk order, M_out made symmetric."""
+    n_chunks, k = partk.shape
     for a in range(k):
         kappa_out[a] = 0.0
         for b in range(k):
@@ -123,3 +125,22 @@ def weighted_gram(E, q, M_out, kappa_out):
     for a in range(k):
         for b in range(a):
             M_out[a, b] = M_out[b, a]
+
+
+def weighted_gram(E, q, M_out, kappa_out):
+    """M_out = Eᵀ diag(q) E and kappa_out = Eᵀ q.
+
+    Rows are summed in fixed chunks of 2048 (one partial each), and the partials are added in
+    chunk order: the result does not depend on the thread count. Inside a chunk, blocks of 64
+    rows are copied transposed (float64) so that every entry of the upper triangle is one
+    contiguous dot product over the block. The chunks are split into one block per thread,
+    each computed by the serial, GIL-free :func:`_gram_partials` (:mod:`.rowpool`; a
+    ``parallel=True`` kernel cost three times as much to compile).
+    """
+    n, k = E.shape
+    n_chunks = (n + _GRAM_CHUNK - 1) // _GRAM_CHUNK
+    partM = np.zeros((n_chunks, k, k))
+    partk = np.zeros((n_chunks, k))
+    run_rows(lambda lo, hi: _gram_partials(E, q, lo, hi, partM, partk),
+             np.zeros(n_chunks + 1, dtype=np.int64), 1)
+    _gram_sum(partM, partk, M_out, kappa_out)

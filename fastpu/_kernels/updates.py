@@ -10,8 +10,8 @@ with Hessian Σ_e l⁺''_e h_j h_jᵀ + 2 p_i M + 2 lam I, applied to a vector i
 O(|row| k + k²) without forming it. Each row runs a few Newton steps, each
 solved by conjugate gradient from zero (for the square loss one step is the
 warm-started least-squares solve), with a backtracking line search on f_i for
-losses that are not quadratic. Rows are independent: one prange iteration owns
-a fixed chunk of rows of W, so the result does not depend on the thread count.
+losses that are not quadratic. Rows are independent: each thread owns a block
+of rows of W, so the result does not depend on the thread count.
 
 How the work is laid out:
 
@@ -41,9 +41,9 @@ import numba as nb
 import numpy as np
 
 from .losses import SQUARE, loss_derivs, loss_value
+from .rowpool import run_rows
 
 _JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
-_CHUNK = 64                 # rows per prange iteration (scratch is allocated once per chunk)
 LOCAL_ENTRIES = 65536       # default scratch budget: local_max = LOCAL_ENTRIES // k entries
 
 
@@ -371,7 +371,6 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
         f_out[i] = f_cur
 
 
-@nb.njit(parallel=True, **_JIT)
 def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p, lam,
                W, n_newton, n_cg, cg_tol, local_max, f_out, f0_out):
     """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
@@ -383,13 +382,21 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
     entries copy their item vectors into a contiguous block first (see the module docstring);
     the result is the same either way up to rounding. ``f_out[i]`` receives f_i at the updated
     row (without the constant p_i ā² Σq), and ``f0_out[i]`` (unless it is empty) f_i at the row
-    it started from; ``n_newton == 0`` evaluates f_i at the current rows and leaves W unchanged. E and W may be float32 or float64; every sum is accumulated in
-    float64. indptr and indices share one integer type (int32 from ocmf's boundary).
+    it started from; ``n_newton == 0`` evaluates f_i at the current rows and leaves W
+    unchanged. E and W may be float32 or float64; every sum is accumulated in float64.
+    indptr and indices share one integer type (int32 from ocmf's boundary).
+
+    The rows are split into one block of about equal work per thread, each solved by the
+    serial, GIL-free :func:`_solve_chunk` on its own Python thread (:mod:`.rowpool`): a
+    ``parallel=True`` wrapper compiled the solver two more times (most of a first fit's
+    compile time). Rows are independent, so the result does not depend on the split.
     """
-    m = W.shape[0]
-    n_chunks = (m + _CHUNK - 1) // _CHUNK
-    cap = max(local_max, 0)
-    for c in nb.prange(n_chunks):
-        _solve_chunk(kind, c * _CHUNK, min(m, (c + 1) * _CHUNK), indptr, indices, labels, weights,
-                     corr, q, abar, E, M, kappa, p, lam, W, n_newton, n_cg, cg_tol, cap, f_out,
-                     f0_out)
+    cap = max(int(local_max), 0)
+    kind, abar, lam, cg_tol = int(kind), float(abar), float(lam), float(cg_tol)
+    n_newton, n_cg = int(n_newton), int(n_cg)
+
+    def block(lo, hi):
+        _solve_chunk(kind, lo, hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa,
+                     p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out)
+
+    run_rows(block, indptr, W.shape[1])

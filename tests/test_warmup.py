@@ -1,0 +1,83 @@
+"""Compiling ahead (fastpu/_warmup.py): `fastpu warmup` and the demo's background process."""
+
+import pytest
+
+import fastpu as fp
+from fastpu import _warmup, cli
+
+
+def test_jobs_are_each_methods_demo_configurations_and_its_default_fit():
+    got = _warmup.jobs(["ocmf", "csrr"])
+    want = ([("ocmf", label, kw) for label, kw in fp.ocmf.demo_configs()] + [("ocmf", "ocmf default", {"k": 8})]
+            + [("csrr", label, kw) for label, kw in fp.csrr.demo_configs()] + [("csrr", "csrr default", {"k": 8})])
+    assert got == want
+
+
+def test_run_jobs_fits_each_job_for_one_iteration():
+    Y = fp.datasets.synthetic(40, 30, rank=2, density=0.1, seed=0).Y
+    Y_train, Y_test = fp.split.holdout(Y, test_frac=0.2, seed=0)
+    seen = []
+    real_fit = fp.ocmf.fit
+
+    def spy(Y, **kw):
+        seen.append(kw["n_iter"])
+        return real_fit(Y, **kw)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(fp.ocmf, "fit", spy)
+    try:
+        done = _warmup.run_jobs([("ocmf", "a", dict(k=3, n_iter=10)), ("ocmf", "b", dict(k=2))],
+                                Y_train, Y_test)
+    finally:
+        mp.undo()
+    assert [label for label, _ in done] == ["a", "b"] and seen == [1, 1]
+    assert all(s >= 0 for _, s in done)
+
+
+def test_warmup_command_compiles_in_processes_and_reports(capsys):
+    assert cli.main(["warmup", "--methods", "csrr", "--processes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "compiling the kernels of csrr" in out and "done in" in out
+
+
+def test_warmup_command_rejects_unknown_methods_and_process_counts(capsys):
+    assert cli.main(["warmup", "--methods", "ocmf,nope"]) == 2
+    assert "unknown method 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["warmup", "--processes", "0"])
+    assert exc.value.code == 2 and "expected a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_background_process_runs_its_jobs_and_exits_cleanly():
+    Y = fp.datasets.synthetic(40, 30, rank=2, density=0.1, seed=0).Y
+    proc = _warmup.start_background([("csrr", "c", dict(k=2, variant="e"))], Y)
+    assert proc is not None
+    proc.join(300)
+    assert proc.exitcode == 0
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_demo_with_and_without_background_compile(monkeypatch, capsys, mode):
+    started = []
+    real = _warmup.start_background
+
+    def spy(*args, **kw):
+        proc = real(*args, **kw)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(_warmup, "start_background", spy)
+    monkeypatch.setattr(fp.ocmf, "demo_configs",
+                        lambda: [("SQ (ocmf)", dict(k=4, n_iter=1, loss="square", rho=0.1))])
+    assert cli.main(["demo", "--methods", "ocmf", "--at", "5", "--quiet",
+                     f"--background-compile={mode}"]) == 0
+    assert "SQ (ocmf)" in capsys.readouterr().out.split("\n\n")[-1]
+    assert len(started) == (1 if mode == "on" else 0)
+    for proc in started:                 # finished or terminated by the demo
+        assert proc is None or not proc.is_alive()
+
+
+def test_demo_rejects_an_unknown_background_compile_mode(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["demo", "--background-compile=maybe"])
+    assert exc.value.code == 2 and "invalid choice: 'maybe'" in capsys.readouterr().err
