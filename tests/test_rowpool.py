@@ -80,33 +80,34 @@ def _problem(seed, m=40, n=30, k=5, loss="logistic"):
     q = rng.uniform(size=n)
     return dict(kind=LOSS_CODES[loss], indptr=indptr, indices=indices, labels=np.ones(nnz),
                 weights=rng.uniform(0.5, 2.0, size=nnz), corr=rng.uniform(0.0, 0.01, size=nnz),
-                abar=-1.0, E=E, M=(E.T * q) @ E, kappa=E.T @ q, p=rng.uniform(size=m) * 0.01,
+                q=q, abar=-1.0, E=E, M=(E.T * q) @ E, kappa=E.T @ q, p=rng.uniform(size=m) * 0.01,
                 lam=0.5, W=rng.normal(scale=0.3, size=(m, k)))
 
 
-def _solve(P, lo, hi, W, f, local_max):
+def _solve(P, lo, hi, W, f, local_max, f0):
     updates._solve_chunk(P["kind"], lo, hi, P["indptr"], P["indices"], P["labels"], P["weights"],
-                         P["corr"], P["abar"], P["E"], P["M"], P["kappa"], P["p"], P["lam"], W,
-                         1, 4, 1e-3, local_max, f)
+                         P["corr"], P["q"], P["abar"], P["E"], P["M"], P["kappa"], P["p"],
+                         P["lam"], W, 1, 4, 1e-3, local_max, f, f0)
 
 
 @given(seeds, st.sampled_from(["logistic", "square", "squared_hinge"]), st.sampled_from([2, 1000]))
 def test_row_newton_on_thread_blocks_equals_one_block_and_row_by_row(seed, loss, local_max):
     P = _problem(seed, loss=loss)
     m = P["W"].shape[0]
-    W1, f1 = P["W"].copy(), np.empty(m)
+    W1, f1, g1 = P["W"].copy(), np.empty(m), np.empty(m)
     with limit_threads(2):
         updates.row_newton(P["kind"], P["indptr"], P["indices"], P["labels"], P["weights"],
-                           P["corr"], P["abar"], P["E"], P["M"], P["kappa"], P["p"], P["lam"], W1,
-                           1, 4, 1e-3, local_max, f1)
-    W2, f2 = P["W"].copy(), np.empty(m)
-    _solve(P, 0, m, W2, f2, local_max)
-    W3, f3 = P["W"].copy(), np.empty(m)
+                           P["corr"], P["q"], P["abar"], P["E"], P["M"], P["kappa"], P["p"],
+                           P["lam"], W1, 1, 4, 1e-3, local_max, f1, g1)
+    W2, f2, g2 = P["W"].copy(), np.empty(m), np.empty(m)
+    _solve(P, 0, m, W2, f2, local_max, g2)
+    W3, f3, g3 = P["W"].copy(), np.empty(m), np.empty(m)
     for i in range(m):
-        _solve(P, i, i + 1, W3, f3, local_max)
-    for W, f in ((W2, f2), (W3, f3)):
+        _solve(P, i, i + 1, W3, f3, local_max, g3)
+    for W, f, g in ((W2, f2, g2), (W3, f3, g3)):
         np.testing.assert_array_equal(W1, W)
         np.testing.assert_array_equal(f1, f)
+        np.testing.assert_array_equal(g1, g)
 
 
 def test_a_forked_child_gets_its_own_thread_pool():
