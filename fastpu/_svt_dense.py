@@ -24,23 +24,26 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
+from ._typing import FloatArray
+
 #: Accepted error bound of the Gram route, relative to σ_1 = ‖A‖₂.
 TOL = 1e-10
 
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def oriented(A):
+def oriented(A: FloatArray) -> tuple[FloatArray, bool]:
     """(A or Aᵀ with min(m, n) rows, whether it was transposed)."""
     return (A.T, True) if A.shape[0] > A.shape[1] else (A, False)
 
 
-def gram(At):
+def gram(At: FloatArray) -> FloatArray:
     """G = At Atᵀ (symmetric, both triangles)."""
     return At @ At.T
 
 
-def gram_svt(A, tau, *, tol=TOL):
+def gram_svt(A: FloatArray, tau: float, *,
+             tol: float = TOL) -> tuple[FloatArray, FloatArray, FloatArray] | None:
     """SVT(A, τ) of a dense A via the eigendecomposition of its Gram matrix.
 
     Returns ``(left, values, right)`` with values = σ − τ > 0 in decreasing order, or
@@ -80,7 +83,7 @@ def gram_svt(A, tau, *, tol=TOL):
     return np.ascontiguousarray(Ur), vals, np.ascontiguousarray(Vt)
 
 
-def certified(G, U, tau, lam1):
+def certified(G: FloatArray, U: FloatArray, tau: float, lam1: float) -> bool:
     """Whether every singular value of A outside the triplets with left vectors U is below τ'.
 
     ``G`` = A Aᵀ in the orientation of ``U`` (p × p), ``U`` (p × r) orthonormal, ``lam1`` ≈
@@ -97,4 +100,4 @@ def certified(G, U, tau, lam1):
         M = -G
     M[np.diag_indices_from(M)] += tau2
     _, info = sla.lapack.dpotrf(M, lower=1, overwrite_a=1, clean=0)
-    return info == 0
+    return bool(info == 0)

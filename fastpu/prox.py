@@ -164,8 +164,9 @@ def svt(M: Any, tau: float, *, method: str = "auto", k0: int | None = None, seed
     tau : float
         Threshold, ``τ >= 0``.
     method : {"auto", "truncated", "full"}
-        ``"truncated"``: ARPACK with a growing rank; ``"full"``: LAPACK SVD of the dense
-        matrix; ``"auto"``: full only where cheaper.
+        ``"truncated"``: ARPACK with a growing rank (certified for a dense ``M``); ``"full"``:
+        LAPACK SVD of the dense matrix; ``"auto"``: a full decomposition only where cheaper,
+        for a dense ``M`` by its Gram matrix when that is shown accurate to 1e-10·‖M‖₂.
     k0 : int, optional
         First rank to try for the truncated SVD (e.g. the previous rank + a few).
     seed : int
