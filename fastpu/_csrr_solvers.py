@@ -95,8 +95,11 @@ def _curvature(kind, alpha):
 class _DenseProblem:
     """Problem (10) for :func:`fastpu.apg.apg` with a dense U and V on Ω+.
 
-    Iterates x = (SVTResult Ũ, Ṽ values on Ω+); momentum points y = (dense U, V values).
-    ``prox_step`` overwrites y's dense U with Û (so ``restart="gradient"`` is not offered).
+    Iterates x = (SVTResult Ũ, Ṽ values on Ω+, Ũ as a dense array or None for the start);
+    momentum points y = (dense U, V values). ``prox_step`` overwrites y's dense U with Û (so
+    ``restart="gradient"`` is not offered). The dense Ũ of the last two iterates live in two
+    buffers used in turn, so the momentum point is (1 + β)Ũ − βŨ_old entrywise (one rank-r
+    product per iteration) and the objective reads Ũ on Ω+ directly.
     """
 
     def __init__(self, data, kind, alpha, lam1, lam2, svd_method, rng):
@@ -110,7 +113,9 @@ class _DenseProblem:
         self.row = np.empty(data.shape[0])
         self.rank = 0
         self.n_computed = 0
-        self.buffer = np.zeros(data.shape)      # the one dense m×n array: U, then Û, then U again
+        self.buffer = np.zeros(data.shape)      # the momentum point U, then Û, then U again
+        self.dense = [np.empty(data.shape), np.empty(data.shape)]   # Ũ of x_t and x_{t-1}
+        self.slot = 0
 
     def grad(self, y):
         U, v = y
@@ -132,27 +137,35 @@ class _DenseProblem:
         self.rank, self.n_computed = Ut.rank, Ut.n_computed
         v_new = np.empty_like(v)
         K.soft_box(v - eta * g, eta * self.lam2, 0.0, 1.0, v_new)
-        return Ut, v_new
+        D = self.dense[self.slot]          # the other slot holds the previous iterate's Ũ
+        self.slot ^= 1
+        if Ut.rank:
+            np.matmul(Ut.left * Ut.s, Ut.right, out=D)
+        else:
+            D.fill(0.0)
+        return Ut, v_new, D
 
     def extrapolate(self, x_new, x_old, beta):
-        Ut, v = x_new
-        Uo, vo = x_old
-        if beta and Uo.rank:
-            A = np.hstack([Ut.left * (Ut.s * (1.0 + beta)), Uo.left * (Uo.s * -beta)])
-            B = np.vstack([Ut.right, Uo.right])
-        else:
-            A, B = Ut.left * Ut.s, Ut.right
+        Ut, v, D = x_new
+        Uo, vo, Do = x_old
         U = self.buffer
-        np.matmul(A, B, out=U)
+        if beta and Uo.rank:                # U = Ũ + β (Ũ − Ũ_old)
+            np.subtract(D, Do, out=U)
+            U *= beta
+            U += D
+        else:
+            U[...] = D
         K.clip_inplace(U, 0.0, 1.0)
         vy = np.clip(v + beta * (v - vo), 0.0, 1.0) if beta else v.copy()
         return U, vy
 
     def objective(self, x):
-        Ut, v = x
+        Ut, v, D = x
         d = self.d
-        A = np.ascontiguousarray(Ut.left * Ut.s)
-        sampled_dots(d.indptr, d.indices, A, np.ascontiguousarray(Ut.right.T), self.up)
+        if D is None:                      # the start: Ũ = 0
+            self.up.fill(0.0)
+        else:
+            K.gather(d.indptr, d.indices, D, self.up)
         np.add(self.up, v, out=self.xp)
         g = np.empty_like(self.xp)
         K.positive_terms(d.indptr, self.xp, self.up, self.kind, self.alpha, g, self.row)
@@ -164,17 +177,11 @@ def _aslinop(U):
     return spla.aslinearoperator(U)
 
 
-def _box_violation(Ut):
-    if not Ut.rank:
+def _box_violation(D):
+    """Max distance of the dense Ũ to the box [0, 1]."""
+    if D is None or not D.size:
         return 0.0
-    # max distance of Ũ to [0, 1], computed blockwise so no second m×n array is built
-    worst = 0.0
-    step = max(1, 2**22 // max(1, Ut.right.shape[1]))
-    A = Ut.left * Ut.s
-    for s in range(0, A.shape[0], step):
-        blk = A[s:s + step] @ Ut.right
-        worst = max(worst, float(np.max(-blk, initial=0.0)), float(np.max(blk - 1.0, initial=0.0)))
-    return worst
+    return max(float(np.max(-D, initial=0.0)), float(np.max(D, initial=1.0)) - 1.0)
 
 
 def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_method, rng, progress):
@@ -183,13 +190,13 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
         eta = 1.0 / (2.0 * _curvature(kind, alpha))
     m, n = data.shape
     prob = _DenseProblem(data, kind, alpha, lam1, lam2, svd_method, rng)
-    x0 = (_empty_svt(m, n), np.zeros(data.nnz))
+    x0 = (_empty_svt(m, n), np.zeros(data.nnz), None)
     progress.start(prob.objective(x0))
     y0 = (prob.buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
 
     def report(info):
         def model():
-            (Ut, _), (U, v) = info["x"], info["y"]
+            (Ut, _, _), (U, v) = info["x"], info["y"]
             root = np.sqrt(Ut.s)
             return _model(user_factors=Ut.left * root, item_factors=Ut.right.T * root,
                           U=np.array(U), V=_sparse_v(data, v), variant=variant)
@@ -199,9 +206,9 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
                              restarted=info["restarted"], model=model)
 
     res = apg(prob, x0, y0=y0, step=eta, n_iter=n_iter, restart=restart, callback=report)
-    Ut, v = res.x
+    Ut, v, D = res.x
     U, vy = res.y
-    return Ut, v, U, vy, eta, res
+    return Ut, v, U, vy, eta, res, _box_violation(D)
 
 
 def _empty_svt(m, n):

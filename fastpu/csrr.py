@@ -272,8 +272,8 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
                             limit=dense_limit)
     if k is not None:           # variant "e"
         Vd.check_alloc(8 * k * (6 * (m + n) + 8 * k) + 48 * data.nnz, what="CSRR-e", names=("k",))
-    else:       # U, its momentum copy inside the SVD, and the SVD's factors
-        Vd.check_alloc(3 * 8 * m * n, what=f"CSRR-{variant} (dense U and its SVD)",
+    else:       # U (then Û), the dense Ũ of two iterates, and the SVD's (or Gram's) work
+        Vd.check_alloc(5 * 8 * m * n, what=f"CSRR-{variant} (dense U and its SVD)",
                        names=("Y's shape", "variant (use 'e')"))
     params = dict(variant=variant, alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
                   n_iter=n_iter_, n_inner=n_inner, inner_tol=inner_tol, restart=restart,
@@ -293,7 +293,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
                             zero_advice=_zero_advice(data, eta, lam1, lam2))
             return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
                              method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
-        Ut, v_tilde, U, v, eta_used, res = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
+        Ut, v_tilde, U, v, eta_used, res, box = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
                                                       restart, svd_method, rng, progress)
     params["eta_used"] = eta_used
     progress.finish(all_zero=float(np.max(v, initial=0.0)) + float(np.max(U, initial=0.0)) < 1e-12,
@@ -301,7 +301,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     root = np.sqrt(Ut.s)
     hist = progress.history
     if hist:
-        hist[-1]["box_violation"] = _box_violation(Ut)
+        hist[-1]["box_violation"] = box
     return CSRRModel(user_factors=np.ascontiguousarray(Ut.left * root),
                      item_factors=np.ascontiguousarray(Ut.right.T * root),
                      history=hist, params=params, method="csrr",

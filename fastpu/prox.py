@@ -6,11 +6,13 @@ Each map solves a small optimisation problem in closed form:
 - ``soft_threshold(x, tau)`` argmin_z ½‖z − x‖² + τ‖z‖₁        (shrink every entry towards 0 by τ)
 - ``project_box(x, lo, hi)`` argmin_{lo ≤ z ≤ hi} ½‖z − x‖²     (clip)
 
-``svt`` computes only the singular triplets above the threshold: a truncated SVD
-(ARPACK, through :func:`scipy.sparse.linalg.svds`) whose rank doubles until the
-smallest computed singular value falls to τ or below, and a full LAPACK SVD only
-where that is cheaper (small matrices, or a rank that reaches a large fraction of
-the smaller dimension).
+``svt`` computes only the singular triplets above the threshold where that is cheaper: a
+truncated SVD (ARPACK, through :func:`scipy.sparse.linalg.svds`) whose rank doubles until the
+smallest computed singular value falls to τ or below — for a dense matrix accepted only with a
+Cholesky certificate that no singular value above τ was missed — and a full decomposition
+where the rank is a large fraction of the smaller dimension (or the matrix is small): for a
+dense matrix the eigendecomposition of its Gram matrix when an a-posteriori error bound
+shows it as accurate as the SVD to 1e-10·‖M‖₂, else LAPACK's SVD (:mod:`fastpu._svt_dense`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from . import _validation as V
+from . import _svt_dense as SD
 from ._typing import ArrayLike, FloatArray, Seed
 
 __all__ = ["SVTResult", "project_box", "soft_threshold", "svt", "svt_factors"]
@@ -161,8 +164,9 @@ def svt(M: Any, tau: float, *, method: str = "auto", k0: int | None = None, seed
     tau : float
         Threshold, ``τ >= 0``.
     method : {"auto", "truncated", "full"}
-        ``"truncated"``: ARPACK with a growing rank; ``"full"``: LAPACK SVD of the dense
-        matrix; ``"auto"``: full only where cheaper.
+        ``"truncated"``: ARPACK with a growing rank (certified for a dense ``M``); ``"full"``:
+        LAPACK SVD of the dense matrix; ``"auto"``: a full decomposition only where cheaper,
+        for a dense ``M`` by its Gram matrix when that is shown accurate to 1e-10·‖M‖₂.
     k0 : int, optional
         First rank to try for the truncated SVD (e.g. the previous rank + a few).
     seed : int
@@ -243,13 +247,21 @@ def svt_factors(M: Any, tau: float, *, method: str = "auto", k0: int | None = No
 
 def _svt_factors(op: Any, dense: FloatArray | None, tau: float, *, method: str, k0: int | None,
                  rng: np.random.Generator) -> SVTResult:
-    """SVT of a canonical operator (no validation); ``dense`` is the ndarray or None."""
+    """SVT of a canonical operator (no validation); ``dense`` is the ndarray or None.
+
+    Truncated: ARPACK with a rank that doubles until the smallest computed singular value is
+    at most τ; for a dense matrix the result is accepted only with the certificate of
+    :func:`fastpu._svt_dense.certified` (no singular value above τ was missed). Full: for
+    ``method="auto"`` and a dense matrix the Gram eigendecomposition of
+    :func:`fastpu._svt_dense.gram_svt` when its error bound holds, else LAPACK's SVD.
+    """
     m, n = op.shape
     p = min(m, n)
     if p == 0:
         return SVTResult(np.zeros((m, 0)), np.zeros(0), np.zeros((0, n)), 0, True)
-    use_full = method == "full" or (method == "auto" and p <= _FULL_SVD_DIM)
+    use_full = method == "full" or (method == "auto" and (p <= _FULL_SVD_DIM or tau == 0.0))
     k = min(p, 6 if k0 is None else k0)
+    G = None
     while not use_full:
         if k >= p - 1 or (method == "auto" and k > _FULL_SVD_FRACTION * p):
             use_full = True
@@ -259,11 +271,21 @@ def _svt_factors(op: Any, dense: FloatArray | None, tau: float, *, method: str, 
         order = np.argsort(s)[::-1]
         L, s, R = L[:, order], s[order], R[order]
         if s[-1] <= tau:
+            top = float(s[0])
             keep = s > tau
-            return SVTResult(np.ascontiguousarray(L[:, keep]), s[keep] - tau,
-                             np.ascontiguousarray(R[keep]), k, False)
+            L, s, R = np.ascontiguousarray(L[:, keep]), s[keep] - tau, np.ascontiguousarray(R[keep])
+            if dense is None:
+                return SVTResult(L, s, R, k, False)
+            At, flip = SD.oriented(dense)
+            G = SD.gram(At) if G is None else G
+            if SD.certified(G, R.T if flip else L, tau, top * top):
+                return SVTResult(L, s, R, k, False)
         k = min(p - 1, 2 * k)
     A = dense if dense is not None else _materialise(op)
+    if method == "auto" and tau > 0.0 and p > _FULL_SVD_DIM:
+        part = SD.gram_svt(A, tau)
+        if part is not None:
+            return SVTResult(part[0], part[1], part[2], p, True)
     L, s, R = np.linalg.svd(A, full_matrices=False)
     keep = s > tau
     return SVTResult(np.ascontiguousarray(L[:, keep]), s[keep] - tau,
