@@ -239,6 +239,118 @@ def child_runtime(rounds):
     out["Gram E^T diag(q) E (50000 x 64)"] = dict(
         before=float(np.median(ta)), after=float(np.median(tb)),
         max_rel_diff=float(np.max(np.abs(Ma - Mb)) / np.max(np.abs(Ma))))
+    with limit_threads(THREADS):
+        out.update(_runtime_fbgd_homf(nb, rounds))
+    return out
+
+
+def _interleave(before, after, rounds):
+    """Median seconds of ``before()`` and ``after()`` taking turns (after one warm-up call each);
+    each returns (seconds, result array); also the largest relative difference of the results."""
+    before(), after()
+    ta, tb = [], []
+    for _ in range(rounds):
+        ta.append(before()[0])
+        tb.append(after()[0])
+    ra, rb = before()[1], after()[1]
+    return dict(before=float(np.median(ta)), after=float(np.median(tb)),
+                max_rel_diff=float(np.max(np.abs(ra - rb)) / max(np.max(np.abs(ra)), 1e-300)))
+
+
+def _runtime_fbgd_homf(nb, rounds):
+    """fbgd's coordinate_rows, homf's horner_walk and ridge_columns: row blocks vs prange copies."""
+    import fastpu as fp
+    import fastpu._fbgd_problem as FP
+    from fastpu import fbgd
+    from fastpu._kernels import fbgd as KF
+    from fastpu._kernels import homf as KH
+    from fastpu.homf import _row_chunks
+    from _common import powerlaw_pu
+
+    out = {}
+    # fbgd, user side of a coordinate epoch: 6040 x 3706, 1,000,000 positives, k = 64
+    Y = powerlaw_pu(6040, 3706, 1_000_000, seed=2)
+    m, n = Y.shape
+    neg = fbgd._negative_weights(Y, 0.5 * n, 0.0)
+    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(n), 64, False, neg,
+                       np.ones(Y.nnz), np.ones(Y.nnz), 0.0, None)
+    tx, ty = prob.init_params(np.random.default_rng(0), 0.01)
+    P, Q = prob.embed(prob.Zx, tx), prob.embed(prob.Zy, ty)
+    QT = np.ascontiguousarray(Q.T)
+    Sq, sq = prob.gram(prob.neg, Q)
+    (segments, _) = prob.coordinate_plan(prob.x_side, prob.ZxT, prob.free_x)
+    bounds = segments[0][1]
+
+    @nb.njit(parallel=True, nogil=True)
+    def prange_coord(bounds, *args):
+        for c in nb.prange(bounds.shape[0] - 1):
+            KF.coordinate_rows(bounds[c:c + 2], *args)
+
+    def coord(fn):
+        def run():
+            th, acc, E, pred = tx.copy(), np.zeros_like(tx), P.copy(), np.empty(Y.nnz)
+            t0 = time.perf_counter()
+            fn(bounds, True, prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, prob.free_x, th,
+               acc, *prob.x_side, pred, E, Q, QT, Sq, sq, prob.arow, 0.0, 0.05, 0.0, True, 1e-4)
+            return time.perf_counter() - t0, E
+        return run
+
+    out["fbgd coordinate_rows (user side, 6040 x 3706, 1M positives, k=64)"] = _interleave(
+        coord(prange_coord), coord(KF.coordinate_rows_parallel), rounds)
+
+    # homf dense mode: f_T(P) L with T = 4, k = 32, P the transition matrix of a 6040 x 3706 R
+    A = fp.homf.transition_matrix(Y, g="step")
+    L = np.random.default_rng(1).normal(size=(A.shape[0], 32))
+    chunks = _row_chunks(A, 4 * THREADS)
+
+    @nb.njit(parallel=True, nogil=True)
+    def prange_horner(indptr, indices, data, chunks, L, T, first, work, out):
+        src = L
+        for t in range(1, T + 1):
+            if t == 1:
+                dst = out if T == 1 else first
+            else:
+                dst = out if (T - t) % 2 == 0 else work
+            scale = 1.0 / T if t == T else 1.0
+            for q in nb.prange(chunks.shape[0] - 1):
+                KH.walk_rows(indptr, indices, data, src, chunks[q], chunks[q + 1], first, t > 1,
+                             scale, dst)
+            src = dst
+
+    def horner(fn):
+        bufs = [np.empty_like(L) for _ in range(3)]
+
+        def run():
+            t0 = time.perf_counter()
+            fn(A.indptr, A.indices, A.data, chunks, L, 4, *bufs)
+            return time.perf_counter() - t0, bufs[2].copy()
+        return run
+
+    out["homf horner_walk (T=4, k=32, N=9746, 2M entries)"] = _interleave(
+        horner(prange_horner), horner(KH.horner_walk), rounds)
+
+    # homf exact mode: ridge solves of 1024 columns of length 9746 (30 % nonzero), k = 32
+    rng = np.random.default_rng(3)
+    b, N, k = 1024, A.shape[0], 32
+    Ct = rng.normal(size=(b, N)) * (rng.uniform(size=(b, N)) < 0.3)
+    U = rng.normal(size=(N, k))
+    UtU = U.T @ U
+
+    @nb.njit(parallel=True, nogil=True)
+    def prange_ridge(Ct, U, UtU, lam2, dense, out, loss_out, ok_out):
+        for c in nb.prange(Ct.shape[0]):
+            KH.ridge_block(c, c + 1, Ct, U, UtU, lam2, dense, out, loss_out, ok_out)
+
+    def ridge(fn):
+        def run():
+            sol, loss, ok = np.empty((b, k)), np.empty(b), np.empty(b, dtype=np.bool_)
+            t0 = time.perf_counter()
+            fn(Ct, U, UtU, 0.2, False, sol, loss, ok)
+            return time.perf_counter() - t0, sol
+        return run
+
+    out["homf ridge_columns (1024 columns, N=9746, 30 % nonzero, k=32)"] = _interleave(
+        ridge(prange_ridge), ridge(KH.ridge_columns), rounds)
     return out
 
 
