@@ -119,13 +119,17 @@ def test_horner_walk_on_row_blocks_equals_one_block(seed, N, k, T):
         power = dense @ power
         acc += power
     np.testing.assert_allclose(ref, acc / T, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(acc).max()))
-    for threads in (1, 2):
-        with limit_threads(threads):
-            for chunks in (_chunks(N, rng), np.array([0, N], dtype=np.int64),
-                           np.arange(N + 1, dtype=np.int64)):
-                first, work, out = (np.full_like(L, np.nan) for _ in range(3))
-                KH.horner_walk(P.indptr, P.indices, P.data, chunks, L, T, first, work, out)
-                np.testing.assert_array_equal(out, ref)
+    for min_work in (1, KH.MIN_BLOCK_WORK):   # split even these small inputs, then as shipped
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(KH, "MIN_BLOCK_WORK", min_work)
+            for threads in (1, 2):
+                with limit_threads(threads):
+                    for chunks in (_chunks(N, rng), np.array([0, N], dtype=np.int64),
+                                   np.arange(N + 1, dtype=np.int64)):
+                        first, work, out = (np.full_like(L, np.nan) for _ in range(3))
+                        KH.horner_walk(P.indptr, P.indices, P.data, chunks, L, T, first, work,
+                                       out)
+                        np.testing.assert_array_equal(out, ref)
 
 
 @settings(max_examples=40, deadline=None)
@@ -160,3 +164,146 @@ def test_empty_inputs_are_no_ops(threads):
         z = np.zeros(1, dtype=np.int64)
         KH.horner_walk(z, z[:0], np.empty(0), z, np.empty((0, 2)), 3, np.empty((0, 2)),
                        np.empty((0, 2)), np.empty((0, 2)))
+
+
+# ----------------------------------------------------------------------------- small kernels
+# The small kernels run as one block below MIN_BLOCK_WORK; the tests set it to 1 so that even
+# these small inputs are split into one block per thread.
+
+def _split_runs(rows_kernel, m, args, rng):
+    """``rows_kernel`` over random contiguous blocks of 0 .. m, one call per block, serially."""
+    for lo, hi in zip((c := _chunks(m, rng))[:-1], c[1:]):
+        rows_kernel(lo, hi, *args)
+
+
+def _check_blocks(monkeypatch, module, name, m, make_args, rng):
+    """``module.name`` (row blocks at 1 and 2 threads) and random splits of ``_name_rows``
+    equal one ``_name_rows`` call over every row, bit for bit, in every output."""
+    rows_kernel = getattr(module, f"_{name}_rows")
+    ref = make_args()
+    rows_kernel(0, m, *ref)
+    monkeypatch.setattr(module, "MIN_BLOCK_WORK", 1)
+    runs = []
+    for threads in (1, 2):
+        with limit_threads(threads):
+            args = make_args()
+            getattr(module, name)(*args)
+            runs.append(args)
+    args = make_args()
+    _split_runs(rows_kernel, m, args, rng)
+    runs.append(args)
+    for args in runs:
+        for a, r in zip(args, ref):
+            if isinstance(r, np.ndarray):
+                np.testing.assert_array_equal(a, r)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, m=st.integers(1, 30), n=st.integers(1, 12), k=st.integers(1, 6))
+def test_csr_kernels_on_row_blocks_equal_one_block(seed, m, n, k):
+    from fastpu._kernels import csr
+    rng = np.random.default_rng(seed)
+    A = _skewed_csr(m, n, rng)
+    ip, ix = A.indptr.astype(np.int64), A.indices.astype(np.int64)
+    B, H, D = rng.normal(size=(m, k)), rng.normal(size=(n, k)), rng.normal(size=(n, k))
+    perm = rng.permutation(A.nnz).astype(np.int64)
+    mp = pytest.MonkeyPatch()
+    try:
+        _check_blocks(mp, csr, "sampled_dots", m,
+                      lambda: (ip, ix, B, H, np.full(A.nnz, np.nan)), rng)
+        mp.undo()
+        _check_blocks(mp, csr, "csr_dense", m,
+                      lambda: (ip, ix, A.data, D, np.full((m, k), np.nan)), rng)
+        mp.undo()
+        _check_blocks(mp, csr, "csr_dense_perm", m,
+                      lambda: (ip, ix, perm, A.data, D, np.full((m, k), np.nan)), rng)
+    finally:
+        mp.undo()
+    out = np.empty((m, k))
+    csr.csr_dense(ip, ix, A.data, D, out)
+    np.testing.assert_allclose(out, A @ D, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, m=st.integers(1, 30), n=st.integers(1, 12), k=st.integers(1, 5),
+       adagrad=st.booleans())
+def test_fbgd_small_kernels_on_row_blocks_equal_one_block(seed, m, n, k, adagrad):
+    rng = np.random.default_rng(seed)
+    A = _skewed_csr(m, n, rng)
+    ip, ix, nnz = A.indptr.astype(np.int64), A.indices.astype(np.int64), A.nnz
+    P, Q = rng.normal(size=(m, k)), rng.normal(size=(n, k))
+    S = rng.normal(size=(k, k))
+    s, rowscale = rng.normal(size=k), rng.uniform(0.5, 2.0, m)
+    w = [rng.uniform(0.1, 2.0, nnz) for _ in range(3)]
+    grad, theta = rng.normal(size=(m, k)), rng.normal(size=(m, k))
+    free = rng.random((m, k)) < 0.8
+    mp = pytest.MonkeyPatch()
+    try:
+        _check_blocks(mp, KF, "positive_terms", m, lambda: (
+            ip, ix, w[0], w[1], w[2], P, Q, -0.3, np.full(nnz, np.nan), np.full(m, np.nan)), rng)
+        mp.undo()
+        _check_blocks(mp, KF, "side_gradient", m, lambda: (
+            ip, ix, w[0], w[1], P, Q, S, s, rowscale, -0.3, np.full((m, k), np.nan)), rng)
+        mp.undo()
+        _check_blocks(mp, KF, "batch_update", m, lambda: (
+            grad, free, theta.copy(), np.full((m, k), 0.01), 0.05, 0.1, adagrad, 1e-4), rng)
+    finally:
+        mp.undo()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, b=st.integers(1, 30), n=st.integers(1, 15), kmax=st.integers(1, 6))
+def test_ranking_kernels_on_row_blocks_equal_one_block(seed, b, n, kmax):
+    from fastpu._kernels import ranking, topk
+    rng = np.random.default_rng(seed)
+    m = b + 3
+    train, rel = _skewed_csr(m, n, rng), _skewed_csr(m, n, rng)
+    rel = sp.csr_array((rel - rel.multiply(train > 0)) > 0, dtype=np.float64)
+    rel.sort_indices()
+    tr = (train.indptr.astype(np.int64), train.indices.astype(np.int64))
+    rl = (rel.indptr.astype(np.int64), rel.indices.astype(np.int64))
+    rows = rng.permutation(m)[:b].astype(np.int64)
+    S = np.round(rng.normal(size=(b, n)), 1)          # ties
+    items = rng.integers(-1, n, size=(b, kmax))
+    ks = np.arange(1, kmax + 1, dtype=np.int64)
+    neg = S.copy()
+    mp = pytest.MonkeyPatch()
+    try:
+        _check_blocks(mp, topk, "topk_rows", b, lambda: (
+            S, *tr, rows, kmax, np.zeros((b, kmax), dtype=np.int64), np.zeros((b, kmax))), rng)
+        mp.undo()
+        _check_blocks(mp, ranking, "topk_metrics", b, lambda: (
+            items, rows, *rl, ks, np.zeros((b, kmax), dtype=np.int64),
+            *(np.zeros((b, kmax)) for _ in range(3))), rng)
+        mp.undo()
+        _check_blocks(mp, ranking, "mask_rows", b, lambda: (neg.copy(), rows, *tr, np.nan), rng)
+        mp.undo()
+        ranking.mask_rows(neg, rows, *tr, np.nan)
+        ranking.mask_rows(neg, rows, *rl, np.nan)
+        neg.sort(axis=1)
+        _check_blocks(mp, ranking, "auc_sorted", b, lambda: (
+            S, neg, rows, tr[0], *rl, np.full(b, -1.0)), rng)
+    finally:
+        mp.undo()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, N=st.integers(1, 30), b=st.integers(1, 12))
+def test_scatter_columns_on_blocks_equals_one_block_and_the_columns(seed, N, b):
+    rng = np.random.default_rng(seed)
+    A = _skewed_csr(N, N, rng)
+    At = sp.csr_array(A.T)
+    At.sort_indices()
+    t = (At.indptr.astype(np.int64), At.indices.astype(np.int64), At.data)
+    cols = rng.integers(0, N, size=b).astype(np.int64)
+    mp = pytest.MonkeyPatch()
+    try:
+        _check_blocks(mp, KH, "scatter_columns", b, lambda: (*t, cols, np.zeros((N, b))), rng)
+        mp.setattr(KH, "MIN_BLOCK_WORK", 1)
+        for threads in (1, 2):
+            with limit_threads(threads):
+                out = np.full((N, b), np.nan)
+                KH.scatter_columns(*t, cols, out)
+                np.testing.assert_array_equal(out, A.toarray()[:, cols])
+    finally:
+        mp.undo()

@@ -23,7 +23,7 @@ over rows that own their outputs.
 import numba as nb
 import numpy as np
 
-from .rowpool import run_rows
+from .rowpool import MIN_BLOCK_WORK, run_rows, uniform_rows
 
 _JIT = dict(nogil=True, cache=True)
 _JIT_DOT = dict(_JIT, fastmath={"reassoc", "contract"})   # sums that may be reassociated
@@ -38,15 +38,10 @@ def _row_dot(A, a, B, b):
     return acc
 
 
-@nb.njit(parallel=True, **_JIT)
-def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
-    """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
-
-    Also used on the item side with (Q, P) swapped: the dot product is symmetric.  The dot
-    products are reassociated (they vectorise); ``positive_terms_reference`` keeps them in
-    order, as before issue 13.
-    """
-    for x in nb.prange(indptr.shape[0] - 1):
+@nb.njit(**_JIT)
+def _positive_terms_rows(lo, hi, indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
+    """``positive_terms`` for the rows lo .. hi − 1 (serial, GIL-free)."""
+    for x in range(lo, hi):
         acc = 0.0
         for p in range(indptr[x], indptr[x + 1]):
             r = _row_dot(P, x, Q, indices[p])
@@ -55,6 +50,22 @@ def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row
             b = r_neg - r
             acc += apos[p] * a * a - aneg[p] * b * b
         row_out[x] = acc
+
+
+def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
+    """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
+
+    Also used on the item side with (Q, P) swapped: the dot product is symmetric.  The dot
+    products are reassociated (they vectorise); ``positive_terms_reference`` keeps them in
+    order, as before issue 13.
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    def block(lo, hi):
+        _positive_terms_rows(lo, hi, indptr, indices, apos, rpos, aneg, P, Q, r_neg,
+                             pred_out, row_out)
+
+    run_rows(block, indptr, 1, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)
@@ -75,11 +86,11 @@ def positive_terms_reference(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pre
         row_out[x] = acc
 
 
-@nb.njit(parallel=True, **_JIT)
-def side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out):
-    """G_out[i] = ∂J/∂e_i (see the module docstring); r̂ is recomputed from E and F."""
+@nb.njit(**_JIT)
+def _side_gradient_rows(lo, hi, indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out):
+    """``side_gradient`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     g = E.shape[1]
-    for i in nb.prange(E.shape[0]):
+    for i in range(lo, hi):
         c = 2.0 * rowscale[i]
         for d in range(g):
             acc = 0.0
@@ -96,11 +107,23 @@ def side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_ou
                 G_out[i, d] += e * F[j, d]
 
 
-@nb.njit(parallel=True, **_JIT)
-def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
-    """θ ← θ − γ_t (∇ + 2 reg θ) on the free entries; Adagrad (eq. 24) or plain steps."""
+def side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out):
+    """G_out[i] = ∂J/∂e_i (see the module docstring); r̂ is recomputed from E and F.
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    def block(lo, hi):
+        _side_gradient_rows(lo, hi, indptr, indices, cpos, bpos, E, F, S, s, rowscale,
+                            r_neg, G_out)
+
+    run_rows(block, indptr, E.shape[1], min_work=MIN_BLOCK_WORK)
+
+
+@nb.njit(**_JIT)
+def _batch_update_rows(lo, hi, grad, free, theta, accum, lr, reg, adagrad, eps):
+    """``batch_update`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     g = theta.shape[1]
-    for j in nb.prange(theta.shape[0]):
+    for j in range(lo, hi):
         for d in range(g):
             if not free[j, d]:
                 continue
@@ -113,6 +136,17 @@ def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
                 theta[j, d] -= lr * gr / den
             else:
                 theta[j, d] -= lr * gr
+
+
+def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
+    """θ ← θ − γ_t (∇ + 2 reg θ) on the free entries; Adagrad (eq. 24) or plain steps.
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    def block(lo, hi):
+        _batch_update_rows(lo, hi, grad, free, theta, accum, lr, reg, adagrad, eps)
+
+    run_rows(block, uniform_rows(theta.shape[0]), 1, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(**_JIT)
