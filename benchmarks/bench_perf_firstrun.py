@@ -31,6 +31,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,8 @@ M, N, NNZ, K = 2000, 1000, 40_000, 16
 THREADS = 2
 # the fastpu before issue 13's first-run work, measured next to the current one ("before" rows)
 BASE_COMMIT = "454f026"
+# main before the row-block kernels of fbgd, HOMF, csr and the evaluation ("prev" columns)
+PREV_COMMIT = "7ed51e8"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -253,8 +256,12 @@ def _interleave(before, after, rounds):
         ta.append(before()[0])
         tb.append(after()[0])
     ra, rb = before()[1], after()[1]
+    same_nan = np.array_equal(np.isnan(ra), np.isnan(rb))
+    ok = ~np.isnan(ra)
+    diff = np.max(np.abs(ra[ok] - rb[ok]), initial=0.0) / max(np.max(np.abs(ra[ok]), initial=0.0),
+                                                             1e-300)
     return dict(before=float(np.median(ta)), after=float(np.median(tb)),
-                max_rel_diff=float(np.max(np.abs(ra - rb)) / max(np.max(np.abs(ra)), 1e-300)))
+                max_rel_diff=float(diff) if same_nan else float("inf"))
 
 
 def _runtime_fbgd_homf(nb, rounds):
@@ -351,7 +358,91 @@ def _runtime_fbgd_homf(nb, rounds):
 
     out["homf ridge_columns (1024 columns, N=9746, 30 % nonzero, k=32)"] = _interleave(
         ridge(prange_ridge), ridge(KH.ridge_columns), rounds)
+    out.update(_runtime_small(nb, rounds, Y, A, prob, P, Q, Sq, sq))
     return out
+
+
+def _prange_of(nb, rows_kernel):
+    """The former ``parallel=True`` form of a row kernel: a ``prange`` over its rows."""
+    @nb.njit(parallel=True, nogil=True)
+    def par(m, *args):
+        for i in nb.prange(m):
+            rows_kernel(i, i + 1, *args)
+    return par
+
+
+def _runtime_small(nb, rounds, Y, A, prob, P, Q, Sq, sq):
+    """The small row kernels of the demo's path: row blocks vs ``prange`` copies."""
+    from fastpu._kernels import csr, ranking, topk
+    from fastpu._kernels import fbgd as KF
+
+    rng = np.random.default_rng(4)
+    m, n = Y.shape
+    ip, ix = Y.indptr.astype(np.int64), Y.indices.astype(np.int64)
+    k = P.shape[1]
+    cases = {}
+    D = rng.normal(size=(n, 32))
+    cases["csr_dense (6040 x 3706 CSR, 1M entries, times 3706 x 32)"] = (
+        csr, "csr_dense", m, lambda: (ip, ix, Y.data, D, np.empty((m, 32))), -1)
+    perm = rng.permutation(Y.nnz).astype(np.int64)
+    cases["csr_dense_perm (the same, entries through a permutation)"] = (
+        csr, "csr_dense_perm", m, lambda: (ip, ix, perm, Y.data, D, np.empty((m, 32))), -1)
+    cases["sampled_dots (1M entries, k=64)"] = (
+        csr, "sampled_dots", m, lambda: (ip, ix, P, Q, np.empty(Y.nnz)), -1)
+    w = [rng.uniform(0.1, 2.0, Y.nnz) for _ in range(3)]
+    cases["fbgd positive_terms (1M entries, k=64)"] = (
+        KF, "positive_terms", m,
+        lambda: (ip, ix, w[0], w[1], w[2], P, Q, 0.0, np.empty(Y.nnz), np.empty(m)), -1)
+    cases["fbgd side_gradient (6040 rows, 1M entries, k=64)"] = (
+        KF, "side_gradient", m,
+        lambda: (ip, ix, w[0], w[1], P, Q, Sq, sq, prob.arow, 0.0, np.empty((m, k))), -1)
+    b = 2000
+    S = rng.normal(size=(b, n))
+    rows = np.arange(b, dtype=np.int64)
+    cases["topk_rows (2000 users x 3706 items, top 20)"] = (
+        topk, "topk_rows", b,
+        lambda: (S, ip, ix, rows, 20, np.empty((b, 20), dtype=np.int64), np.empty((b, 20))), -2)
+    items = np.argsort(-S, axis=1)[:, :50].astype(np.int64)
+    ks = np.array([1, 5, 10, 20, 50], dtype=np.int64)
+    cases["topk_metrics (2000 users, top 50, 5 cut-offs)"] = (
+        ranking, "topk_metrics", b,
+        lambda: (items, rows, ip, ix, ks, np.zeros((b, 5), dtype=np.int64),
+                 *(np.zeros((b, 5)) for _ in range(3))), -4)
+    cases["mask_rows (2000 users x 3706 items)"] = (
+        ranking, "mask_rows", b, lambda: (S.copy(), rows, ip, ix, np.nan), 0)
+    neg = S.copy()
+    ranking.mask_rows(neg, rows, ip, ix, np.nan)
+    neg.sort(axis=1)
+    Yr = sp_csr_drop(Y)     # "relevant" rows disjoint from Y: a shifted copy, empty where Y
+    cases["auc_sorted (2000 users x 3706 items)"] = (
+        ranking, "auc_sorted", b,
+        lambda: (S, neg, rows, ip, Yr.indptr, Yr.indices, np.empty(b)), -1)
+    out = {}
+    for label, (mod, name, rows_m, make, res) in cases.items():
+        par = _prange_of(nb, getattr(mod, f"_{name}_rows"))
+        fn = getattr(mod, name)
+
+        def timed(call):
+            def run():
+                args = make()
+                t0 = time.perf_counter()
+                call(*args)
+                return time.perf_counter() - t0, np.asarray(args[res], dtype=np.float64)
+            return run
+
+        before = timed(lambda *a: par(rows_m, *a))
+        out[label] = _interleave(before, timed(fn), rounds)
+    return out
+
+
+def sp_csr_drop(Y):
+    """Rows of Y's shape whose entries are Y's row entries shifted by one column, minus Y's."""
+    import scipy.sparse as sp
+    Ys = sp.csr_array((Y.data, (Y.indices + 1) % Y.shape[1], Y.indptr), shape=Y.shape)
+    R = sp.csr_array((Ys - Ys.multiply(Y > 0)) > 0, dtype=np.float64)
+    R.sort_indices()
+    R.indptr, R.indices = R.indptr.astype(np.int64), R.indices.astype(np.int64)
+    return R
 
 
 def _prange_row_newton(nb, updates):
@@ -433,12 +524,12 @@ def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def export_base(tmp):
-    """The fastpu package of BASE_COMMIT, exported into ``tmp``; None without git."""
-    dest = os.path.join(tmp, "base")
+def export_base(tmp, commit=BASE_COMMIT, name="base"):
+    """The fastpu package of ``commit``, exported into ``tmp/name``; None without git."""
+    dest = os.path.join(tmp, name)
     os.makedirs(dest)
     try:
-        arch = subprocess.run(["git", "-C", ROOT, "archive", BASE_COMMIT, "fastpu"],
+        arch = subprocess.run(["git", "-C", ROOT, "archive", commit, "fastpu"],
                               capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
     except (OSError, subprocess.CalledProcessError):
@@ -465,12 +556,12 @@ def run_child(mode, arg="", cache=None, extra_env=None, source=ROOT):
     return res
 
 
-def run_demo(cache, background, source=ROOT):
+def run_demo(cache, background, source=ROOT, flag=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = source + os.pathsep + env.get("PYTHONPATH", "")
     env["NUMBA_CACHE_DIR"] = cache
     cmd = [sys.executable, "-m", "fastpu", "demo", "--quiet"]
-    if source == ROOT:
+    if flag if flag is not None else source == ROOT:
         cmd.append("--background-compile=" + ("on" if background else "off"))
     import resource
 
@@ -562,15 +653,27 @@ def main():
         log("run time: library kernels vs parallel=True copies")
         runtime = run_child("runtime", "3" if args.quick else "9", cache=os.path.join(tmp, "cold0"))
         runtime.pop("process_s", None)
-        demos, demo_profile = {}, None
+        demos, demo_profile, demo_profile_prev = {}, None, None
         if not args.quick:
+            prev = export_base(tmp, PREV_COMMIT, "prev")
             log("fastpu demo from an empty cache, compiles recorded")
             demo_profile = run_child("demo-profile", cache=os.path.join(tmp, "demoprof"))
+            if prev is not None:
+                log(f"the same for fastpu at {PREV_COMMIT}")
+                demo_profile_prev = run_child("demo-profile", cache=os.path.join(tmp, "demoprofp"),
+                                              source=prev)
             order = [True, "base", False] if (args.base_demo and base is not None) else [True, False]
+            if prev is not None:
+                order.insert(-1, "prev")
             for bg in order:
                 if bg == "base":
                     log(f"fastpu demo of fastpu at {BASE_COMMIT} from an empty cache")
                     demos["base"] = run_demo(os.path.join(tmp, "demobase"), False, source=base)
+                    continue
+                if bg == "prev":
+                    log(f"fastpu demo of fastpu at {PREV_COMMIT} from an empty cache (background off)")
+                    demos["prev"] = run_demo(os.path.join(tmp, "demoprev"), False, source=prev,
+                                             flag=True)
                     continue
                 log(f"fastpu demo from an empty cache (background compile {'on' if bg else 'off'})")
                 demos[bg] = run_demo(os.path.join(tmp, f"demo{int(bg)}"), bg)
@@ -581,7 +684,7 @@ def main():
                cold32=cold32, warm=warm,
                warm_imp=warm_imp, imports=imports, runtime=runtime,
                demos={(k if isinstance(k, str) else str(int(k))): v for k, v in demos.items()},
-               profile=profile, demo_profile=demo_profile,
+               profile=profile, demo_profile=demo_profile, demo_profile_prev=demo_profile_prev,
                cmd=" ".join(["python", "benchmarks/bench_perf_firstrun.py", *sys.argv[1:]]))
     with open(os.path.join(tempfile.gettempdir(), "fastpu_bench_perf_firstrun.json"), "w") as fh:
         json.dump(raw, fh)
@@ -592,16 +695,16 @@ def render(args, raw):
     """Write the report from the raw results (also ``--render FILE`` from a saved run)."""
     from _common import md_table
 
-    demos = {(k if k == "base" else bool(int(k))): v for k, v in raw["demos"].items()}
+    demos = {(k if k in ("base", "prev") else bool(int(k))): v for k, v in raw["demos"].items()}
     args.command = raw.get("cmd")
     write_report(args, raw["hw"], raw["fixed"], raw["cold"], raw["cold_imp"], raw.get("cold_base", []),
                  raw["cold32"],
                  raw["warm"], raw["warm_imp"], raw["imports"], raw["runtime"], demos,
-                 raw["profile"], md_table, raw.get("demo_profile"))
+                 raw["profile"], md_table, raw.get("demo_profile"), raw.get("demo_profile_prev"))
 
 
 def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_imp, imports,
-                 runtime, demos, profile, md_table, demo_profile=None):
+                 runtime, demos, profile, md_table, demo_profile=None, demo_profile_prev=None):
     med = lambda xs: float(np.median(xs))  # noqa: E731
     cold_fit = med([c["fit_s"] for c in cold])
     cold_all = med([c["import_s"] + c["fit_s"] for c in cold])
@@ -644,18 +747,22 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
     ]
     for bg, label in ((True, "`--background-compile=on`"),
                       (False, "`--background-compile=off`"),
-                      ("base", f"fastpu at {BASE_COMMIT} (before this work)")):
+                      ("prev", f"`--background-compile=off`, fastpu at {PREV_COMMIT} (before the "
+                               "row-block kernels of fbgd, HOMF, csr and the evaluation)"),
+                      ("base", f"fastpu at {BASE_COMMIT} (before issue 13's first-run work)")):
         if bg in demos:
+            old = bg in ("base", "prev")
             rows.append([f"`fastpu demo`, empty cache, {label}",
                          f"{demos[bg]['wall']:.1f} s (CPU of all its processes {demos[bg].get('cpu', float('nan')):.1f} s)",
-                         "", "" if bg == "base" else "≤ 25 s",
-                         "" if bg == "base" else ("yes" if demos[bg]["wall"] <= 25 else "no")])
+                         "", "" if old else "≤ 25 s",
+                         "" if old else ("yes" if demos[bg]["wall"] <= 25 else "no")])
     L += [md_table(["measured", "fastpu", "implicit", "goal", "met?"], rows), ""]
     if demos:
         L += ["Per configuration, the seconds `fastpu demo` prints (the first fit of each method "
               "includes its compiling):", ""]
         labels = list(next(iter(demos.values()))["fits"])
-        heads = {True: "background compile on", False: "off", "base": f"at {BASE_COMMIT}"}
+        heads = {True: "background compile on", False: "off", "base": f"at {BASE_COMMIT}",
+                 "prev": f"off, at {PREV_COMMIT}"}
         L += ["(run in the order of the columns, one demo at a time)", ""]
         L += [md_table(["configuration"] + [heads[bg] for bg in demos],
                        [[lab] + [fmt(demos[bg]["fits"].get(lab), 1) for bg in demos] for lab in labels]), ""]
@@ -676,17 +783,7 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
           f"(wall {profile['fit_s']:.2f} s). numba's fixed costs in a fresh process: "
           + ", ".join(f"{k} {v:.2f} s" for k, v in fixed.items()) + ".", ""]
     if demo_profile:
-        top, total = summarise_compiles(demo_profile["compiles"], top=20)
-        L += ["## Where the first `fastpu demo`'s time goes", "",
-              f"The demo (without its background process) from an empty cache spent {total:.1f} of its "
-              f"{demo_profile['cpu_s']:.1f} CPU s compiling; the largest compiles (own CPU s, "
-              "callees in their own rows):", "",
-              md_table(["function", "compiles", "own CPU s"],
-                       [[f"`{name}`", c, f"{own:.2f}"] for name, (c, _, own) in top]), "",
-              "Most of the list are `parallel=True` kernels of the four methods and the evaluation, "
-              "each costing 0.3–0.9 s to compile however small its body (numba outlines and "
-              "optimises every `prange` loop as a separate gufunc); the row solver is the largest "
-              "single item. The rest of the CPU time is the fits themselves and loading the data.", ""]
+        L += demo_profile_section(demo_profile, demo_profile_prev, md_table)
     # runtime
     L += ["## Run time of the changed kernels", "",
           "The row solver (`row_newton`) and the Gram kernel (`weighted_gram`) used to be "
@@ -712,6 +809,42 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
     with open(args.out, "w") as fh:
         fh.write("\n".join(L))
     log(f"wrote {args.out}")
+
+
+RENAMED = {"fastpu._kernels.homf.ridge_block": "fastpu._kernels.homf.ridge_columns",
+           "fastpu._kernels.homf.walk_rows": "fastpu._kernels.homf.horner_walk"}
+
+
+def demo_profile_section(now, prev, md_table, top=24):
+    """The demo's compile profile; with ``prev``, next to the one of fastpu at PREV_COMMIT."""
+    rows_now, total = summarise_compiles(now["compiles"], top=10_000)
+    L = ["## Where the first `fastpu demo`'s time goes", ""]
+    if prev is None:
+        L += [f"The demo (without its background process) from an empty cache spent {total:.1f} of "
+              f"its {now['cpu_s']:.1f} CPU s compiling; the largest compiles (own CPU s, callees in "
+              "their own rows):", "",
+              md_table(["function", "compiles", "own CPU s"],
+                       [[f"`{name}`", c, f"{own:.2f}"] for name, (c, _, own) in rows_now[:top]]), ""]
+        return L
+    rows_prev, total_prev = summarise_compiles(prev["compiles"], top=10_000)
+    a, b, shown = {}, dict(rows_prev), {}
+    for name, v in rows_now:          # a row kernel in the row of the prange kernel it replaced
+        old = RENAMED.get(name) or re.sub(r"\._(\w+)_rows$", r".\1", name)
+        if old != name and old in b:
+            shown[old] = f"`{old}` → `{name.rsplit('.', 1)[1]}`"
+        a[old] = v
+    names = sorted(set(a) | set(b), key=lambda k: -max(a.get(k, (0, 0, 0))[2],
+                                                        b.get(k, (0, 0, 0))[2]))[:top]
+    cell = lambda d, k: "—" if k not in d else f"{d[k][2]:.2f}" + (f" ({d[k][0]}×)" if d[k][0] > 1 else "")
+    L += [f"The demo (without its background process) from an empty cache, this code against "
+          f"fastpu at {PREV_COMMIT} (each in its own fresh process, one after the other): "
+          f"{total:.1f} of {now['cpu_s']:.1f} CPU s compiling now, {total_prev:.1f} of "
+          f"{prev['cpu_s']:.1f} CPU s then. The largest compiles (own CPU s, callees in their own "
+          "rows; *x* → *y*: the serial row kernel y now does the work of the `parallel=True` "
+          "kernel x, and x, if it remains, is a Python function):", "",
+          md_table(["function", f"own CPU s at {PREV_COMMIT}", "own CPU s now"],
+                   [[shown.get(k, f"`{k}`"), cell(b, k), cell(a, k)] for k in names]), ""]
+    return L
 
 
 ANALYSIS = """## What changed, and the floor

@@ -225,9 +225,8 @@ def test_csr_kernels_on_row_blocks_equal_one_block(seed, m, n, k):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=seeds, m=st.integers(1, 30), n=st.integers(1, 12), k=st.integers(1, 5),
-       adagrad=st.booleans())
-def test_fbgd_small_kernels_on_row_blocks_equal_one_block(seed, m, n, k, adagrad):
+@given(seed=seeds, m=st.integers(1, 30), n=st.integers(1, 12), k=st.integers(1, 5))
+def test_fbgd_small_kernels_on_row_blocks_equal_one_block(seed, m, n, k):
     rng = np.random.default_rng(seed)
     A = _skewed_csr(m, n, rng)
     ip, ix, nnz = A.indptr.astype(np.int64), A.indices.astype(np.int64), A.nnz
@@ -235,8 +234,6 @@ def test_fbgd_small_kernels_on_row_blocks_equal_one_block(seed, m, n, k, adagrad
     S = rng.normal(size=(k, k))
     s, rowscale = rng.normal(size=k), rng.uniform(0.5, 2.0, m)
     w = [rng.uniform(0.1, 2.0, nnz) for _ in range(3)]
-    grad, theta = rng.normal(size=(m, k)), rng.normal(size=(m, k))
-    free = rng.random((m, k)) < 0.8
     mp = pytest.MonkeyPatch()
     try:
         _check_blocks(mp, KF, "positive_terms", m, lambda: (
@@ -244,9 +241,6 @@ def test_fbgd_small_kernels_on_row_blocks_equal_one_block(seed, m, n, k, adagrad
         mp.undo()
         _check_blocks(mp, KF, "side_gradient", m, lambda: (
             ip, ix, w[0], w[1], P, Q, S, s, rowscale, -0.3, np.full((m, k), np.nan)), rng)
-        mp.undo()
-        _check_blocks(mp, KF, "batch_update", m, lambda: (
-            grad, free, theta.copy(), np.full((m, k), 0.01), 0.05, 0.1, adagrad, 1e-4), rng)
     finally:
         mp.undo()
 
@@ -283,27 +277,5 @@ def test_ranking_kernels_on_row_blocks_equal_one_block(seed, b, n, kmax):
         neg.sort(axis=1)
         _check_blocks(mp, ranking, "auc_sorted", b, lambda: (
             S, neg, rows, tr[0], *rl, np.full(b, -1.0)), rng)
-    finally:
-        mp.undo()
-
-
-@settings(max_examples=25, deadline=None)
-@given(seed=seeds, N=st.integers(1, 30), b=st.integers(1, 12))
-def test_scatter_columns_on_blocks_equals_one_block_and_the_columns(seed, N, b):
-    rng = np.random.default_rng(seed)
-    A = _skewed_csr(N, N, rng)
-    At = sp.csr_array(A.T)
-    At.sort_indices()
-    t = (At.indptr.astype(np.int64), At.indices.astype(np.int64), At.data)
-    cols = rng.integers(0, N, size=b).astype(np.int64)
-    mp = pytest.MonkeyPatch()
-    try:
-        _check_blocks(mp, KH, "scatter_columns", b, lambda: (*t, cols, np.zeros((N, b))), rng)
-        mp.setattr(KH, "MIN_BLOCK_WORK", 1)
-        for threads in (1, 2):
-            with limit_threads(threads):
-                out = np.full((N, b), np.nan)
-                KH.scatter_columns(*t, cols, out)
-                np.testing.assert_array_equal(out, A.toarray()[:, cols])
     finally:
         mp.undo()

@@ -119,11 +119,11 @@ def side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_ou
     run_rows(block, indptr, E.shape[1], min_work=MIN_BLOCK_WORK)
 
 
-@nb.njit(**_JIT)
-def _batch_update_rows(lo, hi, grad, free, theta, accum, lr, reg, adagrad, eps):
-    """``batch_update`` for the rows lo .. hi − 1 (serial, GIL-free)."""
+@nb.njit(parallel=True, **_JIT)
+def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
+    """θ ← θ − γ_t (∇ + 2 reg θ) on the free entries; Adagrad (eq. 24) or plain steps."""
     g = theta.shape[1]
-    for j in range(lo, hi):
+    for j in nb.prange(theta.shape[0]):
         for d in range(g):
             if not free[j, d]:
                 continue
@@ -136,17 +136,6 @@ def _batch_update_rows(lo, hi, grad, free, theta, accum, lr, reg, adagrad, eps):
                 theta[j, d] -= lr * gr / den
             else:
                 theta[j, d] -= lr * gr
-
-
-def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
-    """θ ← θ − γ_t (∇ + 2 reg θ) on the free entries; Adagrad (eq. 24) or plain steps.
-
-    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
-    """
-    def block(lo, hi):
-        _batch_update_rows(lo, hi, grad, free, theta, accum, lr, reg, adagrad, eps)
-
-    run_rows(block, uniform_rows(theta.shape[0]), 1, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(**_JIT)

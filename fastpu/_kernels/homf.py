@@ -22,26 +22,18 @@ from .rowpool import MIN_BLOCK_WORK, run_rows
 _JIT = dict(nogil=True, cache=True)
 
 
-@nb.njit(**_JIT)
-def _scatter_columns_rows(lo, hi, t_indptr, t_indices, t_data, cols, out):
-    """``scatter_columns`` for the columns lo .. hi − 1 of ``out`` (already zero)."""
-    for c in range(lo, hi):
+@nb.njit(parallel=True, **_JIT)
+def scatter_columns(t_indptr, t_indices, t_data, cols, out):
+    """out[:, c] = A[:, cols[c]] given Aᵀ as CSR (row cols[c] of Aᵀ is column cols[c] of A)."""
+    n_rows = out.shape[0]
+    b = cols.shape[0]
+    for r in nb.prange(n_rows):
+        for c in range(b):
+            out[r, c] = 0.0
+    for c in nb.prange(b):
         j = cols[c]
         for p in range(t_indptr[j], t_indptr[j + 1]):
             out[t_indices[p], c] = t_data[p]
-
-
-def scatter_columns(t_indptr, t_indices, t_data, cols, out):
-    """out[:, c] = A[:, cols[c]] given Aᵀ as CSR (row cols[c] of Aᵀ is column cols[c] of A).
-
-    The columns in contiguous blocks of about equal entries, one per thread
-    (:func:`.rowpool.run_rows`).
-    """
-    out.fill(0.0)
-    counts = t_indptr[cols + 1] - t_indptr[cols]
-    work = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(counts, dtype=np.int64)))
-    run_rows(lambda lo, hi: _scatter_columns_rows(lo, hi, t_indptr, t_indices, t_data, cols, out),
-             work, 1, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)
