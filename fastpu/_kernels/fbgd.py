@@ -107,16 +107,16 @@ def _side_gradient_rows(lo, hi, indptr, indices, cpos, bpos, E, F, S, s, rowscal
                 G_out[i, d] += e * F[j, d]
 
 
-def side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out):
-    """G_out[i] = ∂J/∂e_i (see the module docstring); r̂ is recomputed from E and F.
+def side_gradient(*args):
+    """side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out).
 
-    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    G_out[i] = ∂J/∂e_i (see the module docstring); r̂ is recomputed from E and F.  Rows in
+    contiguous blocks, one per thread (:func:`.rowpool.run_rows`).  (``*args``: the callers
+    pass a side's arrays as ``*side``, which mypy cannot count against named parameters.)
     """
-    def block(lo, hi):
-        _side_gradient_rows(lo, hi, indptr, indices, cpos, bpos, E, F, S, s, rowscale,
-                            r_neg, G_out)
-
-    run_rows(block, indptr, E.shape[1], min_work=MIN_BLOCK_WORK)
+    indptr, E = args[0], args[4]
+    run_rows(lambda lo, hi: _side_gradient_rows(lo, hi, *args), indptr, E.shape[1],
+             min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)
