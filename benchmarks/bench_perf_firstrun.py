@@ -20,9 +20,14 @@ script (``--child MODE``), so that nothing is compiled or imported beforehand:
 * a per-kernel compile profile of the cold fit (numba's compile events: CPU seconds of each
   kernel's own compile, without the kernels it calls; numba's compiler and LLVM lock timers),
   and numba's fixed costs (first compile in a process, one trivial ``parallel=True`` kernel);
-* run-time check: the compiled row solver and Gram kernel against ``parallel=True`` copies of
-  them (the form they had before), taking turns on a larger matrix: the change that cut their
-  compile time must not slow them down.
+* run-time check: every kernel that became a serial kernel on row blocks (the row solver, the
+  Gram kernel, fbgd's ``coordinate_rows``, ``side_gradient`` and ``positive_terms``, HOMF's
+  ``horner_walk`` and ``ridge_columns``, the csr products and the evaluation's top-k and AUC
+  kernels) against a ``parallel=True`` copy around the same serial code (the form it had
+  before), taking turns on a larger matrix: the change that cut their compile time must not
+  slow them down, and must not change a bit of their results;
+* with the demo runs, the same demo profile and a demo run of fastpu at ``PREV_COMMIT`` (before
+  the row-block kernels of fbgd, HOMF, csr and the evaluation), for the before/after columns.
 """
 
 from __future__ import annotations
@@ -181,7 +186,7 @@ def child_runtime(rounds):
 
     import fastpu as fp
     from fastpu._kernels import csr, updates
-    from fastpu._ocmf_problem import _gram, _prepare
+    from fastpu._ocmf_problem import _NO_ROWS, _gram, _prepare
     from _common import powerlaw_pu
 
     out = {}
@@ -203,7 +208,8 @@ def child_runtime(rounds):
             W, f = W0.copy(), np.empty(W0.shape[0])
             t = time.perf_counter()
             fn(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
-               setup.abar, E, M_, kap, setup.p_quad, 1.0, W, 1, 4, 1e-3, local_max, f)
+               setup.q_quad, setup.abar, E, M_, kap, setup.p_quad, 1.0, W, 1, 4, 1e-3,
+               local_max, f, _NO_ROWS)
             return time.perf_counter() - t, W, f
 
         if prange_rn is None:
@@ -786,13 +792,18 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
         L += demo_profile_section(demo_profile, demo_profile_prev, md_table)
     # runtime
     L += ["## Run time of the changed kernels", "",
-          "The row solver (`row_newton`) and the Gram kernel (`weighted_gram`) used to be "
-          "`parallel=True` kernels; they now run a serial GIL-free kernel on one block of rows per "
-          "thread (fastpu/_kernels/rowpool.py). Median seconds of one call, the two forms taking "
-          f"turns, {THREADS} threads; *before* is a `parallel=True` copy built by this script "
-          "around the same serial code. On this shared machine the ratio moves by about ±10 % "
-          "between runs (four runs while this was written: logistic 0.92–0.96, square "
-          "0.92–1.04, Gram 0.90–1.10): no systematic change either way.", ""]
+          "Each of these kernels used to be a `parallel=True` kernel; it now runs a serial "
+          "GIL-free kernel on one block of rows per thread (fastpu/_kernels/rowpool.py). Median "
+          f"seconds of one call, the two forms taking turns, {THREADS} threads; *before* is a "
+          "`parallel=True` copy built by this script around the same serial code (a `prange` "
+          "over the rows, or over the same row chunks for `coordinate_rows` and `horner_walk`). "
+          "*max rel. diff* compares the two results: 0 means bit for bit. On this shared machine "
+          "a ratio moves by up to about ±10 % between runs. Two conversions were measured slower "
+          "and dropped, so those kernels stay `parallel=True`: fbgd's `batch_update` (an "
+          "elementwise Adagrad step over 6040 × 64 parameters: 0.35 ms → 1.47 ms — too little "
+          "work per call for the pool's hand-off, and one block was slower than the `prange` "
+          "loop) and HOMF's `scatter_columns` (2.6 ms → 3.0 ms: it needs two passes, zeroing by "
+          "rows, then filling by columns, so two hand-offs per call).", ""]
     rrows = []
     for name, r in runtime.items():
         if r is None:
@@ -884,16 +895,30 @@ warmup` once per machine (or a first `fastpu demo`), after which a fresh process
 compiled kernels (the warm rows). Shipping compiled kernels is not possible with numba's cache,
 which is keyed to the machine's CPU.
 
-**The floor of the first `fastpu demo`.** Its CPU time is mostly compiling (profile above): some
-forty kernels of four methods and the evaluation, most of them `parallel=True` kernels at
-0.3–0.9 s each, the row solver the largest. Run one after another on one core that is more than
-25 s here. Two ways below it remain, both outside this change's files: the other methods'
-`prange` kernels could go through the same row blocks (homf's `ridge_columns`, which calls
-`_cholesky_solve` from its `prange` loop, is the same pattern as the row solver was and costs
-2.5 s), and the background compile process needs a core that is otherwise idle — on this shared
-machine none was while measuring, so forcing it on made the demo slower (the second core was
-busy with other jobs), which is why the default `auto` starts it only when the load average
-leaves a core idle.
+* **fbgd, HOMF, csr and evaluation kernels on row blocks** (after fastpu at 7ed51e8). The same
+  change for the `parallel=True` kernels of the demo's path: fbgd's row-parallel coordinate
+  update `coordinate_rows` (4.0 CPU s to compile as a `prange` kernel: the loop body with its
+  tile logic and two vectorised helpers was optimised three times), HOMF's `ridge_columns`
+  (a Cholesky solve per column) and `horner_walk` (now one pass of row blocks per Horner step,
+  each thread taking the same number of equal-nonzero chunks as the static `prange` schedule
+  did), fbgd's `side_gradient` and `positive_terms`, the csr products `csr_dense`,
+  `csr_dense_perm`, `sampled_dots`, and the evaluation's `topk_rows`, `topk_metrics`,
+  `mask_rows`, `auc_sorted`. Each keeps its name and arguments (a Python function now), so no
+  caller changed. Calls with less than `MIN_BLOCK_WORK` (8192 entries) of work run as one
+  block in the calling thread: handing a block to the pool costs about 55 µs more than a
+  `prange` launch. Every row is still computed whole by one thread: the results are bit for
+  bit those of the `prange` form (the table above; tests/test_rowblock_kernels.py checks the
+  blocks against one block at 1 and 2 threads).
+
+**The floor of the first `fastpu demo`.** Its CPU time is still mostly compiling (profile
+above), now led by the row solver (about 4 CPU s, one serial function, see the cold fit) and
+fbgd's `coordinate_rows` (about 1 s, the largest kernel of fbgd); the rest is some thirty
+serial kernels and a handful of remaining `parallel=True` ones at 0.1–0.6 s each (csrr's
+kernels, which another change owns, `batch_update`, `scatter_columns`, `row_scaled_product`),
+plus the fits themselves and loading the data. The background compile process still needs a
+core that is otherwise idle — on this shared machine none was while measuring, so forcing it on
+made the demo slower (the second core was busy with other jobs), which is why the default
+`auto` starts it only when the load average leaves a core idle.
 """
 
 README_PARAGRAPH = """## Proposed README sentence
