@@ -414,8 +414,6 @@ def _runtime_small(nb, rounds, Y, A, prob, P, Q, Sq, sq):
         ranking, "topk_metrics", b,
         lambda: (items, rows, ip, ix, ks, np.zeros((b, 5), dtype=np.int64),
                  *(np.zeros((b, 5)) for _ in range(3))), -4)
-    cases["mask_rows (2000 users x 3706 items)"] = (
-        ranking, "mask_rows", b, lambda: (S.copy(), rows, ip, ix, np.nan), 0)
     neg = S.copy()
     ranking.mask_rows(neg, rows, ip, ix, np.nan)
     neg.sort(axis=1)
@@ -803,7 +801,8 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
           "elementwise Adagrad step over 6040 × 64 parameters: 0.35 ms → 1.47 ms — too little "
           "work per call for the pool's hand-off, and one block was slower than the `prange` "
           "loop) and HOMF's `scatter_columns` (2.6 ms → 3.0 ms: it needs two passes, zeroing by "
-          "rows, then filling by columns, so two hand-offs per call).", ""]
+          "rows, then filling by columns, so two hand-offs per call), and the evaluation's `mask_rows` "
+          "(1.3 ms → 1.4–1.8 ms: a call is too short for the hand-off).", ""]
     rrows = []
     for name, r in runtime.items():
         if r is None:
@@ -882,19 +881,6 @@ ANALYSIS = """## What changed, and the floor
   numba's `inline="always"` (compile CPU +0.4 s: every helper is compiled on its own and LLVM
   still inlines and optimises the copies); compiling only the loss in use (a constant loss kind:
   no measurable change — the loss functions are a small part of the solver).
-
-**The floor of the cold first fit.** What remains is compiling the kernels a default ocmf fit
-calls, each once: the row solver `_solve_chunk` (one serial function of some 250 lines with its
-helpers inlined; numba's typing and inlining plus LLVM's O3 on it), the three kernels of the
-starting objective (`sampled_dots`, `entry_values`, `row_scaled_product`: small `parallel=True`
-kernels, each costing several times a trivial `prange` kernel, see numba's fixed costs above)
-and the Gram kernel, plus numba's first-compile cost in the process. The table above
-lists them; the solver alone is more than the 3 s goal on this machine, so the goal is not met by
-compiling less. Meeting it needs the compile work to be done before the user's first fit: `fastpu
-warmup` once per machine (or a first `fastpu demo`), after which a fresh process loads the
-compiled kernels (the warm rows). Shipping compiled kernels is not possible with numba's cache,
-which is keyed to the machine's CPU.
-
 * **fbgd, HOMF, csr and evaluation kernels on row blocks** (after fastpu at 7ed51e8). The same
   change for the `parallel=True` kernels of the demo's path: fbgd's row-parallel coordinate
   update `coordinate_rows` (4.0 CPU s to compile as a `prange` kernel: the loop body with its
@@ -902,23 +888,36 @@ which is keyed to the machine's CPU.
   (a Cholesky solve per column) and `horner_walk` (now one pass of row blocks per Horner step,
   each thread taking the same number of equal-nonzero chunks as the static `prange` schedule
   did), fbgd's `side_gradient` and `positive_terms`, the csr products `csr_dense`,
-  `csr_dense_perm`, `sampled_dots`, and the evaluation's `topk_rows`, `topk_metrics`,
-  `mask_rows`, `auc_sorted`. Each keeps its name and arguments (a Python function now), so no
+  `csr_dense_perm`, `sampled_dots`, and the evaluation's `topk_rows`, `topk_metrics` and
+  `auc_sorted`. Each keeps its name and arguments (a Python function now), so no
   caller changed. Calls with less than `MIN_BLOCK_WORK` (8192 entries) of work run as one
   block in the calling thread: handing a block to the pool costs about 55 µs more than a
   `prange` launch. Every row is still computed whole by one thread: the results are bit for
   bit those of the `prange` form (the table above; tests/test_rowblock_kernels.py checks the
   blocks against one block at 1 and 2 threads).
 
+**The floor of the cold first fit.** What remains is compiling the kernels a default ocmf fit
+calls, each once: the row solver `_solve_chunk` (one serial function of some 250 lines with its
+helpers inlined; numba's typing and inlining plus LLVM's O3 on it), the Gram kernel and the loss
+functions, plus numba's first-compile cost in the process (the table above). Since ocmf's
+starting objective comes from the row solver, the default fit no longer compiles
+`sampled_dots`, `entry_values` or `row_scaled_product` (they are absent from the profile). The
+solver alone is more than the 3 s goal on this machine, so the goal is not met by compiling
+less. Meeting it needs the compile work to be done before the user's first fit: `fastpu
+warmup` once per machine (or a first `fastpu demo`), after which a fresh process loads the
+compiled kernels (the warm rows). Shipping compiled kernels is not possible with numba's cache,
+which is keyed to the machine's CPU.
+
 **The floor of the first `fastpu demo`.** Its CPU time is still mostly compiling (profile
 above), now led by the row solver (about 4 CPU s, one serial function, see the cold fit) and
 fbgd's `coordinate_rows` (about 1 s, the largest kernel of fbgd); the rest is some thirty
-serial kernels and a handful of remaining `parallel=True` ones at 0.1–0.6 s each (csrr's
-kernels, which another change owns, `batch_update`, `scatter_columns`, `row_scaled_product`),
-plus the fits themselves and loading the data. The background compile process still needs a
-core that is otherwise idle — on this shared machine none was while measuring, so forcing it on
-made the demo slower (the second core was busy with other jobs), which is why the default
-`auto` starts it only when the load average leaves a core idle.
+serial kernels at 0.1–0.5 s each and the few `parallel=True` kernels left in the demo's path
+(csrr's `positive_terms` and `soft_box`, which another change owns, and `batch_update` and
+`scatter_columns` and `mask_rows`, whose row-block forms were slower at run time), plus the fits themselves and
+loading the data. The background compile process helps only when a core is otherwise idle (the
+table shows it forced on and off in this run); on a machine whose cores are busy it competes
+with the demo, which is why the default `auto` starts it only when the load average leaves a
+core idle.
 """
 
 README_PARAGRAPH = """## Proposed README sentence

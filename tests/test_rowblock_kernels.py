@@ -270,8 +270,6 @@ def test_ranking_kernels_on_row_blocks_equal_one_block(seed, b, n, kmax):
             items, rows, *rl, ks, np.zeros((b, kmax), dtype=np.int64),
             *(np.zeros((b, kmax)) for _ in range(3))), rng)
         mp.undo()
-        _check_blocks(mp, ranking, "mask_rows", b, lambda: (neg.copy(), rows, *tr, np.nan), rng)
-        mp.undo()
         ranking.mask_rows(neg, rows, *tr, np.nan)
         ranking.mask_rows(neg, rows, *rl, np.nan)
         neg.sort(axis=1)

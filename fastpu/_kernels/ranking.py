@@ -72,22 +72,13 @@ def topk_metrics(items, rows, rel_indptr, rel_indices, ks, hits_out, dcg_out, ap
     run_rows(block, uniform_rows(items.shape[0]), items.shape[1], min_work=MIN_BLOCK_WORK)
 
 
-@nb.njit(**_JIT)
-def _mask_rows_rows(lo, hi, block, rows, indptr, indices, value):
-    """``mask_rows`` for the rows lo .. hi − 1 (serial, GIL-free)."""
-    for b in range(lo, hi):
+@nb.njit(parallel=True, **_JIT)
+def mask_rows(block, rows, indptr, indices, value):
+    """block[b, j] = value for every stored (rows[b], j) of the CSR."""
+    for b in nb.prange(block.shape[0]):
         u = rows[b]
         for p in range(indptr[u], indptr[u + 1]):
             block[b, indices[p]] = value
-
-
-def mask_rows(block, rows, indptr, indices, value):
-    """block[b, j] = value for every stored (rows[b], j) of the CSR.
-
-    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
-    """
-    run_rows(lambda lo, hi: _mask_rows_rows(lo, hi, block, rows, indptr, indices, value),
-             uniform_rows(block.shape[0]), 1, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(**_JIT)
