@@ -271,13 +271,11 @@ def _interleave(before, after, rounds):
 
 
 def _runtime_fbgd_homf(nb, rounds):
-    """fbgd's coordinate_rows, homf's horner_walk and ridge_columns: row blocks vs prange copies."""
+    """homf's ridge_columns and the small row kernels: row blocks vs prange copies."""
     import fastpu as fp
     import fastpu._fbgd_problem as FP
     from fastpu import fbgd
-    from fastpu._kernels import fbgd as KF
     from fastpu._kernels import homf as KH
-    from fastpu.homf import _row_chunks
     from _common import powerlaw_pu
 
     out = {}
@@ -289,58 +287,8 @@ def _runtime_fbgd_homf(nb, rounds):
                        np.ones(Y.nnz), np.ones(Y.nnz), 0.0, None)
     tx, ty = prob.init_params(np.random.default_rng(0), 0.01)
     P, Q = prob.embed(prob.Zx, tx), prob.embed(prob.Zy, ty)
-    QT = np.ascontiguousarray(Q.T)
     Sq, sq = prob.gram(prob.neg, Q)
-    (segments, _) = prob.coordinate_plan(prob.x_side, prob.ZxT, prob.free_x)
-    bounds = segments[0][1]
-
-    @nb.njit(parallel=True, nogil=True)
-    def prange_coord(bounds, *args):
-        for c in nb.prange(bounds.shape[0] - 1):
-            KF.coordinate_rows(bounds[c:c + 2], *args)
-
-    def coord(fn):
-        def run():
-            th, acc, E, pred = tx.copy(), np.zeros_like(tx), P.copy(), np.empty(Y.nnz)
-            t0 = time.perf_counter()
-            fn(bounds, True, prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, prob.free_x, th,
-               acc, *prob.x_side, pred, E, Q, QT, Sq, sq, prob.arow, 0.0, 0.05, 0.0, True, 1e-4)
-            return time.perf_counter() - t0, E
-        return run
-
-    out["fbgd coordinate_rows (user side, 6040 x 3706, 1M positives, k=64)"] = _interleave(
-        coord(prange_coord), coord(KF.coordinate_rows_parallel), rounds)
-
-    # homf dense mode: f_T(P) L with T = 4, k = 32, P the transition matrix of a 6040 x 3706 R
     A = fp.homf.transition_matrix(Y, g="step")
-    L = np.random.default_rng(1).normal(size=(A.shape[0], 32))
-    chunks = _row_chunks(A, 4 * THREADS)
-
-    @nb.njit(parallel=True, nogil=True)
-    def prange_horner(indptr, indices, data, chunks, L, T, first, work, out):
-        src = L
-        for t in range(1, T + 1):
-            if t == 1:
-                dst = out if T == 1 else first
-            else:
-                dst = out if (T - t) % 2 == 0 else work
-            scale = 1.0 / T if t == T else 1.0
-            for q in nb.prange(chunks.shape[0] - 1):
-                KH.walk_rows(indptr, indices, data, src, chunks[q], chunks[q + 1], first, t > 1,
-                             scale, dst)
-            src = dst
-
-    def horner(fn):
-        bufs = [np.empty_like(L) for _ in range(3)]
-
-        def run():
-            t0 = time.perf_counter()
-            fn(A.indptr, A.indices, A.data, chunks, L, 4, *bufs)
-            return time.perf_counter() - t0, bufs[2].copy()
-        return run
-
-    out["homf horner_walk (T=4, k=32, N=9746, 2M entries)"] = _interleave(
-        horner(prange_horner), horner(KH.horner_walk), rounds)
 
     # homf exact mode: ridge solves of 1024 columns of length 9746 (30 % nonzero), k = 32
     rng = np.random.default_rng(3)
@@ -794,10 +742,14 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
           "GIL-free kernel on one block of rows per thread (fastpu/_kernels/rowpool.py). Median "
           f"seconds of one call, the two forms taking turns, {THREADS} threads; *before* is a "
           "`parallel=True` copy built by this script around the same serial code (a `prange` "
-          "over the rows, or over the same row chunks for `coordinate_rows` and `horner_walk`). "
+          "over the rows). "
           "*max rel. diff* compares the two results: 0 means bit for bit. On this shared machine "
-          "a ratio moves by up to about ±10 % between runs. Two conversions were measured slower "
-          "and dropped, so those kernels stay `parallel=True`: fbgd's `batch_update` (an "
+          "a ratio moves by up to about ±10 % between runs. Five conversions were measured slower "
+          "and dropped, so those kernels stay `parallel=True`: fbgd's `coordinate_rows` and "
+          "HOMF's `horner_walk` (2–4 % slower in every one of six runs, 48 ms and 25 ms a call: "
+          "the same serial code is slower compiled on its own than inside numba's `prange` "
+          "gufunc — 2.7 % at one thread too, so not the thread hand-off — although they were "
+          "the two largest compile savings, 3.4 → 1.1 and 0.9 → 0.2 CPU s), fbgd's `batch_update` (an "
           "elementwise Adagrad step over 6040 × 64 parameters: 0.35 ms → 1.47 ms — too little "
           "work per call for the pool's hand-off, and one block was slower than the `prange` "
           "loop) and HOMF's `scatter_columns` (2.6 ms → 3.0 ms: it needs two passes, zeroing by "
@@ -882,12 +834,9 @@ ANALYSIS = """## What changed, and the floor
   still inlines and optimises the copies); compiling only the loss in use (a constant loss kind:
   no measurable change — the loss functions are a small part of the solver).
 * **fbgd, HOMF, csr and evaluation kernels on row blocks** (after fastpu at 7ed51e8). The same
-  change for the `parallel=True` kernels of the demo's path: fbgd's row-parallel coordinate
-  update `coordinate_rows` (4.0 CPU s to compile as a `prange` kernel: the loop body with its
-  tile logic and two vectorised helpers was optimised three times), HOMF's `ridge_columns`
-  (a Cholesky solve per column) and `horner_walk` (now one pass of row blocks per Horner step,
-  each thread taking the same number of equal-nonzero chunks as the static `prange` schedule
-  did), fbgd's `side_gradient` and `positive_terms`, the csr products `csr_dense`,
+  change for the `parallel=True` kernels of the demo's path: HOMF's `ridge_columns` (a
+  Cholesky solve per column, 2.2 CPU s to compile as a `prange` kernel), fbgd's
+  `side_gradient` and `positive_terms`, the csr products `csr_dense`,
   `csr_dense_perm`, `sampled_dots`, and the evaluation's `topk_rows`, `topk_metrics` and
   `auc_sorted`. Each keeps its name and arguments (a Python function now), so no
   caller changed. Calls with less than `MIN_BLOCK_WORK` (8192 entries) of work run as one
@@ -910,11 +859,12 @@ which is keyed to the machine's CPU.
 
 **The floor of the first `fastpu demo`.** Its CPU time is still mostly compiling (profile
 above), now led by the row solver (about 4 CPU s, one serial function, see the cold fit) and
-fbgd's `coordinate_rows` (about 1 s, the largest kernel of fbgd); the rest is some thirty
-serial kernels at 0.1–0.5 s each and the few `parallel=True` kernels left in the demo's path
-(csrr's `positive_terms` and `soft_box`, which another change owns, and `batch_update` and
-`scatter_columns` and `mask_rows`, whose row-block forms were slower at run time), plus the fits themselves and
-loading the data. The background compile process helps only when a core is otherwise idle (the
+fbgd's `coordinate_rows` (about 3.5 s as a `prange` kernel; its row-block form compiles in
+1.1 s but ran 2–4 % slower, so it was not kept); the rest is some thirty serial kernels at
+0.1–0.5 s each and the `parallel=True` kernels left in the demo's path (csrr's
+`positive_terms` and `soft_box`, which another change owns, and `horner_walk`, `batch_update`,
+`scatter_columns` and `mask_rows`, whose row-block forms were slower at run time), plus the
+fits themselves and loading the data. The background compile process helps only when a core is otherwise idle (the
 table shows it forced on and off in this run); on a machine whose cores are busy it competes
 with the demo, which is why the default `auto` starts it only when the load average leaves a
 core idle.

@@ -210,7 +210,7 @@ def _gradients(prob, theta_x, theta_y):
     return gx, gy
 
 
-_ROW_CHUNKS = 256            # chunks of equal work of the row-parallel coordinate kernel
+_ROW_CHUNKS = 256            # prange iterations of the row-parallel coordinate kernel (equal work)
 _REFERENCE = False           # True: the kernels before issue 13 (serial coordinates, in-order dot
                              # products), which tests check bit for bit against pinned digests
 
@@ -268,9 +268,9 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
         FT = np.ascontiguousarray(F.T)
         for seg in segments:
             if seg[0] == "rows":
-                _k.coordinate_rows_parallel(seg[1], not pred_ready, ZT.indptr, ZT.indices,
-                                            ZT.data, free, theta, accum, *side, pred, E, F, FT,
-                                            S, s, rowscale, prob.r_neg, lr, reg, adagrad, _EPS)
+                _k.coordinate_rows(seg[1], not pred_ready, ZT.indptr, ZT.indices, ZT.data, free,
+                                   theta, accum, *side, pred, E, F, FT, S, s, rowscale, prob.r_neg,
+                                   lr, reg, adagrad, _EPS)
             else:
                 _k.coordinate_side(seg[1], seg[2], ZT.indptr, ZT.indices, ZT.data, free, theta,
                                    accum, *side, pred, E, FT, S, s, rowscale, prob.r_neg, lr, reg,

@@ -1,8 +1,8 @@
-"""fbgd's and HOMF's serial kernels on row blocks (fastpu/_kernels/rowpool.py) against one block.
+"""Serial kernels on row blocks (fastpu/_kernels/rowpool.py) against one block.
 
-``coordinate_rows_parallel`` (fbgd), ``horner_walk`` and ``ridge_columns`` (HOMF) used to be
-``parallel=True`` kernels; they now call a serial GIL-free kernel on one block of rows per
-thread. Each row is still computed whole by one thread, so the result must be bit for bit that
+HOMF's ``ridge_columns``, fbgd's ``positive_terms`` and ``side_gradient``, the csr products and
+the evaluation's top-k and AUC kernels used to be ``parallel=True`` kernels; they now call a
+serial GIL-free kernel on one block of rows per thread. Each row is still computed whole by one thread, so the result must be bit for bit that
 of the same serial kernel run once over every row, at 1 and 2 threads and for any chunking.
 """
 
@@ -12,8 +12,6 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastpu import _fbgd_problem as FP
-from fastpu import fbgd
 from fastpu._kernels import fbgd as KF
 from fastpu._kernels import homf as KH
 from fastpu._threads import limit_threads
@@ -40,97 +38,7 @@ def _skewed_csr(m, n, rng, values=True):
     return Y
 
 
-# ----------------------------------------------------------------------------- fbgd
-
-def _fbgd_state(seed, m, n, k, fresh):
-    rng = np.random.default_rng(seed)
-    Y = fbgd.V.check_csr(_skewed_csr(m, n, rng))
-    neg = rng.uniform(0.0, 2.0, n)
-    apos = rng.uniform(0.5, 2.0, Y.nnz)
-    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(n), k, False, neg, apos, np.ones(Y.nnz),
-                       -0.3, None)
-    tx, ty = prob.init_params(rng, 0.5)
-    tx[prob.free_x] = rng.normal(0.0, 0.5, size=int(prob.free_x.sum()))
-    ty[prob.free_y] = rng.normal(0.0, 0.5, size=int(prob.free_y.sum()))
-    P, Q = prob.embed(prob.Zx, tx), prob.embed(prob.Zy, ty)
-    Sq, sq = prob.gram(prob.neg, Q)
-    pred = np.full(Y.nnz, np.nan)
-    if not fresh:
-        prob.loss(P, Q, Sq, sq, *prob.gram(prob.arow, P), pred)
-    return prob, tx, P, Q, Sq, sq, pred, rng
-
-
-def _coordinate(fn, bounds, fresh, prob, tx, P, Q, Sq, sq, pred, adagrad):
-    th, acc, E, pr = tx.copy(), np.full_like(tx, 0.01), P.copy(), pred.copy()
-    fn(bounds, fresh, prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, prob.free_x, th, acc,
-       *prob.x_side, pr, E, Q, np.ascontiguousarray(Q.T), Sq, sq, prob.arow, prob.r_neg, 0.05,
-       0.1, adagrad, 1e-4)
-    return th, acc, E, pr
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=seeds, m=st.integers(1, 40), n=st.integers(1, 12), k=st.integers(1, 5),
-       fresh=st.booleans(), adagrad=st.booleans())
-def test_coordinate_rows_on_row_blocks_equal_one_block(seed, m, n, k, fresh, adagrad):
-    prob, tx, P, Q, Sq, sq, pred, rng = _fbgd_state(seed, m, n, k, fresh)
-    whole = np.array([0, tx.shape[0]], dtype=np.int64)
-    ref = _coordinate(KF.coordinate_rows, whole, fresh, prob, tx, P, Q, Sq, sq, pred, adagrad)
-    assert np.isfinite(ref[2]).all() and np.isfinite(ref[3]).all()
-    if prob.free_x.any():                          # the kernel took steps
-        assert not np.array_equal(ref[0], tx)
-    plan = prob.coordinate_plan(prob.x_side, prob.ZxT, prob.free_x)[0]
-    chunkings = [_chunks(tx.shape[0], rng)] + [s[1] for s in plan if s[0] == "rows"]
-    for threads in (1, 2):
-        with limit_threads(threads):
-            for bounds in chunkings:
-                got = _coordinate(KF.coordinate_rows_parallel, bounds, fresh, prob, tx, P, Q, Sq,
-                                  sq, pred, adagrad)
-                for a, b in zip(got, ref):
-                    np.testing.assert_array_equal(a, b)
-
-
 # ----------------------------------------------------------------------------- homf
-
-def _walk_one_block(P, T, L):
-    """horner_walk's steps, each as one serial ``walk_rows`` call over every row."""
-    N = L.shape[0]
-    first, work, out = np.empty_like(L), np.empty_like(L), np.empty_like(L)
-    src = L
-    for t in range(1, T + 1):
-        dst = (out if T == 1 else first) if t == 1 else (out if (T - t) % 2 == 0 else work)
-        KH.walk_rows(P.indptr, P.indices, P.data, src, 0, N, first, t > 1,
-                     1.0 / T if t == T else 1.0, dst)
-        src = dst
-    return out
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=seeds, N=st.integers(1, 40), k=st.integers(1, 9), T=st.integers(1, 5))
-def test_horner_walk_on_row_blocks_equals_one_block(seed, N, k, T):
-    rng = np.random.default_rng(seed)
-    P = _skewed_csr(N, N, rng)
-    P = sp.csr_array((rng.normal(size=P.nnz), P.indices.astype(np.int64),
-                      P.indptr.astype(np.int64)), shape=P.shape)
-    L = rng.normal(size=(N, k))
-    ref = _walk_one_block(P, T, L)
-    dense = P.toarray()
-    acc, power = np.zeros_like(L), L.copy()
-    for _ in range(T):
-        power = dense @ power
-        acc += power
-    np.testing.assert_allclose(ref, acc / T, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(acc).max()))
-    for min_work in (1, KH.MIN_BLOCK_WORK):   # split even these small inputs, then as shipped
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(KH, "MIN_BLOCK_WORK", min_work)
-            for threads in (1, 2):
-                with limit_threads(threads):
-                    for chunks in (_chunks(N, rng), np.array([0, N], dtype=np.int64),
-                                   np.arange(N + 1, dtype=np.int64)):
-                        first, work, out = (np.full_like(L, np.nan) for _ in range(3))
-                        KH.horner_walk(P.indptr, P.indices, P.data, chunks, L, T, first, work,
-                                       out)
-                        np.testing.assert_array_equal(out, ref)
-
 
 @settings(max_examples=40, deadline=None)
 @given(seed=seeds, b=st.integers(1, 30), N=st.integers(1, 12), k=st.integers(1, 4),
@@ -161,9 +69,6 @@ def test_empty_inputs_are_no_ops(threads):
         out = np.empty((0, 3))
         KH.ridge_columns(np.empty((0, 4)), np.ones((4, 3)), np.eye(3), 0.1, False, out,
                          np.empty(0), np.empty(0, dtype=np.bool_))
-        z = np.zeros(1, dtype=np.int64)
-        KH.horner_walk(z, z[:0], np.empty(0), z, np.empty((0, 2)), 3, np.empty((0, 2)),
-                       np.empty((0, 2)), np.empty((0, 2)))
 
 
 # ----------------------------------------------------------------------------- small kernels

@@ -218,17 +218,15 @@ def _moved_positive_part(c, b, p, v, delta, v_prev):
     return acc
 
 
-@nb.njit(**_JIT)
+@nb.njit(parallel=True, **_JIT)
 def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, accum,
                     indptr, indices, cpos, bpos, pred,
                     E, F, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
-    """Appendix B over the parameters bounds[0] .. bounds[-1], each of one row (serial, GIL-free).
+    """Appendix B over the parameters bounds[0] .. bounds[-1], each of one row, in parallel.
 
     Every parameter j in the range either has no free coordinate (skipped) or exactly one
     feature entry (row i, value z), and no two of the latter share a row (the caller
-    checks), so contiguous slices of ``bounds`` can run on separate threads
-    (:func:`coordinate_rows_parallel`).  Chunk c = bounds[c] .. bounds[c + 1] shares one
-    scratch tile.  For each
+    checks).  Chunk c = bounds[c] .. bounds[c + 1] is one ``prange`` iteration.  For each
     parameter, the predictions r̂ = e_i · f_y of the row's positives are read from ``pred``
     (its CSR slice), or computed there first with ``fresh``; then coordinate d = 0 .. g − 1
     takes the step of ``coordinate_side`` with the same Adagrad arithmetic.  Only the sums
@@ -240,7 +238,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
     """
     g = E.shape[1]
     tile_rows = max(1, _TILE_MAX // g)
-    for c in range(bounds.shape[0] - 1):
+    for c in nb.prange(bounds.shape[0] - 1):
         longest = 0
         for j in range(bounds[c], bounds[c + 1]):
             if zt_indptr[j + 1] - zt_indptr[j] == 1:
@@ -316,17 +314,3 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 v = T[last] if tiled else bt_prev
                 for t in range(cnt):
                     p[t] += delta * v[t]
-
-
-def coordinate_rows_parallel(bounds, *args):
-    """:func:`coordinate_rows` with its chunks split into one contiguous run per thread.
-
-    The chunks of ``bounds`` are of about equal work, so each thread gets the same number of
-    them (as a static ``prange`` schedule would); every parameter, and so every row, is
-    updated whole by one thread, and the result does not depend on the thread count.  A
-    serial kernel on Python threads compiles in a fraction of a ``parallel=True`` one's time
-    (fastpu/_kernels/rowpool.py).
-    """
-    n_chunks = bounds.shape[0] - 1
-    run_rows(lambda lo, hi: coordinate_rows(bounds[lo:hi + 1], *args),
-             np.zeros(n_chunks + 1, dtype=np.int64), 1)

@@ -7,17 +7,16 @@ each thread's block of :func:`.rowpool.run_rows`) owns whole output rows (walk) 
 columns of the block (solves), so results do not depend on the thread count.
 
 Dense mode's f_T(P) L = (1/T) Σ_l P^l L runs all T sparse × (N×k) products of Horner's rule in
-one call (``horner_walk``, one pass of row blocks per step).  Its rows add eight stored
-entries' terms (as a balanced tree) before touching the output row: a reassociation of the
-sum that cuts the loads and stores of the output row, and the dependency through them,
-eightfold; the rows are handed out to the threads in chunks of equal nonzeros instead of
-equal rows.
+one call (``horner_walk``).  Its rows add eight stored entries' terms (as a balanced tree)
+before touching the output row: a reassociation of the sum that cuts the loads and stores of
+the output row, and the dependency through them, eightfold; the rows are handed out to the
+threads in chunks of equal nonzeros instead of equal rows.
 """
 
 import numba as nb
 import numpy as np
 
-from .rowpool import MIN_BLOCK_WORK, run_rows
+from .rowpool import run_rows
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -114,28 +113,16 @@ def _walk_row(indptr, indices, data, X, i, first, add_first, scale, out):
             o[c] *= scale
 
 
-@nb.njit(**_JIT)
-def walk_rows(indptr, indices, data, X, lo, hi, first, add_first, scale, out):
-    """``_walk_row`` for the rows lo .. hi − 1 (one thread's block of a ``horner_walk`` step)."""
-    for i in range(lo, hi):
-        _walk_row(indptr, indices, data, X, i, first, add_first, scale, out)
-
-
+@nb.njit(parallel=True, **_JIT)
 def horner_walk(indptr, indices, data, chunks, L, T, first, work, out):
     """out = (1/T) Σ_{l=1}^T P^l L by Horner: a_1 = P L, a_t = a_1 + P a_{t-1}, out = a_T / T.
 
     ``first`` and ``work`` are N×k scratch (a_1 and the odd/even iterates; a_T lands in
     ``out``).  ``chunks`` (increasing, from 0 to N) cuts the rows into ranges of about equal
-    nonzeros; each step hands every thread the same number of consecutive chunks (as a static
-    ``prange`` schedule would) and runs the serial GIL-free ``walk_rows`` on them
-    (:func:`.rowpool.run_rows`, which compiles in a fraction of a ``parallel=True`` kernel's
-    time).  Every row is computed whole by one thread, so the result depends neither on the
-    thread count nor on ``chunks``.
+    nonzeros, one per ``prange`` iteration; every row is computed whole by one thread, so the
+    result depends neither on the thread count nor on ``chunks``.
     """
     n_chunks = chunks.shape[0] - 1
-    if n_chunks <= 0:
-        return
-    even = np.zeros(n_chunks + 1, dtype=np.int64)        # equal count of chunks per thread
     src = L
     for t in range(1, T + 1):
         # a_1 goes to first (to out when T = 1); then out and work alternate, a_T lands in out
@@ -144,12 +131,9 @@ def horner_walk(indptr, indices, data, chunks, L, T, first, work, out):
         else:
             dst = out if (T - t) % 2 == 0 else work
         scale = 1.0 / T if t == T else 1.0
-
-        def block(lo, hi, src=src, dst=dst, add_first=t > 1, scale=scale):
-            walk_rows(indptr, indices, data, src, chunks[lo], chunks[hi], first, add_first,
-                      scale, dst)
-
-        run_rows(block, even, 1, n_threads=1 if indptr[-1] < MIN_BLOCK_WORK else None)
+        for q in nb.prange(n_chunks):        # one parallel loop for every step: compiled once
+            for i in range(chunks[q], chunks[q + 1]):
+                _walk_row(indptr, indices, data, src, i, first, t > 1, scale, dst)
         src = dst
 
 
