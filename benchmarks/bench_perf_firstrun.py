@@ -21,9 +21,8 @@ script (``--child MODE``), so that nothing is compiled or imported beforehand:
   kernel's own compile, without the kernels it calls; numba's compiler and LLVM lock timers),
   and numba's fixed costs (first compile in a process, one trivial ``parallel=True`` kernel);
 * run-time check: every kernel that became a serial kernel on row blocks (the row solver, the
-  Gram kernel, fbgd's ``coordinate_rows``, ``side_gradient`` and ``positive_terms``, HOMF's
-  ``horner_walk`` and ``ridge_columns``, the csr products and the evaluation's top-k and AUC
-  kernels) against a ``parallel=True`` copy around the same serial code (the form it had
+  Gram kernel, fbgd's ``side_gradient`` and ``positive_terms``, HOMF's ``ridge_columns``, the
+  csr products and the evaluation's top-k and AUC kernels) against a ``parallel=True`` copy around the same serial code (the form it had
   before), taking turns on a larger matrix: the change that cut their compile time must not
   slow them down, and must not change a bit of their results;
 * with the demo runs, the same demo profile and a demo run of fastpu at ``PREV_COMMIT`` (before
@@ -752,7 +751,7 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
           "the two largest compile savings, 3.4 → 1.1 and 0.9 → 0.2 CPU s), fbgd's `batch_update` (an "
           "elementwise Adagrad step over 6040 × 64 parameters: 0.35 ms → 1.47 ms — too little "
           "work per call for the pool's hand-off, and one block was slower than the `prange` "
-          "loop) and HOMF's `scatter_columns` (2.6 ms → 3.0 ms: it needs two passes, zeroing by "
+          "loop), HOMF's `scatter_columns` (2.6 ms → 3.0 ms: it needs two passes, zeroing by "
           "rows, then filling by columns, so two hand-offs per call), and the evaluation's `mask_rows` "
           "(1.3 ms → 1.4–1.8 ms: a call is too short for the hand-off).", ""]
     rrows = []
