@@ -20,9 +20,13 @@ script (``--child MODE``), so that nothing is compiled or imported beforehand:
 * a per-kernel compile profile of the cold fit (numba's compile events: CPU seconds of each
   kernel's own compile, without the kernels it calls; numba's compiler and LLVM lock timers),
   and numba's fixed costs (first compile in a process, one trivial ``parallel=True`` kernel);
-* run-time check: the compiled row solver and Gram kernel against ``parallel=True`` copies of
-  them (the form they had before), taking turns on a larger matrix: the change that cut their
-  compile time must not slow them down.
+* run-time check: every kernel that became a serial kernel on row blocks (the row solver, the
+  Gram kernel, fbgd's ``side_gradient`` and ``positive_terms``, HOMF's ``ridge_columns``, the
+  csr products and the evaluation's top-k and AUC kernels) against a ``parallel=True`` copy around the same serial code (the form it had
+  before), taking turns on a larger matrix: the change that cut their compile time must not
+  slow them down, and must not change a bit of their results;
+* with the demo runs, the same demo profile and a demo run of fastpu at ``PREV_COMMIT`` (before
+  the row-block kernels of fbgd, HOMF, csr and the evaluation), for the before/after columns.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +52,8 @@ M, N, NNZ, K = 2000, 1000, 40_000, 16
 THREADS = 2
 # the fastpu before issue 13's first-run work, measured next to the current one ("before" rows)
 BASE_COMMIT = "454f026"
+# main before the row-block kernels of fbgd, HOMF, csr and the evaluation ("prev" columns)
+PREV_COMMIT = "7ed51e8"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -178,7 +185,7 @@ def child_runtime(rounds):
 
     import fastpu as fp
     from fastpu._kernels import csr, updates
-    from fastpu._ocmf_problem import _gram, _prepare
+    from fastpu._ocmf_problem import _NO_ROWS, _gram, _prepare
     from _common import powerlaw_pu
 
     out = {}
@@ -200,7 +207,8 @@ def child_runtime(rounds):
             W, f = W0.copy(), np.empty(W0.shape[0])
             t = time.perf_counter()
             fn(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
-               setup.abar, E, M_, kap, setup.p_quad, 1.0, W, 1, 4, 1e-3, local_max, f)
+               setup.q_quad, setup.abar, E, M_, kap, setup.p_quad, 1.0, W, 1, 4, 1e-3,
+               local_max, f, _NO_ROWS)
             return time.perf_counter() - t, W, f
 
         if prange_rn is None:
@@ -239,7 +247,153 @@ def child_runtime(rounds):
     out["Gram E^T diag(q) E (50000 x 64)"] = dict(
         before=float(np.median(ta)), after=float(np.median(tb)),
         max_rel_diff=float(np.max(np.abs(Ma - Mb)) / np.max(np.abs(Ma))))
+    with limit_threads(THREADS):
+        out.update(_runtime_fbgd_homf(nb, rounds))
     return out
+
+
+def _interleave(before, after, rounds):
+    """Median seconds of ``before()`` and ``after()`` taking turns (after one warm-up call each);
+    each returns (seconds, result array); also the largest relative difference of the results."""
+    before(), after()
+    ta, tb = [], []
+    for _ in range(rounds):
+        ta.append(before()[0])
+        tb.append(after()[0])
+    ra, rb = before()[1], after()[1]
+    same_nan = np.array_equal(np.isnan(ra), np.isnan(rb))
+    ok = ~np.isnan(ra)
+    diff = np.max(np.abs(ra[ok] - rb[ok]), initial=0.0) / max(np.max(np.abs(ra[ok]), initial=0.0),
+                                                             1e-300)
+    return dict(before=float(np.median(ta)), after=float(np.median(tb)),
+                max_rel_diff=float(diff) if same_nan else float("inf"))
+
+
+def _runtime_fbgd_homf(nb, rounds):
+    """homf's ridge_columns and the small row kernels: row blocks vs prange copies."""
+    import fastpu as fp
+    import fastpu._fbgd_problem as FP
+    from fastpu import fbgd
+    from fastpu._kernels import homf as KH
+    from _common import powerlaw_pu
+
+    out = {}
+    # fbgd, user side of a coordinate epoch: 6040 x 3706, 1,000,000 positives, k = 64
+    Y = powerlaw_pu(6040, 3706, 1_000_000, seed=2)
+    m, n = Y.shape
+    neg = fbgd._negative_weights(Y, 0.5 * n, 0.0)
+    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(n), 64, False, neg,
+                       np.ones(Y.nnz), np.ones(Y.nnz), 0.0, None)
+    tx, ty = prob.init_params(np.random.default_rng(0), 0.01)
+    P, Q = prob.embed(prob.Zx, tx), prob.embed(prob.Zy, ty)
+    Sq, sq = prob.gram(prob.neg, Q)
+    A = fp.homf.transition_matrix(Y, g="step")
+
+    # homf exact mode: ridge solves of 1024 columns of length 9746 (30 % nonzero), k = 32
+    rng = np.random.default_rng(3)
+    b, N, k = 1024, A.shape[0], 32
+    Ct = rng.normal(size=(b, N)) * (rng.uniform(size=(b, N)) < 0.3)
+    U = rng.normal(size=(N, k))
+    UtU = U.T @ U
+
+    @nb.njit(parallel=True, nogil=True)
+    def prange_ridge(Ct, U, UtU, lam2, dense, out, loss_out, ok_out):
+        for c in nb.prange(Ct.shape[0]):
+            KH.ridge_block(c, c + 1, Ct, U, UtU, lam2, dense, out, loss_out, ok_out)
+
+    def ridge(fn):
+        def run():
+            sol, loss, ok = np.empty((b, k)), np.empty(b), np.empty(b, dtype=np.bool_)
+            t0 = time.perf_counter()
+            fn(Ct, U, UtU, 0.2, False, sol, loss, ok)
+            return time.perf_counter() - t0, sol
+        return run
+
+    out["homf ridge_columns (1024 columns, N=9746, 30 % nonzero, k=32)"] = _interleave(
+        ridge(prange_ridge), ridge(KH.ridge_columns), rounds)
+    out.update(_runtime_small(nb, rounds, Y, A, prob, P, Q, Sq, sq))
+    return out
+
+
+def _prange_of(nb, rows_kernel):
+    """The former ``parallel=True`` form of a row kernel: a ``prange`` over its rows."""
+    @nb.njit(parallel=True, nogil=True)
+    def par(m, *args):
+        for i in nb.prange(m):
+            rows_kernel(i, i + 1, *args)
+    return par
+
+
+def _runtime_small(nb, rounds, Y, A, prob, P, Q, Sq, sq):
+    """The small row kernels of the demo's path: row blocks vs ``prange`` copies."""
+    from fastpu._kernels import csr, ranking, topk
+    from fastpu._kernels import fbgd as KF
+
+    rng = np.random.default_rng(4)
+    m, n = Y.shape
+    ip, ix = Y.indptr.astype(np.int64), Y.indices.astype(np.int64)
+    k = P.shape[1]
+    cases = {}
+    D = rng.normal(size=(n, 32))
+    cases["csr_dense (6040 x 3706 CSR, 1M entries, times 3706 x 32)"] = (
+        csr, "csr_dense", m, lambda: (ip, ix, Y.data, D, np.empty((m, 32))), -1)
+    perm = rng.permutation(Y.nnz).astype(np.int64)
+    cases["csr_dense_perm (the same, entries through a permutation)"] = (
+        csr, "csr_dense_perm", m, lambda: (ip, ix, perm, Y.data, D, np.empty((m, 32))), -1)
+    cases["sampled_dots (1M entries, k=64)"] = (
+        csr, "sampled_dots", m, lambda: (ip, ix, P, Q, np.empty(Y.nnz)), -1)
+    w = [rng.uniform(0.1, 2.0, Y.nnz) for _ in range(3)]
+    cases["fbgd positive_terms (1M entries, k=64)"] = (
+        KF, "positive_terms", m,
+        lambda: (ip, ix, w[0], w[1], w[2], P, Q, 0.0, np.empty(Y.nnz), np.empty(m)), -1)
+    cases["fbgd side_gradient (6040 rows, 1M entries, k=64)"] = (
+        KF, "side_gradient", m,
+        lambda: (ip, ix, w[0], w[1], P, Q, Sq, sq, prob.arow, 0.0, np.empty((m, k))), -1)
+    b = 2000
+    S = rng.normal(size=(b, n))
+    rows = np.arange(b, dtype=np.int64)
+    cases["topk_rows (2000 users x 3706 items, top 20)"] = (
+        topk, "topk_rows", b,
+        lambda: (S, ip, ix, rows, 20, np.empty((b, 20), dtype=np.int64), np.empty((b, 20))), -2)
+    items = np.argsort(-S, axis=1)[:, :50].astype(np.int64)
+    ks = np.array([1, 5, 10, 20, 50], dtype=np.int64)
+    cases["topk_metrics (2000 users, top 50, 5 cut-offs)"] = (
+        ranking, "topk_metrics", b,
+        lambda: (items, rows, ip, ix, ks, np.zeros((b, 5), dtype=np.int64),
+                 *(np.zeros((b, 5)) for _ in range(3))), -4)
+    neg = S.copy()
+    ranking.mask_rows(neg, rows, ip, ix, np.nan)
+    neg.sort(axis=1)
+    Yr = sp_csr_drop(Y)     # "relevant" rows disjoint from Y: a shifted copy, empty where Y
+    cases["auc_sorted (2000 users x 3706 items)"] = (
+        ranking, "auc_sorted", b,
+        lambda: (S, neg, rows, ip, Yr.indptr, Yr.indices, np.empty(b)), -1)
+    out = {}
+    for label, (mod, name, rows_m, make, res) in cases.items():
+        par = _prange_of(nb, getattr(mod, f"_{name}_rows"))
+        fn = getattr(mod, name)
+
+        def timed(call):
+            def run():
+                args = make()
+                t0 = time.perf_counter()
+                call(*args)
+                return time.perf_counter() - t0, np.asarray(args[res], dtype=np.float64)
+            return run
+
+        before = timed(lambda *a: par(rows_m, *a))
+        out[label] = _interleave(before, timed(fn), rounds)
+    return out
+
+
+def sp_csr_drop(Y):
+    """Rows of Y's shape whose entries are Y's row entries shifted by one column, minus Y's."""
+    import scipy.sparse as sp
+    Ys = sp.csr_array((Y.data, (Y.indices + 1) % Y.shape[1], Y.indptr), shape=Y.shape)
+    R = sp.csr_array((Ys - Ys.multiply(Y > 0)) > 0, dtype=np.float64)
+    R.sort_indices()
+    R.indptr, R.indices = R.indptr.astype(np.int64), R.indices.astype(np.int64)
+    return R
 
 
 def _prange_row_newton(nb, updates):
@@ -321,12 +475,12 @@ def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def export_base(tmp):
-    """The fastpu package of BASE_COMMIT, exported into ``tmp``; None without git."""
-    dest = os.path.join(tmp, "base")
+def export_base(tmp, commit=BASE_COMMIT, name="base"):
+    """The fastpu package of ``commit``, exported into ``tmp/name``; None without git."""
+    dest = os.path.join(tmp, name)
     os.makedirs(dest)
     try:
-        arch = subprocess.run(["git", "-C", ROOT, "archive", BASE_COMMIT, "fastpu"],
+        arch = subprocess.run(["git", "-C", ROOT, "archive", commit, "fastpu"],
                               capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
     except (OSError, subprocess.CalledProcessError):
@@ -353,12 +507,12 @@ def run_child(mode, arg="", cache=None, extra_env=None, source=ROOT):
     return res
 
 
-def run_demo(cache, background, source=ROOT):
+def run_demo(cache, background, source=ROOT, flag=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = source + os.pathsep + env.get("PYTHONPATH", "")
     env["NUMBA_CACHE_DIR"] = cache
     cmd = [sys.executable, "-m", "fastpu", "demo", "--quiet"]
-    if source == ROOT:
+    if flag if flag is not None else source == ROOT:
         cmd.append("--background-compile=" + ("on" if background else "off"))
     import resource
 
@@ -450,15 +604,27 @@ def main():
         log("run time: library kernels vs parallel=True copies")
         runtime = run_child("runtime", "3" if args.quick else "9", cache=os.path.join(tmp, "cold0"))
         runtime.pop("process_s", None)
-        demos, demo_profile = {}, None
+        demos, demo_profile, demo_profile_prev = {}, None, None
         if not args.quick:
+            prev = export_base(tmp, PREV_COMMIT, "prev")
             log("fastpu demo from an empty cache, compiles recorded")
             demo_profile = run_child("demo-profile", cache=os.path.join(tmp, "demoprof"))
+            if prev is not None:
+                log(f"the same for fastpu at {PREV_COMMIT}")
+                demo_profile_prev = run_child("demo-profile", cache=os.path.join(tmp, "demoprofp"),
+                                              source=prev)
             order = [True, "base", False] if (args.base_demo and base is not None) else [True, False]
+            if prev is not None:
+                order.insert(-1, "prev")
             for bg in order:
                 if bg == "base":
                     log(f"fastpu demo of fastpu at {BASE_COMMIT} from an empty cache")
                     demos["base"] = run_demo(os.path.join(tmp, "demobase"), False, source=base)
+                    continue
+                if bg == "prev":
+                    log(f"fastpu demo of fastpu at {PREV_COMMIT} from an empty cache (background off)")
+                    demos["prev"] = run_demo(os.path.join(tmp, "demoprev"), False, source=prev,
+                                             flag=True)
                     continue
                 log(f"fastpu demo from an empty cache (background compile {'on' if bg else 'off'})")
                 demos[bg] = run_demo(os.path.join(tmp, f"demo{int(bg)}"), bg)
@@ -469,7 +635,7 @@ def main():
                cold32=cold32, warm=warm,
                warm_imp=warm_imp, imports=imports, runtime=runtime,
                demos={(k if isinstance(k, str) else str(int(k))): v for k, v in demos.items()},
-               profile=profile, demo_profile=demo_profile,
+               profile=profile, demo_profile=demo_profile, demo_profile_prev=demo_profile_prev,
                cmd=" ".join(["python", "benchmarks/bench_perf_firstrun.py", *sys.argv[1:]]))
     with open(os.path.join(tempfile.gettempdir(), "fastpu_bench_perf_firstrun.json"), "w") as fh:
         json.dump(raw, fh)
@@ -480,16 +646,16 @@ def render(args, raw):
     """Write the report from the raw results (also ``--render FILE`` from a saved run)."""
     from _common import md_table
 
-    demos = {(k if k == "base" else bool(int(k))): v for k, v in raw["demos"].items()}
+    demos = {(k if k in ("base", "prev") else bool(int(k))): v for k, v in raw["demos"].items()}
     args.command = raw.get("cmd")
     write_report(args, raw["hw"], raw["fixed"], raw["cold"], raw["cold_imp"], raw.get("cold_base", []),
                  raw["cold32"],
                  raw["warm"], raw["warm_imp"], raw["imports"], raw["runtime"], demos,
-                 raw["profile"], md_table, raw.get("demo_profile"))
+                 raw["profile"], md_table, raw.get("demo_profile"), raw.get("demo_profile_prev"))
 
 
 def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_imp, imports,
-                 runtime, demos, profile, md_table, demo_profile=None):
+                 runtime, demos, profile, md_table, demo_profile=None, demo_profile_prev=None):
     med = lambda xs: float(np.median(xs))  # noqa: E731
     cold_fit = med([c["fit_s"] for c in cold])
     cold_all = med([c["import_s"] + c["fit_s"] for c in cold])
@@ -532,18 +698,22 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
     ]
     for bg, label in ((True, "`--background-compile=on`"),
                       (False, "`--background-compile=off`"),
-                      ("base", f"fastpu at {BASE_COMMIT} (before this work)")):
+                      ("prev", f"`--background-compile=off`, fastpu at {PREV_COMMIT} (before the "
+                               "row-block kernels of fbgd, HOMF, csr and the evaluation)"),
+                      ("base", f"fastpu at {BASE_COMMIT} (before issue 13's first-run work)")):
         if bg in demos:
+            old = bg in ("base", "prev")
             rows.append([f"`fastpu demo`, empty cache, {label}",
                          f"{demos[bg]['wall']:.1f} s (CPU of all its processes {demos[bg].get('cpu', float('nan')):.1f} s)",
-                         "", "" if bg == "base" else "≤ 25 s",
-                         "" if bg == "base" else ("yes" if demos[bg]["wall"] <= 25 else "no")])
+                         "", "" if old else "≤ 25 s",
+                         "" if old else ("yes" if demos[bg]["wall"] <= 25 else "no")])
     L += [md_table(["measured", "fastpu", "implicit", "goal", "met?"], rows), ""]
     if demos:
         L += ["Per configuration, the seconds `fastpu demo` prints (the first fit of each method "
               "includes its compiling):", ""]
         labels = list(next(iter(demos.values()))["fits"])
-        heads = {True: "background compile on", False: "off", "base": f"at {BASE_COMMIT}"}
+        heads = {True: "background compile on", False: "off", "base": f"at {BASE_COMMIT}",
+                 "prev": f"off, at {PREV_COMMIT}"}
         L += ["(run in the order of the columns, one demo at a time)", ""]
         L += [md_table(["configuration"] + [heads[bg] for bg in demos],
                        [[lab] + [fmt(demos[bg]["fits"].get(lab), 1) for bg in demos] for lab in labels]), ""]
@@ -564,26 +734,26 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
           f"(wall {profile['fit_s']:.2f} s). numba's fixed costs in a fresh process: "
           + ", ".join(f"{k} {v:.2f} s" for k, v in fixed.items()) + ".", ""]
     if demo_profile:
-        top, total = summarise_compiles(demo_profile["compiles"], top=20)
-        L += ["## Where the first `fastpu demo`'s time goes", "",
-              f"The demo (without its background process) from an empty cache spent {total:.1f} of its "
-              f"{demo_profile['cpu_s']:.1f} CPU s compiling; the largest compiles (own CPU s, "
-              "callees in their own rows):", "",
-              md_table(["function", "compiles", "own CPU s"],
-                       [[f"`{name}`", c, f"{own:.2f}"] for name, (c, _, own) in top]), "",
-              "Most of the list are `parallel=True` kernels of the four methods and the evaluation, "
-              "each costing 0.3–0.9 s to compile however small its body (numba outlines and "
-              "optimises every `prange` loop as a separate gufunc); the row solver is the largest "
-              "single item. The rest of the CPU time is the fits themselves and loading the data.", ""]
+        L += demo_profile_section(demo_profile, demo_profile_prev, md_table)
     # runtime
     L += ["## Run time of the changed kernels", "",
-          "The row solver (`row_newton`) and the Gram kernel (`weighted_gram`) used to be "
-          "`parallel=True` kernels; they now run a serial GIL-free kernel on one block of rows per "
-          "thread (fastpu/_kernels/rowpool.py). Median seconds of one call, the two forms taking "
-          f"turns, {THREADS} threads; *before* is a `parallel=True` copy built by this script "
-          "around the same serial code. On this shared machine the ratio moves by about ±10 % "
-          "between runs (four runs while this was written: logistic 0.92–0.96, square "
-          "0.92–1.04, Gram 0.90–1.10): no systematic change either way.", ""]
+          "Each of these kernels used to be a `parallel=True` kernel; it now runs a serial "
+          "GIL-free kernel on one block of rows per thread (fastpu/_kernels/rowpool.py). Median "
+          f"seconds of one call, the two forms taking turns, {THREADS} threads; *before* is a "
+          "`parallel=True` copy built by this script around the same serial code (a `prange` "
+          "over the rows). "
+          "*max rel. diff* compares the two results: 0 means bit for bit. On this shared machine "
+          "a ratio moves by up to about ±10 % between runs. Five conversions were measured slower "
+          "and dropped, so those kernels stay `parallel=True`: fbgd's `coordinate_rows` and "
+          "HOMF's `horner_walk` (2–4 % slower in every one of six runs, 48 ms and 25 ms a call: "
+          "the same serial code is slower compiled on its own than inside numba's `prange` "
+          "gufunc — 2.7 % at one thread too, so not the thread hand-off — although they were "
+          "the two largest compile savings, 3.4 → 1.1 and 0.9 → 0.2 CPU s), fbgd's `batch_update` (an "
+          "elementwise Adagrad step over 6040 × 64 parameters: 0.35 ms → 1.47 ms — too little "
+          "work per call for the pool's hand-off, and one block was slower than the `prange` "
+          "loop), HOMF's `scatter_columns` (2.6 ms → 3.0 ms: it needs two passes, zeroing by "
+          "rows, then filling by columns, so two hand-offs per call), and the evaluation's `mask_rows` "
+          "(1.3 ms → 1.4–1.8 ms: a call is too short for the hand-off).", ""]
     rrows = []
     for name, r in runtime.items():
         if r is None:
@@ -600,6 +770,42 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
     with open(args.out, "w") as fh:
         fh.write("\n".join(L))
     log(f"wrote {args.out}")
+
+
+RENAMED = {"fastpu._kernels.homf.ridge_block": "fastpu._kernels.homf.ridge_columns",
+           "fastpu._kernels.homf.walk_rows": "fastpu._kernels.homf.horner_walk"}
+
+
+def demo_profile_section(now, prev, md_table, top=24):
+    """The demo's compile profile; with ``prev``, next to the one of fastpu at PREV_COMMIT."""
+    rows_now, total = summarise_compiles(now["compiles"], top=10_000)
+    L = ["## Where the first `fastpu demo`'s time goes", ""]
+    if prev is None:
+        L += [f"The demo (without its background process) from an empty cache spent {total:.1f} of "
+              f"its {now['cpu_s']:.1f} CPU s compiling; the largest compiles (own CPU s, callees in "
+              "their own rows):", "",
+              md_table(["function", "compiles", "own CPU s"],
+                       [[f"`{name}`", c, f"{own:.2f}"] for name, (c, _, own) in rows_now[:top]]), ""]
+        return L
+    rows_prev, total_prev = summarise_compiles(prev["compiles"], top=10_000)
+    a, b, shown = {}, dict(rows_prev), {}
+    for name, v in rows_now:          # a row kernel in the row of the prange kernel it replaced
+        old = RENAMED.get(name) or re.sub(r"\._(\w+)_rows$", r".\1", name)
+        if old != name and old in b:
+            shown[old] = f"`{old}` → `{name.rsplit('.', 1)[1]}`"
+        a[old] = v
+    names = sorted(set(a) | set(b), key=lambda k: -max(a.get(k, (0, 0, 0))[2],
+                                                        b.get(k, (0, 0, 0))[2]))[:top]
+    cell = lambda d, k: "—" if k not in d else f"{d[k][2]:.2f}" + (f" ({d[k][0]}×)" if d[k][0] > 1 else "")
+    L += [f"The demo (without its background process) from an empty cache, this code against "
+          f"fastpu at {PREV_COMMIT} (each in its own fresh process, one after the other): "
+          f"{total:.1f} of {now['cpu_s']:.1f} CPU s compiling now, {total_prev:.1f} of "
+          f"{prev['cpu_s']:.1f} CPU s then. The largest compiles (own CPU s, callees in their own "
+          "rows; *x* → *y*: the serial row kernel y now does the work of the `parallel=True` "
+          "kernel x, and x, if it remains, is a Python function):", "",
+          md_table(["function", f"own CPU s at {PREV_COMMIT}", "own CPU s now"],
+                   [[shown.get(k, f"`{k}`"), cell(b, k), cell(a, k)] for k in names]), ""]
+    return L
 
 
 ANALYSIS = """## What changed, and the floor
@@ -626,29 +832,41 @@ ANALYSIS = """## What changed, and the floor
   numba's `inline="always"` (compile CPU +0.4 s: every helper is compiled on its own and LLVM
   still inlines and optimises the copies); compiling only the loss in use (a constant loss kind:
   no measurable change — the loss functions are a small part of the solver).
+* **fbgd, HOMF, csr and evaluation kernels on row blocks** (after fastpu at 7ed51e8). The same
+  change for the `parallel=True` kernels of the demo's path: HOMF's `ridge_columns` (a
+  Cholesky solve per column, 2.2 CPU s to compile as a `prange` kernel), fbgd's
+  `side_gradient` and `positive_terms`, the csr products `csr_dense`,
+  `csr_dense_perm`, `sampled_dots`, and the evaluation's `topk_rows`, `topk_metrics` and
+  `auc_sorted`. Each keeps its name and arguments (a Python function now), so no
+  caller changed. Calls with less than `MIN_BLOCK_WORK` (8192 entries) of work run as one
+  block in the calling thread: handing a block to the pool costs about 55 µs more than a
+  `prange` launch. Every row is still computed whole by one thread: the results are bit for
+  bit those of the `prange` form (the table above; tests/test_rowblock_kernels.py checks the
+  blocks against one block at 1 and 2 threads).
 
 **The floor of the cold first fit.** What remains is compiling the kernels a default ocmf fit
 calls, each once: the row solver `_solve_chunk` (one serial function of some 250 lines with its
-helpers inlined; numba's typing and inlining plus LLVM's O3 on it), the three kernels of the
-starting objective (`sampled_dots`, `entry_values`, `row_scaled_product`: small `parallel=True`
-kernels, each costing several times a trivial `prange` kernel, see numba's fixed costs above)
-and the Gram kernel, plus numba's first-compile cost in the process. The table above
-lists them; the solver alone is more than the 3 s goal on this machine, so the goal is not met by
-compiling less. Meeting it needs the compile work to be done before the user's first fit: `fastpu
+helpers inlined; numba's typing and inlining plus LLVM's O3 on it), the Gram kernel and the loss
+functions, plus numba's first-compile cost in the process (the table above). Since ocmf's
+starting objective comes from the row solver, the default fit no longer compiles
+`sampled_dots`, `entry_values` or `row_scaled_product` (they are absent from the profile). The
+solver alone is more than the 3 s goal on this machine, so the goal is not met by compiling
+less. Meeting it needs the compile work to be done before the user's first fit: `fastpu
 warmup` once per machine (or a first `fastpu demo`), after which a fresh process loads the
 compiled kernels (the warm rows). Shipping compiled kernels is not possible with numba's cache,
 which is keyed to the machine's CPU.
 
-**The floor of the first `fastpu demo`.** Its CPU time is mostly compiling (profile above): some
-forty kernels of four methods and the evaluation, most of them `parallel=True` kernels at
-0.3–0.9 s each, the row solver the largest. Run one after another on one core that is more than
-25 s here. Two ways below it remain, both outside this change's files: the other methods'
-`prange` kernels could go through the same row blocks (homf's `ridge_columns`, which calls
-`_cholesky_solve` from its `prange` loop, is the same pattern as the row solver was and costs
-2.5 s), and the background compile process needs a core that is otherwise idle — on this shared
-machine none was while measuring, so forcing it on made the demo slower (the second core was
-busy with other jobs), which is why the default `auto` starts it only when the load average
-leaves a core idle.
+**The floor of the first `fastpu demo`.** Its CPU time is still mostly compiling (profile
+above), now led by the row solver (about 4 CPU s, one serial function, see the cold fit) and
+fbgd's `coordinate_rows` (about 3.5 s as a `prange` kernel; its row-block form compiles in
+1.1 s but ran 2–4 % slower, so it was not kept); the rest is some thirty serial kernels at
+0.1–0.5 s each and the `parallel=True` kernels left in the demo's path (csrr's
+`positive_terms` and `soft_box`, which another change owns, and `horner_walk`, `batch_update`,
+`scatter_columns` and `mask_rows`, whose row-block forms were slower at run time), plus the
+fits themselves and loading the data. The background compile process helps only when a core is otherwise idle (the
+table shows it forced on and off in this run); on a machine whose cores are busy it competes
+with the demo, which is why the default `auto` starts it only when the load average leaves a
+core idle.
 """
 
 README_PARAGRAPH = """## Proposed README sentence

@@ -9,7 +9,7 @@ original entry order so that per-entry values computed in row order can be reuse
 import numba as nb
 import numpy as np
 
-from .rowpool import run_rows
+from .rowpool import MIN_BLOCK_WORK, run_rows, uniform_rows
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -18,11 +18,11 @@ _JIT = dict(nogil=True, cache=True)
 _JIT_DOT = dict(_JIT, fastmath={"reassoc", "contract"})
 
 
-@nb.njit(parallel=True, **_JIT_DOT)
-def sampled_dots(indptr, indices, B, H, out):
-    """out[p] = B[i] · H[j] for every stored entry p = (i, j)."""
+@nb.njit(**_JIT_DOT)
+def _sampled_dots_rows(lo, hi, indptr, indices, B, H, out):
+    """``sampled_dots`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     k = B.shape[1]
-    for i in nb.prange(indptr.shape[0] - 1):
+    for i in range(lo, hi):
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             acc = 0.0
@@ -31,11 +31,20 @@ def sampled_dots(indptr, indices, B, H, out):
             out[p] = acc
 
 
-@nb.njit(parallel=True, **_JIT)
-def csr_dense(indptr, indices, data, D, out):
-    """out = A @ D for A = (indptr, indices, data)."""
+def sampled_dots(indptr, indices, B, H, out):
+    """out[p] = B[i] · H[j] for every stored entry p = (i, j).
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    run_rows(lambda lo, hi: _sampled_dots_rows(lo, hi, indptr, indices, B, H, out),
+             indptr, 1, min_work=MIN_BLOCK_WORK)
+
+
+@nb.njit(**_JIT)
+def _csr_dense_rows(lo, hi, indptr, indices, data, D, out):
+    """``csr_dense`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     k = D.shape[1]
-    for i in nb.prange(indptr.shape[0] - 1):
+    for i in range(lo, hi):
         for r in range(k):
             out[i, r] = 0.0
         for p in range(indptr[i], indptr[i + 1]):
@@ -45,11 +54,20 @@ def csr_dense(indptr, indices, data, D, out):
                 out[i, r] += a * D[j, r]
 
 
-@nb.njit(parallel=True, **_JIT)
-def csr_dense_perm(indptr, indices, perm, data, D, out):
-    """out = A @ D where A's p-th stored value is data[perm[p]] (transposed-CSR products)."""
+def csr_dense(indptr, indices, data, D, out):
+    """out = A @ D for A = (indptr, indices, data).
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    run_rows(lambda lo, hi: _csr_dense_rows(lo, hi, indptr, indices, data, D, out),
+             indptr, 1, min_work=MIN_BLOCK_WORK)
+
+
+@nb.njit(**_JIT)
+def _csr_dense_perm_rows(lo, hi, indptr, indices, perm, data, D, out):
+    """``csr_dense_perm`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     k = D.shape[1]
-    for i in nb.prange(indptr.shape[0] - 1):
+    for i in range(lo, hi):
         for r in range(k):
             out[i, r] = 0.0
         for p in range(indptr[i], indptr[i + 1]):
@@ -57,6 +75,15 @@ def csr_dense_perm(indptr, indices, perm, data, D, out):
             j = indices[p]
             for r in range(k):
                 out[i, r] += a * D[j, r]
+
+
+def csr_dense_perm(indptr, indices, perm, data, D, out):
+    """out = A @ D where A's p-th stored value is data[perm[p]] (transposed-CSR products).
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    run_rows(lambda lo, hi: _csr_dense_perm_rows(lo, hi, indptr, indices, perm, data, D, out),
+             indptr, 1, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)

@@ -16,11 +16,14 @@ For one row i of a side the gradient of J with respect to its embedding is
     G[i] = rowscale[i] · 2 (S e_i − r⁻ s) + Σ_{positives (i, j)} e_ij f_j,
     e_ij = 2 (α⁺ (r̂ − r⁺) − α⁻ (r̂ − r⁻)) = 2 (cpos · r̂ − bpos).
 
-No kernel validates its input; ``prange`` runs over rows that own their outputs.
+No kernel validates its input; ``prange`` (or a thread of :func:`.rowpool.run_rows`) runs
+over rows that own their outputs.
 """
 
 import numba as nb
 import numpy as np
+
+from .rowpool import MIN_BLOCK_WORK, run_rows, uniform_rows
 
 _JIT = dict(nogil=True, cache=True)
 _JIT_DOT = dict(_JIT, fastmath={"reassoc", "contract"})   # sums that may be reassociated
@@ -35,15 +38,10 @@ def _row_dot(A, a, B, b):
     return acc
 
 
-@nb.njit(parallel=True, **_JIT)
-def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
-    """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
-
-    Also used on the item side with (Q, P) swapped: the dot product is symmetric.  The dot
-    products are reassociated (they vectorise); ``positive_terms_reference`` keeps them in
-    order, as before issue 13.
-    """
-    for x in nb.prange(indptr.shape[0] - 1):
+@nb.njit(**_JIT)
+def _positive_terms_rows(lo, hi, indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
+    """``positive_terms`` for the rows lo .. hi − 1 (serial, GIL-free)."""
+    for x in range(lo, hi):
         acc = 0.0
         for p in range(indptr[x], indptr[x + 1]):
             r = _row_dot(P, x, Q, indices[p])
@@ -52,6 +50,22 @@ def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row
             b = r_neg - r
             acc += apos[p] * a * a - aneg[p] * b * b
         row_out[x] = acc
+
+
+def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
+    """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
+
+    Also used on the item side with (Q, P) swapped: the dot product is symmetric.  The dot
+    products are reassociated (they vectorise); ``positive_terms_reference`` keeps them in
+    order, as before issue 13.
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    def block(lo, hi):
+        _positive_terms_rows(lo, hi, indptr, indices, apos, rpos, aneg, P, Q, r_neg,
+                             pred_out, row_out)
+
+    run_rows(block, indptr, 1, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)
@@ -72,11 +86,11 @@ def positive_terms_reference(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pre
         row_out[x] = acc
 
 
-@nb.njit(parallel=True, **_JIT)
-def side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out):
-    """G_out[i] = ∂J/∂e_i (see the module docstring); r̂ is recomputed from E and F."""
+@nb.njit(**_JIT)
+def _side_gradient_rows(lo, hi, indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out):
+    """``side_gradient`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     g = E.shape[1]
-    for i in nb.prange(E.shape[0]):
+    for i in range(lo, hi):
         c = 2.0 * rowscale[i]
         for d in range(g):
             acc = 0.0
@@ -91,6 +105,18 @@ def side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_ou
             e = 2.0 * (cpos[p] * r - bpos[p])
             for d in range(g):
                 G_out[i, d] += e * F[j, d]
+
+
+def side_gradient(*args):
+    """side_gradient(indptr, indices, cpos, bpos, E, F, S, s, rowscale, r_neg, G_out).
+
+    G_out[i] = ∂J/∂e_i (see the module docstring); r̂ is recomputed from E and F.  Rows in
+    contiguous blocks, one per thread (:func:`.rowpool.run_rows`).  (``*args``: the callers
+    pass a side's arrays as ``*side``, which mypy cannot count against named parameters.)
+    """
+    indptr, E = args[0], args[4]
+    run_rows(lambda lo, hi: _side_gradient_rows(lo, hi, *args), indptr, E.shape[1],
+             min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)

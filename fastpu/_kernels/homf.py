@@ -2,9 +2,9 @@
 
 A block of ``b`` columns of f_T(A) = (A + ... + A^T)/T is built by the column
 recursion a_1 = A e_c, a_t = a_1 + A a_{t-1}, run for all ``b`` columns at once
-as sparse × dense-block products (``walk_step``).  Each ``prange`` iteration owns
-one output row (walk) or one column of the block (solves), so results do not
-depend on the thread count.
+as sparse × dense-block products (``walk_step``).  Each ``prange`` iteration (or
+each thread's block of :func:`.rowpool.run_rows`) owns whole output rows (walk) or
+columns of the block (solves), so results do not depend on the thread count.
 
 Dense mode's f_T(P) L = (1/T) Σ_l P^l L runs all T sparse × (N×k) products of Horner's rule in
 one call (``horner_walk``).  Its rows add eight stored entries' terms (as a balanced tree)
@@ -15,6 +15,8 @@ threads in chunks of equal nonzeros instead of equal rows.
 
 import numba as nb
 import numpy as np
+
+from .rowpool import run_rows
 
 _JIT = dict(nogil=True, cache=True)
 
@@ -165,17 +167,18 @@ def _cholesky_solve(G, rhs, x):
     return True
 
 
-@nb.njit(parallel=True, **_JIT)
-def ridge_columns(Ct, U, UtU, lam2, dense, out, loss_out, ok_out):
-    """For each row c of Ct (a column x of f_T(A)), solve (U_Ωᵀ U_Ω + lam2 I) v = U_Ωᵀ x_Ω.
+@nb.njit(**_JIT)
+def ridge_block(lo, hi, Ct, U, UtU, lam2, dense, out, loss_out, ok_out):
+    """For each row c = lo .. hi − 1 of Ct (a column x of f_T(A)), solve
+    (U_Ωᵀ U_Ω + lam2 I) v = U_Ωᵀ x_Ω.
 
     Ω = nonzeros of x (every entry when ``dense``).  The Gram over Ω is summed over Ω
     or taken as UtU minus the sum over the complement, whichever is shorter.
     loss_out[c] = Σ_Ω (x_r - u_r·v)², computed from the pieces of the solve.
     """
-    b, n = Ct.shape
+    n = Ct.shape[1]
     k = U.shape[1]
-    for c in nb.prange(b):
+    for c in range(lo, hi):
         rhs = np.zeros(k)
         G = np.empty((k, k))
         v = np.empty(k)
@@ -229,6 +232,20 @@ def ridge_columns(Ct, U, UtU, lam2, dense, out, loss_out, ok_out):
         loss_out[c] = sumsq - 2.0 * lin + quad
         for a in range(k):
             out[c, a] = v[a]
+
+
+def ridge_columns(Ct, U, UtU, lam2, dense, out, loss_out, ok_out):
+    """``ridge_block`` for every row of Ct, in contiguous blocks of rows, one per thread.
+
+    Each column's solve is done whole by one thread, so the result does not depend on the
+    thread count; the serial GIL-free kernel on Python threads (:func:`.rowpool.run_rows`)
+    compiles in a fraction of a ``parallel=True`` kernel's time.
+    """
+    b = Ct.shape[0]
+    if b == 0:
+        return
+    run_rows(lambda lo, hi: ridge_block(lo, hi, Ct, U, UtU, lam2, dense, out, loss_out, ok_out),
+             np.zeros(b + 1, dtype=np.int64), 1)
 
 
 @nb.njit(parallel=True, **_JIT)

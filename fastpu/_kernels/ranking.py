@@ -3,6 +3,8 @@
 import numba as nb
 import numpy as np
 
+from .rowpool import MIN_BLOCK_WORK, run_rows, uniform_rows
+
 _JIT = dict(nogil=True, cache=True)
 
 
@@ -21,19 +23,13 @@ def _contains(indices, lo, hi, j):
     return False
 
 
-@nb.njit(parallel=True, **_JIT)
-def topk_metrics(items, rows, rel_indptr, rel_indices, ks, hits_out, dcg_out, ap_out, rr_out):
-    """Cut-off metrics of ranked lists ``items[b]`` (best first, -1 = empty slot).
-
-    For user ``u = rows[b]`` with relevant set R_u = row u of the rel CSR, and
-    each cut-off ``ks[q]`` (ascending, ``<= items.shape[1]``), writes the number of
-    hits in the first k, DCG@k = sum rel_t / log2(t + 1) over positions t = 1..k,
-    the sum of rel_t * hits@t / t (un-normalised AP), and 1 / (first relevant
-    position) if it is <= k else 0.
-    """
+@nb.njit(**_JIT)
+def _topk_metrics_rows(lo, hi, items, rows, rel_indptr, rel_indices, ks, hits_out, dcg_out, ap_out,
+                       rr_out):
+    """``topk_metrics`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     kmax = items.shape[1]
     nq = ks.shape[0]
-    for b in nb.prange(items.shape[0]):
+    for b in range(lo, hi):
         u = rows[b]
         lo = rel_indptr[u]
         hi = rel_indptr[u + 1]
@@ -58,6 +54,24 @@ def topk_metrics(items, rows, rel_indptr, rel_indices, ks, hits_out, dcg_out, ap
                 q += 1
 
 
+def topk_metrics(items, rows, rel_indptr, rel_indices, ks, hits_out, dcg_out, ap_out, rr_out):
+    """Cut-off metrics of ranked lists ``items[b]`` (best first, -1 = empty slot).
+
+    For user ``u = rows[b]`` with relevant set R_u = row u of the rel CSR, and
+    each cut-off ``ks[q]`` (ascending, ``<= items.shape[1]``), writes the number of
+    hits in the first k, DCG@k = sum rel_t / log2(t + 1) over positions t = 1..k,
+    the sum of rel_t * hits@t / t (un-normalised AP), and 1 / (first relevant
+    position) if it is <= k else 0.
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    def block(lo, hi):
+        _topk_metrics_rows(lo, hi, items, rows, rel_indptr, rel_indices, ks, hits_out,
+                           dcg_out, ap_out, rr_out)
+
+    run_rows(block, uniform_rows(items.shape[0]), items.shape[1], min_work=MIN_BLOCK_WORK)
+
+
 @nb.njit(parallel=True, **_JIT)
 def mask_rows(block, rows, indptr, indices, value):
     """block[b, j] = value for every stored (rows[b], j) of the CSR."""
@@ -67,19 +81,12 @@ def mask_rows(block, rows, indptr, indices, value):
             block[b, indices[p]] = value
 
 
-@nb.njit(parallel=True, **_JIT)
-def auc_sorted(scores, sorted_neg, rows, train_indptr, rel_indptr, rel_indices, auc_out):
-    """Exact per-user AUC over all non-training items, ties counted 1/2.
-
-    For user ``u = rows[b]``: positives are row u of the rel CSR (disjoint from
-    the train CSR), negatives every other non-training item. ``sorted_neg[b]``
-    holds the negatives' scores sorted ascending in its first N slots
-    (N = n - |train_u| - |rel_u|; the rest is NaN padding). With two binary
-    searches per positive, AUC = sum_p (#neg < s_p + 1/2 #neg == s_p) / (P N).
-    Writes NaN when the user has no positive or no negative.
-    """
+@nb.njit(**_JIT)
+def _auc_sorted_rows(lo, hi, scores, sorted_neg, rows, train_indptr, rel_indptr, rel_indices,
+                     auc_out):
+    """``auc_sorted`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     n = scores.shape[1]
-    for b in nb.prange(scores.shape[0]):
+    for b in range(lo, hi):
         u = rows[b]
         n_pos = rel_indptr[u + 1] - rel_indptr[u]
         n_neg = n - (train_indptr[u + 1] - train_indptr[u]) - n_pos
@@ -94,6 +101,25 @@ def auc_sorted(scores, sorted_neg, rows, train_indptr, rel_indptr, rel_indices, 
             upto = np.searchsorted(neg, s, side="right")
             total += below + 0.5 * (upto - below)
         auc_out[b] = total / (n_pos * float(n_neg))
+
+
+def auc_sorted(scores, sorted_neg, rows, train_indptr, rel_indptr, rel_indices, auc_out):
+    """Exact per-user AUC over all non-training items, ties counted 1/2.
+
+    For user ``u = rows[b]``: positives are row u of the rel CSR (disjoint from
+    the train CSR), negatives every other non-training item. ``sorted_neg[b]``
+    holds the negatives' scores sorted ascending in its first N slots
+    (N = n - |train_u| - |rel_u|; the rest is NaN padding). With two binary
+    searches per positive, AUC = sum_p (#neg < s_p + 1/2 #neg == s_p) / (P N).
+    Writes NaN when the user has no positive or no negative.
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    def block(lo, hi):
+        _auc_sorted_rows(lo, hi, scores, sorted_neg, rows, train_indptr, rel_indptr,
+                         rel_indices, auc_out)
+
+    run_rows(block, uniform_rows(scores.shape[0]), 16, min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)

@@ -23,7 +23,12 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
-__all__ = ["row_blocks", "run_rows"]
+__all__ = ["MIN_BLOCK_WORK", "row_blocks", "run_rows", "uniform_rows"]
+
+#: Least work of a block (entries, each a short vector operation) for the small kernels that
+#: go through :func:`run_rows`: below about twice this, handing a block to the pool costs more
+#: than it saves.
+MIN_BLOCK_WORK = 8192
 
 _lock = threading.Lock()
 _pool: dict[str, Any] = {"executor": None, "size": 0, "pid": None}
@@ -50,6 +55,11 @@ def row_blocks(indptr: np.ndarray, n_blocks: int, row_cost: int) -> list[int]:
     return bounds
 
 
+def uniform_rows(m: int) -> np.ndarray:
+    """An ``indptr`` of ``m`` rows without entries: with ``row_cost`` c, every row costs c."""
+    return np.zeros(int(m) + 1, dtype=np.int64)
+
+
 def _executor(n: int) -> ThreadPoolExecutor:
     with _lock:
         if _pool["pid"] != os.getpid():         # a forked child has the pool but not its threads
@@ -65,14 +75,20 @@ def _executor(n: int) -> ThreadPoolExecutor:
 
 
 def run_rows(block: Callable[[int, int], Any], indptr: np.ndarray, row_cost: int,
-             n_threads: int | None = None) -> None:
+             n_threads: int | None = None, min_work: int = 0) -> None:
     """Call ``block(lo, hi)`` on contiguous row blocks covering every row, one per thread.
 
     ``block`` must release the GIL (a ``nogil=True`` numba kernel) to run concurrently, and
     must touch only its own rows' outputs. The first block runs in the calling thread; an
-    exception in any block is raised here after every block has finished.
+    exception in any block is raised here after every block has finished. With ``min_work``
+    (in the units of ``row_blocks``), no block gets less than that much work: a small call
+    runs as one block in the calling thread, sparing the pool's hand-off (tens of µs).
     """
     n = numba.get_num_threads() if n_threads is None else int(n_threads)
+    if min_work > 0 and n > 1:
+        m = int(indptr.shape[0]) - 1
+        work = int(indptr[-1] - indptr[0]) + m * int(row_cost) if m > 0 else 0
+        n = max(1, min(n, work // int(min_work)))
     bounds = row_blocks(indptr, n, row_cost)
     if len(bounds) <= 2:
         block(bounds[0], bounds[-1])

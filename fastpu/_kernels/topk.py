@@ -3,6 +3,8 @@
 import numba as nb
 import numpy as np
 
+from .rowpool import MIN_BLOCK_WORK, run_rows, uniform_rows
+
 _JIT = dict(nogil=True, cache=True)
 
 
@@ -69,15 +71,11 @@ def _drain(hs, hi, size, k, items_out, scores_out, b):
         _sift_down(hs, hi, 0, size)
 
 
-@nb.njit(parallel=True, **_JIT)
-def topk_rows(scores, seen_indptr, seen_indices, rows, k, items_out, scores_out):
-    """For each b: the k best items of scores[b] not in row rows[b] of the seen CSR.
-
-    Ranked by score, ties broken by lower item index. Slots beyond the number of
-    unseen items get item -1 and score -inf. Scores must be finite (callers check).
-    """
+@nb.njit(**_JIT)
+def _topk_rows_rows(lo, hi, scores, seen_indptr, seen_indices, rows, k, items_out, scores_out):
+    """``topk_rows`` for the rows lo .. hi − 1 (serial, GIL-free)."""
     n = scores.shape[1]
-    for b in nb.prange(scores.shape[0]):
+    for b in range(lo, hi):
         mask = np.zeros(n, dtype=np.bool_)
         u = rows[b]
         for p in range(seen_indptr[u], seen_indptr[u + 1]):
@@ -89,6 +87,22 @@ def topk_rows(scores, seen_indptr, seen_indices, rows, k, items_out, scores_out)
             if not mask[j]:
                 size = _push(hs, hi, size, k, scores[b, j], j)
         _drain(hs, hi, size, k, items_out, scores_out, b)
+
+
+def topk_rows(scores, seen_indptr, seen_indices, rows, k, items_out, scores_out):
+    """For each b: the k best items of scores[b] not in row rows[b] of the seen CSR.
+
+    Ranked by score, ties broken by lower item index. Slots beyond the number of
+    unseen items get item -1 and score -inf. Scores must be finite (callers check).
+
+    Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
+    """
+    def block(lo, hi):
+        _topk_rows_rows(lo, hi, scores, seen_indptr, seen_indices, rows, k, items_out,
+                        scores_out)
+
+    run_rows(block, uniform_rows(scores.shape[0]), max(1, scores.shape[1] // 16),
+             min_work=MIN_BLOCK_WORK)
 
 
 @nb.njit(parallel=True, **_JIT)
