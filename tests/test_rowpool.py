@@ -40,17 +40,39 @@ def test_row_blocks_balance_the_work_not_the_row_count():
     assert row_blocks(np.zeros(11, dtype=np.int64), 2, 1) == [0, 5, 10]
 
 
-@given(st.integers(0, 30), st.integers(1, 4))
-def test_run_rows_calls_each_row_exactly_once(m, n_threads):
+@given(st.integers(0, 30), st.integers(1, 4), st.integers(1, 8))
+def test_run_rows_calls_each_row_exactly_once(m, n_threads, per_thread):
     hits = np.zeros(m, dtype=np.int64)
+    calls = []
     lock = threading.Lock()
 
     def block(lo, hi):
         with lock:
             hits[lo:hi] += 1
+            calls.append((lo, hi))
 
-    run_rows(block, np.arange(m + 1, dtype=np.int64), 1, n_threads=n_threads)
+    run_rows(block, np.arange(m + 1, dtype=np.int64), 1, n_threads=n_threads,
+             per_thread=per_thread)
     np.testing.assert_array_equal(hits, np.ones(m, dtype=np.int64))
+    # the blocks are row_blocks' cut, each called once (dynamically claimed when per_thread > 1)
+    bounds = row_blocks(np.arange(m + 1, dtype=np.int64), n_threads * per_thread
+                        if n_threads > 1 else 1, 1)
+    assert sorted(calls) == list(zip(bounds[:-1], bounds[1:]))
+
+
+def test_dynamic_blocks_raise_an_error_of_any_block_after_the_others_ran():
+    done = []
+    lock = threading.Lock()
+
+    def block(lo, hi):
+        with lock:
+            done.append(lo)
+        if lo == 3:
+            raise ValueError(f"block {lo} failed")
+
+    with pytest.raises(ValueError, match="block 3 failed"):
+        run_rows(block, np.arange(13, dtype=np.int64), 1, n_threads=2, per_thread=2)
+    assert sorted(done) == [0, 3, 6, 9]
 
 
 def test_run_rows_raises_an_error_of_any_block_after_all_blocks_ran():

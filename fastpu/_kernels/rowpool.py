@@ -15,6 +15,7 @@ calling thread.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -75,8 +76,13 @@ def _executor(n: int) -> ThreadPoolExecutor:
 
 
 def run_rows(block: Callable[[int, int], Any], indptr: np.ndarray, row_cost: int,
-             n_threads: int | None = None, min_work: int = 0) -> None:
+             n_threads: int | None = None, min_work: int = 0, per_thread: int = 1) -> None:
     """Call ``block(lo, hi)`` on contiguous row blocks covering every row, one per thread.
+
+    With ``per_thread`` > 1 the rows are cut into that many blocks per thread, and each thread
+    takes the next unclaimed block when it finishes one (dynamic scheduling: the work estimate
+    of :func:`row_blocks` need not be exact, and a thread slowed by other work on the machine
+    holds up at most one small block).
 
     ``block`` must release the GIL (a ``nogil=True`` numba kernel) to run concurrently, and
     must touch only its own rows' outputs. The first block runs in the calling thread; an
@@ -89,15 +95,43 @@ def run_rows(block: Callable[[int, int], Any], indptr: np.ndarray, row_cost: int
         m = int(indptr.shape[0]) - 1
         work = int(indptr[-1] - indptr[0]) + m * int(row_cost) if m > 0 else 0
         n = max(1, min(n, work // int(min_work)))
-    bounds = row_blocks(indptr, n, row_cost)
+    bounds = row_blocks(indptr, n * max(int(per_thread), 1) if n > 1 else 1, row_cost)
     if len(bounds) <= 2:
         block(bounds[0], bounds[-1])
+        return
+    n_blocks = len(bounds) - 1
+    if n_blocks > n:
+        _run_dynamic(block, bounds, n)
         return
     ex = _executor(len(bounds) - 2)
     futures: list[Future[Any]] = [ex.submit(block, lo, hi)
                                   for lo, hi in zip(bounds[1:-1], bounds[2:])]
     try:
         block(bounds[0], bounds[1])
+    finally:
+        errors = [f.exception() for f in futures]
+    for err in errors:
+        if err is not None:
+            raise err
+
+
+def _run_dynamic(block: Callable[[int, int], Any], bounds: list[int], n: int) -> None:
+    """``n`` threads (the caller and n - 1 pool threads) take the blocks in order, each the
+    next unclaimed one; every block still runs exactly once, whole, on one thread."""
+    claim = itertools.count()           # next() on a count is atomic under the GIL
+    n_blocks = len(bounds) - 1
+
+    def work() -> None:
+        while True:
+            b = next(claim)
+            if b >= n_blocks:
+                return
+            block(bounds[b], bounds[b + 1])
+
+    ex = _executor(n - 1)
+    futures: list[Future[Any]] = [ex.submit(work) for _ in range(n - 1)]
+    try:
+        work()
     finally:
         errors = [f.exception() for f in futures]
     for err in errors:

@@ -43,6 +43,8 @@ import numpy as np
 from .losses import SQUARE, loss_derivs, loss_value
 from .rowpool import run_rows
 
+_BLOCKS_PER_THREAD = 8        # row blocks per thread, taken dynamically (rowpool.run_rows)
+
 _JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 LOCAL_ENTRIES = 65536       # default scratch budget: local_max = LOCAL_ENTRIES // k entries
 
@@ -399,4 +401,4 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
         _solve_chunk(kind, lo, hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa,
                      p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out)
 
-    run_rows(block, indptr, W.shape[1])
+    run_rows(block, indptr, W.shape[1], per_thread=_BLOCKS_PER_THREAD)
