@@ -149,10 +149,12 @@ class _DenseProblem:
         Ut, v, D = x_new
         Uo, vo, Do = x_old
         U = self.buffer
-        if beta and Uo.rank:                # U = Ũ + β (Ũ − Ũ_old)
+        if beta and Do is not None:         # U = Ũ + β (Ũ − Ũ_old); Do is zero-filled at rank 0
             np.subtract(D, Do, out=U)
             U *= beta
             U += D
+        elif beta:                          # Ũ_old = 0 (the start): U = (1 + β) Ũ
+            np.multiply(D, 1.0 + beta, out=U)
         else:
             U[...] = D
         K.clip_inplace(U, 0.0, 1.0)

@@ -400,3 +400,15 @@ def test_non_finite_objective_raises():
     Y, _ = _pu(1, 10, 8, density=0.3)
     with pytest.raises(FloatingPointError, match="csrr-I: objective became inf at iteration 1"):
         csrr.fit(Y, variant="I", alpha=1e308, eta=1e-300, n_iter=2)
+
+
+@pytest.mark.parametrize("svd_method", ["full", "auto"])
+def test_momentum_after_a_rank_zero_iterate_keeps_its_factor(svd_method):
+    # Found by hypothesis in CI: when the previous Ũ had rank 0 the momentum point was Ũ
+    # instead of (1 + β)Ũ, so from the 4th iteration on the fit left Algorithm 1.
+    Y = sp.csr_array(np.array([[2.0]]))
+    model = csrr.fit(Y, variant="I", alpha=5.0, lam1=1.0, lam2=0.0, eta=0.2, n_iter=4,
+                     svd_method=svd_method)
+    ref = naive.algorithm1(np.array([[1.0]]), "I", 5.0, 1.0, 0.0, 0.2, 4)
+    np.testing.assert_allclose([h["objective"] for h in model.history],
+                               [r["objective"] for r in ref], rtol=1e-9, atol=1e-10)
