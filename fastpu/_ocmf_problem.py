@@ -526,26 +526,16 @@ def _side_reg(setup, side, W, B):
     return side.lam * r
 
 
-def _writable(A):
-    return A if (A.flags.c_contiguous and A.flags.writeable) else np.array(A, order="C")
-
-
 def _full_objective(setup, W, H):
     """f(W, H); W and H in float64 or (on the row path) the fit's float32."""
     user = setup.user
     if user.identity and user.L is None:
-        # Σ_i f_i(w_i) of the users' row problems: the fast path's kernel evaluating its rows
-        # (n_newton = 0) with the other side fixed, plus the items' regulariser
-        E = np.ascontiguousarray(_latent(setup.item, H))
-        W = _writable(W)          # read only (n_newton = 0), but the kernel's type is writable
-        M, kappa = _gram(E, setup.q_quad)
-        ent = setup.entries
-        f_rows = np.empty(W.shape[0])
-        row_newton(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr,
-                   setup.q_quad, setup.abar, E, M, kappa, setup.p_quad, user.lam, W, 0, 1, 1e-3,
-                   max(16, LOCAL_ENTRIES // W.shape[1]), f_rows, _NO_ROWS)
-        const = setup.abar ** 2 * float(setup.p_quad.sum()) * float(setup.q_quad.sum())
-        return float(f_rows.sum()) + const + _side_reg(setup, setup.item, H, E)
+        # Σ_i f_i(w_i) of the users' row problems: the fast path's row update with no Newton
+        # step evaluates its rows and leaves W as it is; plus the items' regulariser
+        E = _latent(setup.item, H)
+        _, _, g = _update_side(setup, setup.entries, user, W, E, setup.p_quad, setup.q_quad,
+                               True, None, 0, 0, 1)
+        return g + _side_reg(setup, setup.item, H, E)
     W, H = _f64(W), _f64(H)
     E = setup.item.mul(H)
     prob = SubProblem(setup, setup.entries, user, E, setup.p_quad, setup.q_quad)
