@@ -23,7 +23,7 @@ over rows that own their outputs.
 import numba as nb
 import numpy as np
 
-from .rowpool import MIN_BLOCK_WORK, run_rows, uniform_rows
+from .rowpool import MIN_BLOCK_WORK, run_rows
 
 _JIT = dict(nogil=True, cache=True)
 _JIT_DOT = dict(_JIT, fastmath={"reassoc", "contract"})   # sums that may be reassociated
@@ -119,6 +119,18 @@ def side_gradient(*args):
              min_work=MIN_BLOCK_WORK)
 
 
+@nb.njit(**_JIT)
+def _step(accum, j, d, grad, lr, adagrad, eps):
+    """The step γ_t·grad of parameter (j, d): Adagrad (eq. 24, accumulating grad²) or plain."""
+    if not adagrad:
+        return lr * grad
+    accum[j, d] += grad * grad
+    den = np.sqrt(accum[j, d])
+    if den == 0.0:
+        den = eps
+    return lr * grad / den
+
+
 @nb.njit(parallel=True, **_JIT)
 def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
     """θ ← θ − γ_t (∇ + 2 reg θ) on the free entries; Adagrad (eq. 24) or plain steps."""
@@ -128,14 +140,7 @@ def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
             if not free[j, d]:
                 continue
             gr = grad[j, d] + 2.0 * reg * theta[j, d]
-            if adagrad:
-                accum[j, d] += gr * gr
-                den = np.sqrt(accum[j, d])
-                if den == 0.0:
-                    den = eps
-                theta[j, d] -= lr * gr / den
-            else:
-                theta[j, d] -= lr * gr
+            theta[j, d] -= _step(accum, j, d, gr, lr, adagrad, eps)
 
 
 @nb.njit(**_JIT)
@@ -167,14 +172,7 @@ def coordinate_side(j_lo, j_hi, zt_indptr, zt_indices, zt_data, free, theta, acc
                     gi += 2.0 * (cpos[p] * pred[p] - bpos[p]) * Fd[indices[p]]
                 grad += zt_data[t] * gi
             grad += 2.0 * reg * theta[j, d]
-            if adagrad:
-                accum[j, d] += grad * grad
-                den = np.sqrt(accum[j, d])
-                if den == 0.0:
-                    den = eps
-                step = lr * grad / den
-            else:
-                step = lr * grad
+            step = _step(accum, j, d, grad, lr, adagrad, eps)
             if step == 0.0:
                 continue
             theta[j, d] -= step
@@ -294,14 +292,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 grad = 0.0
                 grad += z * gi
                 grad += 2.0 * reg * theta[j, d]
-                if adagrad:
-                    accum[j, d] += grad * grad
-                    den = np.sqrt(accum[j, d])
-                    if den == 0.0:
-                        den = eps
-                    step = lr * grad / den
-                else:
-                    step = lr * grad
+                step = _step(accum, j, d, grad, lr, adagrad, eps)
                 if step == 0.0:
                     continue
                 theta[j, d] -= step
