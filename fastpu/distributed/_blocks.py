@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _validation as V
-from .._kernels.csr import weighted_gram
+from .._kernels.csr import csr_dense, weighted_gram
 
 INDEX = np.int64
 VALUE = np.float64
@@ -66,6 +66,14 @@ def gram(F, w, k):
     if F.shape[0]:
         weighted_gram(F, w, G, g)
     return G, g
+
+
+def sparse_times(S, B):
+    """S @ B for a CSR block S and a dense B, as a new C-ordered array (empty S: no kernel call)."""
+    out = np.empty((S.shape[0], B.shape[1]))
+    if S.shape[0]:
+        csr_dense(S.indptr, S.indices, S.data, B, out)
+    return out
 
 
 def bounds(n, n_blocks):

@@ -19,7 +19,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels import fbgd as _k
-from .._kernels.csr import csr_dense
 from .._progress import Progress
 from .._threads import limit_threads
 from ..fbgd import _EPS
@@ -31,18 +30,11 @@ def feat_block(block, Z):
     return block, Z
 
 
-def _embed(Z, theta):
-    out = np.empty((Z.shape[0], theta.shape[1]))
-    if Z.shape[0]:
-        csr_dense(Z.indptr, Z.indices, Z.data, theta, out)
-    return out
-
-
 def embed_task(fb, theta, n_threads):
     """(rows P_b = Z_b Θ, partial cache P_bᵀ diag(w) P_b, P_bᵀ w)."""
     with limit_threads(n_threads):
         blk, Z = fb
-        P = _embed(Z, theta)
+        P = _blocks.sparse_times(Z, theta)
         S, s = _blocks.gram(P, blk.rowscale, theta.shape[1])
         return P, S, s
 

@@ -33,10 +33,7 @@ from ._ocmf import _sum_parts, gram_task, make_block, update_task
 def _xmul(X, W):
     if isinstance(X, np.ndarray):
         return np.ascontiguousarray(X @ W)
-    out = np.empty((X.shape[0], W.shape[1]))
-    if X.shape[0]:
-        csr_dense(X.indptr, X.indices, X.data, W, out)
-    return out
+    return _blocks.sparse_times(X, W)
 
 
 def _xtmul(X, G):
@@ -61,13 +58,6 @@ def _rows_of(fb, W):
 def _back(fb, G):
     """X_bᵀ G (d×k), or G itself (the block's rows of the gradient) without features."""
     return G if fb[1] is None else _xtmul(fb[1], G)
-
-
-def _lmul(L, B):
-    out = np.empty((L.shape[0], B.shape[1]))
-    if L.shape[0]:
-        csr_dense(L.indptr, L.indices, L.data, B, out)
-    return out
 
 
 def latent_task(fb, W, n_threads):
@@ -103,41 +93,40 @@ def fun_task(fb, W, B_full, E, M, kind, abar, has_quad, lamg, n_threads):
         val = np.empty_like(s)
         entry_values(kind, ent.labels, ent.weights, ent.corr, abar, s, val)
         quad = float(np.sum(B * _quad_rows(ent, B, M))) if has_quad else 0.0
-        graph = lamg * float(np.sum(B * _lmul(L, B_full))) if L is not None else 0.0
+        graph = lamg * float(np.sum(B * _blocks.sparse_times(L, B_full))) if L is not None else 0.0
         return float(val.sum()), quad, graph
+
+
+def _block_product(fb, R, R_full, E, M, w, has_quad, lamg):
+    """The block's part of ∇ (w = ℓ' per positive) or of ∇²·s (w = ℓ''·scores): the entries'
+    Σ_e w_e E[j_e] per row, the unlabeled quadratic rows, the graph term, then X_bᵀ."""
+    ent, _, L = fb
+    G = np.empty_like(R)
+    if R.shape[0]:
+        csr_dense(ent.indptr, ent.indices, w, E, G)
+    if has_quad:
+        G += 2.0 * _quad_rows(ent, R, M)
+    if L is not None:
+        G += 2.0 * lamg * _blocks.sparse_times(L, R_full)
+    return _back(fb, G)
 
 
 def grad_task(fb, W, B_full, E, M, kind, abar, has_quad, lamg, n_threads):
     """(the block's part of the gradient, ℓ'' per positive): the second is the curvature state."""
     with limit_threads(n_threads):
-        ent, _, L = fb
+        ent = fb[0]
         B = _rows_of(fb, W)
         s = _scores(ent, B, E)
         val, d1, d2 = np.empty_like(s), np.empty_like(s), np.empty_like(s)
         entry_losses(kind, ent.labels, ent.weights, ent.corr, abar, s, val, d1, d2)
-        G = np.empty_like(B)
-        if B.shape[0]:
-            csr_dense(ent.indptr, ent.indices, d1, E, G)
-        if has_quad:
-            G += 2.0 * _quad_rows(ent, B, M)
-        if L is not None:
-            G += 2.0 * lamg * _lmul(L, B_full)
-        return _back(fb, G), d2
+        return _block_product(fb, B, B_full, E, M, d1, has_quad, lamg), d2
 
 
 def hessp_task(fb, S, N_full, E, M, gres, has_quad, lamg, n_threads):
     with limit_threads(n_threads):
-        ent, _, L = fb
         N = _rows_of(fb, S)
-        u = _scores(ent, N, E) * gres[1]
-        G = np.empty_like(N)
-        if N.shape[0]:
-            csr_dense(ent.indptr, ent.indices, u, E, G)
-        if has_quad:
-            G += 2.0 * _quad_rows(ent, N, M)
-        if L is not None:
-            G += 2.0 * lamg * _lmul(L, N_full)
-        return _back(fb, G)
+        u = _scores(fb[0], N, E) * gres[1]
+        return _block_product(fb, N, N_full, E, M, u, has_quad, lamg)
 
 
 class DistSubProblem:
@@ -338,5 +327,5 @@ def _update(client, side, F, F_f, E_f, M, kappa, dvec, *, half, lam, lam_g, abar
     reg = float(np.sum(np.square(F)))
     if side.L is not None and lam_g > 0:
         B = F if side.X is None else _xmul(side.X, F)
-        reg += lam_g * float(np.sum(B * _lmul(side.L, B)))
+        reg += lam_g * float(np.sum(B * _blocks.sparse_times(side.L, B)))
     return F, None, res.n_iter, res.fun, lam * reg
