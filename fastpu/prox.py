@@ -267,7 +267,15 @@ def _svt_factors(op: Any, dense: FloatArray | None, tau: float, *, method: str, 
             use_full = True
             break
         v0 = rng.standard_normal(p)
-        L, s, R = spla.svds(op, k=k, tol=0, v0=v0, return_singular_vectors=True, solver="arpack")
+        try:
+            L, s, R = spla.svds(op, k=k, tol=0, v0=v0, return_singular_vectors=True, solver="arpack")
+        except spla.ArpackError:
+            # ARPACK cannot start where the operator maps its start to zero: the zero matrix
+            # (a thresholded iterate can be one) has every singular value 0 <= τ, rank 0
+            if _is_zero(op, dense, rng):
+                return SVTResult(np.zeros((m, 0)), np.zeros(0), np.zeros((0, n)), k, False)
+            use_full = True             # anything else ARPACK refuses: the exact full route
+            break
         order = np.argsort(s)[::-1]
         L, s, R = L[:, order], s[order], R[order]
         if s[-1] <= tau:
@@ -290,6 +298,15 @@ def _svt_factors(op: Any, dense: FloatArray | None, tau: float, *, method: str, 
     keep = s > tau
     return SVTResult(np.ascontiguousarray(L[:, keep]), s[keep] - tau,
                      np.ascontiguousarray(R[keep]), int(s.size), True)
+
+
+def _is_zero(op: Any, dense: FloatArray | None, rng: np.random.Generator) -> bool:
+    """Whether the operator is the zero matrix (for an operator: zero on two random vectors,
+    which a nonzero matrix is with probability 0)."""
+    if dense is not None:
+        return not dense.any()
+    m, n = op.shape
+    return not (np.any(op.matvec(rng.standard_normal(n))) or np.any(op.rmatvec(rng.standard_normal(m))))
 
 
 def _materialise(op: Any) -> FloatArray:
