@@ -103,6 +103,7 @@ class _Problem:
         bpos = apos * rpos - self.aneg * self.r_neg
         self.x_side = (Y.indptr, Y.indices, cpos, bpos)
         yt_indptr, yt_indices, perm = _transpose_with_perm(Y)
+        self._y_perm = perm         # item-side entry p is Y's entry perm[p]
         self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(cpos[perm]),
                        np.ascontiguousarray(bpos[perm]))
         self.free_x, self.free_y = self._masks()
@@ -134,6 +135,40 @@ class _Problem:
             ty[-1, f] = 1.0        # q_y,f+1 = 1
         return tx, ty
 
+    def _plain_ids(self, side, ZT, free, n_rows):
+        """Whether every row of a side is one parameter with all coordinates free (plain ids
+        without biases), all run by the row-parallel kernel: then its kernel visits every row
+        and can fuse passes over all the positives (``coordinate_rows``)."""
+        segments, _ = self.coordinate_plan(side, ZT, free)
+        return (not _REFERENCE and bool(free.all()) and ZT.shape[0] == n_rows
+                and bool(np.all(np.diff(ZT.indptr) == 1))
+                and np.array_equal(np.sort(ZT.indices), np.arange(n_rows))
+                and all(seg[0] == "rows" for seg in segments))
+
+    def fused_loss_terms(self):
+        """(α⁺, r⁺, α⁻ in the item side's entry order, and the permutation to Y's entry order)
+        when the item side is plain ids, so that its coordinate kernel can sum the positive part
+        of the loss and hand its predictions to the user side; ``None`` otherwise.  Built once
+        per problem."""
+        if "_fused" not in self.__dict__:
+            self._fused = None
+            if self._plain_ids(self.y_side, self.ZyT, self.free_y, self.n):
+                self._fused = (*(np.ascontiguousarray(a[self._y_perm])
+                                 for a in (self.apos, self.rpos, self.aneg)), self._y_perm)
+        return self._fused
+
+    def fused_user_perm(self):
+        """The permutation from Y's entry order to the item side's when the user side is plain
+        ids, so that its coordinate kernel can hand its predictions to the item side; ``None``
+        otherwise.  Built once per problem."""
+        if "_to_items" not in self.__dict__:
+            self._to_items = None
+            if self._plain_ids(self.x_side, self.ZxT, self.free_x, self.m):
+                inv = np.empty_like(self._y_perm)
+                inv[self._y_perm] = np.arange(self._y_perm.size)
+                self._to_items = inv
+        return self._to_items
+
     def coordinate_plan(self, side, ZT, free):
         """The segments of :func:`_coordinate_plan` for a side, computed once per problem."""
         key = (id(ZT), _REFERENCE)
@@ -161,14 +196,18 @@ class _Problem:
         Sp, sp_ = self.gram(self.arow, P)
         return self.loss(P, Q, Sq, sq, Sp, sp_)
 
+    def allpairs(self, Sq, sq, Sp, sp_):
+        """The all-pairs term of loss (2), Σ_xy α⁻_x α⁻_y (r⁻ − r̂_xy)², from the two caches."""
+        const = self.r_neg * self.r_neg * float(self.arow.sum()) * float(self.neg.sum())
+        with np.errstate(over="ignore", invalid="ignore"):   # a diverging run is reported by Progress
+            return float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
+
     def loss(self, P, Q, Sq, sq, Sp, sp_, pred=None):
         """Loss (2) from the caches: all-pairs term + correction on the positives.
 
         ``pred``, if given, receives p_x · q_y of every positive in Y's entry order.
         """
-        const = self.r_neg * self.r_neg * float(self.arow.sum()) * float(self.neg.sum())
-        with np.errstate(over="ignore", invalid="ignore"):   # a diverging run is reported by Progress
-            allpairs = float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
+        allpairs = self.allpairs(Sq, sq, Sp, sp_)
         if pred is None:
             pred = np.empty(self.Y.nnz)
         rows = np.empty(self.m)
@@ -253,12 +292,21 @@ def _coordinate_plan(ZT, free, indptr, g):
     return segments, any(seg[0] == "serial" for seg in segments)
 
 
+_NO_LOSS = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64), np.empty(0),
+            np.empty(0))
+
+
 def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred,
-                 *, update, lr, reg, adagrad, pred_ready=False):
+                 *, update, lr, reg, adagrad, pred_ready=False, fused=None):
     """One side's step with the other side's caches (S, s) fixed.
 
     ``pred_ready``: ``pred`` already holds e_i · f_y of every positive of the side (the loss
     just computed them at the same point), so the coordinate update need not recompute them.
+    ``fused``: (α⁺, r⁺, α⁻, perm, row_loss, pred_out) for ``coordinate_rows``' fused passes
+    (coordinate updates of plain ids only, :meth:`_Problem.fused_loss_terms` and
+    :meth:`_Problem.fused_user_perm`): the kernel leaves the updated predictions in
+    ``pred_out`` in the other side's entry order, and with a non-empty ``row_loss`` each row's
+    positive part of the loss at the updated point.
     """
     if update == "coordinate":
         segments, needs_dots = prob.coordinate_plan(side, ZT, free)
@@ -270,7 +318,7 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
             if seg[0] == "rows":
                 _k.coordinate_rows(seg[1], not pred_ready, ZT.indptr, ZT.indices, ZT.data, free,
                                    theta, accum, *side, pred, E, F, FT, S, s, rowscale, prob.r_neg,
-                                   lr, reg, adagrad, _EPS)
+                                   lr, reg, adagrad, _EPS, *(fused or _NO_LOSS))
             else:
                 _k.coordinate_side(seg[1], seg[2], ZT.indptr, ZT.indices, ZT.data, free, theta,
                                    accum, *side, pred, E, FT, S, s, rowscale, prob.r_neg, lr, reg,
@@ -296,17 +344,33 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
     grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
     opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
+    # plain ids on a side: its coordinate kernel hands the predictions it has moved to the
+    # other side (no fresh dot products there), and on the item side also sums the positive
+    # part of the loss, so no separate pass over the positives per epoch (positive_terms)
+    coordinate = update == "coordinate"
+    fused = prob.fused_loss_terms() if coordinate else None
+    to_items = prob.fused_user_perm() if coordinate else None
+    pred_y = pred if fused is None and to_items is None else np.empty(prob.Y.nnz)
+    no = np.empty(0)
+    row_loss = np.zeros(prob.n) if fused is not None else no
+    x_fused = None if to_items is None else (no, no, no, to_items, no, pred_y)
+    y_fused = None if fused is None else (*fused, row_loss, pred)
     for epoch in range(1, n_iter + 1):
-        # the loss of the previous epoch (or the initial one) left P·Q of the positives in pred
+        # pred holds P·Q of the positives in Y's entry order: from the previous epoch's loss
+        # (or the initial one), or written by the item side's kernel
         _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
-                     prob.arow, G_p, grad_x, pred, pred_ready=True, **opts)
+                     prob.arow, G_p, grad_x, pred, pred_ready=True, fused=x_fused, **opts)
         P = prob.embed(prob.Zx, theta_x)
         Sp, sp_ = prob.gram(prob.arow, P)
         _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
-                     prob.neg, G_q, grad_y, pred, **opts)
+                     prob.neg, G_q, grad_y, pred_y, pred_ready=to_items is not None,
+                     fused=y_fused, **opts)
         Q = prob.embed(prob.Zy, theta_y)
         Sq, sq = prob.gram(prob.neg, Q)
-        loss = prob.loss(P, Q, Sq, sq, Sp, sp_, pred)
+        if fused is None:
+            loss = prob.loss(P, Q, Sq, sq, Sp, sp_, pred)
+        else:
+            loss = prob.allpairs(Sq, sq, Sp, sp_) + float(row_loss.sum())
         total = loss + _penalty(reg, prob, theta_x, theta_y)
         if progress.step(epoch, total, loss=loss,
                          model=lambda: Factorization(P.copy(), Q.copy(), method="fbgd")):

@@ -176,3 +176,77 @@ def test_positive_terms_equal_the_in_order_reference(seed, m, n, g):
     np.testing.assert_allclose(out[0][0], dense, rtol=1e-12, atol=1e-12 * g)
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-12, atol=1e-12 * g)
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-10, atol=1e-10 * g)
+
+
+# --------------------------------------------------------------------------- fused loss (issue 13)
+def _train_history(prob, tx, ty, pb, n_iter, fused, threads=1):
+    """(Θ^X, Θ^Y, objectives) of ``n_iter`` epochs, the item side's fused loss on or off."""
+    tx, ty = tx.copy(), ty.copy()
+    progress = Progress("test")
+    with pytest.MonkeyPatch().context() as mp, limit_threads(threads):
+        if not fused:
+            mp.setattr(FP._Problem, "fused_loss_terms", lambda self: None)
+            mp.setattr(FP._Problem, "fused_user_perm", lambda self: None)
+        FP._train(prob, tx, ty, lr=0.02, n_iter=n_iter, update="coordinate", adagrad=pb["adagrad"],
+                  reg=pb["reg"], progress=progress)
+    return tx, ty, np.array([h["objective"] for h in progress.history])
+
+
+_FUSE_LAYOUTS = ["ids", "one-row columns", "ids+shared"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(problems(), st.sampled_from(_FUSE_LAYOUTS), st.sampled_from(_FUSE_LAYOUTS),
+       st.sampled_from([1, 2]), st.sampled_from([1, 4]))
+def test_fused_passes_equal_the_separate_pass_and_the_dense_loss(pb, x_layout, y_layout, threads,
+                                                                 n_iter):
+    """Plain ids on a side: its kernel hands the predictions it has moved to the other side,
+    and on the item side also sums the positive part of the loss. The iterates and the
+    objective agree to rounding with fresh dot products and the separate loss pass, and the
+    objective with the dense loss (2) at the final point."""
+    m, n = pb["Y"].shape
+    pb = dict(pb, Zx=_features(pb["rng"], m, x_layout), Zy=_features(pb["rng"], n, y_layout))
+    prob, tx, ty, apos = _build(pb)
+    # an empty or a shared column, or biases: not fused
+    assert (prob.fused_user_perm() is not None) == (x_layout == "ids" and not pb["biases"])
+    assert (prob.fused_loss_terms() is not None) == (y_layout == "ids" and not pb["biases"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        fx, fy, fobj = _train_history(prob, tx, ty, pb, n_iter, True, threads)
+        sx, sy, sobj = _train_history(prob, tx, ty, pb, n_iter, False, threads)
+    if not (np.isfinite(sobj).all() and np.isfinite(sx).all() and np.isfinite(sy).all()):
+        return
+    np.testing.assert_allclose(fx, sx, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fy, sy, rtol=1e-9, atol=1e-12)
+    scale = 1.0 + np.abs(sobj).max()
+    np.testing.assert_allclose(fobj, sobj, rtol=1e-11, atol=1e-11 * scale)
+    Y = prob.Y
+    P, Q = prob.embed(prob.Zx, fx), prob.embed(prob.Zy, fy)
+    R = P @ Q.T
+    D = Y.toarray() > 0
+    A = sp.csr_array((apos, Y.indices, Y.indptr), shape=Y.shape).toarray()
+    Wneg = np.outer(prob.arow, prob.neg)
+    dense = float(np.sum(np.where(D, A * (1.0 - R) ** 2, Wneg * (pb["r_neg"] - R) ** 2)))
+    dense += pb["reg"] * (float(np.sum(fx[prob.free_x] ** 2)) + float(np.sum(fy[prob.free_y] ** 2)))
+    np.testing.assert_allclose(fobj[-1], dense, rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_fused_item_loss_on_an_item_longer_than_the_tile():
+    """An item with more positives than the tile holds (g = 1: 2**18) sums its loss on the
+    gathering path."""
+    rng = np.random.default_rng(1)
+    m = (1 << 18) + 5
+    rows = np.sort(rng.choice(m, size=m - 3, replace=False))
+    r = np.concatenate([rows, [7]])
+    c = np.concatenate([np.zeros(rows.size, dtype=np.int64), [1]])
+    Y = _csr(sp.coo_array((np.ones(r.size), (r, c)), shape=(m, 2)).tocsr())
+    assert np.diff(FP.V.transpose_csr(Y).indptr)[0] > K._TILE_MAX
+    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(2), 1, False,
+                       np.full(2, 1e-5), np.ones(Y.nnz), np.ones(Y.nnz), 0.0)
+    assert prob.fused_loss_terms() is not None
+    tx, ty = prob.init_params(rng, 0.1)
+    pb = dict(adagrad=True, reg=0.01)
+    fx, fy, fobj = _train_history(prob, tx, ty, pb, 2, True, threads=2)
+    sx, sy, sobj = _train_history(prob, tx, ty, pb, 2, False, threads=2)
+    np.testing.assert_allclose(fx, sx, rtol=1e-9)
+    np.testing.assert_allclose(fy, sy, rtol=1e-9)
+    np.testing.assert_allclose(fobj, sobj, rtol=1e-11)

@@ -219,7 +219,8 @@ def _moved_positive_part(c, b, p, v, delta, v_prev):
 @nb.njit(parallel=True, **_JIT)
 def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, accum,
                     indptr, indices, cpos, bpos, pred,
-                    E, F, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
+                    E, F, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps,
+                    apos, rpos, aneg, perm, row_loss, pred_out):
     """Appendix B over the parameters bounds[0] .. bounds[-1], each of one row, in parallel.
 
     Every parameter j in the range either has no free coordinate (skipped) or exactly one
@@ -233,7 +234,19 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
     rows too long for the tile gather FT[d] per coordinate instead.  Coordinate d's step
     moves the predictions inside the next coordinate's pass (the same additions, one pass
     fewer).  The result does not depend on the thread count.
+
+    Fused passes (issue 13).  With a non-empty ``pred_out`` the final pass that moves the
+    predictions also writes each updated r̂ to ``pred_out[perm[p]]`` (the other side's entry
+    order, ready for its update); with a non-empty ``row_loss`` it sums the row's positive
+    part of loss (2) at the updated point, Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)², into
+    ``row_loss[i]`` (``apos``, ``rpos``, ``aneg`` in the side's entry order, as
+    ``positive_terms`` takes them).  r̂ is the moved prediction, the same sum as a fresh dot
+    product up to rounding.  The caller asks for either only when every row of the side is
+    one parameter with all coordinates free (plain ids), so that every row is visited; empty
+    arrays leave the kernel as it was.
     """
+    want_loss = row_loss.shape[0] > 0
+    want_pred = pred_out.shape[0] > 0
     g = E.shape[1]
     tile_rows = max(1, _TILE_MAX // g)
     for c in nb.prange(bounds.shape[0] - 1):
@@ -301,7 +314,23 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 last = d
                 if not tiled:
                     bt, bt_prev = bt_prev, bt
-            if last >= 0:
+            if want_loss or want_pred:
+                v = T[last] if tiled and last >= 0 else bt_prev
+                acc = 0.0
+                for t in range(cnt):
+                    r = p[t]
+                    if last >= 0:
+                        r = r + delta * v[t]
+                        p[t] = r
+                    if want_pred:
+                        pred_out[perm[lo + t]] = r
+                    if want_loss:
+                        a = rpos[lo + t] - r
+                        b = r_neg - r
+                        acc += apos[lo + t] * a * a - aneg[lo + t] * b * b
+                if want_loss:
+                    row_loss[i] = acc
+            elif last >= 0:
                 v = T[last] if tiled else bt_prev
                 for t in range(cnt):
                     p[t] += delta * v[t]
