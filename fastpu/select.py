@@ -442,7 +442,9 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
     budget : int
         Number of trials.
     space : dict, optional
-        Replaces the default space (then this is :func:`search` with ``n_trials=budget``).
+        Replaces the default space (then this is :func:`search` with ``n_trials=budget``); a
+        parameter it searches leaves the default fixed settings (``space={"k": [10, 50]}``
+        searches k instead of fixing it at 64).
     validation, metric, seed, refit, n_threads, verbose
         As in :func:`search`.
     **fixed
@@ -471,6 +473,8 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
         raise ValueError(f"method must be one of {', '.join(map(repr, SPACES))}, got {method!r}")
     data = Y.Y if isinstance(Y, Dataset) else Y
     default, fixed_all = default_space(method, data, **fixed)
+    if space is not None:       # the defaults yield to what the given space searches (e.g. k)
+        fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
     return search(method, Y, default if space is None else space, validation=validation,
                   metric=metric, n_trials=budget, seed=seed, refit=refit, n_threads=n_threads,
                   verbose=verbose, **fixed_all)

@@ -111,6 +111,17 @@ def test_tune_fixes_what_the_user_fixes(planted):
     assert set(space) == {"rho"} and fixed["lam"] == 1.0
 
 
+def test_tune_with_a_space_that_searches_a_default_fixed_setting(planted):
+    """A given space may search k, which the default settings fix at 64: the default yields,
+    but a parameter the user fixes and searches is still refused."""
+    res = select.tune("wrmf", planted.Y, budget=2, space={"k": [2, 3], "lam": [1.0]}, n_iter=2,
+                      metric="ndcg@5")
+    assert res.best_params["k"] in (2, 3) and res.model.user_factors.shape[1] == res.best_params["k"]
+    assert all(set(t["params"]) == {"k", "lam"} for t in res.trials)
+    with pytest.raises(ValueError, match="'k' is both searched"):
+        select.tune("wrmf", planted.Y, budget=2, space={"k": [2, 3]}, k=4, n_iter=2)
+
+
 def test_default_spaces_are_valid_for_every_method(planted):
     for method in select.NAMES:
         space, fixed = select.default_space(method, planted.Y)
