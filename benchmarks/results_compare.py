@@ -1,0 +1,123 @@
+"""Run ``fastpu.compare.compare`` for one data set and save what docs/results.md is built from.
+
+    python benchmarks/results_compare.py ml-100k [--splits 5] [--budget 16] [--threshold T]
+
+Writes ``docs/results/<name>.md`` (the markdown table of :meth:`CompareResult.to_markdown`),
+``docs/results/<name>.png`` (the bar chart) and ``docs/results/<name>.json`` (every per-split
+row: test scores, the tuned parameters and iteration, seconds), where ``<name>`` is the data
+set's name plus ``-t<T>`` when ``--threshold`` keeps only ratings ≥ T as positives.
+
+The method list per data set is fixed here so that a re-run reproduces the report: the
+baselines (popularity, WRMF through ocmf, implicit's ALS and BPR when installed), the two
+ocmf losses of paper 002, fBGD, CSRR-e (and CSRR-I where the dense m × n iterate is small)
+and HOMF; on CiaoDVD ocmf and HOMF are also run with the trust graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+
+import numba
+import numpy as np
+
+import fastpu as fp
+from fastpu.compare import compare
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "docs", "results")
+
+
+def entries(name, data, Y):
+    out = ["popularity", ("WRMF", "wrmf", {})]
+    if importlib.util.find_spec("implicit") is not None:
+        out += [("ALS (implicit)", "als", {}), ("BPR (implicit)", "bpr", {})]
+    out += [("LR-wSQ", "ocmf", {"loss": "logistic"}), ("SQ-wSQ", "ocmf", {"loss": "square"}),
+            ("fBGD", "fbgd", {}), ("CSRR-e", "csrr", {"variant": "e"})]
+    if Y.shape[0] * Y.shape[1] <= 2_000_000:
+        out.append(("CSRR-I", "csrr", {"variant": "I"}))
+    out.append(("HOMF", "homf", {}))
+    if data.user_graph is not None:
+        G = data.user_graph
+        out += [("LR-wSQ + graph", "ocmf", {"loss": "logistic", "user_graph": G}),
+                ("HOMF + graph", "homf", {"user_graph": G})]
+    return out
+
+
+def paper_003_entries():
+    """Paper 003's own search (its Sec. V-A) beside fastpu's default spaces, for issue 14 item 6.
+
+    CSRR: α = C_p / C_n with C_p ∈ {0.5, 0.55, ..., 0.95} (C_n = 1 − C_p, so α from 1 to 19),
+    the regularisers drawn over the paper's 10⁻⁵ … 10² (log-uniform; the paper names one λ,
+    fastpu's CSRR has λ1 for the nuclear norm and λ2 for the ℓ1 term: both are searched over
+    that range; the step η stays fastpu's, from the Lipschitz bound, which guarantees descent),
+    and for CSRR-e k ∈ {10, 15, ..., 50}. WRMF: k ∈ {10, 15, ..., 50}, λ ∈ {2⁻⁵, ..., 2⁰}, and "C = 1", read as a
+    confidence of 1 + 1·r on the positives (α = 1).
+    """
+    from scipy import stats
+    cp = np.arange(0.5, 0.951, 0.05)
+    alphas = [float(round(c / (1 - c), 6)) for c in cp]
+    wide = stats.loguniform(1e-5, 1e2)
+    csrr_space = {"alpha": alphas, "lam1": wide, "lam2": wide}
+    wrmf_space = {"k": [10, 15, 20, 25, 30, 35, 40, 45, 50], "lam": [2.0 ** e for e in range(-5, 1)]}
+    return ["popularity",
+            ("WRMF", "wrmf", {}),
+            ("WRMF, paper 003's grid", "wrmf", {"alpha": 1.0, "space": wrmf_space}),
+            ("LR-wSQ", "ocmf", {"loss": "logistic"}),
+            ("CSRR-e", "csrr", {"variant": "e"}),
+            ("CSRR-e, paper 003's search", "csrr",
+             {"variant": "e", "space": dict(csrr_space, k=wrmf_space["k"])}),
+            ("CSRR-I", "csrr", {"variant": "I"}),
+            ("CSRR-I, paper 003's search", "csrr", {"variant": "I", "space": csrr_space})]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("data")
+    ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=16)
+    ap.add_argument("--threshold", type=float, default=None)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
+    ap.add_argument("--paper", choices=("003",), default=None,
+                    help="003: paper 003's protocol on ML-100K (ratings > 3 are the positives) "
+                         "with its own search ranges beside fastpu's (issue 14 item 6)")
+    args = ap.parse_args(argv)
+
+    data = fp.datasets.load(args.data)
+    data = fp.datasets.binarize(data, threshold=args.threshold)
+    Y = data.Y
+    tag = args.data if args.threshold is None else f"{args.data}-t{args.threshold:g}"
+    methods = entries(args.data, data, Y) if args.paper is None else paper_003_entries()
+    if args.paper:
+        tag += f"-paper{args.paper}"
+    if args.only:
+        keep = set(args.only.split(","))
+        methods = [m for m in methods if (m if isinstance(m, str) else m[0]) in keep]
+    t0 = time.perf_counter()
+    res = compare(data, methods,
+                  splits=args.splits, budget=args.budget, n_threads=args.threads, verbose=True)
+    wall = time.perf_counter() - t0
+    os.makedirs(OUT, exist_ok=True)
+    if args.only:
+        tag += "-" + "_".join(sorted(args.only.split(","))).replace(" ", "").replace("(", "").replace(")", "")
+    head = (f"Command: `python benchmarks/results_compare.py {' '.join(argv or sys.argv[1:])}` "
+            f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} numba threads); "
+            f"fastpu {fp.__version__}.")
+    with open(os.path.join(OUT, f"{tag}.md"), "w") as fh:
+        fh.write(head + "\n\n" + res.to_markdown() + "\n")
+    with open(os.path.join(OUT, f"{tag}.json"), "w") as fh:
+        json.dump(dict(description=res.description, labels=res.labels, rows=res.rows,
+                       wall_seconds=wall), fh, indent=1, default=lambda o: o.item()
+                  if isinstance(o, np.generic) else str(o))
+    res.plot(os.path.join(OUT, f"{tag}.png"))
+    print(res.to_markdown())
+    print(f"wrote {OUT}/{tag}.md, .json, .png in {wall / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()
