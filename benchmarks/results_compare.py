@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 import fastpu as fp
-from fastpu.compare import compare
+from fastpu.compare import CompareResult, compare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "docs", "results")
@@ -83,6 +83,9 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
+    ap.add_argument("--skip", default=None, help="comma-separated labels to leave out")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the splits already in docs/results/<name>.json and run the rest")
     ap.add_argument("--paper", choices=("003",), default=None,
                     help="003: paper 003's protocol on ML-100K (ratings > 3 are the positives) "
                          "with its own search ranges beside fastpu's (issue 14 item 6)")
@@ -98,25 +101,45 @@ def main(argv=None):
     if args.only:
         keep = set(args.only.split(","))
         methods = [m for m in methods if (m if isinstance(m, str) else m[0]) in keep]
-    t0 = time.perf_counter()
-    res = compare(data, methods,
-                  splits=args.splits, budget=args.budget, n_threads=args.threads, verbose=True)
-    wall = time.perf_counter() - t0
-    os.makedirs(OUT, exist_ok=True)
+    if args.skip:
+        drop = set(args.skip.split(","))
+        methods = [m for m in methods if (m if isinstance(m, str) else m[0]) not in drop]
     if args.only:
         tag += "-" + "_".join(sorted(args.only.split(","))).replace(" ", "").replace("(", "").replace(")", "")
-    head = (f"Command: `python benchmarks/results_compare.py {' '.join(argv or sys.argv[1:])}` "
-            f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} numba threads); "
-            f"fastpu {fp.__version__}.")
-    with open(os.path.join(OUT, f"{tag}.md"), "w") as fh:
-        fh.write(head + "\n\n" + res.to_markdown() + "\n")
-    with open(os.path.join(OUT, f"{tag}.json"), "w") as fh:
-        json.dump(dict(description=res.description, labels=res.labels, rows=res.rows,
-                       wall_seconds=wall), fh, indent=1, default=lambda o: o.item()
-                  if isinstance(o, np.generic) else str(o))
-    res.plot(os.path.join(OUT, f"{tag}.png"))
-    print(res.to_markdown())
-    print(f"wrote {OUT}/{tag}.md, .json, .png in {wall / 60:.1f} min")
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, tag)
+    rows, wall = [], 0.0
+    if args.resume and os.path.exists(path + ".json"):
+        with open(path + ".json") as fh:
+            saved = json.load(fh)
+        rows, wall = saved["rows"], saved["wall_seconds"]
+    labels = [m if isinstance(m, str) else m[0] for m in methods]
+    # one split at a time (compare's split s uses seed s, so this equals one call with all the
+    # splits), saved after each: a long run can be stopped and resumed with --resume
+    for split in range(args.splits):
+        if any(r["split"] == split for r in rows):
+            continue
+        t0 = time.perf_counter()
+        res = compare(data, methods, splits=1, seed=split, budget=args.budget,
+                      n_threads=args.threads, verbose=True)
+        wall += time.perf_counter() - t0
+        for r in res.rows:
+            rows.append(dict(r, split=split))
+        done = sorted({r["split"] for r in rows})
+        desc = res.description.replace("1 random per-user", f"{len(done)} random per-user").replace(
+            f"(seeds {split}..{split})", f"(seeds {', '.join(map(str, done))})")
+        full = CompareResult(rows=rows, labels=labels, description=desc)
+        head = (f"Command: `python benchmarks/results_compare.py {' '.join(argv or sys.argv[1:])}` "
+                f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
+                f"numba threads); fastpu {fp.__version__}.")
+        with open(path + ".md", "w") as fh:
+            fh.write(head + "\n\n" + full.to_markdown() + "\n")
+        with open(path + ".json", "w") as fh:
+            json.dump(dict(description=desc, labels=labels, rows=rows, wall_seconds=wall), fh,
+                      indent=1, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
+        full.plot(path + ".png")
+        print(full.to_markdown(), flush=True)
+        print(f"wrote {path}.md, .json, .png ({len(done)} splits, {wall / 60:.1f} min)", flush=True)
 
 
 if __name__ == "__main__":

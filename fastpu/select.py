@@ -416,6 +416,9 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     if method == "homf" and (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None) \
             and "alpha" not in fixed:
         space["alpha"] = stats.uniform(0.0, 1.0)
+    if method == "ocmf" and (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None) \
+            and "lam_graph" not in fixed:
+        space["lam_graph"] = stats.loguniform(1e-3, 10.0)
     if method == "csrr" and fixed_out.get("variant") in ("I", "II"):
         fixed_out.pop("k", None)
         fixed_out["n_iter"] = fixed.get("n_iter", 60)

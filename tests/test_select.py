@@ -129,6 +129,12 @@ def test_default_spaces_are_valid_for_every_method(planted):
         select._check_space(space, fit, fixed, *planted.Y.shape)   # raises if a name is wrong
     space, _ = select.default_space("homf", planted.Y, user_graph=sp.eye(80))
     assert "alpha" in space
+    # a graph is useless to ocmf with its default lam_graph = 0: searched when a graph is given
+    space, _ = select.default_space("ocmf", planted.Y, item_graph=sp.eye(planted.Y.shape[1]))
+    assert "lam_graph" in space
+    space, fixed = select.default_space("ocmf", planted.Y, user_graph=sp.eye(80), lam_graph=0.5)
+    assert "lam_graph" not in space and fixed["lam_graph"] == 0.5
+    assert "lam_graph" not in select.default_space("ocmf", planted.Y)[0]
 
 
 def test_dataset_ids_survive_the_refit():

@@ -1,0 +1,100 @@
+"""The settings `tune` chose on the training parts of ML-100K and ML-1M, and the defaults from them.
+
+    python benchmarks/results_defaults.py      # reads docs/results/{ml-100k,ml-1m}.json
+
+Issue 14, item 2: each method's defaults are re-chosen from ``tune`` runs on the *training*
+side of MovieLens-100K and MovieLens-1M. The runs are those of ``results_compare.py``: on every
+split, every method was tuned on that split's training part only (16 random trials over its
+default space, nDCG@10 on a validation split carved from the training part). This script
+collects the winning settings of fastpu's four methods over all those splits and proposes,
+per parameter, the median over the splits of both data sets (on a log scale for parameters
+searched log-uniformly; the most frequent value for a list of candidates; fBGD's α0 as a
+multiple of the number of items n, the way its space and default scale it). It writes
+``docs/results/defaults.md``; the defaults in the code are these values rounded.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RES = os.path.join(HERE, "..", "docs", "results")
+DATA = {"ml-100k": 1682, "ml-1m": 3706}          # number of items n (fBGD's α0 scales with it)
+METHODS = {   # label in results_compare.py -> {parameter: scale}
+    "LR-wSQ": {"rho": "log", "lam": "log"},
+    "SQ-wSQ": {"rho": "log", "lam": "log"},
+    "fBGD": {"alpha0/n": "log", "rho": "linear", "lr": "log", "reg": "choice"},
+    "CSRR-e": {"alpha": "log", "lam1": "log", "lam2": "log"},
+    "HOMF": {"T": "choice", "lam": "log", "g": "choice"},
+}
+
+
+def proposal(values, scale):
+    if scale == "choice":
+        counts = collections.Counter(values)
+        return counts.most_common(1)[0][0]
+    arr = np.asarray(values, dtype=float)
+    if scale == "log":
+        pos = arr[arr > 0]
+        return float(np.exp(np.median(np.log(pos)))) if pos.size else 0.0
+    return float(np.median(arr))
+
+
+def main():
+    runs = {}
+    for name in DATA:
+        path = os.path.join(RES, f"{name}.json")
+        if os.path.exists(path):
+            with open(path) as fh:
+                runs[name] = json.load(fh)["rows"]
+    lines = ["# Defaults chosen by `tune` on the training parts of ML-100K and ML-1M", "",
+             "Produced by `python benchmarks/results_defaults.py` from the per-split tuning "
+             "winners that `benchmarks/results_compare.py` saved in "
+             + ", ".join(f"`docs/results/{n}.json` ({len({r['split'] for r in rows})} splits)"
+                         for n, rows in runs.items())
+             + ". On every split each method was tuned on the training part only (16 random "
+               "trials over its default space, nDCG@10 on a validation split of the training "
+               "part); no test part was seen. The proposal is the median over all splits of "
+               "both data sets (log scale for parameters searched log-uniformly; the most "
+               "frequent value for a list of candidates).", ""]
+    for label, params in METHODS.items():
+        lines += [f"## {label}", "", "| parameter | " + " | ".join(runs) + " | proposal |",
+                  "|---|" + "---|" * len(runs) + "---|"]
+        for p, scale in params.items():
+            per, every = [], []
+            for name, rows in runs.items():
+                vals = []
+                for r in rows:
+                    if r["label"] != label:
+                        continue
+                    bp = r["best_params"]
+                    if p == "alpha0/n":
+                        v = bp.get("alpha0")
+                        v = None if v is None else v / DATA[name]
+                    else:
+                        v = bp.get(p)
+                    if v is not None:
+                        vals.append(v)
+                every += vals
+                per.append(", ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in vals))
+            prop = proposal(every, scale) if every else "—"
+            prop_s = f"{prop:.3g}" if isinstance(prop, float) else str(prop)
+            lines.append(f"| {p} | " + " | ".join(per) + f" | {prop_s} |")
+        iters = [r["best_iter"] for rows in runs.values() for r in rows if r["label"] == label]
+        if iters:
+            lines.append(f"| best iteration | " + " | ".join(
+                ", ".join(str(r["best_iter"]) for r in rows if r["label"] == label)
+                for rows in runs.values()) + f" | {int(np.median(iters))} |")
+        lines.append("")
+    text = "\n".join(lines)
+    with open(os.path.join(RES, "defaults.md"), "w") as fh:
+        fh.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
