@@ -84,6 +84,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
     ap.add_argument("--skip", default=None, help="comma-separated labels to leave out")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite docs/results/<name>.md and .png from the saved .json, fit nothing")
     ap.add_argument("--resume", action="store_true",
                     help="keep the splits already in docs/results/<name>.json and run the rest")
     ap.add_argument("--paper", choices=("003",), default=None,
@@ -108,6 +110,9 @@ def main(argv=None):
         tag += "-" + "_".join(sorted(args.only.split(","))).replace(" ", "").replace("(", "").replace(")", "")
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, tag)
+    if args.report_only:
+        write_report(path)
+        return
     rows, wall = [], 0.0
     if args.resume and os.path.exists(path + ".json"):
         with open(path + ".json") as fh:
@@ -128,18 +133,45 @@ def main(argv=None):
         done = sorted({r["split"] for r in rows})
         desc = res.description.replace("1 random per-user", f"{len(done)} random per-user").replace(
             f"(seeds {split}..{split})", f"(seeds {', '.join(map(str, done))})")
-        full = CompareResult(rows=rows, labels=labels, description=desc)
         head = (f"Command: `python benchmarks/results_compare.py {' '.join(argv or sys.argv[1:])}` "
                 f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
                 f"numba threads); fastpu {fp.__version__}.")
-        with open(path + ".md", "w") as fh:
-            fh.write(head + "\n\n" + full.to_markdown() + "\n")
         with open(path + ".json", "w") as fh:
-            json.dump(dict(description=desc, labels=labels, rows=rows, wall_seconds=wall), fh,
-                      indent=1, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
-        full.plot(path + ".png")
-        print(full.to_markdown(), flush=True)
+            json.dump(dict(description=desc, labels=labels, rows=rows, wall_seconds=wall, head=head),
+                      fh, indent=1, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
+        write_report(path)
         print(f"wrote {path}.md, .json, .png ({len(done)} splits, {wall / 60:.1f} min)", flush=True)
+
+
+def versus(summary, labels, ref):
+    """One line per method: its mean test P@5 and nDCG@10 against the reference's, in %."""
+    out = []
+    r5, r10 = summary[ref]["precision@5"][0], summary[ref]["ndcg@10"][0]
+    for lab in labels:
+        if lab == ref:
+            continue
+        p5, n10 = summary[lab]["precision@5"][0], summary[lab]["ndcg@10"][0]
+        word = "beats" if p5 > r5 else "trails"
+        out.append(f"- **{lab}** {word} {ref}: P@5 {p5:.4f} vs {r5:.4f} ({100 * (p5 / r5 - 1):+.1f}%), "
+                   f"nDCG@10 {n10:.4f} vs {r10:.4f} ({100 * (n10 / r10 - 1):+.1f}%).")
+    return out
+
+
+def write_report(path):
+    """docs/results/<name>.md and .png from the saved .json (no fitting): the table, and each
+    method against tuned ALS (implicit's, else WRMF through ocmf)."""
+    with open(path + ".json") as fh:
+        saved = json.load(fh)
+    full = CompareResult(rows=saved["rows"], labels=saved["labels"], description=saved["description"])
+    summ = full.summary()
+    ref = next((lab for lab in ("ALS (implicit)", "WRMF") if lab in summ), None)
+    lines = [saved.get("head", ""), "", full.to_markdown(), ""]
+    if ref is not None:
+        lines += [f"Against tuned {ref} (mean over the splits):", "", *versus(summ, full.labels, ref), ""]
+    with open(path + ".md", "w") as fh:
+        fh.write("\n".join(lines))
+    full.plot(path + ".png")
+    print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":
