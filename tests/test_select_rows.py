@@ -211,3 +211,22 @@ def test_a_dataset_without_features_is_refused(planted):
     data = dataclasses.replace(fp.datasets.synthetic(30, 10, rank=2, density=0.3, seed=0))
     with pytest.raises(ValueError, match="needs user_features"):
         select.tune("ocmf", data, budget=1, split="rows", k=2, n_iter=1)
+
+
+@pytest.mark.parametrize("fit, kw", [(fp.ocmf.fit, dict(loss="logistic")),
+                                     (fp.fbgd.fit, dict(update="batch")),
+                                     (fp.fbgd.fit, dict(update="coordinate", biases=False))])
+def test_callback_iterates_carry_the_feature_map(planted, fit, kw):
+    """A fit's callback model holds the current W (ocmf) / V_user and biases (fbgd): the last
+    iterate's cold start equals the returned model's."""
+    Y, X = planted
+    iterates = []
+    model = fit(Y, 3, user_features=X, n_iter=3, seed=0, **kw,
+                callback=lambda info: iterates.append(info["model"]()) or False)
+    assert len(iterates) == 3
+    for key in ("W", "V_user", "w_user", "w0"):
+        if key in model.extras:
+            np.testing.assert_array_equal(iterates[-1].extras[key], model.extras[key])
+    assert not np.array_equal(iterates[0].extras["W"], iterates[-1].extras["W"])   # copies per step
+    np.testing.assert_array_equal(fp.fold_in(iterates[-1], user_features=X[:7]).user_factors,
+                                  fp.fold_in(model, user_features=X[:7]).user_factors)
