@@ -13,7 +13,9 @@ own CSV (``user,item[,value]``) or ``.npz`` file, with parameters given as
 saved model, by id.
 
 ``fastpu compare --data ml-100k --methods all`` tunes every method on several splits and
-prints a table of test scores.
+prints a table of test scores; ``--split rows`` holds out whole instances instead and scores
+them from their features (multi-label data such as yeast; ``--intercept`` appends a column of
+ones to the features).
 
 ``fastpu warmup`` compiles every method's numba kernels once, in parallel processes, into the
 per-user cache, so that the first real fit does not pay for compiling.
@@ -31,6 +33,7 @@ import types
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._dataset import Dataset
 from .datasets import NAMES as DATASETS
@@ -351,9 +354,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import compare
 
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
-    res = compare(dataclasses.replace(data, Y=Y), args.methods, splits=args.splits,
+    data = dataclasses.replace(data, Y=Y)
+    if args.intercept:
+        if args.split != "rows":
+            raise ValueError("--intercept appends a column of ones to the user features, which only "
+                             "--split rows uses; add --split rows")
+        if data.user_features is None:
+            raise ValueError(f"--intercept: data set {args.data!r} has no user features to extend")
+        X = data.user_features
+        ones = np.ones((X.shape[0], 1))
+        X = sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+        data = dataclasses.replace(data, user_features=X)
+    res = compare(data, args.methods, splits=args.splits,
                   test_frac=args.test_frac, budget=args.budget, metric=args.metric, seed=args.seed,
-                  n_threads=args.threads, verbose=not args.quiet)
+                  split=args.split, n_threads=args.threads, verbose=not args.quiet)
     md = res.to_markdown()
     print(md)
     if args.out:
@@ -425,7 +439,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--splits", type=int, default=5, help="random per-user splits (default 5)")
     cmp_.add_argument("--budget", type=int, default=16, help="tuning trials per method and split (default 16)")
     cmp_.add_argument("--metric", default="ndcg@10", help="validation metric tuning maximises (default ndcg@10)")
-    cmp_.add_argument("--test-frac", type=float, default=0.2, help="per-user test fraction (default 0.2)")
+    cmp_.add_argument("--test-frac", type=float, default=0.2,
+                      help="per-user test fraction, or with --split rows the fraction of instances (default 0.2)")
+    cmp_.add_argument("--split", choices=("entries", "rows"), default="entries",
+                      help="entries: hold out part of each user's positives (default); rows: hold out "
+                           "whole instances and score them from their features (multi-label, e.g. yeast)")
+    cmp_.add_argument("--intercept", action="store_true",
+                      help="with --split rows: append a column of ones to the user features (a "
+                           "per-label bias for ocmf; see docs/select.md)")
     cmp_.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                       help="a CSV's first line is (--header) or is not (--no-header) a header "
                            "(default: detected; see fastpu.datasets.read_csv)")

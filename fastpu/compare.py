@@ -4,6 +4,11 @@ For each of ``splits`` per-user holdout splits of the data, every method is tune
 :func:`fastpu.select.tune` on the training part only (its own validation split is carved from
 that training part), refitted there with the winner, and evaluated once on the test part.
 The result reports each metric as mean ± standard deviation over the splits.
+
+With ``split="rows"`` (multi-label learning, paper 002's protocol) each split holds out whole
+instances (rows with at least one label) instead: every method is tuned with
+``tune(..., split="rows")`` on the training instances, refitted there, and the test instances'
+labels are ranked from their features alone (cold start, :func:`fastpu.fold_in`).
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
+from . import _select_rows as R
 from . import _validation as V
 from ._dataset import Dataset
 from ._typing import Sparse, StrPath, Threads
 from .metrics import evaluate, popularity
-from .select import NAMES, tune
+from .select import NAMES, _fit_function, tune
 from .split import holdout
 
 __all__ = ["COLUMNS", "CompareResult", "compare"]
@@ -121,11 +128,11 @@ class CompareResult:
         plt.close(fig)
 
 
-def _entries(methods: Any, params: dict[str, dict[str, Any]] | None,
+def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str = "entries",
              ) -> list[tuple[str, Any, dict[str, Any]]]:
     """(label, method, fixed kwargs) triples from names, tuples or "all"."""
     if methods == "all":
-        methods = ("popularity", "wrmf", "ocmf", "fbgd", "csrr", "homf")
+        methods = R.ALL_ROWS if split == "rows" else ("popularity", "wrmf", "ocmf", "fbgd", "csrr", "homf")
     if isinstance(methods, str):
         methods = tuple(m.strip() for m in methods.split(","))
     if not isinstance(methods, (list, tuple)):
@@ -165,8 +172,8 @@ def compare(Y: Sparse | Dataset,
             methods: str | Sequence[str | tuple[str, str | Callable[..., Any], dict[str, Any]]]
             = "all", *, splits: int = 5,
             test_frac: float = 0.2, budget: int = 16, metric: str = "ndcg@10", seed: int = 0,
-            params: dict[str, dict[str, Any]] | None = None, n_threads: Threads = None,
-            verbose: bool = False) -> CompareResult:
+            params: dict[str, dict[str, Any]] | None = None, split: str = "entries",
+            n_threads: Threads = None, verbose: bool = False) -> CompareResult:
     """Tune every method on the training part of each split and evaluate it once on the test part.
 
     Parameters
@@ -177,11 +184,13 @@ def compare(Y: Sparse | Dataset,
         Names (``"popularity"`` and every name of :data:`fastpu.select.NAMES`; a comma-separated
         string works too) or ``(label, method, fixed kwargs)`` triples, e.g.
         ``("LR-wSQ", "ocmf", {"loss": "logistic"})``. ``"all"``: popularity, wrmf and the four
-        methods with their defaults.
+        methods with their defaults; with ``split="rows"``: popularity, ocmf and fbgd (the
+        methods that score a new row from its features).
     splits : int
-        Number of random per-user holdout splits (seeds ``seed``, ``seed + 1``, ...).
+        Number of random holdout splits (seeds ``seed``, ``seed + 1``, ...).
     test_frac : float
-        Fraction of each user's positives in the test part.
+        Fraction of each user's positives in the test part (``split="entries"``), or of the
+        rows with at least one positive (``split="rows"``; rows without one always train).
     budget : int
         Trials of :func:`fastpu.select.tune` per method and split.
     metric : str
@@ -190,6 +199,15 @@ def compare(Y: Sparse | Dataset,
         First split's seed.
     params : dict, optional
         ``{label: fixed kwargs}`` added to the entries (e.g. ``{"homf": {"mode": "exact"}}``).
+    split : {"entries", "rows"}
+        ``"entries"`` (default): per-user holdout of positives; a Dataset is reduced to its
+        ``Y``. ``"rows"``: held-out instances, scored by cold start from their
+        ``user_features``. ocmf and fbgd entries use the Dataset's ``user_features`` unless
+        their fixed kwargs give ``user_features`` (one row per row of ``Y``; e.g. with a
+        column of ones appended as an intercept, which ocmf's ``x W Hᵀ`` lacks); wrmf needs
+        them in its fixed kwargs; als and bpr (no features) and csrr and homf (no cold start
+        from features) are refused. Popularity ranks labels by their frequency on the
+        training instances.
     n_threads : int, optional
         Threads for the fits and the evaluation.
     verbose : bool
@@ -204,7 +222,10 @@ def compare(Y: Sparse | Dataset,
     ------
     TypeError, ValueError
         Unknown method, duplicate labels, ``splits``/``budget`` < 1, a test fraction outside
-        (0, 1), or as :func:`fastpu.select.tune`.
+        (0, 1), an unknown ``split``, or as :func:`fastpu.select.tune`. With ``split="rows"``:
+        an entry without user features, features with the wrong number of rows, a method
+        that does not take them or cannot start cold from them, or a test fraction that
+        holds out no row or every row with a label.
 
     Examples
     --------
@@ -214,37 +235,63 @@ def compare(Y: Sparse | Dataset,
     ...                          splits=2, budget=2)
     >>> sorted(res.summary())
     ['ocmf', 'popularity']
+
+    Held-out instances scored from their features (``Y`` a Dataset with ``user_features``):
+
+    >>> import dataclasses, numpy as np
+    >>> data = fp.datasets.synthetic(80, 50, rank=3, density=0.15, seed=0)
+    >>> data = dataclasses.replace(data, user_features=np.random.default_rng(0).normal(size=(80, 6)))
+    >>> res = fp.compare.compare(data, ["popularity", ("ocmf", "ocmf", {"k": 4, "n_iter": 3})],
+    ...                          splits=2, budget=2, split="rows")
+    >>> [r["label"] for r in res.rows]
+    ['popularity', 'ocmf', 'popularity', 'ocmf']
     """
-    entries = _entries(methods, params)
+    split = R.check_split(split)
+    entries = _entries(methods, params, split)
     splits = V.check_int(splits, name="splits", minimum=1)
     budget = V.check_int(budget, name="budget", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
     test_frac = V.check_scalar(test_frac, name="test_frac", minimum=0.0, maximum=1.0,
                                strict_min=True, strict_max=True)
     name = Y.name if isinstance(Y, Dataset) else "matrix"
+    data = Y
     Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
+    feats = _row_features(entries, data, Y.shape[0]) if split == "rows" else {}
     ks = (5, 10)
     rows = []
     for s in range(splits):
-        Y_train, Y_test = holdout(Y, test_frac=test_frac, seed=seed + s)
-        if Y_test.nnz == 0:
-            raise ValueError(f"test_frac={test_frac:g} holds out no positive of Y on split {s}; expected a "
-                             "fraction that leaves test positives (e.g. 0.2)")
+        if split == "rows":
+            keep, out = R.holdout_rows(Y, test_frac, seed + s, name="test_frac")
+            Y_train, Y_test = Y[keep], Y[out]
+            Y_seen = sp.csr_array(Y_test.shape, dtype=np.float64)   # new rows have seen nothing
+        else:
+            Y_train, Y_test = holdout(Y, test_frac=test_frac, seed=seed + s)
+            Y_seen = Y_train
+            if Y_test.nnz == 0:
+                raise ValueError(f"test_frac={test_frac:g} holds out no positive of Y on split {s}; "
+                                 "expected a fraction that leaves test positives (e.g. 0.2)")
         for label, method, fixed in entries:
             t0 = time.perf_counter()
             if method == "popularity":
                 model, best, best_iter = popularity(Y_train), {}, 0
+                if split == "rows":       # label frequencies of the training rows, for every test row
+                    model = dataclasses.replace(model, user_factors=np.ones((Y_test.shape[0], 1)))
                 fit_s = time.perf_counter() - t0
             else:
+                kw = fixed if split == "entries" else {**fixed, "user_features": R.take_rows(feats[label], keep)}
                 try:
                     res = tune(method, Y_train, budget=budget, metric=metric, seed=seed + s,
-                               n_threads=n_threads, **fixed)
+                               split=split, n_threads=n_threads, **kw)
                 except ValueError as exc:
+                    part = f"test_frac={test_frac:g}" if split == "entries" else \
+                        f"holding out {test_frac:g} of the rows"
                     raise ValueError(f"compare: {label!r} on split {s} (the training part of Y after "
-                                     f"test_frac={test_frac:g}): {exc}") from exc
+                                     f"{part}): {exc}") from exc
                 model, best, best_iter = res.model, res.best_params, res.best_iter
                 fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")
-            scores = evaluate(model, Y_train, Y_test, k=ks, metrics=("precision", "ndcg", "map", "auc"),
+                if split == "rows":       # the test rows from their features alone
+                    model = R.cold_start(model, R.take_rows(feats[label], out), n_threads)
+            scores = evaluate(model, Y_seen, Y_test, k=ks, metrics=("precision", "ndcg", "map", "auc"),
                               n_threads=n_threads)
             row: dict[str, Any] = dict(label=label, method=method, split=s, fit_seconds=fit_s,
                                        best_params=_plain(best), best_iter=best_iter,
@@ -254,11 +301,41 @@ def compare(Y: Sparse | Dataset,
             if verbose:
                 print(f"[compare] split {s + 1}/{splits}  {label:<16} P@5 {row['precision@5']:.4f}  "
                       f"nDCG@10 {row['ndcg@10']:.4f}  ({row['tune_seconds']:.1f}s)", file=sys.stderr, flush=True)
-    desc = (f"{name}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} positives; {splits} random per-user "
-            f"{1 - test_frac:.0%}/{test_frac:.0%} splits (seeds {seed}..{seed + splits - 1}); every "
-            f"method tuned by fastpu.select.tune ({budget} trials, {metric} on a validation split of "
-            f"the training part), refitted on the training part, evaluated once on the test part.")
+    if split == "rows":
+        desc = (f"{name}: {Y.shape[0]} instances × {Y.shape[1]} labels, {Y.nnz} positives; {splits} "
+                f"random {1 - test_frac:.0%}/{test_frac:.0%} splits of the instances that have a label "
+                f"(seeds {seed}..{seed + splits - 1}); every method tuned by fastpu.select.tune("
+                f"split='rows') ({budget} trials, {metric} on 20% of the training instances held "
+                "out), refitted on the training instances, evaluated once on the test instances "
+                "scored from their features alone (cold start).")
+    else:
+        desc = (f"{name}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} positives; {splits} random per-user "
+                f"{1 - test_frac:.0%}/{test_frac:.0%} splits (seeds {seed}..{seed + splits - 1}); every "
+                f"method tuned by fastpu.select.tune ({budget} trials, {metric} on a validation split of "
+                f"the training part), refitted on the training part, evaluated once on the test part.")
     return CompareResult(rows=rows, labels=[lab for lab, _, _ in entries], description=desc)
+
+
+def _row_features(entries: list[tuple[str, Any, dict[str, Any]]], data: Any,
+                  m: int) -> dict[str, Any]:
+    """Each entry's user features for split="rows" (its own, else ocmf's/fbgd's from the Dataset)."""
+    own = data.user_features if isinstance(data, Dataset) else None
+    out = {}
+    for label, method, fixed in entries:
+        if method == "popularity":
+            continue
+        R.check_method(method, _fit_function(method)[0])
+        X = fixed.get("user_features")
+        if X is None and method in ("ocmf", "fbgd"):
+            X = own
+        if X is None:
+            where = ("pass a Dataset with user_features, or " if method in ("ocmf", "fbgd")
+                     else f"{method} is given no features by default; ")
+            raise ValueError(f"compare with split='rows': {label!r} ({method}) needs user_features "
+                             f"(held-out rows are scored from them); {where}give them in its fixed "
+                             f"kwargs, e.g. ({label!r}, {method!r}, {{'user_features': X}})")
+        out[label] = V.check_features(X, name=f"user_features of {label!r}", n_rows=m)
+    return out
 
 
 def _plain(params: dict[str, Any]) -> dict[str, Any]:

@@ -352,6 +352,10 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                   item_features=None if not has_ix else tuple(Zy.shape),
                   neg_weights="given" if neg_weights is not None else "eq22",
                   neg_row_weights=None if neg_rows is None else "given")
+    if callback is not None:            # the iterate with its parameters (cold start needs V_user)
+        callback = _with_parameters(callback, theta_x, theta_y, Zx.shape[1], Zy.shape[1], k,
+                                    biases=biases, has_ux=has_ux, has_ix=has_ix, neg=neg,
+                                    neg_rows=neg_rows, params=params)
     progress = Progress("fbgd", verbose=verbose, callback=callback,
                         advice=_advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_ix, init_std))
     with limit_threads(n_threads):
@@ -363,6 +367,21 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     return _result(P, Q, theta_x, theta_y, Zx.shape[1], Zy.shape[1], k, biases=biases,
                    has_ux=has_ux, has_ix=has_ix, neg=neg, neg_rows=neg_rows, init=init,
                    history=progress.history, params=params)
+
+
+def _with_parameters(callback, theta_x, theta_y, px, py, k, **kw):
+    """``callback`` whose ``info["model"]()`` carries the current parameters (``extras``, ``params``)
+    like a finished fit; the training loop updates ``theta_x`` / ``theta_y`` in place."""
+    def wrapped(info):
+        base = info.get("model")
+        if base is not None:
+            def model():
+                it = base()
+                return _result(it.user_factors, it.item_factors, theta_x.copy(), theta_y.copy(), px,
+                               py, k, init=None, history=[], **kw)
+            info = dict(info, model=model)
+        return callback(info)
+    return wrapped
 
 
 def _advice(prob, lr, optimizer, apos, rpos, r_neg, has_ux, has_iy, init_std):

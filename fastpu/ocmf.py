@@ -291,7 +291,8 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
             obj = sub_value + _side_reg(setup, setup.user, W, B)
             if progress.step(it, obj, inner=inner_w + inner_h, model=lambda: Factorization(
                     np.array(_latent(setup.user, W)), np.array(_latent(setup.item, H)),
-                    params=params, method="ocmf")):
+                    params=params, method="ocmf", extras=_feature_extras(W, H, user_features,
+                                                                         item_features))):
                 break
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
@@ -306,6 +307,16 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     return Factorization(U if user_features is not None else W, Vf if item_features is not None else H,
                          progress.history, params, "ocmf", extras)
 
+
+
+def _feature_extras(W: Any, H: Any, user_features: Any, item_features: Any) -> dict[str, Any]:
+    """Copies of W / H for an iterate with features (fold_in's cold start reads ``extras["W"]``)."""
+    out = {}
+    if user_features is not None:
+        out["W"] = np.array(W)
+    if item_features is not None:
+        out["H"] = np.array(H)
+    return out
 
 
 def _init_factor(rng: np.random.Generator, rows: int, k: int, scale: float, dtype: Any,

@@ -5,6 +5,8 @@ positives as a validation set, fit every candidate setting on the rest, evaluate
 validation set after every outer iteration, keep the best (setting, iteration) pair, and
 refit on all of the training data with that setting for that many iterations. The test
 split never enters: :func:`search` and :func:`tune` only ever see the matrix they are given.
+With ``split="rows"`` the validation set is whole rows instead (paper 002's multi-label
+protocol: held-out instances, scored from their features by cold start).
 
 - :func:`search` — grid or random search over a space you give;
 - :func:`tune` — the same over a documented default space per method (:data:`SPACES`).
@@ -29,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.stats as stats
 
+from . import _select_rows as R
 from . import _validation as V
 from ._dataset import Dataset
 from ._typing import Sparse, Threads
@@ -235,9 +238,10 @@ def _python(v: Any) -> Any:
 
 
 def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[str, Any], *,
-           validation: float | tuple[Sparse, Sparse] = 0.2, metric: str = "ndcg@10",
+           validation: float | tuple[Any, Any] = 0.2, metric: str = "ndcg@10",
            n_trials: int | None = None, seed: int = 0, refit: bool = True,
-           n_threads: Threads = None, verbose: bool = False, **fixed: Any) -> SearchResult:
+           split: str = "entries", n_threads: Threads = None, verbose: bool = False,
+           **fixed: Any) -> SearchResult:
     """Search a method's settings on a validation split carved from ``Y``, keep the best iteration.
 
     Parameters
@@ -252,9 +256,13 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         Parameter name -> list of candidate values (grid) or a distribution with
         ``rvs(random_state=...)`` (random search), e.g. ``{"lam": [1, 10], "rho":
         scipy.stats.loguniform(1e-3, 1)}``.
-    validation : float or (Y_fit, Y_valid)
-        Fraction of each user's positives of ``Y`` held out for validation (per user, as
-        :func:`fastpu.split.holdout`), or an explicit pair whose sum is the data to search on.
+    validation : float or (Y_fit, Y_valid) or (rows_fit, rows_valid)
+        With ``split="entries"``: the fraction of each user's positives of ``Y`` held out for
+        validation (per user, as :func:`fastpu.split.holdout`), or an explicit pair of
+        matrices whose sum is ``Y``. With ``split="rows"``: the fraction of the rows of ``Y``
+        that have a positive held out as validation instances (``round(validation · r)`` of
+        those r rows, drawn with ``seed``; rows without a positive are never held out and
+        stay with the fitted rows), or an explicit pair of disjoint row-index arrays.
     metric : str
         Validation metric to maximise: ``"<name>@<k>"`` with a name from
         :data:`fastpu.metrics.METRICS` (e.g. ``"ndcg@10"``, ``"precision@5"``) or ``"auc"``.
@@ -265,13 +273,24 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         Seeds the validation split, the sampling of settings and every fit.
     refit : bool
         Refit the winner on all of ``Y`` for ``best_iter`` iterations (``result.model``).
+    split : {"entries", "rows"}
+        What validation holds out. ``"entries"`` (default): positives of each user, scored
+        with the rest of that user's positives excluded from the ranking. ``"rows"``: whole
+        rows (instances, as in multi-label learning; Yu et al. 2017, Supp-2.2): every trial
+        fits on the other rows and their ``user_features``, and after every outer iteration
+        the validation rows are scored from their features alone by cold start
+        (:func:`fastpu.fold_in` with ``user_features``). Needs ``user_features`` (a keyword
+        argument, else the Dataset's) and a method whose models allow a cold start (ocmf,
+        fbgd; wrmf with ``user_features``). The refit sees all rows and all features.
     n_threads : int, optional
         Threads for the fits and the evaluation.
     verbose : bool
         Print one line per trial.
     **fixed
         Passed to every fit unchanged (``n_iter`` is the largest number of iterations a trial
-        runs; the method's own default otherwise).
+        runs; the method's own default otherwise). With ``split="rows"`` the trials receive
+        the fitted rows of ``user_features`` (dense array or sparse matrix, one row per row of
+        ``Y``) and the refit all of it.
 
     Returns
     -------
@@ -284,7 +303,11 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     TypeError, ValueError
         Unknown method or metric, a space that names a parameter the fit does not take, an
         empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
-        validation fraction outside (0, 1), or when every trial failed.
+        validation fraction outside (0, 1), or when every trial failed. ``split`` other than
+        "entries"/"rows"; with ``split="rows"``: no ``user_features``, features with the wrong
+        number of rows, a method that does not take them (als, bpr) or cannot start cold
+        from them (csrr, homf), a fraction that holds out no row or every row with a positive,
+        or row indices that overlap, lie outside Y or leave no positive to validate.
 
     Examples
     --------
@@ -293,6 +316,15 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     >>> res = fp.select.search("ocmf", Y, {"lam": [0.1, 10.0]}, k=4, n_iter=3, metric="ndcg@5")
     >>> sorted(res.best_params), 1 <= res.best_iter <= 3, res.model.shape
     (['k', 'lam'], True, (60, 40))
+
+    Held-out instances, scored from their features (multi-label learning):
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(60, 5))
+    >>> res = fp.select.search("ocmf", Y, {"lam": [0.1, 10.0]}, split="rows", user_features=X,
+    ...                        k=4, n_iter=3, metric="precision@3")
+    >>> res.model.extras["W"].shape
+    (5, 4)
     """
     fit, name = _fit_function(method)
     mname, mk = _check_metric(metric)
@@ -301,9 +333,29 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     rng = V.check_seed(seed)
     if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
         raise TypeError(f"seed must be a non-negative integer (every trial is refitted from it), got {seed!r}")
+    split = R.check_split(split)
     ids = (Y.user_ids, Y.item_ids) if isinstance(Y, Dataset) else (None, None)
+    data = Y
     Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
-    if isinstance(validation, tuple):
+    ks = (mk,) if mk is not None else (1,)
+    wanted = [mname]
+    fit_kw: dict[str, Any] = {}
+    if split == "rows":
+        R.check_method(name, fit)
+        fixed = R.with_features(fixed, data, Y.shape[0])
+        if isinstance(validation, tuple):
+            rows_fit, rows_valid = R.explicit_rows(validation, Y)
+        else:
+            frac = V.check_scalar(validation, name="validation", minimum=0.0, maximum=1.0,
+                                  strict_min=True, strict_max=True)
+            rows_fit, rows_valid = R.holdout_rows(Y, frac, int(seed), name="validation")
+        X = fixed["user_features"]
+        Y_fit, fit_kw["user_features"] = Y[rows_fit], R.take_rows(X, rows_fit)
+        X_valid, Y_valid = R.take_rows(X, rows_valid), Y[rows_valid]
+
+        def score(model: Any) -> dict[str, float]:
+            return R.cold_scores(model, X_valid, Y_valid, ks, wanted, n_threads)
+    elif isinstance(validation, tuple):
         if len(validation) != 2:
             raise ValueError(f"validation must be a fraction or a pair (Y_fit, Y_valid), got {len(validation)} items")
         Y_fit = V.check_csr(validation[0], name="validation[0] (Y_fit)", shape=Y.shape, nonnegative=False)
@@ -316,24 +368,25 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         frac = V.check_scalar(validation, name="validation", minimum=0.0, maximum=1.0,
                               strict_min=True, strict_max=True)
         Y_fit, Y_valid = validation_split(Y, frac, seed=int(seed))
-    if Y_valid.nnz == 0:
-        raise ValueError("the validation split of Y holds no positives (users need at least 2 positives "
-                         "to give one to validation); lower validation or use more data")
+    if split == "entries":
+        if Y_valid.nnz == 0:
+            raise ValueError("the validation split of Y holds no positives (users need at least 2 "
+                             "positives to give one to validation); lower validation or use more data")
+
+        def score(model: Any) -> dict[str, float]:
+            return evaluate(model, Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
     space = _check_space(space, fit, fixed, *Y.shape)
     settings = _draw(space, n_trials, rng)
-    ks = (mk,) if mk is not None else (1,)
-    wanted = [mname]
 
     trials: list[dict[str, Any]] = []
     for t, setting in enumerate(settings, 1):
-        params = {**fixed, **setting}
+        params = {**fixed, **setting, **fit_kw}
         scores: list[float] = []
         eval_s = [0.0]
 
         def callback(info, scores=scores, eval_s=eval_s):
             t0 = time.perf_counter()
-            res = evaluate(info["model"](), Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
-            scores.append(res[metric])
+            scores.append(score(info["model"]())[metric])
             eval_s[0] += time.perf_counter() - t0
             return False
 
@@ -429,9 +482,9 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
 
 
 def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int = 16,
-         space: dict[str, Any] | None = None, validation: float | tuple[Sparse, Sparse] = 0.2,
-         metric: str = "ndcg@10", seed: int = 0, refit: bool = True, n_threads: Threads = None,
-         verbose: bool = False, **fixed: Any) -> SearchResult:
+         space: dict[str, Any] | None = None, validation: float | tuple[Any, Any] = 0.2,
+         metric: str = "ndcg@10", seed: int = 0, refit: bool = True, split: str = "entries",
+         n_threads: Threads = None, verbose: bool = False, **fixed: Any) -> SearchResult:
     """Random search over the method's default space (:data:`SPACES`), with ``budget`` trials.
 
     Keyword arguments the search does not cover are passed to ``fit`` unchanged and leave the
@@ -448,8 +501,9 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
         Replaces the default space (then this is :func:`search` with ``n_trials=budget``); a
         parameter it searches leaves the default fixed settings (``space={"k": [10, 50]}``
         searches k instead of fixing it at 64).
-    validation, metric, seed, refit, n_threads, verbose
-        As in :func:`search`.
+    validation, metric, seed, refit, split, n_threads, verbose
+        As in :func:`search` (``split="rows"``: held-out instances scored from their
+        ``user_features``).
     **fixed
         Passed to every fit.
 
@@ -479,6 +533,6 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
     if space is not None:       # the defaults yield to what the given space searches (e.g. k)
         fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
     return search(method, Y, default if space is None else space, validation=validation,
-                  metric=metric, n_trials=budget, seed=seed, refit=refit, n_threads=n_threads,
-                  verbose=verbose, **fixed_all)
+                  metric=metric, n_trials=budget, seed=seed, refit=refit, split=split,
+                  n_threads=n_threads, verbose=verbose, **fixed_all)
 
