@@ -51,8 +51,9 @@ def entries(name, data, Y):
 
 
 def multilabel_entries():
-    """Paper 002's multi-label comparison: its three ocmf losses (SQ-SQ is LEML) and fBGD, all
-    with the instances' features, against label frequency."""
+    """Paper 002's multi-label comparison: its three ocmf losses (SQ-SQ is LEML: square loss,
+    ρ = 1, ā = 0, only λ searched) and fBGD, all with the instances' features, against label
+    frequency."""
     return ["popularity",
             ("LR-wSQ", "ocmf", {"loss": "logistic"}),
             ("SQ-wSQ", "ocmf", {"loss": "square"}),
@@ -80,6 +81,10 @@ def paper_003_entries():
             ("WRMF", "wrmf", {}),
             ("WRMF, paper 003's grid", "wrmf", {"alpha": 1.0, "space": wrmf_space}),
             ("LR-wSQ", "ocmf", {"loss": "logistic"}),
+            # paper 002's three losses on the same data (its ml100k is also ratings > 3)
+            ("SQ-wSQ", "ocmf", {"loss": "square"}),
+            ("SQ-SQ", "ocmf", {"loss": "square", "rho": 1.0, "a_bar": 0.0,
+                               "space": {"lam": stats.loguniform(0.1, 100.0)}}),
             ("CSRR-e", "csrr", {"variant": "e"}),
             ("CSRR-e, paper 003's search", "csrr",
              {"variant": "e", "space": dict(csrr_space, k=wrmf_space["k"])}),
@@ -96,6 +101,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
     ap.add_argument("--skip", default=None, help="comma-separated labels to leave out")
+    ap.add_argument("--merge-into", default=None, metavar="NAME",
+                    help="with --only: afterwards replace those methods' rows in "
+                         "docs/results/NAME.json (same splits) and rewrite its report")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite docs/results/<name>.md and .png from the saved .json, fit nothing")
     ap.add_argument("--resume", action="store_true",
@@ -163,6 +171,31 @@ def main(argv=None):
                       fh, indent=1, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
         write_report(path)
         print(f"wrote {path}.md, .json, .png ({len(done)} splits, {wall / 60:.1f} min)", flush=True)
+    if args.merge_into:
+        merge(path, os.path.join(OUT, args.merge_into), labels, argv or sys.argv[1:])
+
+
+def merge(src, dst, labels, argv):
+    """Replace ``labels``' rows of ``dst``.json by those of ``src``.json, split by split."""
+    with open(src + ".json") as fh:
+        new = json.load(fh)
+    with open(dst + ".json") as fh:
+        old = json.load(fh)
+    splits = {r["split"] for r in old["rows"]}
+    have = {(r["label"], r["split"]) for r in new["rows"]}
+    missing = [(lab, sp_) for lab in labels for sp_ in splits if (lab, sp_) not in have]
+    if missing:
+        raise SystemExit(f"cannot merge: {src}.json lacks {missing}")
+    rows = [r for r in old["rows"] if r["label"] not in labels]
+    rows += [r for r in new["rows"] if r["split"] in splits]
+    order = {lab: i for i, lab in enumerate(old["labels"])}
+    rows.sort(key=lambda r: (r["split"], order.get(r["label"], len(order))))
+    old["rows"] = rows
+    old["head"] = (old.get("head", "") + f" Rows of {', '.join(labels)} re-run by "
+                   f"`python benchmarks/results_compare.py {' '.join(argv)}`.")
+    with open(dst + ".json", "w") as fh:
+        json.dump(old, fh, indent=1)
+    write_report(dst)
 
 
 def versus(summary, labels, ref):

@@ -88,12 +88,14 @@ SPACES: dict[str, dict[str, Any]] = {
         fixed=dict(k=64, n_iter=15),
         space=dict(alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0)),
     ),
+    # implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its `alpha`
+    # wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins
     "als": dict(
         fixed=dict(k=64, n_iter=15),
-        space=dict(alpha=stats.loguniform(1.0, 100.0), regularization=stats.loguniform(1e-3, 10.0)),
+        space=dict(alpha=stats.loguniform(1.0, 100.0), regularization=stats.loguniform(1e-2, 100.0)),
     ),
     "bpr": dict(
-        fixed=dict(k=64, n_iter=100),
+        fixed=dict(k=64, n_iter=300),
         space=dict(learning_rate=stats.loguniform(1e-3, 0.1),
                    regularization=stats.loguniform(1e-4, 0.1)),
     ),
