@@ -130,6 +130,7 @@ def main(argv=None):
         methods = entries(args.data, data, Y)
     if args.paper:
         tag += f"-paper{args.paper}"
+    all_labels = [m if isinstance(m, str) else m[0] for m in methods]
     if args.only:
         keep = set(args.only.split(","))
         methods = [m for m in methods if (m if isinstance(m, str) else m[0]) in keep]
@@ -172,10 +173,10 @@ def main(argv=None):
         write_report(path)
         print(f"wrote {path}.md, .json, .png ({len(done)} splits, {wall / 60:.1f} min)", flush=True)
     if args.merge_into:
-        merge(path, os.path.join(OUT, args.merge_into), labels, argv or sys.argv[1:])
+        merge(path, os.path.join(OUT, args.merge_into), labels, all_labels, argv or sys.argv[1:])
 
 
-def merge(src, dst, labels, argv):
+def merge(src, dst, labels, all_labels, argv):
     """Replace ``labels``' rows of ``dst``.json by those of ``src``.json, split by split."""
     with open(src + ".json") as fh:
         new = json.load(fh)
@@ -188,8 +189,10 @@ def merge(src, dst, labels, argv):
         raise SystemExit(f"cannot merge: {src}.json lacks {missing}")
     rows = [r for r in old["rows"] if r["label"] not in labels]
     rows += [r for r in new["rows"] if r["split"] in splits]
-    order = {lab: i for i, lab in enumerate(old["labels"])}
-    rows.sort(key=lambda r: (r["split"], order.get(r["label"], len(order))))
+    known = old["labels"] + [lab for lab in labels if lab not in old["labels"]]
+    order = {lab: i for i, lab in enumerate(all_labels)}
+    old["labels"] = sorted(known, key=lambda lab: order.get(lab, len(order)))
+    rows.sort(key=lambda r: (r["split"], old["labels"].index(r["label"])))
     old["rows"] = rows
     old["head"] = (old.get("head", "") + f" Rows of {', '.join(labels)} re-run by "
                    f"`python benchmarks/results_compare.py {' '.join(argv)}`.")

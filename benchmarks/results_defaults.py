@@ -27,7 +27,7 @@ DATA = {"ml-100k": 1682, "ml-1m": 3706}          # number of items n (fBGD's α0
 METHODS = {   # label in results_compare.py -> {parameter: scale}
     "LR-wSQ": {"rho": "log", "lam": "log"},
     "SQ-wSQ": {"rho": "log", "lam": "log"},
-    "fBGD": {"alpha0/n": "log", "rho": "linear", "lr": "log", "reg": "choice"},
+    "fBGD": {"alpha0/n": "log", "rho": "linear", "lr": "log", "reg": "log"},
     "CSRR-e": {"alpha": "log", "lam1": "log", "lam2": "log"},
     "HOMF": {"T": "choice", "lam": "log", "g": "choice"},
 }

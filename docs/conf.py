@@ -37,7 +37,8 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "generated/*.tmp", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "generated/*.tmp", "Thumbs.db", ".DS_Store",
+                    "results/*.md"]   # included into results.md
 
 # MyST: the Markdown pages, with $...$ / $$...$$ math rendered by MathJax.
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]

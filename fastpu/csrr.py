@@ -152,8 +152,8 @@ class CSRRModel(Factorization):
 
 
 @accepts_dataset
-def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha: float = 2.0,
-        lam1: float = 1.0, lam2: float = 0.1, eta: float | None = None, loss: str = "I",
+def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha: float = 1.3,
+        lam1: float = 1.0, lam2: float = 0.2, eta: float | None = None, loss: str = "I",
         n_iter: int | None = None, n_inner: int | None = 1, inner_tol: float = 1e-4,
         restart: str | None = None, svd_method: str = "auto", dense_limit: int | None = None,
         n_threads: Threads = None, seed: Seed = 0, callback: Callback = None,
@@ -171,7 +171,9 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
         ``"I"``/``"II"``: Algorithm 1 with loss ℓ^I / ℓ^II and a dense U (nuclear norm,
         singular value thresholding). ``"e"``: Algorithm 2, U = P Qᵀ of rank ``k``.
     alpha : float
-        Cost bias α > 0 (α = c_p / c_n; α > 1 weighs missing a positive more).
+        Cost bias α > 0 (α = c_p / c_n; α > 1 weighs missing a positive more). The defaults of
+        ``alpha``, ``lam1`` and ``lam2`` were chosen by ``fastpu.select.tune`` (variant "e") on
+        the training parts of MovieLens-100K and -1M (docs/results/defaults.md).
     lam1 : float
         Weight λ1 >= 0 of the nuclear norm (of λ1/2(‖P‖² + ‖Q‖²) for ``"e"``).
     lam2 : float

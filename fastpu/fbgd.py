@@ -204,11 +204,11 @@ def _ident(n):
 # --------------------------------------------------------------------------- fit
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
-        item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.0,
+        item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.08,
         neg_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
-        r_pos: float | str = 1.0, r_neg: float = 0.0, lr: float = 0.05, n_iter: int = 30,
+        r_pos: float | str = 1.0, r_neg: float = 0.0, lr: float = 0.03, n_iter: int = 30,
         update: str = "coordinate", optimizer: str = "adagrad", biases: bool | None = None,
-        reg: float = 0.0, init_std: float = 0.01, seed: Seed = 0, callback: Callback = None,
+        reg: float = 0.1, init_std: float = 0.01, seed: Seed = 0, callback: Callback = None,
         verbose: bool = False, n_threads: Threads = None,
         neg_row_weights: ArrayLike | None = None) -> Factorization:
     """Fit an fBGD embedding model (plain MF or SVDFeature) on all positive and unlabeled pairs.
@@ -225,10 +225,12 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         ``None`` means the one-hot id (plain MF).  Ids are not added automatically:
         stack an identity to keep a free embedding per row.
     alpha0 : float, optional
-        Total weight of one user's unlabeled entries (eq. 22).  Default ``0.5 * n``
-        (weight 0.5 per unlabeled entry at ``rho = 0``; chosen on MovieLens-100K).
+        Total weight of one user's unlabeled entries (eq. 22).  Default ``1.0 * n`` (about
+        weight 1 per unlabeled entry).  The defaults of ``alpha0``, ``rho``, ``lr`` and ``reg``
+        were chosen by ``fastpu.select.tune`` on the training parts of MovieLens-100K and -1M
+        (docs/results/defaults.md).
     rho : float
-        Popularity exponent of eq. 22 (0: uniform).
+        Popularity exponent of eq. 22 (0: uniform; default 0.08).
     neg_weights : array_like, shape (n,), optional
         α⁻_y given directly; overrides ``alpha0`` and ``rho``.
     pos_weight : float or "values"
@@ -238,7 +240,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     r_neg : float
         Target r⁻ of the unlabeled entries.
     lr : float
-        Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
+        Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``); 0.03.
     n_iter : int
         Number of epochs (outer iterations); one epoch updates the user side, then the item side.
     update : {"coordinate", "batch"}
@@ -253,7 +255,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Add the global and feature biases (g = f + 2, eq. 13).  Default: True when
         any features are given, False for plain MF.
     reg : float
-        L2 penalty reg·‖Θ‖² on the free parameters (0, as in the paper).
+        L2 penalty reg·‖Θ‖² on the free parameters (default 0.1; the paper has none, ``reg=0``).
     init_std : float
         Standard deviation of the normal initialisation of the embeddings (biases start at 0).
     seed : int, numpy Generator or None
@@ -316,7 +318,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     Zx, has_ux = _feature_csr(user_features, name="user_features", n_rows=m)
     Zy, has_ix = _feature_csr(item_features, name="item_features", n_rows=n, of="column")
     if alpha0 is None:
-        alpha0 = 0.5 * n
+        alpha0 = 1.0 * n
     alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
     rho = V.check_scalar(rho, name="rho", minimum=0.0)
     if neg_weights is None:
@@ -416,7 +418,7 @@ def demo_configs() -> list[tuple[str, dict[str, Any]]]:
     True
     """
     return [
-        # alpha0 defaults to 0.5 * n_items, rho = 0, lr = 0.05 (Adagrad)
+        # the defaults: alpha0 = n_items, rho = 0.08, lr = 0.03 (Adagrad), reg = 0.1
         ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate")),
         ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch")),
     ]

@@ -370,8 +370,8 @@ def _solve(Z, LtL, lam):
 
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
-        user_graph: Matrix | None = None, item_graph: Matrix | None = None, g: str = "exp",
-        lam: float = 1e-3, n_iter: int = 10, mode: str = "exact", block_size: int | None = None,
+        user_graph: Matrix | None = None, item_graph: Matrix | None = None, g: str = "linear",
+        lam: float = 3e-4, n_iter: int = 10, mode: str = "exact", block_size: int | None = None,
         n_threads: Threads = None, seed: Seed = 0, callback: Callback = None,
         verbose: bool = False, g_user_graph: str | None = None,
         g_item_graph: str | None = None) -> Factorization:
@@ -397,8 +397,12 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     g : {"exp", "linear", "step"}
         Edge weights from stored values (see :func:`transition_matrix`): the paper's g₂ of
         the rating block, and g₁, g₃ of the side-graph blocks unless those are given.
+        Default ``"linear"`` (the paper's tables use ``"exp"``): the defaults of ``g`` and
+        ``lam`` were chosen by ``fastpu.select.tune`` (dense mode, T ∈ {1, 2, 4, 6, 8}) on the
+        training parts of MovieLens-100K and -1M (docs/results/defaults.md), where it picked
+        T = 4 as well.
     lam : float > 0
-        Regularisation λ of objective (4).
+        Regularisation λ of objective (4); default 3e-4.
     n_iter : int >= 1
         Outer iterations (each updates V then U).
     mode : {"exact", "dense"}

@@ -108,7 +108,7 @@ def test_mixed_exp_and_linear_blocks_do_not_overflow():
     assert A[0, 1] < 1e-300                                     # 3 against e^800: no weight
     d1 = 0.5 * 3.0 + 0.5 * np.exp(2.0)                          # row 1: linear 3 and exp(2)
     np.testing.assert_allclose(A[1], [0.5 * 3.0 / d1, 0.0, 0.0, 0.5 * np.exp(2.0) / d1], rtol=1e-12)
-    fit = homf.fit(R, 1, T=2, n_iter=1, user_graph=Su, alpha=0.5, g_user_graph="linear", mode="dense")
+    fit = homf.fit(R, 1, T=2, n_iter=1, user_graph=Su, alpha=0.5, g="exp", g_user_graph="linear", mode="dense")
     np.testing.assert_array_equal(fit.extras["A"].toarray(), A)
 
 
@@ -213,7 +213,7 @@ def test_each_half_step_is_the_least_squares_solution(seed, T, mode, block, grap
     R, Rd, mask, Su, Si = _problem(m, n, 0.5, seed, graphs=True)
     Si = Si if graph else None
     model = homf.fit(R, k, T=T, alpha=0.3, item_graph=Si, lam=lam, n_iter=2, mode=mode,
-                     seed=seed, block_size=block)
+                     seed=seed, block_size=block, g="exp")   # transition_matrix's default g
     A = homf.transition_matrix(R, item_graph=Si, alpha=0.3)
     F = nh.f_T(A.toarray(), T)
     rng = np.random.default_rng(seed)
@@ -270,8 +270,8 @@ def test_dense_equals_exact_where_f_T_has_no_zeros(m, n, seed, T):
     R = sp.csr_array(rng.integers(1, 6, (m, n)).astype(float))      # complete bipartite graph
     F = nh.f_T(homf.transition_matrix(R).toarray(), T)
     assert np.all(F != 0)
-    ex = homf.fit(R, 2, T=T, lam=0.01, n_iter=3, mode="exact", seed=seed)
-    de = homf.fit(R, 2, T=T, lam=0.01, n_iter=3, mode="dense", seed=seed)
+    ex = homf.fit(R, 2, T=T, lam=0.01, n_iter=3, mode="exact", seed=seed, g="exp")
+    de = homf.fit(R, 2, T=T, lam=0.01, n_iter=3, mode="dense", seed=seed, g="exp")
     np.testing.assert_allclose(ex.extras["U"], de.extras["U"], rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(ex.extras["V"], de.extras["V"], rtol=1e-8, atol=1e-10)
     half = 0.5 * np.sum(F * F)
