@@ -335,7 +335,7 @@ def _zero_advice(data, eta, lam1, lam2):
 
 def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,
               P: ArrayLike | None = None, Q: ArrayLike | None = None, variant: str = "I",
-              alpha: float = 2.0, lam1: float = 1.0, lam2: float = 0.1,
+              alpha: float = 1.3, lam1: float = 1.0, lam2: float = 0.2,
               dense_limit: int | None = None) -> float:
     """The objective (10) of a given (U, V), or its bilinear form for U = P Qᵀ.
 

@@ -121,7 +121,7 @@ def v_task(block, E_full, F, v, kind, alpha, eV, lam2, n_threads):
         return _v_step(block, E, F, v, kind, alpha, eV, lam2)
 
 
-def fit(client, layout, k, *, variant="e", alpha=2.0, lam1=1.0, lam2=0.1, eta=None, loss="I",
+def fit(client, layout, k, *, variant="e", alpha=1.3, lam1=1.0, lam2=0.2, eta=None, loss="I",
         n_iter=None, n_inner=1, seed=0, n_threads=None, callback=None, verbose=False, **other):
     """CSRR-e over row blocks; see :func:`fastpu.distributed.fit`."""
     unknown = set(other) - set(IGNORED)

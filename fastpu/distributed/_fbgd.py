@@ -113,9 +113,9 @@ def _check(other):
                         f"{sorted(unknown)}; see fastpu.fbgd.fit for the accepted ones")
 
 
-def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=None, rho=0.0,
-        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.05, n_iter=30,
-        optimizer="adagrad", biases=None, reg=0.0, init_std=0.01, seed=0, callback=None,
+def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=None, rho=0.08,
+        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.03, n_iter=30,
+        optimizer="adagrad", biases=None, reg=0.1, init_std=0.01, seed=0, callback=None,
         verbose=False, n_threads=None, **other):
     """Batch fBGD over row blocks; see :func:`fastpu.distributed.fit`."""
     _check(other)
@@ -130,7 +130,7 @@ def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=Non
         return dict(workers=[_blocks.home(workers, b)], **sub)
 
     if neg_weights is None:
-        alpha0 = 0.5 * n if alpha0 is None else alpha0
+        alpha0 = 1.0 * n if alpha0 is None else alpha0
         alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
         rho = V.check_scalar(rho, name="rho", minimum=0.0)
         counts = np.concatenate(client.gather([client.submit(counts_task, c, **on(b))

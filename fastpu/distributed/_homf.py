@@ -69,7 +69,7 @@ def gram_task(block, F, n_threads):
 
 
 def fit(client, Y, workers, n_blocks, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None,
-        g="exp", lam=1e-3, n_iter=10, mode="dense", block_size=None, seed=0, n_threads=None,
+        g="linear", lam=3e-4, n_iter=10, mode="dense", block_size=None, seed=0, n_threads=None,
         callback=None, verbose=False):
     """Dense-mode HOMF over row blocks of A and Aᵀ; see :func:`fastpu.distributed.fit`."""
     del block_size                        # the walk is blocked by rows here
