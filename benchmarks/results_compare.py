@@ -20,6 +20,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -164,9 +165,9 @@ def main(argv=None):
         done = sorted({r["split"] for r in rows})
         desc = res.description.replace("; 1 random ", f"; {len(done)} random ").replace(
             f"(seeds {s}..{s})", f"(seeds {', '.join(map(str, done))})")
-        head = (f"Command: `python benchmarks/results_compare.py {' '.join(argv or sys.argv[1:])}` "
+        head = (f"Command: `python benchmarks/results_compare.py {shlex.join(argv or sys.argv[1:])}` "
                 f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
-                f"numba threads); fastpu {fp.__version__}.")
+                f"numba thread(s)); fastpu {fp.__version__}.")
         with open(path + ".json", "w") as fh:
             json.dump(dict(description=desc, labels=labels, rows=rows, wall_seconds=wall, head=head),
                       fh, indent=1, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
@@ -195,7 +196,7 @@ def merge(src, dst, labels, all_labels, argv):
     rows.sort(key=lambda r: (r["split"], old["labels"].index(r["label"])))
     old["rows"] = rows
     old["head"] = (old.get("head", "") + f" Rows of {', '.join(labels)} re-run by "
-                   f"`python benchmarks/results_compare.py {' '.join(argv)}`.")
+                   f"`python benchmarks/results_compare.py {shlex.join(argv)}`.")
     with open(dst + ".json", "w") as fh:
         json.dump(old, fh, indent=1)
     write_report(dst)

@@ -44,6 +44,11 @@ def proposal(values, scale):
     return float(np.median(arr))
 
 
+def _count(rows):
+    n = len({r["split"] for r in rows})
+    return f"{n} split{'s' if n != 1 else ''}"
+
+
 def main():
     runs = {}
     for name in DATA:
@@ -54,8 +59,7 @@ def main():
     lines = ["# Defaults chosen by `tune` on the training parts of ML-100K and ML-1M", "",
              "Produced by `python benchmarks/results_defaults.py` from the per-split tuning "
              "winners that `benchmarks/results_compare.py` saved in "
-             + ", ".join(f"`docs/results/{n}.json` ({len({r['split'] for r in rows})} splits)"
-                         for n, rows in runs.items())
+             + ", ".join(f"`docs/results/{n}.json` ({_count(rows)})" for n, rows in runs.items())
              + ". On every split each method was tuned on the training part only (16 random "
                "trials over its default space, nDCG@10 on a validation split of the training "
                "part); no test part was seen. The proposal is the median over all splits of "

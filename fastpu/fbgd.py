@@ -204,7 +204,7 @@ def _ident(n):
 # --------------------------------------------------------------------------- fit
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
-        item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.08,
+        item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.05,
         neg_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
         r_pos: float | str = 1.0, r_neg: float = 0.0, lr: float = 0.03, n_iter: int = 30,
         update: str = "coordinate", optimizer: str = "adagrad", biases: bool | None = None,
@@ -230,7 +230,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         were chosen by ``fastpu.select.tune`` on the training parts of MovieLens-100K and -1M
         (docs/results/defaults.md).
     rho : float
-        Popularity exponent of eq. 22 (0: uniform; default 0.08).
+        Popularity exponent of eq. 22 (0: uniform; default 0.05).
     neg_weights : array_like, shape (n,), optional
         α⁻_y given directly; overrides ``alpha0`` and ``rho``.
     pos_weight : float or "values"
@@ -418,7 +418,7 @@ def demo_configs() -> list[tuple[str, dict[str, Any]]]:
     True
     """
     return [
-        # the defaults: alpha0 = n_items, rho = 0.08, lr = 0.03 (Adagrad), reg = 0.1
+        # the defaults: alpha0 = n_items, rho = 0.05, lr = 0.03 (Adagrad), reg = 0.1
         ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate")),
         ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch")),
     ]

@@ -113,7 +113,7 @@ def _check(other):
                         f"{sorted(unknown)}; see fastpu.fbgd.fit for the accepted ones")
 
 
-def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=None, rho=0.08,
+def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=None, rho=0.05,
         neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.03, n_iter=30,
         optimizer="adagrad", biases=None, reg=0.1, init_std=0.01, seed=0, callback=None,
         verbose=False, n_threads=None, **other):
