@@ -51,6 +51,10 @@ def entries(name, data, Y):
     return out
 
 
+# paper 002's SQ-SQ (LEML / GRALS): square loss on every entry alike, only λ searched
+SQ_SQ = {"loss": "square", "rho": 1.0, "a_bar": 0.0, "space": {"lam": stats.loguniform(0.1, 100.0)}}
+
+
 def multilabel_entries():
     """Paper 002's multi-label comparison: its three ocmf losses (SQ-SQ is LEML: square loss,
     ρ = 1, ā = 0, only λ searched) and fBGD, all with the instances' features, against label
@@ -58,8 +62,7 @@ def multilabel_entries():
     return ["popularity",
             ("LR-wSQ", "ocmf", {"loss": "logistic"}),
             ("SQ-wSQ", "ocmf", {"loss": "square"}),
-            ("SQ-SQ (LEML)", "ocmf", {"loss": "square", "rho": 1.0, "a_bar": 0.0,
-                                      "space": {"lam": stats.loguniform(0.1, 100.0)}}),
+            ("SQ-SQ (LEML)", "ocmf", SQ_SQ),
             ("fBGD", "fbgd", {})]
 
 
@@ -84,8 +87,7 @@ def paper_003_entries():
             ("LR-wSQ", "ocmf", {"loss": "logistic"}),
             # paper 002's three losses on the same data (its ml100k is also ratings > 3)
             ("SQ-wSQ", "ocmf", {"loss": "square"}),
-            ("SQ-SQ", "ocmf", {"loss": "square", "rho": 1.0, "a_bar": 0.0,
-                               "space": {"lam": stats.loguniform(0.1, 100.0)}}),
+            ("SQ-SQ", "ocmf", SQ_SQ),
             ("CSRR-e", "csrr", {"variant": "e"}),
             ("CSRR-e, paper 003's search", "csrr",
              {"variant": "e", "space": dict(csrr_space, k=wrmf_space["k"])}),

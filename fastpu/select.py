@@ -468,12 +468,12 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     base = SPACES[method]
     fixed_out = {**base["fixed"], **fixed}
     space = {k: v for k, v in base["space"].items() if k not in fixed}
-    if method == "homf" and (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None) \
-            and "alpha" not in fixed:
-        space["alpha"] = stats.uniform(0.0, 1.0)
-    if method == "ocmf" and (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None) \
-            and "lam_graph" not in fixed:
-        space["lam_graph"] = stats.loguniform(1e-3, 10.0)
+    # a side graph adds the setting that weighs it: HOMF's α, ocmf's λ_g (whose default 0 ignores it)
+    graph_setting = {"homf": ("alpha", stats.uniform(0.0, 1.0)),
+                     "ocmf": ("lam_graph", stats.loguniform(1e-3, 10.0))}.get(method)
+    if graph_setting is not None and graph_setting[0] not in fixed and \
+            (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None):
+        space[graph_setting[0]] = graph_setting[1]
     if method == "csrr" and fixed_out.get("variant") in ("I", "II"):
         fixed_out.pop("k", None)
         fixed_out["n_iter"] = fixed.get("n_iter", 60)

@@ -314,7 +314,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 last = d
                 if not tiled:
                     bt, bt_prev = bt_prev, bt
-            if want_loss or want_pred:
+            if last >= 0 or want_loss or want_pred:     # the last step's move, and the fused passes
                 v = T[last] if tiled and last >= 0 else bt_prev
                 acc = 0.0
                 for t in range(cnt):
@@ -330,7 +330,3 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                         acc += apos[lo + t] * a * a - aneg[lo + t] * b * b
                 if want_loss:
                     row_loss[i] = acc
-            elif last >= 0:
-                v = T[last] if tiled else bt_prev
-                for t in range(cnt):
-                    p[t] += delta * v[t]
