@@ -146,6 +146,18 @@ def powerlaw_pu(m, n, nnz, *, exponent=0.7, user_exponent=0.5, seed=0):
     return sp.csr_array((np.ones(nnz), cols.astype(np.int64), indptr), shape=(m, n))
 
 
+def pinned(fit, **defaults):
+    """``fit`` with other keyword defaults: the library's defaults when a report was made.
+
+    Issue 14 re-chose several defaults (fbgd, csrr, homf; commit 8c1461d). A report made
+    before that calls its fits through ``pinned(module.fit, <old defaults>)`` so that running
+    its script again reproduces it; keywords the script passes still win.
+    """
+    def call(*args, **kwargs):
+        return fit(*args, **{**defaults, **kwargs})
+    return call
+
+
 def md_table(headers, rows):
     """A markdown table from a header list and rows of already formatted cells."""
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]

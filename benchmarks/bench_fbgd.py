@@ -33,7 +33,16 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import fastpu as fp  # noqa: E402
 from fastpu import datasets, fbgd, split  # noqa: E402
-from _common import hardware_line  # noqa: E402
+from _common import hardware_line, pinned  # noqa: E402
+
+# made with fbgd's defaults before issue 14 re-chose them (alpha0 = 0.5 n, rho = 0, lr = 0.05,
+# reg = 0): pinned so that running this script again reproduces docs/bench_fbgd.md
+_fbgd_fit = pinned(fbgd.fit, rho=0.0, lr=0.05, reg=0.0)
+
+
+def fbgd_fit(Y, k, **kwargs):
+    kwargs.setdefault("alpha0", 0.5 * Y.shape[1])
+    return _fbgd_fit(Y, k, **kwargs)
 
 DOCS = os.path.join(HERE, "..", "docs")
 
@@ -79,9 +88,9 @@ def bench_scaling(sizes, k, n_iter, threads):
     for size in sizes:
         Y = planted(size, size, 25, seed=size)
         a0 = 0.5 * size
-        model = fbgd.fit(Y, k, alpha0=a0, n_iter=n_iter, update="batch", n_threads=threads)
+        model = fbgd_fit(Y, k, alpha0=a0, n_iter=n_iter, update="batch", n_threads=threads)
         t_fast = epoch_seconds(model)
-        model_c = fbgd.fit(Y, k, alpha0=a0, n_iter=max(2, n_iter // 2), update="coordinate",
+        model_c = fbgd_fit(Y, k, alpha0=a0, n_iter=max(2, n_iter // 2), update="coordinate",
                            n_threads=threads)
         t_coord = epoch_seconds(model_c)
         D = Y.toarray() > 0
@@ -153,7 +162,7 @@ def bpr(Y, k, seed, threads, learning_rate=0.01, regularization=0.01, iterations
 
 def fbgd_model(Y, k, seed, threads, **kw):
     t0 = time.perf_counter()
-    model = fbgd.fit(Y, k, seed=seed, n_threads=threads, **kw)
+    model = fbgd_fit(Y, k, seed=seed, n_threads=threads, **kw)
     return model, time.perf_counter() - t0
 
 
@@ -246,8 +255,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     tiny = planted(30, 20, 4, seed=0)
     for upd in ("batch", "coordinate"):          # load / compile every kernel once
-        fbgd.fit(tiny, 3, n_iter=2, update=upd)
-        fbgd.fit(tiny, 3, n_iter=1, update=upd, user_features=sp.identity(30, format="csr"))
+        fbgd_fit(tiny, 3, n_iter=2, update=upd)
+        fbgd_fit(tiny, 3, n_iter=1, update=upd, user_features=sp.identity(30, format="csr"))
     fbgd.objective(tiny, np.ones((30, 2)), np.ones((20, 2)))
     warm = time.perf_counter() - t0
     print(f"warm-up (JIT compile or cache load): {warm:.1f}s", flush=True)
