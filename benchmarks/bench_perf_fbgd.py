@@ -203,7 +203,7 @@ def kernel_ablation(Y, reps=5):
     copy_tile = "                    for d in range(g):\n                        T[d, t] = F[y, d]\n"
     passes = {"gi += _moved_positive_part(cp, bp, p, v, delta, T[last] if tiled else bt_prev)":
               "gi += v[0]", "gi += _positive_part(cp, bp, p, v)": "gi += v[0]",
-              "p[t] += delta * v[t]": "pass"}
+              "if last >= 0 or want_loss or want_pred:": "if False:"}
     assert copy_tile in src and all(s in src for s in passes)
     no_passes = src
     for s, stub in passes.items():
@@ -289,8 +289,8 @@ def main(argv=None):
         f"Configurations interleaved round by round, {args.reps} rounds of {args.epochs}-epoch "
         "fits (the reference kernels run half as many epochs); the median per-epoch time over "
         "all rounds, the first epoch of each fit dropped (it holds the setup). "
-        "The machine was shared with other jobs while this ran, so absolute times are noisy; "
-        "the ratios are taken within the run.", "",
+        "Absolute times vary between runs on this 2-core machine (more when other work shares "
+        "it); the ratios are taken within the run.", "",
         "## Per epoch", "",
         "Wall seconds (the issue's measure):", "",
         md_table(["threads", "fBGD epoch (s)", "before issue 13 (s)", "ALS iteration (s)",

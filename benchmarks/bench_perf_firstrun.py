@@ -668,8 +668,9 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
     cmd = getattr(args, "command", None) or ("python benchmarks/bench_perf_firstrun.py"
                                              + (" --quick" if args.quick else ""))
     L = ["# First run: compile, fresh process, `fastpu demo` (issue 13)", "",
-         hw, "", f"Command: `{cmd}` (writes this file). Machine shared with other jobs while this "
-         "was measured: compare the ratios and the CPU seconds more than the wall seconds.", "",
+         hw, "", f"Command: `{cmd}` (writes this file). Wall seconds vary between runs on this "
+         "2-core machine (more when other work shares it): compare the ratios and the CPU seconds "
+         "more than the wall seconds.", "",
          f"Data: {M} × {N}, {NNZ:,} positives (power-law activity), k = {K}, {THREADS} threads; "
          "fastpu `ocmf.fit(Y, 16)` with its defaults (LR-wSQ, 15 iterations, float64); implicit "
          "0.7.3 `AlternatingLeastSquares(factors=16, iterations=15)` (float32, BLAS held to one "
