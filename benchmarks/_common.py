@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -144,6 +147,24 @@ def powerlaw_pu(m, n, nnz, *, exponent=0.7, user_exponent=0.5, seed=0):
     indptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
     return sp.csr_array((np.ones(nnz), cols.astype(np.int64), indptr), shape=(m, n))
+
+
+def export_fastpu(ref, dest):
+    """Write the ``fastpu`` package as it was at git ``ref`` into the folder ``dest``."""
+    root = Path(__file__).resolve().parent.parent
+    arch = subprocess.run(["git", "-C", str(root), "archive", ref, "fastpu"],
+                          check=True, capture_output=True).stdout
+    os.makedirs(dest, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=arch, check=True)
+    return dest
+
+
+def fastpu_tree(ref):
+    """fastpu at ``ref`` exported once into a temp folder (reused by later runs)."""
+    dest = Path(tempfile.gettempdir()) / f"fastpu_bench_old_{ref}"
+    if not (dest / "fastpu" / "__init__.py").exists():
+        export_fastpu(ref, dest)
+    return dest
 
 
 def pinned(fit, **defaults):

@@ -78,17 +78,6 @@ def worker(cfg, out_npy):
                       "blas": blas}))
 
 
-def _old_tree(ref):
-    """fastpu at ``ref`` extracted once into a temp folder (reused by later runs)."""
-    dest = pathlib.Path(tempfile.gettempdir()) / f"fastpu_bench_old_{ref}"
-    if not (dest / "fastpu" / "__init__.py").exists():
-        dest.mkdir(parents=True, exist_ok=True)
-        arch = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "fastpu"],
-                              check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=arch, check=True)
-    return dest
-
-
 def run_fit(tree, cfg, out_npy):
     # one numba cache per version, so that the two copies of a kernel never evict each other
     cache = pathlib.Path(tempfile.gettempdir()) / f"fastpu_bench_numba_{zlib.crc32(str(tree).encode()):08x}"
@@ -146,7 +135,8 @@ def main():
     from _common import hardware_line
 
     t_start = time.perf_counter()
-    old = _old_tree(args.old_ref)
+    from _common import fastpu_tree
+    old = fastpu_tree(args.old_ref)
     rows, rank_lines, high = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for label, kw in CONFIGS:

@@ -477,15 +477,12 @@ def log(msg):
 
 def export_base(tmp, commit=BASE_COMMIT, name="base"):
     """The fastpu package of ``commit``, exported into ``tmp/name``; None without git."""
-    dest = os.path.join(tmp, name)
-    os.makedirs(dest)
+    from _common import export_fastpu
+
     try:
-        arch = subprocess.run(["git", "-C", ROOT, "archive", commit, "fastpu"],
-                              capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
+        return export_fastpu(commit, os.path.join(tmp, name))
     except (OSError, subprocess.CalledProcessError):
         return None
-    return dest
 
 
 def run_child(mode, arg="", cache=None, extra_env=None, source=ROOT):

@@ -60,17 +60,6 @@ print(json.dumps(per_iter))
 """
 
 
-def tree_at(ref):
-    """fastpu at ``ref`` extracted once into a temp folder (reused by later runs)."""
-    dest = pathlib.Path(tempfile.gettempdir()) / f"fastpu_bench_old_{ref}"
-    if not (dest / "fastpu" / "__init__.py").exists():
-        dest.mkdir(parents=True, exist_ok=True)
-        arch = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "fastpu"],
-                              check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=arch, check=True)
-    return dest
-
-
 def run(tree, cfg):
     cache = pathlib.Path(tempfile.gettempdir()) / f"fastpu_bench_numba_{zlib.crc32(str(tree).encode()):08x}"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
@@ -87,9 +76,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench_perf_ocmf_base.md"))
     args = ap.parse_args(argv)
-    from _common import hardware_line, md_table
+    from _common import fastpu_tree, hardware_line, md_table
 
-    base = tree_at(args.base)
+    base = fastpu_tree(args.base)
     started, load0 = time.perf_counter(), os.getloadavg()[0]
     runs = [("implicit ALS float32", None, None)]
     for label, cfg in CONFIGS:
