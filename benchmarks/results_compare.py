@@ -72,8 +72,9 @@ def paper_003_entries():
     CSRR: α = C_p / C_n with C_p ∈ {0.5, 0.55, ..., 0.95} (C_n = 1 − C_p, so α from 1 to 19),
     the regularisers drawn over the paper's 10⁻⁵ … 10² (log-uniform; the paper names one λ,
     fastpu's CSRR has λ1 for the nuclear norm and λ2 for the ℓ1 term: both are searched over
-    that range; the step η stays fastpu's, from the Lipschitz bound, which guarantees descent),
-    and for CSRR-e k ∈ {10, 15, ..., 50}. WRMF: k ∈ {10, 15, ..., 50}, λ ∈ {2⁻⁵, ..., 2⁰}, and "C = 1", read as a
+    that range; the step η stays fastpu's, from the Lipschitz bound, which guarantees descent,
+    except in one CSRR-e entry that searches η over that range too, as the paper does), and for
+    CSRR-e k ∈ {10, 15, ..., 50}. WRMF: k ∈ {10, 15, ..., 50}, λ ∈ {2⁻⁵, ..., 2⁰}, and "C = 1", read as a
     confidence of 1 + 1·r on the positives (α = 1).
     """
     cp = np.arange(0.5, 0.951, 0.05)
@@ -91,6 +92,9 @@ def paper_003_entries():
             ("CSRR-e", "csrr", {"variant": "e"}),
             ("CSRR-e, paper 003's search", "csrr",
              {"variant": "e", "space": dict(csrr_space, k=wrmf_space["k"])}),
+            # and its step η over the same range (fastpu's default is the Lipschitz step)
+            ("CSRR-e, paper 003's search with η", "csrr",
+             {"variant": "e", "space": dict(csrr_space, k=wrmf_space["k"], eta=wide)}),
             ("CSRR-I", "csrr", {"variant": "I"}),
             ("CSRR-I, paper 003's search", "csrr", {"variant": "I", "space": csrr_space})]
 
