@@ -132,10 +132,9 @@ def main():
         worker(json.loads(args.worker[0]), args.worker[1])
         return
     sys.path.insert(0, str(ROOT))         # the profile below imports this checkout
-    from _common import hardware_line
+    from _common import fastpu_tree, hardware_line
 
     t_start = time.perf_counter()
-    from _common import fastpu_tree
     old = fastpu_tree(args.old_ref)
     rows, rank_lines, high = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -213,8 +212,8 @@ Defaults, CSRR-I, {args.n_iter} iterations ({total:.2f} s in all), by own time:
 
 ## Why the goal is not met, and what the floor is
 
-* **High rank (the defaults, CSRR-I's quality pick).** {100 * min(high):.0f}–{100 * max(high):.0f}% of the 943 singular values of
-  Û lie above the threshold ηλ1 (ranks above), so an exact SVT has to compute nearly the
+* **High rank (the defaults, CSRR-I's quality pick).** {100 * min(high):.0f}–{100 * max(high):.0f}% of the 943
+  singular values of Û lie above the threshold ηλ1 (ranks above), so an exact SVT has to compute nearly the
   whole decomposition; a partial SVD has nothing to skip. The cheapest exact route measured
   is the symmetric eigendecomposition of the 943 × 943 Gram matrix: `eigh` alone takes
   {pc.get("eigh", (0, 0.0))[1]:.3f} s per iteration in the first profile — above the 0.1 s goal

@@ -20,6 +20,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -93,7 +94,7 @@ def paper_003_entries():
             ("CSRR-e, paper 003's search", "csrr",
              {"variant": "e", "space": dict(csrr_space, k=wrmf_space["k"])}),
             # and its step η over the same range (fastpu's default is the Lipschitz step)
-            ("CSRR-e, paper 003's search with η", "csrr",
+            ("CSRR-e (paper 003's search and η)", "csrr",
              {"variant": "e", "space": dict(csrr_space, k=wrmf_space["k"], eta=wide)}),
             ("CSRR-I", "csrr", {"variant": "I"}),
             ("CSRR-I, paper 003's search", "csrr", {"variant": "I", "space": csrr_space})]
@@ -145,7 +146,7 @@ def main(argv=None):
         drop = set(args.skip.split(","))
         methods = [m for m in methods if (m if isinstance(m, str) else m[0]) not in drop]
     if args.only:
-        tag += "-" + "_".join(sorted(args.only.split(","))).replace(" ", "").replace("(", "").replace(")", "")
+        tag += "-" + re.sub(r"[^A-Za-z0-9_-]+", "", "_".join(sorted(args.only.split(","))))
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, tag)
     if args.report_only:
