@@ -1,6 +1,6 @@
 """Run every performance report of issue 13, one after another, on a quiet machine.
 
-    python benchmarks/bench_perf.py            # all five reports (about 15 minutes on 2 cores)
+    python benchmarks/bench_perf.py            # all six reports (about 20 minutes on 2 cores)
     python benchmarks/bench_perf.py ocmf csrr  # a subset
 
 Each script measures its ratios within its own run (configurations interleaved) and writes
@@ -18,6 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 AREAS = {
     "ocmf": ["bench_perf_ocmf.py"],
+    "ocmf-base": ["bench_perf_ocmf_base.py"],
     "fbgd": ["bench_perf_fbgd.py"],
     "homf": ["bench_perf_homf.py"],
     "csrr": ["bench_perf_csrr.py"],
