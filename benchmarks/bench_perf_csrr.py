@@ -21,6 +21,7 @@ import json
 import os
 import pathlib
 import pstats
+import re
 import subprocess
 import sys
 import tempfile
@@ -113,7 +114,9 @@ def profile_new(cfg, n_iter, blas_threads=None):
             calls, total_t = per_call.get(key, (0, 0.0))
             per_call[key] = (calls + ncalls, total_t + tt)
     st.sort_stats("tottime").print_stats(12)
-    lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
+    # paths relative to site-packages or this checkout, not this machine's folders
+    text = re.sub(r"\S*/site-packages/", "", buf.getvalue()).replace(str(ROOT) + "/", "")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     start = next(i for i, ln in enumerate(lines) if ln.strip().startswith("ncalls"))
     return total, "\n".join(lines[start:]), {k: (c, t / n_iter) for k, (c, t) in per_call.items()}
 

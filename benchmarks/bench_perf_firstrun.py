@@ -763,7 +763,7 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
     demo_cpu = demos[False].get("cpu") if False in demos else None
     extra = med([c["cpu_s"] for c in cold]) - med([w["cpu_s"] for w in warm])
     L += [ANALYSIS, "", README_PARAGRAPH.format(
-        extra=extra, warm=warm_fit,
+        extra=extra, warm=warm_fit, imp=imp_warm,
         demo="about half a minute" if demo_cpu is None else f"about {demo_cpu:.0f} s of CPU"), ""]
     with open(args.out, "w") as fh:
         fh.write("\n".join(L))
@@ -873,8 +873,8 @@ README_PARAGRAPH = """## Proposed README sentence
 > cached per user (see above). The first ocmf fit in a fresh environment spends about
 > {extra:.0f} s compiling (one core of this project's 2-core machine), each other method's
 > first fit a few seconds more, and the first `fastpu demo` {demo} in all; later processes
-> load the cache (a default ocmf fit of a 2000 × 1000 matrix then takes {warm:.2f} s here, about
-> as long as implicit's ALS). `fastpu warmup` does the compiling for every method once, in two
+> load the cache (a default ocmf fit of a 2000 × 1000 matrix then takes {warm:.2f} s here,
+> implicit's ALS {imp:.2f} s). `fastpu warmup` does the compiling for every method once, in two
 > processes, for example right after installing."""
 
 

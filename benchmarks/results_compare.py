@@ -228,7 +228,10 @@ def write_report(path):
     method against tuned ALS (implicit's, else WRMF through ocmf)."""
     with open(path + ".json") as fh:
         saved = json.load(fh)
-    full = CompareResult(rows=saved["rows"], labels=saved["labels"], description=saved["description"])
+    desc = saved["description"]
+    if len({r["split"] for r in saved["rows"]}) == 1:
+        desc = desc.replace(" splits (seeds ", " split (seed ")
+    full = CompareResult(rows=saved["rows"], labels=saved["labels"], description=desc)
     summ = full.summary()
     ref = next((lab for lab in ("ALS (implicit)", "WRMF") if lab in summ), None)
     lines = [saved.get("head", ""), "", full.to_markdown(), ""]

@@ -168,6 +168,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             helper.join(5)
     print()
     print(_table(rows, _columns(ks)))
+    print("seconds: the fit's wall time; the first fit of each method in a process also compiles "
+          "its numba kernels, unless they are cached (`fastpu warmup`).")
     return 0
 
 

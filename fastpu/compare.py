@@ -76,21 +76,27 @@ class CompareResult:
     def to_markdown(self) -> str:
         """The summary as a markdown table (mean ± std over the splits), best nDCG@10 in bold.
 
+        With a single split there is no spread: the cells hold the value alone.
+
         Returns
         -------
         str
         """
         summ = self.summary()
         best = max(self.labels, key=lambda lab: summ[lab]["ndcg@10"][0])
+        n_splits = len({r["split"] for r in self.rows})
         head = ["method", *(h for h, _ in COLUMNS)]
         lines = [self.description, "", "| " + " | ".join(head) + " |", "|---" + "|---:" * len(COLUMNS) + "|"]
         for label in self.labels:
             cells = []
             for h, key in COLUMNS:
                 mu, sd = summ[label][key]
-                cells.append(f"{mu:.1f} ± {sd:.1f}" if key == "fit_seconds" else f"{mu:.4f} ± {sd:.4f}")
+                fmt = ".1f" if key == "fit_seconds" else ".4f"
+                cells.append(f"{mu:{fmt}} ± {sd:{fmt}}" if n_splits > 1 else f"{mu:{fmt}}")
             name = f"**{label}**" if label == best else label
             lines.append("| " + " | ".join([name, *cells]) + " |")
+        spread = "mean ± standard deviation over the splits" if n_splits > 1 else "one split: no spread"
+        lines += ["", f"Test scores, {spread}; in bold the method with the best mean nDCG@10."]
         return "\n".join(lines) + "\n"
 
     def plot(self, path: StrPath) -> None:

@@ -18,6 +18,7 @@ def test_demo_prints_a_table_with_the_baseline(monkeypatch, capsys):
     table = out.split("\n\n")[-1]
     assert "popularity" in table and "LR-wSQ (ocmf)" in table and "P@5" in table and "nDCG@5" in table
     assert "[ocmf] iter   2" in err           # per-iteration progress
+    assert "also compiles its numba kernels" in table   # the first fit's seconds include compiling
 
 
 def test_run_on_a_csv_and_save(tmp_path, capsys):

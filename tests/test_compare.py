@@ -42,6 +42,18 @@ def test_summary_is_mean_and_std_over_splits(result):
     assert md.count("**") == 2                 # the best nDCG@10 is bold
 
 
+def test_markdown_of_one_split_shows_no_spread():
+    vals = dict(zip([key for _, key in C.COLUMNS], (0.3, 0.25, 0.2, 0.9, 1.5)))
+    rows = [dict(label=lab, split=0, **{k: v * f for k, v in vals.items()})
+            for lab, f in (("A", 1.0), ("B", 0.5))]
+    md = C.CompareResult(rows=rows, labels=["A", "B"], description="d").to_markdown()
+    assert "±" not in md and "| **A** | 0.3000 | 0.2500 | 0.2000 | 0.9000 | 1.5 |" in md
+    assert "one split: no spread" in md
+    two = C.CompareResult(rows=rows + [dict(r, split=1) for r in rows], labels=["A", "B"],
+                          description="d").to_markdown()
+    assert "0.3000 ± 0.0000" in two and "mean ± standard deviation over the splits" in two
+
+
 def test_plot_writes_a_png(result, tmp_path):
     path = tmp_path / "cmp.png"
     result.plot(path)
