@@ -1,6 +1,6 @@
 """Run every performance report of issue 13, one after another, on a quiet machine.
 
-    python benchmarks/bench_perf.py            # all six reports (about 20 minutes on 2 cores)
+    python benchmarks/bench_perf.py            # all seven reports (about 20 minutes on 2 cores)
     python benchmarks/bench_perf.py ocmf csrr  # a subset
 
 Each script measures its ratios within its own run (configurations interleaved) and writes
@@ -23,6 +23,7 @@ AREAS = {
     "homf": ["bench_perf_homf.py"],
     "csrr": ["bench_perf_csrr.py"],
     "firstrun": ["bench_perf_firstrun.py", "--base-demo"],
+    "warm": ["bench_perf_warm.py"],
 }
 
 
