@@ -249,10 +249,6 @@ def compare(Y: Sparse | Dataset,
     """
     split = R.check_split(split)
     entries = _entries(methods, params, split)
-    _check_metric(metric)                  # before any fit, not inside the first tuned method
-    for label, method, fixed in entries:   # likewise the fixed kwargs each method's fit takes
-        if method != "popularity":
-            check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)", fixed)
     splits = V.check_int(splits, name="splits", minimum=1)
     budget = V.check_int(budget, name="budget", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
@@ -262,6 +258,10 @@ def compare(Y: Sparse | Dataset,
     data = Y
     Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
     feats = _row_features(entries, data, Y.shape[0]) if split == "rows" else {}
+    _check_metric(metric)                  # before any fit, not inside the first tuned method
+    for label, method, fixed in entries:   # likewise the fixed kwargs each method's fit takes
+        if method != "popularity":
+            check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)", fixed)
     ks = (5, 10)
     rows = []
     for s in range(splits):

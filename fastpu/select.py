@@ -372,7 +372,6 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     """
     fit, name = _fit_function(method)
     mname, mk = _check_metric(metric)
-    check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
     if n_trials is not None:
         n_trials = V.check_int(n_trials, name="n_trials", minimum=1)
     rng = V.check_seed(seed)
@@ -420,6 +419,8 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
 
         def score(model: Any) -> dict[str, float]:
             return evaluate(model, Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
+    # after split="rows"'s own check of the method, whose message says more than this one
+    check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
     space = _check_space(space, fit, fixed, *Y.shape)
     settings = _draw(space, n_trials, rng)
 
