@@ -227,3 +227,10 @@ def test_search_result_repr_is_short_and_names_the_key_fields(planted):
     assert "model=none" in repr(bare) and "trials=1" in repr(bare)
     import dataclasses                   # dataclass equality is unchanged (field by field)
     assert bare == dataclasses.replace(bare) and bare != dataclasses.replace(bare, best_iter=9)
+
+
+def test_rows_split_method_check_comes_before_the_unknown_kwarg_check(planted):
+    # als takes no user_features: the split="rows" message says why, not just "unknown keyword"
+    X = np.ones((planted.Y.shape[0], 2))
+    with pytest.raises(ValueError, match="split='rows' fits on user_features, but als does not take"):
+        select.search("als", planted.Y, {"alpha": [1.0]}, split="rows", user_features=X, k=2)
