@@ -355,6 +355,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import compare
 
+    if args.plot and not args.out:        # before loading and tuning, not silently after
+        raise ValueError(f"--plot {args.plot!r} needs --out (the markdown table written next to "
+                         "the chart); add --out FILE.md")
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     data = dataclasses.replace(data, Y=Y)
     if args.intercept:
@@ -455,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--threshold", type=float, default=None,
                       help="positives are values >= threshold (default: every stored entry)")
     cmp_.add_argument("--out", default=None, help="write the markdown table to this file")
-    cmp_.add_argument("--plot", default=None, help="with --out: also write a PNG bar chart here")
+    cmp_.add_argument("--plot", default=None, help="with --out (required): also write a PNG bar chart here")
     cmp_.add_argument("--seed", type=int, default=0, help="seed of the first split (default 0)")
     cmp_.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
     cmp_.add_argument("--quiet", action="store_true", help="no per-trial progress")

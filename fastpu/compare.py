@@ -26,7 +26,7 @@ from . import _validation as V
 from ._dataset import Dataset
 from ._typing import Sparse, StrPath, Threads
 from .metrics import evaluate, popularity
-from .select import NAMES, _fit_function, tune
+from .select import NAMES, _check_metric, _fit_function, check_fixed, tune
 from .split import holdout
 
 __all__ = ["COLUMNS", "CompareResult", "compare"]
@@ -227,7 +227,8 @@ def compare(Y: Sparse | Dataset,
     Raises
     ------
     TypeError, ValueError
-        Unknown method, duplicate labels, ``splits``/``budget`` < 1, a test fraction outside
+        Unknown method or ``metric``, a fixed keyword argument a method's fit does not take
+        (TypeError; both checked before any fit), duplicate labels, ``splits``/``budget`` < 1, a test fraction outside
         (0, 1), an unknown ``split``, or as :func:`fastpu.select.tune`. With ``split="rows"``:
         an entry without user features, features with the wrong number of rows, a method
         that does not take them or cannot start cold from them, or a test fraction that
@@ -263,6 +264,10 @@ def compare(Y: Sparse | Dataset,
     data = Y
     Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
     feats = _row_features(entries, data, Y.shape[0]) if split == "rows" else {}
+    _check_metric(metric)                  # before any fit, not inside the first tuned method
+    for label, method, fixed in entries:   # likewise the fixed kwargs each method's fit takes
+        if method != "popularity":
+            check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)", fixed)
     ks = (5, 10)
     rows = []
     for s in range(splits):
@@ -274,7 +279,8 @@ def compare(Y: Sparse | Dataset,
             Y_train, Y_test = holdout(Y, test_frac=test_frac, seed=seed + s)
             Y_seen = Y_train
             if Y_test.nnz == 0:
-                raise ValueError(f"test_frac={test_frac:g} holds out no positive of Y on split {s}; "
+                raise ValueError(f"test_frac={test_frac:g} holds out no positive of Y on split "
+                                 f"{s + 1}/{splits}; "
                                  "expected a fraction that leaves test positives (e.g. 0.2)")
         for label, method, fixed in entries:
             t0 = time.perf_counter()
@@ -291,7 +297,8 @@ def compare(Y: Sparse | Dataset,
                 except ValueError as exc:
                     part = f"test_frac={test_frac:g}" if split == "entries" else \
                         f"holding out {test_frac:g} of the rows"
-                    raise ValueError(f"compare: {label!r} on split {s} (the training part of Y after "
+                    raise ValueError(f"compare: {label!r} on split {s + 1}/{splits} (the training "
+                                     f"part of Y after "
                                      f"{part}): {exc}") from exc
                 model, best, best_iter = res.model, res.best_params, res.best_iter
                 fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")

@@ -56,6 +56,32 @@ class Factorization:
     user_ids: np.ndarray | None = None
     item_ids: np.ndarray | None = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # a dataclass subclass would get a generated repr printing every array in full;
+        # keep the short one unless the subclass writes its own
+        super().__init_subclass__(**kwargs)
+        if "__repr__" not in cls.__dict__:
+            cls.__repr__ = Factorization.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        """A one-line summary (the arrays, history and params are left out)."""
+        try:
+            m, n = self.shape
+            shape = f"{m} users × {n} items"
+        except (AttributeError, ValueError, IndexError):
+            shape = "shape unknown"
+        uf = self.user_factors
+        k = uf.shape[1] if getattr(uf, "ndim", 0) == 2 else "?"
+        ids = "yes" if self.user_ids is not None or self.item_ids is not None else "no"
+        parts = [f"method={self.method!r}", shape, f"k={k}",
+                 f"dtype={getattr(uf, 'dtype', type(uf).__name__)}",
+                 f"history={len(self.history)} entries", f"ids={ids}",
+                 f"extras={sorted(map(str, self.extras))}"]
+        base = {f.name for f in dataclasses.fields(Factorization)}
+        parts += [f"{f.name}={brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
+                  if f.name not in base]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
     @property
     def shape(self) -> tuple[int, int]:
         """(number of users, number of items)."""
@@ -125,6 +151,23 @@ class Factorization:
         from ._io import save
 
         save(self, path)
+
+
+def brief(value: Any) -> str:
+    """A short text for a value in a repr: scalars and short strings as they are, arrays and
+    matrices as their type and shape, containers as their type and length."""
+    if value is None or isinstance(value, (bool, int, float, np.number)):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else repr(value[:37] + "...")
+    shape = getattr(value, "shape", None)
+    if shape == () and hasattr(value, "item"):
+        return repr(value.item())
+    if isinstance(shape, tuple):
+        return f"<{type(value).__name__} {'×'.join(map(str, shape))}>"
+    if isinstance(value, (list, tuple, dict, set)):
+        return f"<{type(value).__name__} of {len(value)}>"
+    return f"<{type(value).__name__}>"
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

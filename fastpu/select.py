@@ -19,6 +19,7 @@ distribution with an ``rvs(random_state=...)`` method such as ``scipy.stats.logu
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import inspect
 import itertools
 import math
@@ -37,6 +38,7 @@ from ._dataset import Dataset
 from ._typing import Sparse, Threads
 from .baselines import BASELINES
 from .metrics import METRICS, evaluate
+from .model import brief
 from .split import validation_split
 
 __all__ = ["NAMES", "SPACES", "SearchResult", "default_space", "search", "tune"]
@@ -132,6 +134,14 @@ class SearchResult:
     metric: str
     trials: list
 
+    def __repr__(self) -> str:
+        """A one-line summary: metric, winner, its score and iteration, trials, model or not."""
+        params = ", ".join(f"{k!r}: {brief(v)}" for k, v in self.best_params.items())
+        model = "none" if self.model is None else f"attached ({type(self.model).__name__})"
+        return (f"SearchResult(metric={self.metric!r}, best_params={{{params}}}, "
+                f"best_iter={self.best_iter}, best_score={self.best_score:.6g}, "
+                f"trials={len(self.trials)}, model={model})")
+
     def table(self) -> str:
         """The trials as a markdown table, best first.
 
@@ -161,9 +171,39 @@ def _check_metric(metric: Any) -> tuple[str, int | None]:
         return "auc", None
     name, _, k = metric.partition("@")
     if name not in METRICS or name == "auc" or not k.isdigit() or int(k) < 1:
-        raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(m for m in METRICS if m != 'auc')} "
-                         f"and k >= 1, or 'auc'; got {metric!r}")
+        ranked = [m for m in METRICS if m != "auc"]
+        hint = _did_you_mean(name, set(ranked)) if name not in METRICS else ""
+        raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
+                         f"and k >= 1, or 'auc'; got {metric!r}{hint}")
     return name, int(k)
+
+
+def _fit_names(fit: Callable[..., Any]) -> set[str] | None:
+    """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``."""
+    params = inspect.signature(fit).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return set(params) - {"Y"}
+
+
+def _did_you_mean(key: str, names: set[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> None:
+    """Refuse fixed keyword arguments that ``fit`` does not take, before any trial runs.
+
+    ``label`` names the fit in the message (``"ocmf.fit"``); a fit taking ``**kwargs`` passes.
+    """
+    names = _fit_names(fit)
+    if names is None:
+        return
+    unknown = [key for key in fixed if key not in names]
+    if unknown:
+        hint = _did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
+        raise TypeError(f"{label} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(sorted(names))}")
 
 
 def _is_distribution(v: Any) -> bool:
@@ -178,11 +218,12 @@ def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: 
                         f"got {type(space).__name__}")
     if not space:
         raise ValueError("space is empty; give at least one parameter to search")
-    names = set(inspect.signature(fit).parameters) - {"Y"}
+    names = _fit_names(fit)
     out: dict[str, Any] = {}
     for key, val in space.items():
-        if key not in names:
-            raise ValueError(f"space has unknown parameter {key!r}; the fit takes {', '.join(sorted(names))}")
+        if names is not None and key not in names:
+            raise ValueError(f"space has unknown parameter {key!r}{_did_you_mean(key, names)}; "
+                             f"the fit takes {', '.join(sorted(names))}")
         if key in fixed:
             raise ValueError(f"{key!r} is both searched (in space) and fixed (a keyword argument); give it once")
         if key in ("n_iter", "callback", "verbose", "seed"):
@@ -303,7 +344,8 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     Raises
     ------
     TypeError, ValueError
-        Unknown method or metric, a space that names a parameter the fit does not take, an
+        Unknown method or metric, a fixed keyword argument (TypeError) or a space that names
+        a parameter (ValueError) the fit does not take (checked before any trial), an
         empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
         validation fraction outside (0, 1), or when every trial failed. ``split`` other than
         "entries"/"rows"; with ``split="rows"``: no ``user_features``, features with the wrong
@@ -377,6 +419,8 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
 
         def score(model: Any) -> dict[str, float]:
             return evaluate(model, Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
+    # after split="rows"'s own check of the method, whose message says more than this one
+    check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
     space = _check_space(space, fit, fixed, *Y.shape)
     settings = _draw(space, n_trials, rng)
 
@@ -517,7 +561,8 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
     Raises
     ------
     TypeError, ValueError
-        As :func:`search`; ``budget < 1``.
+        As :func:`search` (a keyword argument the method's fit does not take is a TypeError
+        before any trial); ``budget < 1``.
 
     Examples
     --------

@@ -222,3 +222,31 @@ def test_header_flags_for_two_columns_of_text_ids(tmp_path, capsys):
     assert f"(7×11, {n} positives)" in capsys.readouterr().out
     assert cli.main(argv + ["--header"]) == 0          # the first pair read as column names
     assert f"(7×11, {n - 1} positives)" in capsys.readouterr().out
+
+
+def test_compare_plot_without_out_exits_2_before_any_work(tmp_path, capsys, monkeypatch):
+    # --plot without --out used to exit 0 and write nothing
+    import fastpu.compare
+
+    def boom(*args, **kwargs):
+        raise AssertionError("compared although the options were inconsistent")
+
+    monkeypatch.setattr(fastpu.compare, "compare", boom)
+    png = tmp_path / "x.png"
+    assert cli.main(["compare", "--data", "ml-100k", "--plot", str(png), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("fastpu: --plot ") and "needs --out" in err and "\n" not in err
+    assert captured.out == "" and not png.exists()
+
+
+def test_compare_bad_metric_exits_2_naming_it(tmp_path, capsys):
+    Y = sp.random(20, 15, density=0.3, random_state=0, format="csr")
+    path = tmp_path / "y.npz"
+    sp.save_npz(path, Y)
+    code = cli.main(["compare", "--data", str(path), "--methods", "popularity,ocmf", "--splits", "1",
+                     "--budget", "1", "--metric", "ndgc@10"])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().startswith("fastpu: metric must be") and "'ndgc@10'" in captured.err
+    assert "[compare]" not in captured.err          # nothing was trained or reported

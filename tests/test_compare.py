@@ -72,3 +72,26 @@ def test_plot_writes_a_png(result, tmp_path):
 def test_bad_input_is_named(data, kw, exc, match):
     with pytest.raises(exc, match=match):
         C.compare(data.Y, **{"methods": ["popularity"], **kw})
+
+
+def test_bad_metric_is_refused_before_any_fit(data, monkeypatch):
+    # a typo used to train popularity first, then fail inside the first tuned method
+    def boom(*args, **kwargs):
+        raise AssertionError("fitted before the metric was checked")
+
+    monkeypatch.setattr(C, "popularity", boom)
+    monkeypatch.setattr(C, "tune", boom)
+    with pytest.raises(ValueError, match=r"metric must be '<name>@<k>'.*got 'ndgc@10' \(did you mean 'ndcg'\?\)"):
+        C.compare(data.Y, ["popularity", "ocmf"], splits=1, budget=1, metric="ndgc@10")
+
+
+def test_unknown_fixed_kwarg_is_refused_before_any_fit(data, monkeypatch):
+    monkeypatch.setattr(C, "popularity", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
+    with pytest.raises(TypeError, match=r"'SQ' \(ocmf\.fit\) got unknown keyword argument 'lamda' "
+                                        r"\(did you mean 'lam'\?\); it takes .*\blam\b"):
+        C.compare(data.Y, ["popularity", ("SQ", "ocmf", {"lamda": 1.0})], splits=1, budget=1)
+
+
+def test_errors_number_the_splits_from_1_like_the_progress(data):
+    with pytest.raises(ValueError, match=r"compare: 'SQ' on split 1/2 \(the training part"):
+        C.compare(data.Y, [("SQ", "ocmf", {"k": 0, "n_iter": 1})], splits=2, budget=1)

@@ -101,3 +101,30 @@ def test_model_module_exports_the_serving_names():
     for name in ("load", "recommend", "similar_items", "similar_users"):
         doc = getattr(model_mod, name).__doc__
         assert all(s in doc for s in ("Parameters", "Returns", "Raises", "Examples")), name
+
+
+def test_repr_is_short_and_names_the_key_fields():
+    # print(model) used to dump every factor, history entry and param (~16 KB)
+    rng = np.random.default_rng(0)
+    model = fp.Factorization(rng.normal(size=(100, 8)), rng.normal(size=(50, 8)).astype(np.float32),
+                             history=[{"iter": t, "objective": 1.0, "seconds": 0.1} for t in range(30)],
+                             params={"lam": 1.0, "big": np.ones(1000)}, method="ocmf",
+                             extras={"W": np.ones((6, 8)), "H": np.ones((4, 8))},
+                             user_ids=np.arange(100), item_ids=np.arange(50))
+    text = repr(model)
+    assert len(text) < 500 and "\n" not in text and str(model) == text
+    for part in ("Factorization(", "method='ocmf'", "100 users × 50 items", "k=8", "dtype=float64",
+                 "history=30 entries", "ids=yes", "extras=['H', 'W']"):
+        assert part in text, (part, text)
+    assert "ids=no" in repr(_model()) and "extras=[]" in repr(_model())
+    # dataclass equality is unchanged (field by field)
+    import dataclasses
+    assert model == dataclasses.replace(model) and model != dataclasses.replace(model, method="x")
+
+
+def test_subclass_repr_is_short_too():
+    Y = fp.datasets.synthetic(100, 50, rank=3, density=0.15, seed=0).Y
+    model = fp.csrr.fit(Y, variant="I", n_iter=2)
+    text = repr(model)
+    assert len(text) < 500 and text.startswith("CSRRModel(method='csrr', 100 users × 50 items")
+    assert "U=<ndarray 100×50>" in text and "V=<csr_array 100×50>" in text and "variant='I'" in text

@@ -177,3 +177,60 @@ def test_explicit_validation_pair_must_split_y(planted):
     assert res.best_score == pytest.approx(want["ndcg@10"], rel=1e-12)
     with pytest.raises(ValueError, match="do not add up to Y"):
         select.search("ocmf", Y, {"lam": [1.0]}, k=2, validation=(Y_fit, Y_fit))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda Y, f: select.tune("ocmf", Y, budget=2, lamda=1.0),
+     r"ocmf\.fit got unknown keyword argument 'lamda' \(did you mean 'lam'\?\); it takes .*\blam\b"),
+    (lambda Y, f: select.search("ocmf", Y, {"lam": [1.0]}, k=2, lamda=1.0, bogus=2),
+     r"ocmf\.fit got unknown keyword arguments 'lamda', 'bogus'; it takes .*\blam\b"),
+    (lambda Y, f: select.search(f, Y, {"a": [0.7]}, n_iter=2, b=1.0),
+     r"fit\(\) got unknown keyword argument 'b'; it takes a, callback, k, n_iter, n_threads, seed, verbose"),
+])
+def test_unknown_fixed_kwargs_are_refused_before_any_trial(planted, call, match):
+    # used to surface as a bare "fit() got an unexpected keyword argument" from the first trial
+    seen = []
+    with pytest.raises(TypeError, match=match):
+        call(planted.Y, _oracle_fit(planted, seen))
+    assert seen == []                      # the oracle fit was never called
+
+
+def test_space_key_typo_suggests_the_close_name(planted):
+    with pytest.raises(ValueError, match=r"unknown parameter 'lamda' \(did you mean 'lam'\?\)"):
+        select.search("ocmf", planted.Y, {"lamda": [1.0]}, k=2)
+
+
+def test_fits_taking_kwargs_still_take_any_fixed_or_searched_name(planted):
+    # wrmf passes **ocmf_params on to ocmf: names only ocmf knows are fine in either place
+    res = select.search("wrmf", planted.Y, {"init_scale": [0.05]}, k=2, n_iter=1, inner_iter=2)
+    assert res.best_params["inner_iter"] == 2 and res.best_params["init_scale"] == 0.05
+
+    def fit(Y, k, **kw):
+        return Factorization(np.ones((Y.shape[0], 1)), np.ones((Y.shape[1], 1)))
+
+    with pytest.raises(ValueError, match="every trial failed"):   # no callback: no score, but no TypeError
+        select.search(fit, planted.Y, {"anything": [1]}, other=2)
+
+
+def test_search_result_repr_is_short_and_names_the_key_fields(planted):
+    # print(result) used to print ~16 KB: the whole model, every trial's scores
+    X = np.ones((planted.Y.shape[0], 3))
+    res = select.search("ocmf", planted.Y, {"lam": [0.1, 1.0, 10.0]}, k=2, n_iter=3,
+                        user_features=X, metric="ndcg@5")
+    text = repr(res)
+    assert len(text) < 500 and "\n" not in text and str(res) == text
+    for part in ("metric='ndcg@5'", f"best_iter={res.best_iter}", f"best_score={res.best_score:.6g}",
+                 "trials=3", "model=attached (Factorization)", "'k': 2",
+                 f"'lam': {res.best_params['lam']!r}", "'user_features': <ndarray 80×3>"):
+        assert part in text, (part, text)
+    bare = select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, n_iter=1, refit=False)
+    assert "model=none" in repr(bare) and "trials=1" in repr(bare)
+    import dataclasses                   # dataclass equality is unchanged (field by field)
+    assert bare == dataclasses.replace(bare) and bare != dataclasses.replace(bare, best_iter=9)
+
+
+def test_rows_split_method_check_comes_before_the_unknown_kwarg_check(planted):
+    # als takes no user_features: the split="rows" message says why, not just "unknown keyword"
+    X = np.ones((planted.Y.shape[0], 2))
+    with pytest.raises(ValueError, match="split='rows' fits on user_features, but als does not take"):
+        select.search("als", planted.Y, {"alpha": [1.0]}, split="rows", user_features=X, k=2)
