@@ -170,8 +170,10 @@ def main(argv=None):
         for r in res.rows:
             rows.append(dict(r, split=s))
         done = sorted({r["split"] for r in rows})
-        desc = res.description.replace("; 1 random ", f"; {len(done)} random ").replace(
-            f"(seeds {s}..{s})", f"(seeds {', '.join(map(str, done))})")
+        desc = res.description
+        if len(done) > 1:
+            desc = desc.replace("; 1 random ", f"; {len(done)} random ").replace(
+                f"split (seed {s})", f"splits (seeds {', '.join(map(str, done))})")
         head = (f"Command: `python benchmarks/results_compare.py {shlex.join(argv or sys.argv[1:])}` "
                 f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
                 f"numba thread(s)); fastpu {fp.__version__}.")
@@ -229,7 +231,7 @@ def write_report(path):
     with open(path + ".json") as fh:
         saved = json.load(fh)
     desc = saved["description"]
-    if len({r["split"] for r in saved["rows"]}) == 1:
+    if len({r["split"] for r in saved["rows"]}) == 1:      # descriptions saved before the singular
         desc = desc.replace(" splits (seeds ", " split (seed ")
     full = CompareResult(rows=saved["rows"], labels=saved["labels"], description=desc)
     summ = full.summary()

@@ -314,16 +314,17 @@ def compare(Y: Sparse | Dataset,
             if verbose:
                 print(f"[compare] split {s + 1}/{splits}  {label:<16} P@5 {row['precision@5']:.4f}  "
                       f"nDCG@10 {row['ndcg@10']:.4f}  ({row['tune_seconds']:.1f}s)", file=sys.stderr, flush=True)
+    seeds = f"splits (seeds {seed}..{seed + splits - 1})" if splits > 1 else f"split (seed {seed})"
     if split == "rows":
         desc = (f"{name}: {Y.shape[0]} instances × {Y.shape[1]} labels, {Y.nnz} positives; {splits} "
-                f"random {1 - test_frac:.0%}/{test_frac:.0%} splits of the instances that have a label "
-                f"(seeds {seed}..{seed + splits - 1}); every method tuned by fastpu.select.tune("
+                f"random {1 - test_frac:.0%}/{test_frac:.0%} {seeds} of the instances that have a label; "
+                f"every method tuned by fastpu.select.tune("
                 f"split='rows') ({budget} trials, {metric} on 20% of the training instances held "
                 "out), refitted on the training instances, evaluated once on the test instances "
                 "scored from their features alone (cold start).")
     else:
         desc = (f"{name}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} positives; {splits} random per-user "
-                f"{1 - test_frac:.0%}/{test_frac:.0%} splits (seeds {seed}..{seed + splits - 1}); every "
+                f"{1 - test_frac:.0%}/{test_frac:.0%} {seeds}; every "
                 f"method tuned by fastpu.select.tune ({budget} trials, {metric} on a validation split of "
                 f"the training part), refitted on the training part, evaluated once on the test part.")
     return CompareResult(rows=rows, labels=[lab for lab, _, _ in entries], description=desc)

@@ -42,6 +42,12 @@ def test_summary_is_mean_and_std_over_splits(result):
     assert md.count("**") == 2                 # the best nDCG@10 is bold
 
 
+def test_description_counts_the_splits(data, result):
+    assert "2 random per-user 80%/20% splits (seeds 4..5)" in result.description
+    one = C.compare(data, ["popularity"], splits=1, seed=7)
+    assert "1 random per-user 80%/20% split (seed 7)" in one.description
+
+
 def test_markdown_of_one_split_shows_no_spread():
     vals = dict(zip([key for _, key in C.COLUMNS], (0.3, 0.25, 0.2, 0.9, 1.5)))
     rows = [dict(label=lab, split=0, **{k: v * f for k, v in vals.items()})
