@@ -231,8 +231,10 @@ def _resolve_abar(loss, a_bar):
 
 
 def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph,
-             negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None):
+             negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None, fit=False):
     Y = _canonical_y(Y)
+    if fit:                         # a fit needs a user, an item and a positive; objective() does not
+        V.check_trainable(Y)
     m, n = Y.shape
     V.check_choice(loss, name="loss", choices=LOSSES)
     V.check_choice(negatives, name="negatives", choices=NEGATIVES)
