@@ -456,7 +456,9 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
 def _penalty(reg, VX, VH, VY):
     if reg == 0.0:
         return 0.0
-    return reg * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
+    # a diverging run overflows here: the objective's check (Progress) names the cause instead
+    with np.errstate(over="ignore", invalid="ignore"):
+        return reg * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
 
 
 def _gradients(prob, tp, VX, VH, VY):

@@ -143,6 +143,40 @@ def test_fbgd_huge_lr_warns_that_it_diverged():
     assert "fbgd: the objective grew from" in msgs[0] and "lower lr (now 1e+06)" in msgs[0]
 
 
+def _diverging_fbgd_fits():
+    rng = np.random.default_rng(0)
+    x, h, y = rng.integers(0, 6, 40), rng.integers(0, 3, 40), rng.integers(0, 5, 40)
+    T, pairs = fp.fbgd.triples_to_pairs(x, h, y, shape=(6, 3, 5))
+    return {
+        "gd lr=1": lambda: fp.fbgd.fit(_Y(), 4, optimizer="gd", lr=1.0, n_iter=5),
+        "gd features": lambda: fp.fbgd.fit(_Y(), 4, user_features=rng.normal(size=(30, 3)) * 100,
+                                           optimizer="gd", lr=10.0, reg=0.1, n_iter=5),
+        "tensor cp": lambda: fp.fbgd.fit_tensor(T, 2, pairs=pairs, tensor="cp", optimizer="gd",
+                                                lr=100.0, reg=0.1, n_iter=8),
+        "tensor pitf": lambda: fp.fbgd.fit_tensor(T, 2, pairs=pairs, tensor="pitf", optimizer="gd",
+                                                  lr=1.0, reg=0.1, n_iter=8),
+    }
+
+
+@pytest.mark.parametrize("case", list(_diverging_fbgd_fits()))
+def test_a_diverging_fbgd_fit_raises_its_own_error_and_no_numpy_warning(case):
+    """The penalty reg·‖Θ‖² overflows first in a diverging run: numpy's 'overflow encountered in
+    square' used to leak before fastpu's own FloatingPointError said what to lower."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(FloatingPointError, match="objective became nan .*lower lr"):
+            _diverging_fbgd_fits()[case]()
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
+def test_a_diverging_fbgd_fit_still_warns_in_its_own_words():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fp.fbgd.fit(_Y(), 4, lr=1e6, reg=0.1, n_iter=5)
+    assert [w.category for w in caught] == [ConvergenceWarning]
+    assert "the iteration diverged" in str(caught[0].message)
+
+
 def test_fbgd_huge_features_advice_names_the_features():
     X = np.full((30, 3), 1e6)
     _, msgs = _convergence_warnings(lambda: fp.fbgd.fit(_Y(), 4, user_features=X, n_iter=3))
