@@ -169,6 +169,22 @@ def test_a_diverging_fbgd_fit_raises_its_own_error_and_no_numpy_warning(case):
     assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(loss="square", init_scale=1e200), dict(solver="gd"),
+                                dict(fast_path=False), dict(user_features="normal"), dict(dtype="float32")],
+                         ids=["logistic", "square", "gd", "tron", "features", "float32"])
+def test_a_diverging_ocmf_fit_raises_its_own_error_and_no_numpy_warning(kw):
+    """Huge starting factors overflow ‖W‖², the row objectives (inf - inf) and TRON's sub-problem:
+    numpy's warnings used to come before fastpu's FloatingPointError naming init_scale."""
+    kw = dict(dict(init_scale=1e100), **kw)
+    if kw.get("user_features") == "normal":
+        kw["user_features"] = np.random.default_rng(0).normal(size=(30, 3))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(FloatingPointError, match="not finite|objective became nan"):
+            fp.ocmf.fit(_Y(), 2, n_iter=3, **kw)
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
 def test_a_diverging_fbgd_fit_still_warns_in_its_own_words():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
