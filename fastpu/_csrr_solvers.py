@@ -55,8 +55,11 @@ class _Data:
         return sp.csr_array((data, self.indices, self.indptr), shape=self.shape)
 
 
-def _positives(Y):
+def _positives(Y, *, fit=False):
+    """The positives of Y (stored values > 0); ``fit``: refuse a Y no fit can learn from."""
     Y = Vd.check_csr(Y, name="Y")
+    if fit:
+        Vd.check_trainable(Y)
     keep = Y.data > 0
     if not keep.all():
         Y = sp.csr_array(Y)

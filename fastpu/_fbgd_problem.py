@@ -232,7 +232,9 @@ def _check_embedding_pair(P: ArrayLike, Q: ArrayLike, m: int,
 def _penalty(reg, prob, theta_x, theta_y):
     if reg == 0.0:
         return 0.0
-    return reg * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
+    # a diverging run overflows here: the objective's check (Progress) names the cause instead
+    with np.errstate(over="ignore", invalid="ignore"):
+        return reg * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
 
 
 def _gradients(prob, theta_x, theta_y):

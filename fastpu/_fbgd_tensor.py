@@ -393,7 +393,8 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
         On wrongly typed arguments.
     ValueError
         On bad shapes, repeated or out-of-range pairs, NaN/inf, negative weights,
-        unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory.
+        unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory; if
+        ``Y`` has no row or no column, or no positive (no stored nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``).
 
@@ -410,7 +411,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     >>> model.history[-1]["objective"] < model.extras["initial_objective"]
     True
     """
-    Y = V.check_csr(Y, name="Y")
+    Y = V.check_trainable(V.check_csr(Y, name="Y"))
     k = V.check_k(k)
     tensor = V.check_choice(tensor, name="tensor", choices=_TENSORS)
     px, ph, n_x, n_h = _check_pairs(pairs, Y.shape[0], n_x, n_h)
@@ -455,7 +456,9 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
 def _penalty(reg, VX, VH, VY):
     if reg == 0.0:
         return 0.0
-    return reg * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
+    # a diverging run overflows here: the objective's check (Progress) names the cause instead
+    with np.errstate(over="ignore", invalid="ignore"):
+        return reg * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
 
 
 def _gradients(prob, tp, VX, VH, VY):

@@ -231,8 +231,10 @@ def _resolve_abar(loss, a_bar):
 
 
 def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph,
-             negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None):
+             negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None, fit=False):
     Y = _canonical_y(Y)
+    if fit:                         # a fit needs a user, an item and a positive; objective() does not
+        V.check_trainable(Y)
     m, n = Y.shape
     V.check_choice(loss, name="loss", choices=LOSSES)
     V.check_choice(negatives, name="negatives", choices=NEGATIVES)
@@ -408,10 +410,13 @@ class SubProblem:
     def fun(self, w: np.ndarray) -> float:
         W = self._mat(w)
         B = self._B(W)
-        lplus = self._lplus(B)
-        lminus = self.const + self._quad(W, B) - 2.0 * self.abar * float(self.dvec @ W @ self.kappa)
-        self._w_trial, self._B_trial = W, B
-        return lplus + lminus + self._reg(W, B)
+        # a diverging run overflows here: the solver checks the value and names the cause
+        with np.errstate(over="ignore", invalid="ignore"):
+            lplus = self._lplus(B)
+            lminus = (self.const + self._quad(W, B)
+                      - 2.0 * self.abar * float(self.dvec @ W @ self.kappa))
+            self._w_trial, self._B_trial = W, B
+            return lplus + lminus + self._reg(W, B)
 
     def _ensure_trial(self, w):
         W = self._mat(w)
@@ -513,8 +518,10 @@ def _sum_squares(A, block=1 << 16):
     """Σ A² accumulated in float64, a block at a time (no float64 copy of a float32 A)."""
     flat = A.reshape(-1)
     total = 0.0
-    for lo in range(0, flat.size, block):
-        total += float(np.square(flat[lo:lo + block], dtype=np.float64).sum())
+    # a diverging run overflows here: the objective's check (Progress) names the cause instead
+    with np.errstate(over="ignore", invalid="ignore"):
+        for lo in range(0, flat.size, block):
+            total += float(np.square(flat[lo:lo + block], dtype=np.float64).sum())
     return total
 
 
@@ -581,9 +588,11 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
                    entries.corr, q_quad, setup.abar, E, M, kappa, p_quad, side.lam,
                    W, nsteps, csteps, 1e-3, local_max, f_rows, f0_rows)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
-        if start is not None:
-            start.append(float(f0_rows.sum()) + const)
-        return W, 0, float(f_rows.sum()) + const
+        # rows of a diverging run hold ±inf (inf - inf in the sum): Progress reports the objective
+        with np.errstate(over="ignore", invalid="ignore"):
+            if start is not None:
+                start.append(float(f0_rows.sum()) + const)
+            return W, 0, float(f_rows.sum()) + const
     prob = SubProblem(setup, entries, side, _f64(E), p_quad, q_quad)
     res = solve(prob, W.ravel(), max_iter=inner_iter)          # the solvers work on a float64 copy
     return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.n_iter, res.fun

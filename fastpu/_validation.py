@@ -94,6 +94,32 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
     return out
 
 
+def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
+    """Refuse a training matrix no fit can learn from; return ``Y`` unchanged.
+
+    Every method's ``fit`` calls this on its canonical Y (after :func:`check_csr`). Functions
+    that legitimately take an empty matrix (splits, metrics, fold-in, serving, objectives) do
+    not: the check belongs to the fit entry points only.
+
+    Raises
+    ------
+    ValueError
+        If ``Y`` has a zero dimension (no user or no item), or no positive: no stored entry
+        with a nonzero value (the positives are the stored entries; a stored zero weighs
+        nothing).
+    """
+    m, n = (int(s) for s in Y.shape)
+    if m == 0 or n == 0:
+        raise ValueError(f"{name} has shape {m}×{n}; expected at least one user and one item "
+                         "(a matrix with one row per user and one column per item)")
+    if not np.count_nonzero(np.asarray(Y.data)[: int(Y.nnz)]):
+        stored = int(Y.nnz)
+        what = "no stored entries" if not stored else f"{stored} stored entries, all zero"
+        raise ValueError(f"{name} has shape {m}×{n} but no positive entries ({what}); expected at "
+                         "least one positive (a stored nonzero value) to fit a model")
+    return Y
+
+
 def _check_compressed_structure(Y: Sparse, name: str) -> None:
     """Reject malformed CSR/CSC (before scipy or a kernel reads out of bounds)."""
     indptr, indices = np.asarray(Y.indptr), np.asarray(Y.indices)

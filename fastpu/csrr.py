@@ -226,7 +226,8 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
         ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
         fit needs (factors, or the dense U) exceeds the available memory
-        (:func:`fastpu._validation.check_alloc`).
+        (:func:`fastpu._validation.check_alloc`); if ``Y`` has no row or no column (at least
+        one user and one item are expected), or no positive (no stored value > 0).
     FloatingPointError
         If the objective becomes non-finite.
 
@@ -266,7 +267,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
         k = 32 if k is None else Vd.check_k(k)
     elif k is not None:
         raise ValueError(f"k is the rank of variant 'e'; variant {variant!r} has no fixed rank, got k={k!r}")
-    data = _positives(Y)
+    data = _positives(Y, fit=True)
     m, n = data.shape
     if variant != "e":
         Vd.check_dense_size(m, n, what=f"CSRR-{variant} (dense U)",

@@ -288,7 +288,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     TypeError
         On wrongly typed arguments.
     ValueError
-        On bad shapes, NaN/inf, negative weights or unknown options.
+        On bad shapes, NaN/inf, negative weights or unknown options; if ``Y`` has no row or no
+        column (at least one user and one item are expected), or no positive (no stored
+        nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``); the message
         names the likely cause (``lr``, feature or weight scale).
@@ -312,7 +314,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     >>> model.history[-1]["objective"] < model.extras["initial_objective"]
     True
     """
-    Y = V.check_csr(Y, name="Y")
+    Y = V.check_trainable(V.check_csr(Y, name="Y"))
     m, n = Y.shape
     k = V.check_k(k)
     Zx, has_ux = _feature_csr(user_features, name="user_features", n_rows=m)

@@ -447,7 +447,8 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         block (5·N·``block_size`` floats) exceed the available memory; and in exact mode
         when N² > :data:`EXACT_LIMIT` (10¹⁰): exact mode walks every column of f_T(A) as a
         dense N-vector, so its cost grows as N² even with few positives — use
-        ``mode="dense"`` there.
+        ``mode="dense"`` there; if ``Y`` has no row or no column (at least one user and one
+        item are expected), or no positive (no stored nonzero value).
     FloatingPointError
         If the objective becomes non-finite.
 
@@ -475,7 +476,7 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     callback = V_.check_callback(callback)
     rng = V_.check_seed(seed)
     g = V_.check_choice(g, name="g", choices=_G_CHOICES)
-    Y = V_.check_csr(Y, name="Y", nonnegative=(g == "linear"))
+    Y = V_.check_trainable(V_.check_csr(Y, name="Y", nonnegative=(g == "linear")))
     A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
                           g_user_graph=g_user_graph, g_item_graph=g_item_graph)
     m, n = Y.shape

@@ -202,7 +202,9 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         non-negative; ``k < 1``; unknown ``loss``, ``solver``, ``negatives`` or ``dtype``;
         malformed CSR; a dense variant above its size limit; a ``k`` (or feature width) whose
         factors and work arrays exceed the available memory; ``a_bar``, ``rho``, ``p``, ``q``
-        so large that the unlabeled term overflows.
+        so large that the unlabeled term overflows; a ``Y`` with no row or no column
+        (ValueError: at least one user and one item are expected), or with no positive (no
+        stored nonzero value).
     FloatingPointError
         If the objective becomes non-finite; the message names the inputs to scale.
 
@@ -242,7 +244,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
                             Z=item_features, user_graph=user_graph, item_graph=item_graph, lam=lam,
                             lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=rng,
-                            dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h)
+                            dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h, fit=True)
         params["a_bar"] = setup.abar
         params["lam_w"], params["lam_h"] = setup.user.lam, setup.item.lam
         square = setup.kind == SQUARE
@@ -334,7 +336,8 @@ def _init_factor(rng: np.random.Generator, rows: int, k: int, scale: float, dtyp
         b = buf[:min(rows, lo + block) - lo]
         rng.standard_normal(out=b)
         b *= scale
-        A[lo:lo + b.shape[0]] = b
+        with np.errstate(over="ignore"):      # inf in float32: the objective's check names init_scale
+            A[lo:lo + b.shape[0]] = b
     return A
 
 

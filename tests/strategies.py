@@ -6,13 +6,17 @@ from hypothesis import strategies as st
 
 
 @st.composite
-def csr_matrices(draw, min_rows=1, max_rows=8, min_cols=1, max_cols=8, values="weights"):
+def csr_matrices(draw, min_rows=1, max_rows=8, min_cols=1, max_cols=8, values="weights",
+                 positive=False):
+    """``positive=True``: at least one stored entry (a training Y: every fit refuses one without)."""
     m = draw(st.integers(min_rows, max_rows))
     n = draw(st.integers(min_cols, max_cols))
     density = draw(st.sampled_from([0.0, 0.15, 0.4, 0.8]))
     seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
     mask = rng.random((m, n)) < density
+    if positive and not mask.any():
+        mask[rng.integers(m), rng.integers(n)] = True
     if values == "ones":
         vals = np.ones((m, n))
     elif values == "signed":

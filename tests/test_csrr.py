@@ -26,10 +26,15 @@ def _one_thread():
 
 
 def _pu(seed, m, n, density=None):
-    """A random 0/1 CSR (empty rows, empty columns and nnz = 0 all occur) and its dense A."""
+    """A random 0/1 CSR (empty rows and columns occur) and its dense A.
+
+    It has at least one positive: every fit refuses a Y without one (test_validation_empty.py).
+    """
     rng = np.random.default_rng(seed)
     dens = rng.uniform(0.0, 0.7) if density is None else density
     A = (rng.random((m, n)) < dens).astype(float)
+    if not A.any():
+        A[rng.integers(m), rng.integers(n)] = 1.0
     Y = sp.csr_array(A * rng.integers(1, 6, size=(m, n)))     # ratings: binarised by csrr
     return Y, A
 

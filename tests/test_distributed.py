@@ -291,9 +291,11 @@ def test_bad_pairs_input(dask_client):
         dfit(ddf(user=[0, 1], item=[0, 1], value=["x", "y"]), 2, client=dask_client)
     with pytest.raises(ValueError, match="'value' has negative values"):
         dfit(ddf(user=[0, 1], item=[0, 1], value=[1.0, -1.0]), 2, client=dask_client)
-    with pytest.raises(ValueError, match="is empty; pass shape"):
-        dfit(ddf(user=np.zeros(0, np.int64), item=np.zeros(0, np.int64)), 2,
-                        client=dask_client)
+    for shape in (None, (3, 2)):          # an empty dataframe is refused, with a shape too
+        with pytest.raises(ValueError, match=r"Y \(a dask dataframe of pairs\) is empty .* expected at "
+                                             "least one positive"):
+            dfit(ddf(user=np.zeros(0, np.int64), item=np.zeros(0, np.int64)), 2,
+                 client=dask_client, shape=shape)
 
 
 # ---------------------------------------------------------------------------- losing a worker

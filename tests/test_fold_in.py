@@ -251,7 +251,7 @@ def test_fbgd_singular_rows_fall_back_to_minimum_norm():
 
 # ------------------------------------------------------------------------------------ homf
 
-@given(R=csr_matrices(min_rows=2, max_rows=6, min_cols=2, max_cols=6), Rn=csr_matrices(max_rows=3,
+@given(R=csr_matrices(min_rows=2, max_rows=6, min_cols=2, max_cols=6, positive=True), Rn=csr_matrices(max_rows=3,
        max_cols=6), T=st.integers(1, 4), g=st.sampled_from(["exp", "linear", "step"]),
        mode=st.sampled_from(["exact", "dense"]), graph=st.booleans(), seed=seeds)
 def test_homf_equals_augmented_dense_reference(R, Rn, T, g, mode, graph, seed):

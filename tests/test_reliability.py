@@ -143,6 +143,56 @@ def test_fbgd_huge_lr_warns_that_it_diverged():
     assert "fbgd: the objective grew from" in msgs[0] and "lower lr (now 1e+06)" in msgs[0]
 
 
+def _diverging_fbgd_fits():
+    rng = np.random.default_rng(0)
+    x, h, y = rng.integers(0, 6, 40), rng.integers(0, 3, 40), rng.integers(0, 5, 40)
+    T, pairs = fp.fbgd.triples_to_pairs(x, h, y, shape=(6, 3, 5))
+    return {
+        "gd lr=1": lambda: fp.fbgd.fit(_Y(), 4, optimizer="gd", lr=1.0, n_iter=5),
+        "gd features": lambda: fp.fbgd.fit(_Y(), 4, user_features=rng.normal(size=(30, 3)) * 100,
+                                           optimizer="gd", lr=10.0, reg=0.1, n_iter=5),
+        "tensor cp": lambda: fp.fbgd.fit_tensor(T, 2, pairs=pairs, tensor="cp", optimizer="gd",
+                                                lr=100.0, reg=0.1, n_iter=8),
+        "tensor pitf": lambda: fp.fbgd.fit_tensor(T, 2, pairs=pairs, tensor="pitf", optimizer="gd",
+                                                  lr=1.0, reg=0.1, n_iter=8),
+    }
+
+
+@pytest.mark.parametrize("case", list(_diverging_fbgd_fits()))
+def test_a_diverging_fbgd_fit_raises_its_own_error_and_no_numpy_warning(case):
+    """The penalty reg·‖Θ‖² overflows first in a diverging run: numpy's 'overflow encountered in
+    square' used to leak before fastpu's own FloatingPointError said what to lower."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(FloatingPointError, match="objective became nan .*lower lr"):
+            _diverging_fbgd_fits()[case]()
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(loss="square", init_scale=1e200), dict(solver="gd"),
+                                dict(fast_path=False), dict(user_features="normal"), dict(dtype="float32")],
+                         ids=["logistic", "square", "gd", "tron", "features", "float32"])
+def test_a_diverging_ocmf_fit_raises_its_own_error_and_no_numpy_warning(kw):
+    """Huge starting factors overflow ‖W‖², the row objectives (inf - inf) and TRON's sub-problem:
+    numpy's warnings used to come before fastpu's FloatingPointError naming init_scale."""
+    kw = dict(dict(init_scale=1e100), **kw)
+    if kw.get("user_features") == "normal":
+        kw["user_features"] = np.random.default_rng(0).normal(size=(30, 3))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(FloatingPointError, match="not finite|objective became nan"):
+            fp.ocmf.fit(_Y(), 2, n_iter=3, **kw)
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+
+
+def test_a_diverging_fbgd_fit_still_warns_in_its_own_words():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fp.fbgd.fit(_Y(), 4, lr=1e6, reg=0.1, n_iter=5)
+    assert [w.category for w in caught] == [ConvergenceWarning]
+    assert "the iteration diverged" in str(caught[0].message)
+
+
 def test_fbgd_huge_features_advice_names_the_features():
     X = np.full((30, 3), 1e6)
     _, msgs = _convergence_warnings(lambda: fp.fbgd.fit(_Y(), 4, user_features=X, n_iter=3))
@@ -197,12 +247,17 @@ def test_fbgd_init_std_zero_warns():
     assert len(msgs) == 1 and "init_std=0" in msgs[0]
 
 
-def test_no_warning_for_an_empty_Y():
+def test_an_empty_Y_is_refused_without_a_warning():
+    """A Y with no positive is an error (not a model and a misleading warning): see
+    test_validation_empty.py for every fit."""
     Y = sp.csr_array((6, 5))
     for call in (lambda: fp.csrr.fit(Y, 2, n_iter=2), lambda: fp.fbgd.fit(Y, 2, init_std=0, n_iter=2),
                  lambda: fp.ocmf.fit(Y, 2, init_scale=0, loss="square", n_iter=2)):
-        _, msgs = _convergence_warnings(call)
-        assert msgs == []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ValueError, match="Y has shape 6×5 but no positive entries"):
+                call()
+        assert caught == []
 
 
 @pytest.mark.parametrize("features", [sp.csr_array((30, 0)), np.zeros((30, 0))], ids=["sparse", "dense"])

@@ -89,7 +89,9 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
     ValueError, TypeError
         An unknown method or a variant with no distributed form (the message names the
         single-machine function to use); a pairs dataframe with missing columns, non-integer or
-        negative ids, or ids outside ``shape``; any error the method's own checks raise.
+        negative ids, or ids outside ``shape``; a ``Y`` with no row or no column, or with no
+        positive (an empty dataframe, or a sparse Y with no stored nonzero value); any error
+        the method's own checks raise.
     RuntimeError
         If every worker holding the fit's initial data died at once, so that Dask cannot
         recompute what was lost (a single lost worker is recovered and gives the same model).
@@ -117,7 +119,7 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         Y = Y.Y
     pairs = _is_dask_dataframe(Y)
     if not pairs:
-        Y = V.check_csr(Y, name="Y")
+        Y = V.check_trainable(V.check_csr(Y, name="Y"))
         if shape is not None:
             raise TypeError("shape= is only for a dask dataframe of pairs; a sparse Y has its own shape")
     if n_blocks is not None:

@@ -216,12 +216,10 @@ def check_pairs(client, ddf, shape):
     stats = client.compute([ddf["user"].min(), ddf["item"].min(), ddf["user"].max(),
                             ddf["item"].max(), ddf["user"].count()], sync=True)
     umin, imin, umax, imax, count = (_int_or_none(s) for s in stats)
-    if not count:
-        if shape is None:
-            raise ValueError("Y (a dask dataframe of pairs) is empty; pass shape=(m, n) to fit "
-                             "an empty matrix")
-        umin = imin = 0
-        umax = imax = -1
+    if not count:                  # the same refusal as V.check_trainable for a sparse Y
+        raise ValueError(f"Y (a dask dataframe of pairs) is empty (shape={shape}) and has no "
+                         "positive entries; expected at least one positive (a user, item pair) "
+                         "to fit a model")
     for c, lo in (("user", umin), ("item", imin)):
         if lo < 0:
             raise ValueError(f"Y's column '{c}' has negative ids (min {lo}); expected ids in "
