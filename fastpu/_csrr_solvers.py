@@ -52,7 +52,10 @@ class _Data:
         return self.indices.size
 
     def csr(self, data):
-        return sp.csr_array((data, self.indices, self.indptr), shape=self.shape)
+        """A CSR matrix with ``data`` on the positives, owning copies of the index arrays: the
+        caller may prune it (``eliminate_zeros`` works in place on the index arrays, and every
+        matrix built from this pattern would see the change)."""
+        return sp.csr_array((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
 
 
 def _positives(Y, *, fit=False):

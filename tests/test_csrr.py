@@ -196,6 +196,18 @@ def test_algorithm1_matches_dense_step_for_step(seed, shape, variant, alpha, lam
     assert len(seen) == n_iter
 
 
+def test_v_tilde_survives_a_returned_v_of_zeros():
+    # Ṽ and V are built on the same pattern of positives; pruning V's zeros once emptied Ṽ too
+    Y, A = sp.csr_array(np.array([[2.0, 0.0, 1.0]])), np.array([[1.0, 0.0, 1.0]])
+    with pytest.warns(fp.ConvergenceWarning):           # the returned U and V are all zero here
+        model = csrr.fit(Y, variant="I", alpha=4.5, lam1=0.0, lam2=0.0, eta=0.2, n_iter=4,
+                         svd_method="full")
+    ref = naive.algorithm1(A, "I", 4.5, 0.0, 0.0, 0.2, 4)
+    assert not ref[-1]["V"].any() and ref[-1]["Vt"].any()
+    np.testing.assert_allclose(_dense_v(model), ref[-1]["V"], atol=1e-12)
+    np.testing.assert_allclose(model.extras["V_tilde"].toarray(), ref[-1]["Vt"], atol=1e-12)
+
+
 def test_algorithm1_truncated_svd_matches_dense():
     # large enough that the truncated SVD path (ARPACK, rank grown to the threshold) is used
     Y, A = _pu(3, 90, 80, density=0.15)
