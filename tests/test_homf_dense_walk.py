@@ -160,7 +160,9 @@ def _previous_dense_fit(A, At, U, V, T, lam, n_iter):
        T=st.integers(1, 5), k=st.integers(1, 5), graphs=st.booleans())
 def test_dense_fit_equals_the_previous_unfused_loop(threads, m, n, density, seed, T, k, graphs):
     rng = np.random.default_rng(seed)
-    R = sp.csr_array(rng.integers(1, 6, (m, n)) * (rng.random((m, n)) < density), dtype=float)
+    mask = rng.random((m, n)) < density
+    mask.flat[rng.integers(m * n)] = True          # a fit needs at least one positive
+    R = sp.csr_array(rng.integers(1, 6, (m, n)) * mask, dtype=float)
     kw = {}
     if graphs:
         S = rng.random((m, m)) * (rng.random((m, m)) < 0.5)
