@@ -195,7 +195,12 @@ def check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> N
     """Refuse fixed keyword arguments that ``fit`` does not take, before any trial runs.
 
     ``label`` names the fit in the message (``"ocmf.fit"``); a fit taking ``**kwargs`` passes.
+    ``callback`` is refused for every fit: the search passes its own, which scores each
+    iteration on the validation split.
     """
+    if "callback" in fixed:
+        raise TypeError(f"{label} got callback=; the search passes its own callback (it scores "
+                        "every outer iteration on the validation split), so give none")
     names = _fit_names(fit)
     if names is None:
         return
@@ -345,7 +350,8 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     ------
     TypeError, ValueError
         Unknown method or metric, a fixed keyword argument (TypeError) or a space that names
-        a parameter (ValueError) the fit does not take (checked before any trial), an
+        a parameter (ValueError) the fit does not take (checked before any trial), a
+        ``callback`` keyword (TypeError: the search passes its own), an
         empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
         validation fraction outside (0, 1), or when every trial failed. ``split`` other than
         "entries"/"rows"; with ``split="rows"``: no ``user_features``, features with the wrong

@@ -186,6 +186,10 @@ def test_explicit_validation_pair_must_split_y(planted):
      r"ocmf\.fit got unknown keyword arguments 'lamda', 'bogus'; it takes .*\blam\b"),
     (lambda Y, f: select.search(f, Y, {"a": [0.7]}, n_iter=2, b=1.0),
      r"fit\(\) got unknown keyword argument 'b'; it takes a, callback, k, n_iter, n_threads, seed, verbose"),
+    (lambda Y, f: select.search(f, Y, {"a": [0.7]}, n_iter=2, callback=print),
+     r"fit\(\) got callback=; the search passes its own callback"),
+    (lambda Y, f: select.tune("ocmf", Y, budget=2, callback=print),
+     r"ocmf\.fit got callback=; the search passes its own callback"),
 ])
 def test_unknown_fixed_kwargs_are_refused_before_any_trial(planted, call, match):
     # used to surface as a bare "fit() got an unexpected keyword argument" from the first trial
