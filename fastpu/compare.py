@@ -228,10 +228,10 @@ def compare(Y: Sparse | Dataset,
     ------
     TypeError, ValueError
         Unknown method or ``metric``, a fixed keyword argument a method's fit does not take
-        (TypeError; both checked before any fit), duplicate labels, ``splits``/``budget`` < 1, a test fraction outside
-        (0, 1), an unknown ``split``, or as :func:`fastpu.select.tune`. With ``split="rows"``:
-        an entry without user features, features with the wrong number of rows, a method
-        that does not take them or cannot start cold from them, or a test fraction that
+        (TypeError; both checked before any fit), duplicate labels, ``splits``/``budget`` < 1, a
+        test fraction outside (0, 1), an unknown ``split``, or as :func:`fastpu.select.tune`. With
+        ``split="rows"``: an entry without user features, features with the wrong number of rows, a
+        method that does not take them or cannot start cold from them, or a test fraction that
         holds out no row or every row with a label.
 
     Examples
@@ -280,8 +280,8 @@ def compare(Y: Sparse | Dataset,
             Y_seen = Y_train
             if Y_test.nnz == 0:
                 raise ValueError(f"test_frac={test_frac:g} holds out no positive of Y on split "
-                                 f"{s + 1}/{splits}; "
-                                 "expected a fraction that leaves test positives (e.g. 0.2)")
+                                 f"{s + 1}/{splits}; expected a fraction that leaves test "
+                                 "positives (e.g. 0.2)")
         for label, method, fixed in entries:
             t0 = time.perf_counter()
             if method == "popularity":
@@ -298,8 +298,7 @@ def compare(Y: Sparse | Dataset,
                     part = f"test_frac={test_frac:g}" if split == "entries" else \
                         f"holding out {test_frac:g} of the rows"
                     raise ValueError(f"compare: {label!r} on split {s + 1}/{splits} (the training "
-                                     f"part of Y after "
-                                     f"{part}): {exc}") from exc
+                                     f"part of Y after {part}): {exc}") from exc
                 model, best, best_iter = res.model, res.best_params, res.best_iter
                 fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")
                 if split == "rows":       # the test rows from their features alone
