@@ -15,6 +15,7 @@ import platform
 import subprocess
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -165,6 +166,12 @@ def fastpu_tree(ref):
     if not (dest / "fastpu" / "__init__.py").exists():
         export_fastpu(ref, dest)
     return dest
+
+
+def numba_cache_for(tree):
+    """A numba cache folder of its own for the fastpu copy in ``tree``, so that two versions of
+    a kernel never evict each other from one cache."""
+    return Path(tempfile.gettempdir()) / f"fastpu_bench_numba_{zlib.crc32(str(tree).encode()):08x}"
 
 
 def pinned(fit, **defaults):

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 
 import numpy as np
 
@@ -80,8 +79,9 @@ def worker(cfg, out_npy):
 
 
 def run_fit(tree, cfg, out_npy):
-    # one numba cache per version, so that the two copies of a kernel never evict each other
-    cache = pathlib.Path(tempfile.gettempdir()) / f"fastpu_bench_numba_{zlib.crc32(str(tree).encode()):08x}"
+    from _common import numba_cache_for
+
+    cache = numba_cache_for(tree)
     env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=str(cache))
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", json.dumps(cfg), out_npy]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout

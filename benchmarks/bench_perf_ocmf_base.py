@@ -20,9 +20,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import zlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -61,7 +59,9 @@ print(json.dumps(per_iter))
 
 
 def run(tree, cfg):
-    cache = pathlib.Path(tempfile.gettempdir()) / f"fastpu_bench_numba_{zlib.crc32(str(tree).encode()):08x}"
+    from _common import numba_cache_for
+
+    cache = numba_cache_for(tree)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
     env.pop("PYTHONPATH", None)
     code = CHILD.format(tree=str(tree), bench=str(HERE), m=M, n=N, nnz=NNZ, k=K, iters=ITERS, cfg=cfg)
