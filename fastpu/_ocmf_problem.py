@@ -10,7 +10,7 @@ with TRON / GD otherwise. :mod:`fastpu.ocmf` holds the public drivers.
 from __future__ import annotations
 
 import dataclasses
-
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -206,18 +206,60 @@ def _side(X, L, n_rows, lam=0.0):
     return _Side(X, XT, L, n_rows, lam)
 
 
+class _Deferred:
+    """``fn(*args)`` computed on a background thread; :meth:`get` waits for it (and re-raises).
+
+    For work that releases the GIL (scipy's CSR → CSC pass, numpy's random draws do), so that it
+    runs beside the caller's own work on another core.
+    """
+
+    def __init__(self, fn: Any, *args: Any):
+        self._out: Any = None
+        self._err: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True,
+                                        name="fastpu-deferred")
+        self._thread.start()
+
+    def _run(self, fn, args):
+        try:
+            self._out = fn(*args)
+        except BaseException as exc:          # re-raised in the caller's thread by get()
+            self._err = exc
+
+    def get(self):
+        self._thread.join()
+        if self._err is not None:
+            raise self._err
+        return self._out
+
+
+# entries from which ocmf's setup builds the transposed pattern on a background thread (below
+# this, starting a thread costs about as much as the pass itself)
+_DEFER_TRANSPOSE_NNZ = 1 << 16
+
+
 @dataclasses.dataclass
 class _Setup:
+    """Everything a fit needs besides the factors. ``entries_t`` (the entries in column order) may
+    still be being built on a background thread: the first read waits for it, so a fit's random
+    starting factors are drawn while scipy transposes the pattern."""
+
     kind: int
     abar: float
     lam: float
     lam_g: float
     entries: _Entries
-    entries_t: _Entries
+    _entries_t: Any                 # an _Entries, or a _Deferred that returns one
     user: _Side
     item: _Side
     p_quad: np.ndarray
     q_quad: np.ndarray
+
+    @property
+    def entries_t(self) -> _Entries:
+        if isinstance(self._entries_t, _Deferred):
+            self._entries_t = self._entries_t.get()
+        return self._entries_t
 
 
 def _resolve_abar(loss, a_bar):
@@ -296,7 +338,8 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
         # no unlabeled term: p_quad = q_quad = 0, so the compact correction r_e = 0·0 = 0
         ent = _Entries(indptr, indices, labels, weights, _NO_CORR, (m, n))
         p_quad, q_quad = np.zeros(m), np.zeros(n)
-    return _Setup(kind, abar, lam, lam_g, ent, ent.transpose(), _side(X, Lu, m, lam_w),
+    ent_t = _Deferred(ent.transpose) if ent.nnz >= _DEFER_TRANSPOSE_NNZ else ent.transpose()
+    return _Setup(kind, abar, lam, lam_g, ent, ent_t, _side(X, Lu, m, lam_w),
                   _side(Z, Lv, n, lam_h), p_quad, q_quad), Y
 
 

@@ -243,3 +243,38 @@ def test_blockwise_initial_factors_are_the_one_shot_draw(rows, block, dtype):
     got = _init_factor(np.random.default_rng(9), rows, 3, 0.25, np.dtype(dtype), block=block)
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(got, ref)
+
+
+@given(csr_matrices(max_rows=9, max_cols=9), seeds, st.sampled_from(["full", "sampled"]))
+def test_transpose_built_in_the_background_equals_the_one_built_in_line(Y, seed, negatives):
+    """Large fits transpose on a background thread (beside the starting factors' draws); the
+    result, and so a fit, is the same as the in-line transpose's."""
+    trainable = Y.count_nonzero() > 0          # a fit needs a positive
+    eager, _ = _prep(Y, negatives=negatives, seed=np.random.default_rng(seed))
+    fit_eager = ocmf.fit(Y, 3, n_iter=2, seed=seed) if trainable else None
+    old = P._DEFER_TRANSPOSE_NNZ
+    P._DEFER_TRANSPOSE_NNZ = 0
+    try:
+        deferred, _ = _prep(Y, negatives=negatives, seed=np.random.default_rng(seed))
+        assert isinstance(deferred._entries_t, P._Deferred)
+        fit_deferred = ocmf.fit(Y, 3, n_iter=2, seed=seed) if trainable else None
+    finally:
+        P._DEFER_TRANSPOSE_NNZ = old
+    a, b = eager.entries_t, deferred.entries_t
+    for name in ("indptr", "indices", "labels", "weights", "corr"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert getattr(a, name).dtype == getattr(b, name).dtype
+    assert a.shape == b.shape
+    if trainable:
+        np.testing.assert_array_equal(fit_deferred.user_factors, fit_eager.user_factors)
+        np.testing.assert_array_equal(fit_deferred.item_factors, fit_eager.item_factors)
+
+
+def test_deferred_work_reraises_its_error_in_the_caller():
+    def fail():
+        raise MemoryError("no room for the transpose")
+
+    job = P._Deferred(fail)
+    with pytest.raises(MemoryError, match="no room"):
+        job.get()
+    assert P._Deferred(lambda a, b: a + b, 2, 3).get() == 5
