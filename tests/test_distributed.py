@@ -498,3 +498,36 @@ def test_bad_arguments(dask_client):
         dfit(Y, 0, client=dask_client)
     with pytest.raises(ValueError, match="unknown loss .hinge.; expected one of"):
         dfit(Y, 2, loss="hinge", client=dask_client)
+
+
+@pytest.mark.parametrize("method", list(distributed.METHODS))
+def test_distributed_defaults_are_the_single_machine_fits(method):
+    """The drivers spell out no default: fastpu.distributed.fit fills in the single-machine fit's
+    own (HOMF's mode aside, whose only distributed form is "dense"), so they cannot drift."""
+    import importlib
+    import inspect
+
+    from fastpu.distributed import _driver, _with_defaults
+
+    driver_fit = _driver(method).fit
+    kw = [p for p in inspect.signature(driver_fit).parameters.values()
+          if p.kind is p.KEYWORD_ONLY]
+    assert kw and all(p.default is inspect.Parameter.empty for p in kw)
+    single = inspect.signature(importlib.import_module(f"fastpu.{method}").fit).parameters
+    filled = _with_defaults(method, driver_fit, {"seed": 7})
+    assert filled["seed"] == 7                      # a given value is kept
+    for p in kw:
+        if p.name in ("n_threads", "seed"):
+            continue
+        expected = "dense" if (method, p.name) == ("homf", "mode") else single[p.name].default
+        assert filled[p.name] == expected, p.name
+
+
+def test_a_driver_keyword_without_a_single_machine_default_is_refused():
+    from fastpu.distributed import _with_defaults
+
+    def driver_fit(client, layout, k, *, rho, not_a_parameter, n_threads):
+        pass
+
+    with pytest.raises(TypeError, match="'not_a_parameter'.*fastpu.fbgd.fit gives no default"):
+        _with_defaults("fbgd", driver_fit, {})

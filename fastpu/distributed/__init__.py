@@ -13,6 +13,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import importlib
+import inspect
 import os
 from typing import Any
 
@@ -137,15 +139,16 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
     with _client(client, n_workers) as c, _lost_data_is_an_error():
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
+        driver = _driver(method)
+        params = _with_defaults(method, driver.fit, params)
         if method == "homf":
-            from . import _homf
-            model = _homf.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
+            model = driver.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
         elif pairs:
             layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers)
-            model = _fit_on_layout(c, layout, method, k, n_threads, params)
+            model = _fit_on_layout(c, layout, driver, k, n_threads, params)
         else:
             layout = _blocks.layout_from_csr(c, Y, nb, workers)
-            model = _fit_on_layout(c, layout, method, k, n_threads, params)
+            model = _fit_on_layout(c, layout, driver, k, n_threads, params)
     if ids is not None:
         model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
     return model
@@ -166,9 +169,9 @@ def _lost_data_is_an_error():
         ) from exc
 
 
-def _fit_on_layout(client, layout, method, k, n_threads, params):
+def _fit_on_layout(client, layout, driver, k, n_threads, params):
     try:
-        return _driver(method).fit(client, layout, k, n_threads=n_threads, **params)
+        return driver.fit(client, layout, k, n_threads=n_threads, **params)
     finally:
         layout.release()
 
@@ -180,8 +183,38 @@ def _driver(method):
     if method == "csrr":
         from . import _csrr
         return _csrr
+    if method == "homf":
+        from . import _homf
+        return _homf
     from . import _fbgd
     return _fbgd
+
+
+#: where a distributed fit's default differs from the single-machine fit's: its only form
+_OWN_DEFAULTS = {"homf": {"mode": "dense"}}
+
+
+def _with_defaults(method, driver_fit, params):
+    """``params`` completed with ``fastpu.<method>.fit``'s defaults (``_OWN_DEFAULTS`` aside)
+    for every keyword the distributed fit takes and was not given.
+
+    The drivers spell out no default of their own, so the two fits cannot drift apart: a
+    keyword a driver takes that the single-machine fit has no default for is a TypeError here.
+    """
+    single = inspect.signature(importlib.import_module(f"fastpu.{method}").fit).parameters
+    own = _OWN_DEFAULTS.get(method, {})
+    out = dict(params)
+    for name, par in inspect.signature(driver_fit).parameters.items():
+        if par.kind is not par.KEYWORD_ONLY or name in out or name == "n_threads":
+            continue
+        if name in own:
+            out[name] = own[name]
+        elif name in single and single[name].default is not inspect.Parameter.empty:
+            out[name] = single[name].default
+        else:
+            raise TypeError(f"fastpu.distributed.{method} takes {name!r}, which fastpu.{method}.fit "
+                            "gives no default")
+    return out
 
 
 def _check_method(method, params):

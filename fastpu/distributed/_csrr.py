@@ -121,9 +121,10 @@ def v_task(block, E_full, F, v, kind, alpha, eV, lam2, n_threads):
         return _v_step(block, E, F, v, kind, alpha, eV, lam2)
 
 
-def fit(client, layout, k, *, variant="e", alpha=1.3, lam1=1.0, lam2=0.2, eta=None, loss="I",
-        n_iter=None, n_inner=1, seed=0, n_threads=None, callback=None, verbose=False, **other):
-    """CSRR-e over row blocks; see :func:`fastpu.distributed.fit`."""
+def fit(client, layout, k, *, variant, alpha, lam1, lam2, eta, loss, n_iter, n_inner, seed,
+        n_threads, callback, verbose, **other):
+    """CSRR-e over row blocks; see :func:`fastpu.distributed.fit` (which fills in
+    ``fastpu.csrr.fit``'s defaults: no default is spelled out here)."""
     unknown = set(other) - set(IGNORED)
     if unknown:
         raise TypeError(f"fastpu.distributed.fit(method='csrr') got unexpected parameters "

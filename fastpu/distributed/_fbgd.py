@@ -113,11 +113,11 @@ def _check(other):
                         f"{sorted(unknown)}; see fastpu.fbgd.fit for the accepted ones")
 
 
-def fit(client, layout, k, *, user_features=None, item_features=None, alpha0=None, rho=0.05,
-        neg_weights=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0, lr=0.03, n_iter=30,
-        optimizer="adagrad", biases=None, reg=0.1, init_std=0.01, seed=0, callback=None,
-        verbose=False, n_threads=None, **other):
-    """Batch fBGD over row blocks; see :func:`fastpu.distributed.fit`."""
+def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_weights, pos_weight,
+        r_pos, r_neg, lr, n_iter, optimizer, biases, reg, init_std, seed, callback, verbose,
+        n_threads, **other):
+    """Batch fBGD over row blocks; see :func:`fastpu.distributed.fit` (which fills in
+    ``fastpu.fbgd.fit``'s defaults: no default is spelled out here)."""
     _check(other)
     m, n = layout.shape
     k = V.check_k(k)

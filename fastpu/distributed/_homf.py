@@ -68,10 +68,10 @@ def gram_task(block, F, n_threads):
         return G, float(np.sum(Fb * Fb))
 
 
-def fit(client, Y, workers, n_blocks, k, *, T=4, alpha=0.5, user_graph=None, item_graph=None,
-        g="linear", lam=3e-4, n_iter=10, mode="dense", block_size=None, seed=0, n_threads=None,
-        callback=None, verbose=False):
-    """Dense-mode HOMF over row blocks of A and Aᵀ; see :func:`fastpu.distributed.fit`."""
+def fit(client, Y, workers, n_blocks, k, *, T, alpha, user_graph, item_graph, g, lam, n_iter, mode,
+        block_size, seed, n_threads, callback, verbose):
+    """Dense-mode HOMF over row blocks of A and Aᵀ; see :func:`fastpu.distributed.fit` (which
+    fills in ``fastpu.homf.fit``'s defaults, with ``mode="dense"``)."""
     del block_size                        # the walk is blocked by rows here
     k = V.check_k(k)
     T = V.check_int(T, name="T", minimum=1)

@@ -108,12 +108,11 @@ def _short(v):
     return type(v).__name__ if hasattr(v, "shape") else repr(v)
 
 
-def fit(client, layout, k, *, loss="logistic", rho=0.01, p=None, q=None, a_bar=None, lam=1.0,
-        n_iter=15, newton_steps=None, cg_steps=None, init=None, init_scale=0.1, dtype="float64",
-        user_features=None, item_features=None, user_graph=None, item_graph=None, lam_graph=0.0,
-        solver="tron", inner_iter=5,
-        seed=0, n_threads=None, callback=None, verbose=False, **other):
-    """Alternating row-block updates; see :func:`fastpu.distributed.fit`."""
+def fit(client, layout, k, *, loss, rho, p, q, a_bar, lam, n_iter, newton_steps, cg_steps, init,
+        init_scale, dtype, user_features, item_features, user_graph, item_graph, lam_graph, solver,
+        inner_iter, seed, n_threads, callback, verbose, **other):
+    """Alternating row-block updates; see :func:`fastpu.distributed.fit` (which fills in
+    ``fastpu.ocmf.fit``'s defaults: no default is spelled out here)."""
     _check_unsupported(other)
     unknown = set(other) - set(UNSUPPORTED) - set(IGNORED)
     if unknown:
