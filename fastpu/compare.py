@@ -26,7 +26,7 @@ from . import _validation as V
 from ._dataset import Dataset
 from ._typing import Sparse, StrPath, Threads
 from .metrics import evaluate, popularity
-from .select import NAMES, _check_metric, _fit_function, check_fixed, tune
+from .select import NAMES, _check_fixed, _check_metric, _fit_function, tune
 from .split import holdout
 
 __all__ = ["COLUMNS", "CompareResult", "compare"]
@@ -267,7 +267,7 @@ def compare(Y: Sparse | Dataset,
     _check_metric(metric)                  # before any fit, not inside the first tuned method
     for label, method, fixed in entries:   # likewise the fixed kwargs each method's fit takes
         if method != "popularity":
-            check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)", fixed)
+            _check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)", fixed)
     ks = (5, 10)
     rows = []
     for s in range(splits):

@@ -78,7 +78,7 @@ class Factorization:
                  f"history={len(self.history)} entries", f"ids={ids}",
                  f"extras={sorted(map(str, self.extras))}"]
         base = {f.name for f in dataclasses.fields(Factorization)}
-        parts += [f"{f.name}={brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
+        parts += [f"{f.name}={_brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
                   if f.name not in base]
         return f"{type(self).__name__}({', '.join(parts)})"
 
@@ -153,7 +153,7 @@ class Factorization:
         save(self, path)
 
 
-def brief(value: Any) -> str:
+def _brief(value: Any) -> str:
     """A short text for a value in a repr: scalars and short strings as they are, arrays and
     matrices as their type and shape, containers as their type and length."""
     if value is None or isinstance(value, (bool, int, float, np.number)):

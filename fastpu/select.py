@@ -38,7 +38,7 @@ from ._dataset import Dataset
 from ._typing import Sparse, Threads
 from .baselines import BASELINES
 from .metrics import METRICS, evaluate
-from .model import brief
+from .model import _brief
 from .split import validation_split
 
 __all__ = ["NAMES", "SPACES", "SearchResult", "default_space", "search", "tune"]
@@ -136,7 +136,7 @@ class SearchResult:
 
     def __repr__(self) -> str:
         """A one-line summary: metric, winner, its score and iteration, trials, model or not."""
-        params = ", ".join(f"{k!r}: {brief(v)}" for k, v in self.best_params.items())
+        params = ", ".join(f"{k!r}: {_brief(v)}" for k, v in self.best_params.items())
         model = "none" if self.model is None else f"attached ({type(self.model).__name__})"
         return (f"SearchResult(metric={self.metric!r}, best_params={{{params}}}, "
                 f"best_iter={self.best_iter}, best_score={self.best_score:.6g}, "
@@ -191,7 +191,7 @@ def _did_you_mean(key: str, names: set[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> None:
+def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> None:
     """Refuse fixed keyword arguments that ``fit`` does not take, before any trial runs.
 
     ``label`` names the fit in the message (``"ocmf.fit"``); a fit taking ``**kwargs`` passes.
@@ -426,7 +426,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         def score(model: Any) -> dict[str, float]:
             return evaluate(model, Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
     # after split="rows"'s own check of the method, whose message says more than this one
-    check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
+    _check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
     space = _check_space(space, fit, fixed, *Y.shape)
     settings = _draw(space, n_trials, rng)
 
