@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from fastpu import _validation as V
 from fastpu._kernels import csr as K
 from fastpu._kernels.losses import LOSS_CODES, entry_losses, entry_values, loss_derivs, loss_value
-from fastpu._kernels.topk import topk_rows
+from fastpu._kernels.topk import topk_candidates, topk_rows
 
 from naive import loss as naive_loss
 from strategies import csr_matrices, seeds
@@ -127,6 +127,34 @@ def test_topk_skips_seen_and_matches_sort(Y, k, seed):
         assert np.all(items[i, len(ref):] == -1)
         assert np.all(np.isneginf(sc[i, len(ref):]))
         np.testing.assert_array_equal(sc[i, :len(ref)], S[i, ref])
+
+
+@given(csr_matrices(max_rows=6, max_cols=12), st.integers(1, 12), seeds)
+def test_topk_candidates_matches_sort_and_counts_non_finite_scores(Y, k, seed):
+    """The best k of a sorted candidate subset, unseen and finite, ties by lower index; every
+    unseen non-finite candidate (NaN, ±inf — also after the k kept are full) is counted."""
+    Y = canon(Y)
+    m, n = Y.shape
+    rng = np.random.default_rng(seed)
+    S = np.round(rng.normal(size=(m, n)), 1)        # rounding makes ties happen
+    S[rng.random((m, n)) < 0.15] = np.nan
+    S[rng.random((m, n)) < 0.1] = np.inf
+    S[rng.random((m, n)) < 0.1] = -np.inf
+    cand = np.flatnonzero(rng.random(n) < 0.8).astype(np.int64)
+    rows = np.arange(m, dtype=np.int64)
+    items = np.empty((m, k), dtype=np.int64)
+    sc = np.empty((m, k))
+    bad = np.empty(m, dtype=np.int64)
+    topk_candidates(S, Y.indptr, Y.indices, rows, cand, k, items, sc, bad)
+    seen = Y.toarray() != 0
+    for i in range(m):
+        unseen = [j for j in cand if not seen[i, j]]
+        ok = [j for j in unseen if np.isfinite(S[i, j])]
+        ref = sorted(ok, key=lambda j: (-S[i, j], j))[:k]
+        assert [j for j in items[i] if j >= 0] == ref
+        assert np.all(items[i, len(ref):] == -1)
+        np.testing.assert_array_equal(sc[i, :len(ref)], S[i, ref])
+        assert bad[i] == len(unseen) - len(ok)
 
 
 @given(st.integers(0, 5000), st.integers(1, 6), seeds)

@@ -73,20 +73,39 @@ def _drain(hs, hi, size, k, items_out, scores_out, b):
 
 @nb.njit(**_JIT)
 def _topk_rows_rows(lo, hi, scores, seen_indptr, seen_indices, rows, k, items_out, scores_out):
-    """``topk_rows`` for the rows lo .. hi − 1 (serial, GIL-free)."""
+    """``topk_rows`` for the rows lo .. hi − 1 (serial, GIL-free).
+
+    Items are offered in increasing index order, so once k are kept every later item has a
+    higher index than all of them and ranks above the worst kept one only with a strictly
+    higher score: the scan compares each score with that one threshold, held in a register,
+    and looks at the seen-mask and the heap only for the few that pass.
+    """
     n = scores.shape[1]
+    mask = np.zeros(n, dtype=np.bool_)          # one per block, cleared after each row
+    hs = np.empty(k, dtype=np.float64)
+    hi_ = np.empty(k, dtype=np.int64)
     for b in range(lo, hi):
-        mask = np.zeros(n, dtype=np.bool_)
         u = rows[b]
         for p in range(seen_indptr[u], seen_indptr[u + 1]):
             mask[seen_indices[p]] = True
-        hs = np.empty(k, dtype=np.float64)
-        hi = np.empty(k, dtype=np.int64)
         size = 0
-        for j in range(n):
+        j = 0
+        while j < n and size < k:
             if not mask[j]:
-                size = _push(hs, hi, size, k, scores[b, j], j)
-        _drain(hs, hi, size, k, items_out, scores_out, b)
+                size = _push(hs, hi_, size, k, scores[b, j], j)
+            j += 1
+        if size == k:
+            worst = hs[0]
+            for jj in range(j, n):
+                s = scores[b, jj]
+                if s > worst and not mask[jj]:
+                    hs[0] = s
+                    hi_[0] = jj
+                    _sift_down(hs, hi_, 0, size)
+                    worst = hs[0]
+        _drain(hs, hi_, size, k, items_out, scores_out, b)
+        for p in range(seen_indptr[u], seen_indptr[u + 1]):
+            mask[seen_indices[p]] = False
 
 
 def topk_rows(scores, seen_indptr, seen_indices, rows, k, items_out, scores_out):
@@ -112,9 +131,12 @@ def topk_candidates(scores, seen_indptr, seen_indices, rows, cand, k, items_out,
 
     Ranked by score, ties broken by lower item index. A non-finite score (NaN, ±inf) is
     never ranked: it is skipped like a seen item and counted in ``nonfinite_out[b]``.
-    Slots beyond the number of ranked items get item -1 and score -inf.
+    Slots beyond the number of ranked items get item -1 and score -inf. ``cand`` must be
+    strictly increasing (as ``_topk_rows_rows``, the scan then needs one comparison per item
+    once k are kept).
     """
     n = scores.shape[1]
+    nc = cand.shape[0]
     for b in nb.prange(scores.shape[0]):
         mask = np.zeros(n, dtype=np.bool_)
         u = rows[b]
@@ -124,8 +146,10 @@ def topk_candidates(scores, seen_indptr, seen_indices, rows, cand, k, items_out,
         hi = np.empty(k, dtype=np.int64)
         size = 0
         bad = 0
-        for t in range(cand.shape[0]):
+        t = 0
+        while t < nc and size < k:
             j = cand[t]
+            t += 1
             if mask[j]:
                 continue
             s = scores[b, j]
@@ -133,5 +157,22 @@ def topk_candidates(scores, seen_indptr, seen_indices, rows, cand, k, items_out,
                 bad += 1
                 continue
             size = _push(hs, hi, size, k, s, j)
+        if size == k:
+            worst = hs[0]
+            for tt in range(t, nc):
+                j = cand[tt]
+                s = scores[b, j]
+                if s > worst:
+                    if mask[j]:
+                        continue
+                    if not np.isfinite(s):          # +inf
+                        bad += 1
+                        continue
+                    hs[0] = s
+                    hi[0] = j
+                    _sift_down(hs, hi, 0, size)
+                    worst = hs[0]
+                elif not np.isfinite(s) and not mask[j]:     # NaN or -inf
+                    bad += 1
         nonfinite_out[b] = bad
         _drain(hs, hi, size, k, items_out, scores_out, b)
