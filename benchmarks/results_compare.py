@@ -10,7 +10,9 @@ set's name plus ``-t<T>`` when ``--threshold`` keeps only ratings ≥ T as posit
 The method list per data set is fixed here so that a re-run reproduces the report: the
 baselines (popularity, WRMF through ocmf, implicit's ALS and BPR when installed), the two
 ocmf losses of paper 002, fBGD, CSRR-e (and CSRR-I where the dense m × n iterate is small)
-and HOMF; on CiaoDVD ocmf and HOMF are also run with the trust graph.
+and HOMF; on CiaoDVD ocmf and HOMF are also run with the trust graph (FilmTrust too), and on
+``ml-100k-features`` (MovieLens-100K with its user and item features) ocmf and fBGD are also
+run with the features beside the ids.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from scipy import stats
 
 import fastpu as fp
@@ -49,6 +52,16 @@ def entries(name, data, Y):
         G = data.user_graph
         out += [("LR-wSQ + graph", "ocmf", {"loss": "logistic", "user_graph": G}),
                 ("HOMF + graph", "homf", {"user_graph": G})]
+    if data.user_features is not None and data.item_features is not None:
+        # ocmf's and fBGD's features replace the one-hot ids (user factors X W); with an identity
+        # beside them every user and item keeps a factor of its own, so "+ features" adds to the
+        # plain model instead of replacing it. HOMF takes graphs, not features.
+        m, n = Y.shape
+        X = sp.hstack([sp.identity(m, format="csr"), sp.csr_matrix(data.user_features)], format="csr")
+        Z = sp.hstack([sp.identity(n, format="csr"), sp.csr_matrix(data.item_features)], format="csr")
+        out += [("LR-wSQ + features", "ocmf", {"loss": "logistic", "user_features": X,
+                                               "item_features": Z}),
+                ("fBGD + features", "fbgd", {"user_features": X, "item_features": Z})]
     return out
 
 
