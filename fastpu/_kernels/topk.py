@@ -132,8 +132,8 @@ def topk_candidates(scores, seen_indptr, seen_indices, rows, cand, k, items_out,
     Ranked by score, ties broken by lower item index. A non-finite score (NaN, ±inf) is
     never ranked: it is skipped like a seen item and counted in ``nonfinite_out[b]``.
     Slots beyond the number of ranked items get item -1 and score -inf. ``cand`` must be
-    strictly increasing (as ``_topk_rows_rows``, the scan then needs one comparison per item
-    once k are kept).
+    strictly increasing: then, as in ``_topk_rows_rows``, once k are kept a later candidate
+    needs only one comparison with the worst kept score.
     """
     n = scores.shape[1]
     nc = cand.shape[0]

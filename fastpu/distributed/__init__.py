@@ -136,11 +136,11 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
                         "as a scipy.sparse matrix (a dask dataframe of pairs is for ocmf and fbgd)")
     if client is None and n_threads is None:
         n_threads = 1           # the local cluster has one single-thread worker process per core
+    driver = _driver(method)
+    params = _with_defaults(method, driver.fit, params)
     with _client(client, n_workers) as c, _lost_data_is_an_error():
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
-        driver = _driver(method)
-        params = _with_defaults(method, driver.fit, params)
         if method == "homf":
             model = driver.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
         elif pairs:
