@@ -10,9 +10,11 @@ Kept small and stable so that every ``benchmarks/bench_*.py`` can import it::
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
+import sys
 import tempfile
 import time
 import zlib
@@ -172,6 +174,17 @@ def numba_cache_for(tree):
     """A numba cache folder of its own for the fastpu copy in ``tree``, so that two versions of
     a kernel never evict each other from one cache."""
     return Path(tempfile.gettempdir()) / f"fastpu_bench_numba_{zlib.crc32(str(tree).encode()):08x}"
+
+
+def run_in_fresh_process(code, tree):
+    """Run the Python source ``code`` in a fresh interpreter whose numba cache is the folder
+    of the fastpu copy in ``tree`` (:func:`numba_cache_for`); return the JSON its last line of
+    output holds. ``code`` puts ``tree`` on its own ``sys.path`` (PYTHONPATH is cleared)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(numba_cache_for(tree)))
+    env.pop("PYTHONPATH", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def pinned(fit, **defaults):

@@ -14,11 +14,9 @@ Writes docs/bench_perf_ocmf_base.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import time
 
@@ -59,15 +57,10 @@ print(json.dumps(per_iter))
 
 
 def run(tree, cfg):
-    from _common import numba_cache_for
+    from _common import run_in_fresh_process
 
-    cache = numba_cache_for(tree)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
-    env.pop("PYTHONPATH", None)
-    code = CHILD.format(tree=str(tree), bench=str(HERE), m=M, n=N, nnz=NNZ, k=K, iters=ITERS, cfg=cfg)
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                         text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return run_in_fresh_process(CHILD.format(tree=str(tree), bench=str(HERE), m=M, n=N, nnz=NNZ,
+                                             k=K, iters=ITERS, cfg=cfg), tree)
 
 
 def main(argv=None):

@@ -20,11 +20,9 @@ Writes docs/bench_topk.md. Medians over the rounds of each process's best of 5 c
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import time
 
@@ -78,14 +76,10 @@ print(json.dumps(res))
 
 
 def run(tree):
-    from _common import numba_cache_for
+    from _common import run_in_fresh_process
 
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(numba_cache_for(tree)))
-    env.pop("PYTHONPATH", None)
-    code = CHILD.format(tree=str(tree), bench=str(HERE), m=M, n=N, nnz=NNZ, k=K)
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                         text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return run_in_fresh_process(CHILD.format(tree=str(tree), bench=str(HERE), m=M, n=N, nnz=NNZ,
+                                             k=K), tree)
 
 
 def main(argv=None):
