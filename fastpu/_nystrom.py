@@ -109,7 +109,9 @@ def nystrom_features(X: Matrix, n_landmarks: int = 500, *, gamma: float | None =
     Raises
     ------
     ValueError
-        If ``n_landmarks`` is not in [1, m] or ``gamma`` is not positive.
+        If ``n_landmarks`` is not in [1, m], ``gamma`` is not positive, or the centres and
+        features would not fit in memory (the limit is ``FASTPU_MEMORY_LIMIT``, else the memory
+        available).
 
     Examples
     --------
@@ -140,6 +142,12 @@ def nystrom_features(X: Matrix, n_landmarks: int = 500, *, gamma: float | None =
         gamma = 1.0 / var if var > 0 else 1.0
     gamma = V.check_scalar(gamma, name="gamma", minimum=0.0, strict_min=True)
     rng = V.check_seed(seed)
+    d = X.shape[1]
+    # dense centres (D × d, twice in Lloyd's step), the m × D distances and features, and a
+    # sparse X of at most 4096 columns made dense for K-means
+    densified = m * d if (sp.issparse(X) and d <= 4096) else 0
+    V.check_alloc(8 * (2 * D * d + 3 * m * D + densified), what="nystrom_features (K-means centres, "
+                  "distances and the features)", names=("n_landmarks", "X"))
     C = _kmeans(X, D, rng, V.check_int(n_kmeans_iter, name="n_kmeans_iter", minimum=0))
     K = np.exp(-gamma * _sq_dists(C, C))
     evals, evecs = np.linalg.eigh((K + K.T) / 2)

@@ -130,8 +130,9 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
     TypeError
         If ``problem`` lacks ``grad`` or a proximal map, or an argument has the wrong type.
     ValueError
-        If ``step``, ``n_iter``, ``shrink``, ``tol`` or ``restart`` is out of range, or an
-        option needs a method the problem does not have.
+        If ``step``, ``n_iter``, ``shrink``, ``tol`` or ``restart`` is out of range, an
+        option needs a method the problem does not have, or an array ``y0`` does not have
+        ``x0``'s shape.
 
     Examples
     --------
@@ -156,6 +157,13 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
         raise TypeError(f"x0 must be a point of the problem (usually a numpy array), got {type(x0).__name__}")
     if isinstance(x0, (np.ndarray, list)):
         x0 = V.check_dense(x0, name="x0", ndim=np.ndim(x0))
+        if y0 is not None:             # an array point: its momentum point is the same kind
+            if sp.issparse(y0) or not isinstance(y0, (np.ndarray, list)):
+                raise TypeError(f"y0 must be an array like x0, got {type(y0).__name__}")
+            y0 = V.check_dense(y0, name="y0", ndim=x0.ndim)
+            if y0.shape != x0.shape:
+                raise ValueError(f"y0 has shape {y0.shape}; expected x0's shape {x0.shape} "
+                                 "(y0 is the same point as x0, stored for the momentum)")
     step = V.check_scalar(step, name="step", minimum=0.0, strict_min=True)
     n_iter = V.check_int(n_iter, name="n_iter", minimum=0)
     restart = V.check_choice(restart, name="restart", choices=(None, "function", "gradient"))

@@ -231,6 +231,9 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
     init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
     callback = V.check_callback(callback)
+    if not isinstance(fast_path, (bool, np.bool_)):
+        raise TypeError(f"fast_path must be True or False, got {fast_path!r}")
+    fast_path = bool(fast_path)
     rng = V.check_seed(seed)
     fdt = V.check_float_dtype(dtype)
     params = dict(k=k, loss=loss, rho=rho, a_bar=a_bar, lam=lam, lam_w=lam_w, lam_h=lam_h,

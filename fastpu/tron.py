@@ -102,6 +102,16 @@ def trust_region_cg(hessp: Callable[[FloatArray], FloatArray], g: FloatArray, de
         The residual ``-g - H s``.
     n_iter : int
         CG iterations performed.
+
+    Raises
+    ------
+    TypeError
+        If ``hessp`` is not callable or fails on a vector.
+    ValueError
+        If ``g``, ``delta``, ``tol`` or ``max_iter`` is invalid, or ``hessp`` returns a vector
+        of the wrong shape.
+    FloatingPointError
+        If ``hessp`` returns a non-finite value.
     """
     if not callable(hessp):
         raise TypeError(f"hessp must be callable (s -> H s), got {type(hessp).__name__}")
@@ -124,6 +134,9 @@ def _checked_hessp(hessp: Callable[[FloatArray], Any], n: int,
                             f"failed: {exc}") from exc
         if out.shape != (n,):
             raise ValueError(f"{name} returned shape {out.shape}, expected ({n},)")
+        if not np.isfinite(out).all():
+            raise FloatingPointError(f"{name} returned a non-finite value (NaN or inf) for a finite "
+                                     "direction: the Hessian-vector product overflowed or is broken")
         return out
     return hv
 
@@ -205,7 +218,10 @@ def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_to
     Raises
     ------
     ValueError
-        If ``tol`` or ``cg_tol`` is not in (0, 1), or ``max_iter`` < 0.
+        If ``tol`` or ``cg_tol`` is not in (0, 1), ``max_iter`` < 0, or ``problem.grad``
+        returns a vector of another shape than ``x0``.
+    FloatingPointError
+        If ``problem.fun`` or ``problem.grad`` is not finite at ``x0``.
 
     Examples
     --------
@@ -321,7 +337,10 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
     Raises
     ------
     ValueError
-        If ``beta`` is not in (0, 1) or ``sigma`` not in (0, 1/2).
+        If ``beta`` is not in (0, 1), ``sigma`` not in (0, 1/2), or ``problem.grad`` returns a
+        vector of another shape than ``x0``.
+    FloatingPointError
+        If ``problem.fun`` or ``problem.grad`` is not finite at ``x0``.
 
     Examples
     --------
@@ -393,6 +412,8 @@ def _check_start(problem: Any, x0: Any, tol: float, max_iter: int,
 
 
 def _check_value(f: float, g: FloatArray, x: FloatArray) -> None:
-    if not np.isfinite(f) or g.shape != x.shape or not np.all(np.isfinite(g)):
-        raise FloatingPointError(f"problem.fun/grad at x0 are not finite (f = {f}) or grad has shape {g.shape}, "
-                         f"expected ({x.size},): start from a smaller x0")
+    if g.shape != x.shape:
+        raise ValueError(f"problem.grad returned shape {g.shape}; expected x0's shape {x.shape}")
+    if not np.isfinite(f) or not np.all(np.isfinite(g)):
+        bad = "problem.fun" if not np.isfinite(f) else "problem.grad"
+        raise FloatingPointError(f"{bad} at x0 is not finite (f = {f}): start from a smaller x0")

@@ -186,3 +186,21 @@ def test_apg_messages():
     with pytest.raises(TypeError, match="callback must be callable or None, got int"):
         apg(prob, np.zeros(3), step=1.0, callback=3)
     assert "apg" in apg_mod.__all__
+
+
+def test_an_array_y0_must_have_x0s_shape():
+    class Lasso:
+        b = np.array([3.0, -0.5, -2.0])
+
+        def grad(self, x):
+            return x - self.b
+
+        def prox(self, v, step):
+            return soft_threshold(v, step)
+
+    with pytest.raises(ValueError, match=r"y0 has shape \(4,\); expected x0's shape \(3,\)"):
+        apg(Lasso(), np.ones(3), step=0.1, y0=np.ones(4))
+    with pytest.raises(TypeError, match="y0 must be an array like x0"):
+        apg(Lasso(), np.ones(3), step=0.1, y0="ones")
+    res = apg(Lasso(), np.zeros(3), step=0.5, n_iter=60, y0=np.zeros(3))
+    np.testing.assert_allclose(res.x, [2.0, 0.0, -1.0], atol=1e-6)

@@ -459,6 +459,15 @@ def test_nystrom_rejects_bad_arguments():
         ocmf.nystrom_features(None, 2)
 
 
+def test_nystrom_refuses_centres_that_cannot_fit(monkeypatch):
+    """Dense D × d centres of a very wide sparse X: a clear refusal, not numpy's MemoryError."""
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1G")
+    rows = np.arange(30)
+    X = sp.csr_matrix((np.ones(30), (rows, rows * 3_000_000)), shape=(30, 10 ** 8))
+    with pytest.raises(ValueError, match="nystrom_features.*n_landmarks"):
+        ocmf.nystrom_features(X, 5)
+
+
 def test_feature_aware_multilabel_on_yeast_beats_label_frequency():
     """LEML-style use: instances × labels with instance features (plus an intercept column)."""
     data = fp.datasets.load("yeast")

@@ -124,3 +124,40 @@ def test_tron_rejects_bad_settings(kw, msg):
 def test_gd_rejects_bad_settings(kw, msg):
     with pytest.raises(ValueError, match=msg):
         gd(make_problem(0), np.zeros(5), **kw)
+
+
+def test_trust_region_cg_refuses_a_non_finite_hessian_product():
+    with pytest.raises(FloatingPointError, match="hessp returned a non-finite value"):
+        trust_region_cg(lambda v: v * np.nan, np.ones(3), 1.0)
+
+
+@pytest.mark.parametrize("solver", [tron, gd])
+def test_a_gradient_of_the_wrong_shape_is_a_value_error(solver):
+    class Bad:
+        def fun(self, x):
+            return float(x @ x)
+
+        def grad(self, x):
+            return np.ones(x.size + 1)
+
+        def hessp(self, s):
+            return 2 * s
+
+    with pytest.raises(ValueError, match=r"problem.grad returned shape \(4,\); expected x0's shape \(3,\)"):
+        solver(Bad(), np.ones(3))
+
+
+@pytest.mark.parametrize("solver", [tron, gd])
+def test_a_non_finite_start_names_fun_or_grad(solver):
+    class Bad:
+        def fun(self, x):
+            return float(x @ x)
+
+        def grad(self, x):
+            return x * np.nan
+
+        def hessp(self, s):
+            return 2 * s
+
+    with pytest.raises(FloatingPointError, match="problem.grad at x0 is not finite"):
+        solver(Bad(), np.ones(3))
