@@ -198,7 +198,7 @@ def _normalise(blocks, m, n):
 
 def _block_size(N, block_size):
     if block_size is not None:
-        return block_size
+        return min(block_size, max(1, N))    # a block wider than f_T(A) is all of its columns
     return int(max(64, min(256, _BLOCK_BYTES // (8 * max(1, N)))))
 
 
@@ -254,7 +254,7 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
         no side-graph blocks, each walk step uses only the user-item blocks of A (half the
         work); the value is the same.
     block_size : int, optional
-        Columns per block (default: 64 to 256, about 8 MiB per block).
+        Columns per block (default: 64 to 256, about 8 MiB per block; at most m + n are used).
     n_threads : int, optional
         numba threads for this call.
 
@@ -413,7 +413,8 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         counts, each half-iteration costs T sparse × (N×k) products plus one k×k
         solve, O(T · nnz(A) · k + N k²) — the fast path.
     block_size : int, optional
-        Columns of f_T(A) per block in exact mode (default: 64 to 256, about 8 MiB per block).
+        Columns of f_T(A) per block in exact mode (default: 64 to 256, about 8 MiB per block; at
+        most m + n are used).
     n_threads : int, optional
         numba threads for this call (default: the current setting).
     seed : int, Generator or None

@@ -243,6 +243,19 @@ def test_objective_equals_dense_reference(m, n, density, seed, T, mode, lam):
     assert homf.objective(A, U, V, T, lam, mode=mode, m_users=m) == pytest.approx(want, rel=1e-10)
 
 
+def test_a_block_wider_than_the_matrix_is_all_its_columns(monkeypatch):
+    """block_size above N = m + n was checked for memory as given (a refusal for 10**9)."""
+    monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1G")
+    R, *_ = _problem(6, 5, 0.4, 0)
+    A = homf.transition_matrix(R)
+    U = np.random.default_rng(0).normal(size=(11, 2))
+    want = homf.objective(A, U, U, 2, 0.1, mode="exact", block_size=11)
+    assert homf.objective(A, U, U, 2, 0.1, mode="exact", block_size=10 ** 9) == want
+    a = homf.fit(R, 2, n_iter=2, seed=0, block_size=10 ** 9)
+    b = homf.fit(R, 2, n_iter=2, seed=0, block_size=11)
+    np.testing.assert_array_equal(a.user_factors, b.user_factors)
+
+
 @given(seed=seeds, T=st.integers(1, 5), mode=st.sampled_from(["exact", "dense"]),
        graphs=st.booleans())
 def test_objective_never_increases(seed, T, mode, graphs):
