@@ -202,7 +202,8 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         non-negative; ``k < 1``; unknown ``loss``, ``solver``, ``negatives`` or ``dtype``;
         malformed CSR; a dense variant above its size limit; a ``k`` (or feature width) whose
         factors and work arrays exceed the available memory; ``a_bar``, ``rho``, ``p``, ``q``
-        so large that the unlabeled term overflows; a ``Y`` with no row or no column
+        so large that the unlabeled term overflows; ``lam``, ``lam_w``, ``lam_h`` or
+        ``lam_graph`` above 1e20 (every factor zero to machine precision); a ``Y`` with no row or no column
         (ValueError: at least one user and one item are expected), or with no positive (no
         stored nonzero value).
     FloatingPointError

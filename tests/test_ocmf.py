@@ -459,6 +459,19 @@ def test_nystrom_rejects_bad_arguments():
         ocmf.nystrom_features(None, 2)
 
 
+@pytest.mark.parametrize("name", ["lam", "lam_w", "lam_h", "lam_graph"])
+def test_a_penalty_beyond_machine_precision_is_refused(name):
+    """lam=1e100 gave a negative square-loss objective and 1e150 a NaN with the advice 'raise lam'."""
+    Y = sp.random(8, 6, density=0.4, format="csr", random_state=0)
+    Y.data[:] = 1.0
+    with pytest.raises(ValueError, match=f"{name} must be at most 1e\\+20, got 1e\\+100"):
+        ocmf.fit(Y, 2, n_iter=1, loss="square", **{name: 1e100})
+    with pytest.raises(ValueError, match=f"{name} must be at most"):
+        ocmf.objective(Y, np.ones((8, 2)), np.ones((6, 2)), **{name: 1e150})
+    model = ocmf.fit(Y, 2, n_iter=1, loss="square", **{name: 1e20})    # the bound itself still fits
+    assert np.isfinite(model.history[-1]["objective"])
+
+
 def test_nystrom_refuses_centres_that_cannot_fit(monkeypatch):
     """Dense D × d centres of a very wide sparse X: a clear refusal, not numpy's MemoryError."""
     monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1G")
