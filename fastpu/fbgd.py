@@ -288,8 +288,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     TypeError
         On wrongly typed arguments.
     ValueError
-        On bad shapes, NaN/inf, negative weights or unknown options; if ``Y`` has no row or no
-        column (at least one user and one item are expected), or no positive (no stored
+        On bad shapes, NaN/inf, negative weights or unknown options; ``reg`` above 1e20; if ``Y``
+        has no row or no column (at least one user and one item are expected), or no positive (no stored
         nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``); the message
@@ -340,6 +340,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     if not isinstance(biases, (bool, np.bool_)):
         raise TypeError(f"biases must be True, False or None, got {biases!r}")
     reg = V.check_scalar(reg, name="reg", minimum=0.0)
+    if reg > 1e20:      # ocmf's bound: the gradient steps cannot move against such a penalty
+        raise ValueError(f"reg must be at most 1e+20, got {reg:g}: a penalty this large makes every "
+                         "embedding zero to machine precision and leaves the objective no digits")
     init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)

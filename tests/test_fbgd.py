@@ -487,6 +487,8 @@ def test_bad_inputs_get_clear_errors():
         fbgd.fit(Y, 2, optimizer="adam")
     with pytest.raises(ValueError, match=r"lr must be > 0.0, got 0"):
         fbgd.fit(Y, 2, lr=0.0)
+    with pytest.raises(ValueError, match=r"reg must be at most 1e\+20, got 1e\+200"):
+        fbgd.fit(Y, 2, reg=1e200)      # was a run that never moved, with no warning
     with pytest.raises(ValueError, match=r"pos_weight must be a real number or 'values'"):
         fbgd.fit(Y, 2, pos_weight="ratings")
     with pytest.raises(ValueError, match=r"pos_weight must be >= 0.0, got -2"):
