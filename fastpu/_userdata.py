@@ -145,8 +145,9 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
       delimiter (so a tab-separated header over comma-separated data works), is a
       header when none of its fields is a number and the second line shows it cannot be
       data: the second line has a numeric third field, or (two columns) a numeric id. A
-      first line with a number in it is always data (``1,2,abc`` is an error, not a
-      header). A first line whose first two fields are column names (``user``, ``item``,
+      first line with a number in it, or whose third field parses as a float (``nan``,
+      ``inf`` too), is always data (``1,2,abc`` and ``u1,a,nan`` are errors, never a
+      silently dropped header). A first line whose first two fields are column names (``user``, ``item``,
       ``user_id``, ``movie``, ``rating``, ...: ``fastpu._readers.HEADER_WORDS``) is a header.
       Otherwise, when both lines are text-only pairs (``u0,a`` over ``u1,b``) the answer is
       ambiguous and a ValueError asks for ``header=True`` or ``header=False`` (the command

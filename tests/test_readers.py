@@ -134,6 +134,17 @@ def test_tab_header_over_comma_data(tmp_path, engine):
     assert ds.user_ids.tolist() == [1, 3] and ds.Y.nnz == 2
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e400"])
+def test_non_finite_value_on_line_1_is_data_not_a_header(tmp_path, engine, value):
+    # a first line whose value parses as a float is data: its non-finite value is an error
+    # (no "looks like a header" hint), never a header that silently loses the row
+    p = _write(tmp_path, f"u1,i1,{value}\nu2,i2,1\nu3,i3,2\n")
+    with pytest.raises(ValueError, match=rf"line 1: value '{value}' in the third column is not finite$"):
+        D.read_csv(p)
+    assert R.layout(str(p), p.read_text().split("\n"), None, None)[1] is False
+    assert D.read_csv(_write(tmp_path, "user,item,rating\nu2,i2,1\n", "h.csv")).Y.shape == (1, 1)
+
+
 # --------------------------------------------------------------------------- header rules
 
 @pytest.mark.parametrize("text,expected", [
