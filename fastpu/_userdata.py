@@ -334,8 +334,9 @@ def read_xc(path: StrPath) -> Dataset:
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the header is not three integers, the number of lines differs from the header's
-        count, or a label or feature is malformed, out of range, repeated or not finite
+        If the header is not three integers, its counts need more memory than is available
+        (the ids of ``n_points`` points and ``n_labels`` labels), the number of lines differs
+        from the header's count, or a label or feature is malformed, out of range, repeated or not finite
         (each naming the file and line).
 
     Examples

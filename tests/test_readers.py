@@ -416,6 +416,20 @@ def test_read_xc(tmp_path):
     assert D.read_xc(q).Y.nnz == 0 and D.read_xc(q).user_features.toarray().tolist() == [[0, 3]]
 
 
+def test_read_xc_refuses_header_counts_that_cannot_fit(tmp_path, monkeypatch):
+    # a huge label count in the header used to reach numpy as a 745 GiB MemoryError
+    import fastpu._validation as V
+    monkeypatch.setattr(V, "MEMORY_LIMIT", 1 << 30)
+    p = tmp_path / "huge.txt"
+    p.write_text("1 3 100000000000\n0 1:1\n")
+    with pytest.raises(ValueError, match=r"line 1: the header '1 3 100000000000' \(n_points n_features "
+                                         r"n_labels\) announces 1 points and 100,000,000,000 labels; holding their ids "
+                                         r"needs 745\.1 GiB .* lower the header's counts"):
+        D.read_xc(p)
+    p.write_text("1 3 1000\n0 1:1\n")          # a large but affordable label count is fine
+    assert D.read_xc(p).Y.shape == (1, 1000)
+
+
 @pytest.mark.parametrize("text,match", [
     ("", r"is empty; expected a header line"),
     ("2 5\n0 1:1\n1 1:1\n", r"line 1: header '2 5' is not three non-negative integers"),
