@@ -223,6 +223,8 @@ def load_npz(path: StrPath) -> Dataset:
     ------
     FileNotFoundError
         If ``path`` does not exist.
+    TypeError
+        If the stored matrix is complex (its imaginary part is never dropped silently).
     ValueError
         If the stored matrix is malformed or has non-finite values.
 
@@ -245,6 +247,7 @@ def load_npz(path: StrPath) -> Dataset:
         raise ValueError(f"path {path!r} is a .npz archive but not a sparse matrix saved by "
                          f"scipy.sparse.save_npz ({type(exc).__name__}: {exc}); a saved model is read "
                          "with fastpu.load") from None
+    V.check_real(loaded, name=f"the matrix in path {path!r}")
     Y = V.check_csr(loaded, name="Y", nonnegative=False)
     return Dataset(name=os.path.basename(path), Y=Y, user_ids=np.arange(Y.shape[0]),
                    item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")
