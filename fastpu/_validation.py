@@ -423,6 +423,31 @@ def check_indices(idx: ArrayLike, *, name: str, size: int, size_from: str | None
     return np.ascontiguousarray(arr, dtype=INDEX_DTYPE)
 
 
+def check_ids(ids: ArrayLike, *, name: str, size: int, expected: str) -> np.ndarray:
+    """Identifiers as a 1-d array of ``size`` distinct values; ``expected`` says what they label."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or arr.shape[0] != size:
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({size},): {expected}")
+    try:
+        s = np.sort(arr, kind="stable")
+        same = np.flatnonzero(s[1:] == s[:-1])
+        dups = s[same[:1]].tolist()
+    except TypeError:                    # an object array of ids that do not compare (str and int)
+        seen: set[Any] = set()
+        dups = []
+        for x in arr.tolist():
+            if x in seen:
+                dups = [x]
+                break
+            seen.add(x)
+    if dups:
+        dup = dups[0]
+        where = np.flatnonzero(arr == dup)[:2].tolist()
+        raise ValueError(f"{name} has the id {dup!r} more than once (positions {where[0]} and {where[1]}); "
+                         f"expected unique ids, {expected}")
+    return arr
+
+
 # ----------------------------------------------------------------------------- memory guard
 
 def _parse_bytes(text: str, *, name: str) -> int:
