@@ -80,7 +80,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
         ocmf only: the item weights q_j; default the ``q`` the model was fitted with
         (``model.extras["q"]``), ones when it was fitted without.
     user_ids : array-like, shape (m_new,), optional
-        Identifiers of the new users, kept on the result.
+        Identifiers of the new users (distinct), kept on the result.
     tol : float
         Relative tolerance of the iterative row solvers (ocmf's non-square losses and the square
         one, CSRR-e): stop when the row's (projected) gradient norm is at most ``tol`` times its
@@ -88,7 +88,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     max_iter : int
         Most Newton steps per row.
     seed : int
-        Seed of the negatives sampled for ocmf models fitted with ``negatives="sampled"``.
+        Seed (>= 0) of the negatives sampled for ocmf models fitted with ``negatives="sampled"``.
     dense_limit : int, optional
         ocmf ``negatives="full_logistic"`` only: the largest m_new·n accepted (default 25,000,000).
     n_threads : int, optional
@@ -107,14 +107,14 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     Raises
     ------
     TypeError
-        If ``model`` is not a Factorization, ``Y_new`` is not sparse, or an argument has the
-        wrong type.
+        If ``model`` is not a Factorization, ``Y_new`` is not sparse, ``seed`` is not a
+        non-negative integer, or an argument has the wrong type.
     ValueError
         If ``Y_new`` does not have the model's number of items or has non-finite or negative
         values; ``user_features`` is given to a model without user features, missing for one
         with them, has the wrong number of columns, or is combined with ``Y_new``; ``p``,
-        ``q`` or ``user_ids`` have the wrong length; the model is CSRR-I/II (a dense U has no
-        user factor) or from an unknown method.
+        ``q`` or ``user_ids`` have the wrong length, or ``user_ids`` repeats an id; the model
+        is CSRR-I/II (a dense U has no user factor) or from an unknown method.
     FloatingPointError
         If a result is not finite.
 
@@ -140,6 +140,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     V.check_choice(model.method, name="model.method", choices=_METHODS)
     tol = V.check_scalar(tol, name="tol", minimum=0.0)
     max_iter = V.check_int(max_iter, name="max_iter", minimum=1)
+    rng = V.check_seed(seed)
     n = model.shape[1]
     V.check_dense(model.item_factors, name="model.item_factors")      # finite, 2-d
     if Y_new is not None:
@@ -155,7 +156,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
                          "use them (leave them None)")
     with limit_threads(n_threads):
         if model.method == "ocmf":
-            U, info = _ocmf(model, Y_new, user_features, p, q, tol, max_iter, seed, dense_limit)
+            U, info = _ocmf(model, Y_new, user_features, p, q, tol, max_iter, rng, dense_limit)
         elif model.method == "fbgd":
             U, info = _fbgd(model, Y_new, user_features)
         elif model.method == "homf":
@@ -176,10 +177,8 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
         warnings.warn(f"fold_in: {bad} of {U.shape[0]} rows stopped above tol={tol:g} "
                       "(see extras['fold_in']['grad_norm'])", RuntimeWarning, stacklevel=2)
     if user_ids is not None:
-        user_ids = np.asarray(user_ids)
-        if user_ids.ndim != 1 or user_ids.size != U.shape[0]:
-            raise ValueError(f"user_ids has shape {user_ids.shape}, expected ({U.shape[0]},): "
-                             "one identifier per new user")
+        user_ids = V.check_ids(user_ids, name="user_ids", size=U.shape[0],
+                               expected="one identifier per new user")
     extras = dict(model.extras)
     extras["fold_in"] = info
     changes: dict[str, Any] = dict(user_factors=np.ascontiguousarray(U), history=[],
@@ -242,7 +241,7 @@ def _iter_info(gn, g0, it, tol):
 # ocmf
 # ----------------------------------------------------------------------------------------------
 
-def _ocmf(model, Y, X, p, q, tol, max_iter, seed, dense_limit):
+def _ocmf(model, Y, X, p, q, tol, max_iter, rng, dense_limit):
     prm = model.params
     if prm.get("user_features"):
         if p is not None or q is not None:
@@ -279,7 +278,7 @@ def _ocmf(model, Y, X, p, q, tol, max_iter, seed, dense_limit):
             neg = V.check_csr(sp.csr_array(neg), name="negatives")
             neg.eliminate_zeros()
         else:
-            neg = _sample_negatives(Y, float(prm["neg_ratio"]), V.check_seed(seed))
+            neg = _sample_negatives(Y, float(prm["neg_ratio"]), rng)
             info["negatives"] = neg
         pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=Y.shape)
         both = V.check_csr(pos + 2.0 * neg, name="entries")

@@ -452,6 +452,12 @@ def test_errors(models):
         fold_in(m, Y, q=-np.ones(20))
     with pytest.raises(ValueError, match="user_ids has shape"):
         fold_in(m, Y, user_ids=[1, 2])
+    with pytest.raises(ValueError, match=r"user_ids has the id 'b' more than once \(positions 1 and 3\)"):
+        fold_in(m, Y[:4], user_ids=["a", "b", "c", "b"])
+    with pytest.raises(TypeError, match="seed must be a non-negative integer.*got -1"):
+        fold_in(m, Y, seed=-1)            # refused even where no negatives are sampled
+    with pytest.raises(TypeError, match="seed must be a non-negative integer.*got 'x'"):
+        fold_in(models["homf"], Y, seed="x")
     with pytest.raises(ValueError, match="tol must be >= 0"):
         fold_in(m, Y, tol=-1.0)
     with pytest.raises(ValueError, match="max_iter must be >= 1"):
