@@ -114,7 +114,9 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
         values; ``user_features`` is given to a model without user features, missing for one
         with them, has the wrong number of columns, or is combined with ``Y_new``; ``p``,
         ``q`` or ``user_ids`` have the wrong length, or ``user_ids`` repeats an id; the model
-        is CSRR-I/II (a dense U has no user factor) or from an unknown method.
+        is CSRR-I/II (a dense U has no user factor) or from an unknown method, or lacks an entry
+        of ``params`` / ``extras`` that its method's fold-in needs (a model built by hand or
+        edited).
     FloatingPointError
         If a result is not finite.
 
@@ -192,6 +194,16 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
 # helpers
 # ----------------------------------------------------------------------------------------------
 
+def _need_keys(model, params=(), extras=()):
+    """A ValueError naming the entries of model.params / model.extras this fold-in needs and lacks."""
+    missing = ([f"model.params[{k!r}]" for k in params if k not in model.params]
+               + [f"model.extras[{k!r}]" for k in extras if k not in model.extras])
+    if missing:
+        raise ValueError(f"fold_in of this {model.method} model needs {', '.join(missing)}, which it "
+                         f"lacks; a model returned by fastpu.{model.method}.fit (or read by fastpu.load) "
+                         "has them, so fold in that model rather than one built by hand or edited")
+
+
 def _need_rows(Y, X, *, method):
     """Y_new alone for a model without user features, with a clear error otherwise."""
     if X is not None:
@@ -246,16 +258,19 @@ def _ocmf(model, Y, X, p, q, tol, max_iter, rng, dense_limit):
     if prm.get("user_features"):
         if p is not None or q is not None:
             raise ValueError("p and q are not used for a model with user features (cold start)")
+        _need_keys(model, extras=("W",))
         W = _f64(model.extras["W"])
         X = _cold_start_features(X, Y, W.shape[0], "ocmf")
         return _mul(X, W), {}
     Y = _need_rows(Y, X, method="ocmf")
+    _need_keys(model, params=("loss", "a_bar", "lam", "rho")
+               + (("neg_ratio",) if prm.get("negatives") == "sampled" else ()))
     E = _f64(model.item_factors)
     m_new, n = Y.shape
     k = E.shape[1]
     q = V.check_vector(model.extras.get("q") if q is None else q, name="q", size=n)
     p = V.check_vector(p, name="p", size=m_new)
-    kind = LOSS_CODES[prm["loss"]]
+    kind = LOSS_CODES[V.check_choice(prm["loss"], name="model.params['loss']", choices=LOSS_CODES)]
     # the users' side is regularised by λ_w (lam_w; lam when the model has none)
     lam_w = prm.get("lam_w")
     abar, lam, rho = float(prm["a_bar"]), float(prm["lam"] if lam_w is None else lam_w), float(prm["rho"])
@@ -306,9 +321,11 @@ def _ocmf(model, Y, X, p, q, tol, max_iter, rng, dense_limit):
 
 def _fbgd(model, Y, X):
     prm, ex = model.params, model.extras
+    _need_keys(model, params=("k", "biases"))
     f = int(prm["k"])
     biases = bool(prm["biases"])
     if prm.get("user_features") is not None:
+        _need_keys(model, extras=("V_user",) + (("w_user", "w0") if biases else ()))
         Vu = _f64(ex["V_user"])
         X = _cold_start_features(X, Y, Vu.shape[0], "fbgd")
         P = _mul(X, Vu)
@@ -317,6 +334,8 @@ def _fbgd(model, Y, X):
             P = np.column_stack([P, bias, np.ones(P.shape[0])])
         return P, {}
     Y = _need_rows(Y, X, method="fbgd")
+    _need_keys(model, params=("r_neg", "reg", "pos_weight", "r_pos"),
+               extras=("neg_weights",) + (("w0",) if biases else ()))
     Q = _f64(model.item_factors)
     n = Q.shape[0]
     neg = _f64(ex["neg_weights"])
@@ -393,6 +412,7 @@ def new_node_rows(Y, m, g, alpha):
 
 def _homf(model, Y, X):
     Y = _need_rows(Y, X, method="homf")
+    _need_keys(model, params=("T", "lam", "mode", "g", "alpha"), extras=("A", "V"))
     prm, ex = model.params, model.extras
     A = V.check_csr(ex["A"], name="model.extras['A']", nonnegative=False)
     Vf = _f64(ex["V"])
@@ -459,6 +479,7 @@ def _csrr(model, Y, X, tol, max_iter):
                          f"{getattr(model, 'variant', '?')}, whose dense low-rank U has no user "
                          "factor to fold in (refit with variant='e')")
     Y = _need_rows(Y, X, method="csrr")
+    _need_keys(model, params=("alpha", "lam1", "lam2"))
     prm = model.params
     Q = _f64(model.item_factors)
     k = Q.shape[1]
