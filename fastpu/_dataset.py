@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ._validation import check_ids
+
 
 @dataclasses.dataclass(frozen=True)
 class Dataset:
@@ -22,8 +24,8 @@ class Dataset:
         Symmetric non-negative similarity graphs over users / items.
     user_features, item_features : ndarray or sparse or None
         User features X (m×d) and item features Z (n×e).
-    user_ids, item_ids : ndarray
-        Original identifier of each row / column.
+    user_ids, item_ids : ndarray or None
+        Original identifier of each row / column: one per row (column) of ``Y``, no two equal.
     description : str
         One paragraph: origin, sizes, any cleaning done.
     hidden : scipy.sparse.csr_array or None
@@ -34,6 +36,12 @@ class Dataset:
         reproduces that leave-one-out split.
     extras : dict
         Anything else (for example the planted factors of :func:`synthetic`).
+
+    Raises
+    ------
+    ValueError
+        If ``user_ids`` or ``item_ids`` is given and is not 1-d with one entry per row / column
+        of ``Y``, or repeats an id.
     """
 
     name: str
@@ -49,6 +57,14 @@ class Dataset:
     hidden: Any = None
     test_mask: Any = None
     extras: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, axis, what in (("user_ids", 0, "user (row)"), ("item_ids", 1, "item (column)")):
+            ids = getattr(self, name)
+            if ids is not None:
+                size = self.Y.shape[axis]
+                check_ids(ids, name=name, size=size,
+                          expected=f"one per {what} of Y, which has shape {tuple(self.Y.shape)}")
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -80,7 +80,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
         ocmf only: the item weights q_j; default the ``q`` the model was fitted with
         (``model.extras["q"]``), ones when it was fitted without.
     user_ids : array-like, shape (m_new,), optional
-        Identifiers of the new users, kept on the result.
+        Identifiers of the new users (distinct), kept on the result.
     tol : float
         Relative tolerance of the iterative row solvers (ocmf's non-square losses and the square
         one, CSRR-e): stop when the row's (projected) gradient norm is at most ``tol`` times its
@@ -88,7 +88,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     max_iter : int
         Most Newton steps per row.
     seed : int
-        Seed of the negatives sampled for ocmf models fitted with ``negatives="sampled"``.
+        Seed (>= 0) of the negatives sampled for ocmf models fitted with ``negatives="sampled"``.
     dense_limit : int, optional
         ocmf ``negatives="full_logistic"`` only: the largest m_new·n accepted (default 25,000,000).
     n_threads : int, optional
@@ -107,14 +107,16 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     Raises
     ------
     TypeError
-        If ``model`` is not a Factorization, ``Y_new`` is not sparse, or an argument has the
-        wrong type.
+        If ``model`` is not a Factorization, ``Y_new`` is not sparse, ``seed`` is not a
+        non-negative integer, or an argument has the wrong type.
     ValueError
         If ``Y_new`` does not have the model's number of items or has non-finite or negative
         values; ``user_features`` is given to a model without user features, missing for one
         with them, has the wrong number of columns, or is combined with ``Y_new``; ``p``,
-        ``q`` or ``user_ids`` have the wrong length; the model is CSRR-I/II (a dense U has no
-        user factor) or from an unknown method.
+        ``q`` or ``user_ids`` have the wrong length, or ``user_ids`` repeats an id; the model
+        is CSRR-I/II (a dense U has no user factor) or from an unknown method, or lacks an entry
+        of ``params`` / ``extras`` that its method's fold-in needs (a model built by hand or
+        edited).
     FloatingPointError
         If a result is not finite.
 
@@ -140,6 +142,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     V.check_choice(model.method, name="model.method", choices=_METHODS)
     tol = V.check_scalar(tol, name="tol", minimum=0.0)
     max_iter = V.check_int(max_iter, name="max_iter", minimum=1)
+    rng = V.check_seed(seed)
     n = model.shape[1]
     V.check_dense(model.item_factors, name="model.item_factors")      # finite, 2-d
     if Y_new is not None:
@@ -155,7 +158,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
                          "use them (leave them None)")
     with limit_threads(n_threads):
         if model.method == "ocmf":
-            U, info = _ocmf(model, Y_new, user_features, p, q, tol, max_iter, seed, dense_limit)
+            U, info = _ocmf(model, Y_new, user_features, p, q, tol, max_iter, rng, dense_limit)
         elif model.method == "fbgd":
             U, info = _fbgd(model, Y_new, user_features)
         elif model.method == "homf":
@@ -176,10 +179,8 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
         warnings.warn(f"fold_in: {bad} of {U.shape[0]} rows stopped above tol={tol:g} "
                       "(see extras['fold_in']['grad_norm'])", RuntimeWarning, stacklevel=2)
     if user_ids is not None:
-        user_ids = np.asarray(user_ids)
-        if user_ids.ndim != 1 or user_ids.size != U.shape[0]:
-            raise ValueError(f"user_ids has shape {user_ids.shape}, expected ({U.shape[0]},): "
-                             "one identifier per new user")
+        user_ids = V.check_ids(user_ids, name="user_ids", size=U.shape[0],
+                               expected="one identifier per new user")
     extras = dict(model.extras)
     extras["fold_in"] = info
     changes: dict[str, Any] = dict(user_factors=np.ascontiguousarray(U), history=[],
@@ -192,6 +193,16 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
+
+def _need_keys(model, params=(), extras=()):
+    """A ValueError naming the entries of model.params / model.extras this fold-in needs and lacks."""
+    missing = ([f"model.params[{k!r}]" for k in params if k not in model.params]
+               + [f"model.extras[{k!r}]" for k in extras if k not in model.extras])
+    if missing:
+        raise ValueError(f"fold_in of this {model.method} model needs {', '.join(missing)}, which it "
+                         f"lacks; a model returned by fastpu.{model.method}.fit (or read by fastpu.load) "
+                         "has them, so fold in that model rather than one built by hand or edited")
+
 
 def _need_rows(Y, X, *, method):
     """Y_new alone for a model without user features, with a clear error otherwise."""
@@ -242,21 +253,24 @@ def _iter_info(gn, g0, it, tol):
 # ocmf
 # ----------------------------------------------------------------------------------------------
 
-def _ocmf(model, Y, X, p, q, tol, max_iter, seed, dense_limit):
+def _ocmf(model, Y, X, p, q, tol, max_iter, rng, dense_limit):
     prm = model.params
     if prm.get("user_features"):
         if p is not None or q is not None:
             raise ValueError("p and q are not used for a model with user features (cold start)")
+        _need_keys(model, extras=("W",))
         W = _f64(model.extras["W"])
         X = _cold_start_features(X, Y, W.shape[0], "ocmf")
         return _mul(X, W), {}
     Y = _need_rows(Y, X, method="ocmf")
+    _need_keys(model, params=("loss", "a_bar", "lam", "rho")
+               + (("neg_ratio",) if prm.get("negatives") == "sampled" else ()))
     E = _f64(model.item_factors)
     m_new, n = Y.shape
     k = E.shape[1]
     q = V.check_vector(model.extras.get("q") if q is None else q, name="q", size=n)
     p = V.check_vector(p, name="p", size=m_new)
-    kind = LOSS_CODES[prm["loss"]]
+    kind = LOSS_CODES[V.check_choice(prm["loss"], name="model.params['loss']", choices=LOSS_CODES)]
     # the users' side is regularised by λ_w (lam_w; lam when the model has none)
     lam_w = prm.get("lam_w")
     abar, lam, rho = float(prm["a_bar"]), float(prm["lam"] if lam_w is None else lam_w), float(prm["rho"])
@@ -279,7 +293,7 @@ def _ocmf(model, Y, X, p, q, tol, max_iter, seed, dense_limit):
             neg = V.check_csr(sp.csr_array(neg), name="negatives")
             neg.eliminate_zeros()
         else:
-            neg = _sample_negatives(Y, float(prm["neg_ratio"]), V.check_seed(seed))
+            neg = _sample_negatives(Y, float(prm["neg_ratio"]), rng)
             info["negatives"] = neg
         pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=Y.shape)
         both = V.check_csr(pos + 2.0 * neg, name="entries")
@@ -307,9 +321,11 @@ def _ocmf(model, Y, X, p, q, tol, max_iter, seed, dense_limit):
 
 def _fbgd(model, Y, X):
     prm, ex = model.params, model.extras
+    _need_keys(model, params=("k", "biases"))
     f = int(prm["k"])
     biases = bool(prm["biases"])
     if prm.get("user_features") is not None:
+        _need_keys(model, extras=("V_user",) + (("w_user", "w0") if biases else ()))
         Vu = _f64(ex["V_user"])
         X = _cold_start_features(X, Y, Vu.shape[0], "fbgd")
         P = _mul(X, Vu)
@@ -318,6 +334,8 @@ def _fbgd(model, Y, X):
             P = np.column_stack([P, bias, np.ones(P.shape[0])])
         return P, {}
     Y = _need_rows(Y, X, method="fbgd")
+    _need_keys(model, params=("r_neg", "reg", "pos_weight", "r_pos"),
+               extras=("neg_weights",) + (("w0",) if biases else ()))
     Q = _f64(model.item_factors)
     n = Q.shape[0]
     neg = _f64(ex["neg_weights"])
@@ -394,6 +412,7 @@ def new_node_rows(Y, m, g, alpha):
 
 def _homf(model, Y, X):
     Y = _need_rows(Y, X, method="homf")
+    _need_keys(model, params=("T", "lam", "mode", "g", "alpha"), extras=("A", "V"))
     prm, ex = model.params, model.extras
     A = V.check_csr(ex["A"], name="model.extras['A']", nonnegative=False)
     Vf = _f64(ex["V"])
@@ -460,6 +479,7 @@ def _csrr(model, Y, X, tol, max_iter):
                          f"{getattr(model, 'variant', '?')}, whose dense low-rank U has no user "
                          "factor to fold in (refit with variant='e')")
     Y = _need_rows(Y, X, method="csrr")
+    _need_keys(model, params=("alpha", "lam1", "lam2"))
     prm = model.params
     Q = _f64(model.item_factors)
     k = Q.shape[1]

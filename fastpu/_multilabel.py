@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from . import _validation as V
+
 _NUMERIC = ("numeric", "real", "integer")
 
 
@@ -201,6 +203,12 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
         raise _err(path, 1, f"header {lines[0].strip()!r} is not three non-negative integers "
                    f"'n_points n_features n_labels'")
     n, d, L = (int(h) for h in head)
+    # the ids (n + L int64) and the two CSR row pointers are sized by the header's counts alone:
+    # refuse counts that cannot fit before numpy tries (1 3 100000000000 would ask for 745 GiB)
+    V.check_alloc(8 * (L + 3 * (n + 1)), what=(f"{path}: line 1: the header {lines[0].strip()!r} "
+                                                f"(n_points n_features n_labels) announces {n:,} points and "
+                                                f"{L:,} labels; holding their ids"),
+                  names=("the header's counts",))
     body = lines[1:]
     if len(body) != n:
         raise ValueError(f"{path}: the header announces {n} points but the file has {len(body)} data lines")

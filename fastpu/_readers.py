@@ -40,6 +40,15 @@ def _is_number(s: str) -> bool:
     return _NUMBER.match(s.strip()) is not None
 
 
+def _is_float(s: str) -> bool:
+    """Whether the value column's parser reads ``s`` as a float (nan, inf and 1e400 included)."""
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
 # ----------------------------------------------------------------------------- ids
 
 def _canonical_ints(strings: Sequence[str]) -> np.ndarray | None:
@@ -245,8 +254,8 @@ def layout(path: str, lines: list[str], delimiter: str | None,
         return delim, bool(header)
     own = delimiter if delimiter is not None else _sniff(first[0][1])
     head = _split(first[0][1], None if own == " " else own)
-    if any(_is_number(c) for c in head):
-        return delim, False
+    if any(_is_number(c) for c in head) or (len(head) >= 3 and _is_float(head[2])):
+        return delim, False             # a number (even nan or inf) in line 1: data, never dropped
     if len(head) >= 2 and all(c.strip().lower() in HEADER_WORDS for c in head[:2]):
         return delim, True              # user,item / userId,movieId / ...: column names
     if len(first) == 1:
@@ -317,7 +326,7 @@ def parse_python(path: str, lines: list[str], delim: str | None,
             for n, tok in zip(data_lines, vals):
                 err = _bad_value(path, n, tok)
                 if err is not None:
-                    if not header and n == data_lines[0]:
+                    if not header and n == data_lines[0] and not _is_float(tok):
                         raise ValueError(f"{err}; line {n} looks like a header: pass header=True (or "
                                          "header=None to detect it)")
                     raise err

@@ -145,8 +145,9 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
       delimiter (so a tab-separated header over comma-separated data works), is a
       header when none of its fields is a number and the second line shows it cannot be
       data: the second line has a numeric third field, or (two columns) a numeric id. A
-      first line with a number in it is always data (``1,2,abc`` is an error, not a
-      header). A first line whose first two fields are column names (``user``, ``item``,
+      first line with a number in it, or whose third field parses as a float (``nan``,
+      ``inf`` too), is always data (``1,2,abc`` and ``u1,a,nan`` are errors, never a
+      silently dropped header). A first line whose first two fields are column names (``user``, ``item``,
       ``user_id``, ``movie``, ``rating``, ...: ``fastpu._readers.HEADER_WORDS``) is a header.
       Otherwise, when both lines are text-only pairs (``u0,a`` over ``u1,b``) the answer is
       ambiguous and a ValueError asks for ``header=True`` or ``header=False`` (the command
@@ -222,6 +223,8 @@ def load_npz(path: StrPath) -> Dataset:
     ------
     FileNotFoundError
         If ``path`` does not exist.
+    TypeError
+        If the stored matrix is complex (its imaginary part is never dropped silently).
     ValueError
         If the stored matrix is malformed or has non-finite values.
 
@@ -244,6 +247,7 @@ def load_npz(path: StrPath) -> Dataset:
         raise ValueError(f"path {path!r} is a .npz archive but not a sparse matrix saved by "
                          f"scipy.sparse.save_npz ({type(exc).__name__}: {exc}); a saved model is read "
                          "with fastpu.load") from None
+    V.check_real(loaded, name=f"the matrix in path {path!r}")
     Y = V.check_csr(loaded, name="Y", nonnegative=False)
     return Dataset(name=os.path.basename(path), Y=Y, user_ids=np.arange(Y.shape[0]),
                    item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")
@@ -333,8 +337,9 @@ def read_xc(path: StrPath) -> Dataset:
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the header is not three integers, the number of lines differs from the header's
-        count, or a label or feature is malformed, out of range, repeated or not finite
+        If the header is not three integers, its counts need more memory than is available
+        (the ids of ``n_points`` points and ``n_labels`` labels), the number of lines differs
+        from the header's count, or a label or feature is malformed, out of range, repeated or not finite
         (each naming the file and line).
 
     Examples

@@ -37,6 +37,28 @@ def _shape_str(shape: tuple[int, ...]) -> str:
     return "×".join(str(int(s)) for s in shape)
 
 
+def check_real(A: Any, *, name: str) -> None:
+    """Refuse complex input before a cast to float64 silently drops its imaginary part.
+
+    Arrays (dense, sparse, LinearOperators) are judged by their ``dtype``; lists, tuples and
+    scalars by the dtype numpy gives them.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` has a complex dtype; the message names ``name`` and the dtype.
+    """
+    dt = getattr(A, "dtype", None)
+    if dt is None and isinstance(A, (list, tuple, complex)):
+        try:
+            dt = np.asarray(A).dtype
+        except (TypeError, ValueError):          # ragged or odd input: the caller's cast reports it
+            dt = None
+    if getattr(dt, "kind", None) == "c":
+        raise TypeError(f"{name} must be real, got complex dtype {dt}; expected real (float or "
+                        "integer) values: take the real part or the modulus first if that is what is meant")
+
+
 def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
               nonnegative: bool = True, allow_zero_rows: bool = True,
               shape_from: str | None = None) -> Sparse:
@@ -48,7 +70,7 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
     Raises
     ------
     TypeError
-        If ``Y`` is not a scipy.sparse matrix or array.
+        If ``Y`` is not a scipy.sparse matrix or array, or has a complex dtype.
     ValueError
         If it is malformed, has non-finite or (with ``nonnegative``) negative
         stored values, or does not have the expected ``shape``.
@@ -63,6 +85,7 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
         raise TypeError(f"{name} must be a scipy.sparse matrix or array, got {kind}; {hint}")
     if Y.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional, got {Y.ndim} dimensions")
+    check_real(Y, name=name)
     if shape is not None and tuple(Y.shape) != tuple(shape):
         raise ValueError(
             f"{name} has shape {_shape_str(Y.shape)}, expected {_shape_str(shape)}"
@@ -144,10 +167,12 @@ def check_dense(A: Any, *, name: str, shape: tuple[int | None, ...] | None = Non
                 nonnegative: bool = False, shape_from: str | None = None) -> np.ndarray:
     """Return ``A`` as a C-contiguous float64 array with finite values.
 
-    ``shape_from`` says where the expected ``shape`` comes from, for the message.
+    ``shape_from`` says where the expected ``shape`` comes from, for the message. Complex input
+    is a TypeError (:func:`check_real`), never cast to its real part.
     """
     if sp.issparse(A):
         raise TypeError(f"{name} must be a dense array, got a scipy.sparse {A.format} matrix")
+    check_real(A, name=name)
     try:
         A = np.array(A, dtype=VALUE_DTYPE, order="C", copy=True)
     except (TypeError, ValueError) as exc:
@@ -175,6 +200,7 @@ def check_vector(v: ArrayLike | None, *, name: str, size: int, default: float = 
         return np.full(size, float(default), dtype=VALUE_DTYPE)
     if isinstance(v, (str, bytes)):
         raise TypeError(f"{name} must be a number or a length-{size} vector, got {v!r}")
+    check_real(v, name=name)
     if np.isscalar(v):
         v = np.full(size, float(v))  # type: ignore[arg-type]  # numpy's guard admits str here
     v = check_dense(v, name=name, shape=(size,), ndim=1)
@@ -395,6 +421,31 @@ def check_indices(idx: ArrayLike, *, name: str, size: int, size_from: str | None
         raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]"
                          + (f" ({size_from})" if size_from else ""))
     return np.ascontiguousarray(arr, dtype=INDEX_DTYPE)
+
+
+def check_ids(ids: ArrayLike, *, name: str, size: int, expected: str) -> np.ndarray:
+    """Identifiers as a 1-d array of ``size`` distinct values; ``expected`` says what they label."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or arr.shape[0] != size:
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({size},): {expected}")
+    try:
+        s = np.sort(arr, kind="stable")
+        same = np.flatnonzero(s[1:] == s[:-1])
+        dups = s[same[:1]].tolist()
+    except TypeError:                    # an object array of ids that do not compare (str and int)
+        seen: set[Any] = set()
+        dups = []
+        for x in arr.tolist():
+            if x in seen:
+                dups = [x]
+                break
+            seen.add(x)
+    if dups:
+        dup = dups[0]
+        where = np.flatnonzero(arr == dup)[:2].tolist()
+        raise ValueError(f"{name} has the id {dup!r} more than once (positions {where[0]} and {where[1]}); "
+                         f"expected unique ids, {expected}")
+    return arr
 
 
 # ----------------------------------------------------------------------------- memory guard

@@ -221,7 +221,8 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     Raises
     ------
     TypeError
-        If ``Y`` is not sparse or an argument has the wrong type.
+        If ``Y`` is not sparse or an argument has the wrong type (a complex ``Y`` or
+        feature matrix included).
     ValueError
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
         ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the

@@ -286,7 +286,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     Raises
     ------
     TypeError
-        On wrongly typed arguments.
+        On wrongly typed arguments (complex ``Y``, features or graphs included).
     ValueError
         On bad shapes, NaN/inf, negative weights or unknown options; ``reg`` above 1e20; if ``Y``
         has no row or no column (at least one user and one item are expected), or no positive (no stored

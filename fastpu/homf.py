@@ -441,7 +441,7 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     Raises
     ------
     TypeError
-        If an argument has the wrong type.
+        If an argument has the wrong type (a complex ``Y`` or graph included).
     ValueError
         For invalid values (see :func:`transition_matrix`; ``k``, ``T``, ``n_iter``
         below 1, ``lam <= 0``, unknown ``mode``); when the factors (N×k) or one exact-mode

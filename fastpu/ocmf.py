@@ -197,7 +197,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     Raises
     ------
     TypeError, ValueError
-        Non-sparse ``Y``; NaN/inf or negative stored values; shape mismatches between ``Y``,
+        Non-sparse ``Y``; complex ``Y``, features, graphs or ``init`` (TypeError); NaN/inf or negative stored values; shape mismatches between ``Y``,
         ``X``, ``Z``, graphs, ``p``, ``q``, ``init``; a graph that is not square, symmetric and
         non-negative; ``k < 1``; unknown ``loss``, ``solver``, ``negatives`` or ``dtype``;
         malformed CSR; a dense variant above its size limit; a ``k`` (or feature width) whose

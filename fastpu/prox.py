@@ -95,7 +95,7 @@ def soft_threshold(x: ArrayLike, tau: float) -> Any:
     Raises
     ------
     TypeError
-        If ``x`` is not numeric or ``tau`` is not a real number.
+        If ``x`` is not numeric or is complex, or ``tau`` is not a real number.
     ValueError
         If ``x`` has non-finite values or ``tau < 0``.
 
@@ -130,7 +130,7 @@ def project_box(x: ArrayLike, lo: float = 0.0, hi: float = 1.0) -> Any:
     Raises
     ------
     TypeError
-        If ``x`` is not numeric or a bound is not a real number.
+        If ``x`` is not numeric or is complex, or a bound is not a real number.
     ValueError
         If ``x`` has non-finite values or ``lo > hi``.
 
@@ -180,7 +180,8 @@ def svt(M: Any, tau: float, *, method: str = "auto", k0: int | None = None, seed
     Raises
     ------
     TypeError
-        If ``M`` is not a matrix or linear operator, or ``tau`` is not a real number.
+        If ``M`` is not a matrix or linear operator, has a complex dtype, or ``tau`` is not a
+        real number.
     ValueError
         If ``M`` has non-finite values, ``tau < 0``, ``method`` is unknown, or the dense
         output would be too large.
@@ -224,7 +225,8 @@ def svt_factors(M: Any, tau: float, *, method: str = "auto", k0: int | None = No
     Raises
     ------
     TypeError
-        If ``M`` is not a matrix or linear operator, or ``tau`` is not a real number.
+        If ``M`` is not a matrix or linear operator, has a complex dtype, or ``tau`` is not a
+        real number.
     ValueError
         If ``M`` has non-finite values, ``tau < 0`` or ``method`` is unknown.
 
@@ -318,6 +320,7 @@ def _materialise(op: Any) -> FloatArray:
 def _as_values(x: Any, name: str) -> FloatArray:
     if sp.issparse(x):
         raise TypeError(f"{name} must be a dense array or a number, got a scipy.sparse {x.format} matrix")
+    V.check_real(x, name=name)
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -332,6 +335,7 @@ def _as_operator(M: Any) -> tuple[Any, FloatArray | None]:
     if isinstance(M, spla.LinearOperator):
         if len(M.shape) != 2:
             raise ValueError(f"M must be 2-dimensional, got shape {M.shape}")
+        V.check_real(M, name="M")
         return M, None
     if sp.issparse(M):
         M = V.check_csr(M, name="M", nonnegative=False)

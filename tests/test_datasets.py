@@ -219,6 +219,26 @@ def test_from_pairs_errors():
         D.from_pairs(np.ones((2, 2)), [1, 2])
 
 
+def test_dataset_ids_match_y_and_are_unique():
+    Y = sp.csr_array(np.eye(3, 2))
+    ok = D.Dataset(name="x", Y=Y, user_ids=np.array(["a", "b", "c"]), item_ids=[10, 20])
+    assert ok.user_ids.tolist() == ["a", "b", "c"] and D.Dataset(name="x", Y=Y).user_ids is None
+    with pytest.raises(ValueError, match=r"user_ids has shape \(4,\), expected \(3,\): one per user \(row\) of Y"):
+        D.Dataset(name="x", Y=Y, user_ids=np.arange(4))
+    with pytest.raises(ValueError, match=r"item_ids has shape \(3,\), expected \(2,\): one per item \(column\)"):
+        D.Dataset(name="x", Y=Y, item_ids=[1, 2, 3])
+    with pytest.raises(ValueError, match=r"user_ids has shape \(3, 1\), expected \(3,\)"):
+        D.Dataset(name="x", Y=Y, user_ids=np.zeros((3, 1)))
+    with pytest.raises(ValueError, match=r"item_ids has the id 7 more than once \(positions 0 and 1\); expected unique"):
+        D.Dataset(name="x", Y=Y, item_ids=np.array([7, 7]))
+    with pytest.raises(ValueError, match=r"user_ids has the id 'b' more than once \(positions 1 and 2\)"):
+        D.Dataset(name="x", Y=Y, user_ids=["a", "b", "b"])
+    with pytest.raises(ValueError, match="user_ids has the id 'a' more than once"):      # ids that do not sort
+        D.Dataset(name="x", Y=Y, user_ids=np.array(["a", 1, "a"], dtype=object))
+    with pytest.raises(ValueError, match=r"user_ids has shape \(2,\), expected \(3,\)"):
+        dataclasses.replace(ok, user_ids=["a", "b"])
+
+
 @pytest.mark.parametrize("text,header", [
     ("user,item,rating\nu1,a,5\nu2,b,3\nu1,b,1\n", None),
     ("u1,a,5\nu2,b,3\nu1,b,1\n", None),

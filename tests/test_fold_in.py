@@ -1,5 +1,6 @@
 """fold_in: each method's row problem with the item side fixed, against dense references."""
 
+import dataclasses
 import doctest
 import warnings
 
@@ -452,6 +453,12 @@ def test_errors(models):
         fold_in(m, Y, q=-np.ones(20))
     with pytest.raises(ValueError, match="user_ids has shape"):
         fold_in(m, Y, user_ids=[1, 2])
+    with pytest.raises(ValueError, match=r"user_ids has the id 'b' more than once \(positions 1 and 3\)"):
+        fold_in(m, Y[:4], user_ids=["a", "b", "c", "b"])
+    with pytest.raises(TypeError, match="seed must be a non-negative integer.*got -1"):
+        fold_in(m, Y, seed=-1)            # refused even where no negatives are sampled
+    with pytest.raises(TypeError, match="seed must be a non-negative integer.*got 'x'"):
+        fold_in(models["homf"], Y, seed="x")
     with pytest.raises(ValueError, match="tol must be >= 0"):
         fold_in(m, Y, tol=-1.0)
     with pytest.raises(ValueError, match="max_iter must be >= 1"):
@@ -464,6 +471,31 @@ def test_errors(models):
         fold_in(feat, user_features=np.ones((2, 4)), p=np.ones(2))
     with pytest.raises(ValueError, match="user_features was given but this homf model"):
         fold_in(models["homf"], Y, user_features=np.ones((30, 4)))
+
+
+def test_a_model_missing_a_param_names_it(models):
+    Y, m = models["Y"], models["ocmf"]
+    drop = {k: v for k, v in m.params.items() if k != "rho"}
+    with pytest.raises(ValueError, match=r"fold_in of this ocmf model needs model.params\['rho'\], which it lacks"):
+        fold_in(dataclasses.replace(m, params=drop), Y)
+    homf = models["homf"]
+    with pytest.raises(ValueError, match=r"this homf model needs model.extras\['A'\], which"):
+        fold_in(dataclasses.replace(homf, extras={k: v for k, v in homf.extras.items() if k != "A"}), Y)
+    feat = models["feat"]
+    with pytest.raises(ValueError, match=r"this ocmf model needs model.extras\['W'\]"):
+        fold_in(dataclasses.replace(feat, extras={}), user_features=np.ones((2, 4)))
+    sampled = dataclasses.replace(m, params={**m.params, "negatives": "sampled"})
+    sampled.params.pop("neg_ratio", None)
+    with pytest.raises(ValueError, match=r"needs model.params\['neg_ratio'\]"):
+        fold_in(sampled, Y)
+    with pytest.raises(ValueError, match=r"unknown model.params\['loss'\] 'foo'"):
+        fold_in(dataclasses.replace(m, params={**m.params, "loss": "foo"}), Y)
+    U, E = np.ones((3, 2)), np.ones((20, 2))
+    for method, first in (("ocmf", "loss"), ("fbgd", "k"), ("homf", "T")):      # built by hand
+        with pytest.raises(ValueError, match=rf"this {method} model needs model.params\['{first}'\]"):
+            fold_in(Factorization(U, E, method=method), Y)
+    with pytest.raises(ValueError, match=r"this csrr model needs model.params\['alpha'\]"):
+        fold_in(CSRRModel(U, E, method="csrr", V=sp.csr_array((3, 20)), variant="e"), Y)
 
 
 def test_nothing_returns_nan_from_a_broken_model():

@@ -134,6 +134,17 @@ def test_tab_header_over_comma_data(tmp_path, engine):
     assert ds.user_ids.tolist() == [1, 3] and ds.Y.nnz == 2
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e400"])
+def test_non_finite_value_on_line_1_is_data_not_a_header(tmp_path, engine, value):
+    # a first line whose value parses as a float is data: its non-finite value is an error
+    # (no "looks like a header" hint), never a header that silently loses the row
+    p = _write(tmp_path, f"u1,i1,{value}\nu2,i2,1\nu3,i3,2\n")
+    with pytest.raises(ValueError, match=rf"line 1: value '{value}' in the third column is not finite$"):
+        D.read_csv(p)
+    assert R.layout(str(p), p.read_text().split("\n"), None, None)[1] is False
+    assert D.read_csv(_write(tmp_path, "user,item,rating\nu2,i2,1\n", "h.csv")).Y.shape == (1, 1)
+
+
 # --------------------------------------------------------------------------- header rules
 
 @pytest.mark.parametrize("text,expected", [
@@ -403,6 +414,20 @@ def test_read_xc(tmp_path):
     q = tmp_path / "nolab.txt"
     q.write_text("1 2 2\n1:3\n")
     assert D.read_xc(q).Y.nnz == 0 and D.read_xc(q).user_features.toarray().tolist() == [[0, 3]]
+
+
+def test_read_xc_refuses_header_counts_that_cannot_fit(tmp_path, monkeypatch):
+    # a huge label count in the header used to reach numpy as a 745 GiB MemoryError
+    import fastpu._validation as V
+    monkeypatch.setattr(V, "MEMORY_LIMIT", 1 << 30)
+    p = tmp_path / "huge.txt"
+    p.write_text("1 3 100000000000\n0 1:1\n")
+    with pytest.raises(ValueError, match=r"line 1: the header '1 3 100000000000' \(n_points n_features "
+                                         r"n_labels\) announces 1 points and 100,000,000,000 labels; holding their ids "
+                                         r"needs 745\.1 GiB .* lower the header's counts"):
+        D.read_xc(p)
+    p.write_text("1 3 1000\n0 1:1\n")          # a large but affordable label count is fine
+    assert D.read_xc(p).Y.shape == (1, 1000)
 
 
 @pytest.mark.parametrize("text,match", [

@@ -100,3 +100,38 @@ def test_a_dataframe_gets_the_pairs_advice():
     with pytest.raises(TypeError, match=r"got DataFrame; for \(user, item\[, value\]\) pairs use "
                                         r"fastpu.datasets.from_pairs"):
         fp.ocmf.fit(df, 2)
+
+
+def _complex_cases():
+    import fastpu as fp
+    Y = fp.datasets.synthetic(30, 20, rank=2, density=0.3, seed=1).Y
+    Yc = sp.csr_array(Y.astype(complex) + 1j * Y)
+
+    def npz(tmp_path):
+        p = tmp_path / "y.npz"
+        sp.save_npz(p, sp.csr_matrix(Yc))
+        return fp.datasets.load_npz(p)
+
+    return {
+        "Y": (lambda _: fp.ocmf.fit(Yc, 2, n_iter=1), "Y"),
+        "Y imaginary": (lambda _: fp.ocmf.fit(sp.csr_array(1j * Y.astype(complex)), 2, n_iter=1), "Y"),
+        "user_features": (lambda _: fp.ocmf.fit(Y, 2, n_iter=1, user_features=np.ones((30, 3)) * (1 + 1j)),
+                          "user_features"),
+        "user_features sparse": (lambda _: fp.ocmf.fit(Y, 2, n_iter=1,
+                                                       user_features=sp.csr_array(np.eye(30, dtype=complex))),
+                                 "user_features"),
+        "user_graph": (lambda _: fp.ocmf.fit(Y, 2, n_iter=1, user_graph=sp.csr_array(np.eye(30) * (1 + 1j))),
+                       "user_graph"),
+        "svt": (lambda _: fp.prox.svt(np.eye(3) * (1 + 1j), 0.5), "M"),
+        "soft_threshold": (lambda _: fp.prox.soft_threshold(np.ones(3) * 1j, 0.5), "x"),
+        "soft_threshold scalar": (lambda _: fp.prox.soft_threshold(2j, 0.5), "x"),
+        "load_npz": (npz, r"the matrix in path '.*y\.npz'"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_complex_cases()))
+def test_complex_input_is_refused_not_cast_to_real(case, tmp_path):
+    # a cast to float64 used to drop the imaginary part (numpy's ComplexWarning the only sign)
+    call, name = _complex_cases()[case]
+    with pytest.raises(TypeError, match=rf"^{name} must be real, got complex dtype complex128; expected real"):
+        call(tmp_path)
