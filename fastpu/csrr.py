@@ -207,8 +207,9 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     seed : int
         Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
     callback : callable, optional
-        ``callback(info)`` after every outer iteration; returning True stops. ``info["model"]()``
-        is the current iterate as a :class:`CSRRModel` (copies).
+        ``callback(info)`` after every outer iteration; returning True stops (it must return
+        None or a bool). ``info["model"]()`` is the current iterate as a :class:`CSRRModel`
+        (copies).
     verbose : bool
         Print one line per iteration.
 
@@ -221,7 +222,8 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     Raises
     ------
     TypeError
-        If ``Y`` is not sparse or an argument has the wrong type.
+        If ``Y`` is not sparse or an argument has the wrong type; a ``callback`` that returns
+        something other than None or a bool.
     ValueError
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
         ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the

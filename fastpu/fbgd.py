@@ -261,7 +261,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     seed : int, numpy Generator or None
         Seed of the initialisation.
     callback : callable, optional
-        Called with each epoch's history dict; returning True stops training.
+        Called with each epoch's history dict; returning True stops training (it must return
+        None or a bool).
         ``info["model"]()`` is the current iterate as a :class:`~fastpu.Factorization` (copies
         of P and Q).
     verbose : bool
@@ -286,7 +287,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     Raises
     ------
     TypeError
-        On wrongly typed arguments.
+        On wrongly typed arguments; a ``callback`` that returns something other than None or
+        a bool.
     ValueError
         On bad shapes, NaN/inf, negative weights or unknown options; if ``Y`` has no row or no
         column (at least one user and one item are expected), or no positive (no stored

@@ -419,7 +419,8 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     seed : int, Generator or None
         U and V start uniform on [0, 1) as in the paper.
     callback : callable, optional
-        Called with each history dict; return True to stop. ``info["model"]()`` is the current
+        Called with each history dict; return True to stop (None or False to go on; anything
+        else is a TypeError). ``info["model"]()`` is the current
         iterate as a :class:`~fastpu.Factorization` (copies of ``U[:m]`` and ``V[m:]``).
     verbose : bool
         Print one line per iteration.
@@ -440,7 +441,8 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     Raises
     ------
     TypeError
-        If an argument has the wrong type.
+        If an argument has the wrong type; a ``callback`` that returns something other than
+        None or a bool.
     ValueError
         For invalid values (see :func:`transition_matrix`; ``k``, ``T``, ``n_iter``
         below 1, ``lam <= 0``, unknown ``mode``); when the factors (N×k) or one exact-mode

@@ -178,8 +178,9 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     n_threads : int, optional
         Numba threads for this call (restored afterwards).
     callback : callable, optional
-        Called with each history dict; returning True stops early. ``info["model"]()`` is the
-        current iterate as a :class:`~fastpu.Factorization` (copies of the factors).
+        Called with each history dict; returning True stops early (it must return None or a
+        bool). ``info["model"]()`` is the current iterate as a :class:`~fastpu.Factorization`
+        (copies of the factors).
     verbose : bool
         Print one progress line per outer iteration.
     lam_w, lam_h : float, optional
@@ -204,7 +205,8 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         factors and work arrays exceed the available memory; ``a_bar``, ``rho``, ``p``, ``q``
         so large that the unlabeled term overflows; a ``Y`` with no row or no column
         (ValueError: at least one user and one item are expected), or with no positive (no
-        stored nonzero value).
+        stored nonzero value); a ``callback`` that returns something other than None or a
+        bool (TypeError).
     FloatingPointError
         If the objective becomes non-finite; the message names the inputs to scale.
 

@@ -186,3 +186,13 @@ def test_apg_messages():
     with pytest.raises(TypeError, match="callback must be callable or None, got int"):
         apg(prob, np.zeros(3), step=1.0, callback=3)
     assert "apg" in apg_mod.__all__
+
+
+def test_callback_must_return_none_or_a_bool():
+    """An array return was numpy's "truth value of an array ... is ambiguous"."""
+    A, b = _lasso(2, 10, 4, orthonormal=False)
+    with pytest.raises(TypeError, match=r"apg: callback must return None or a bool \(True stops "
+                                        r"the fit\), got a numpy array of shape \(4,\)"):
+        apg(Lasso(A, b, 0.1), np.zeros(4), step=0.01, n_iter=3, callback=lambda info: info["x"])
+    res = apg(Lasso(A, b, 0.1), np.zeros(4), step=0.01, n_iter=3, callback=lambda info: np.True_)
+    assert res.status == "callback" and res.n_iter == 1
