@@ -353,11 +353,20 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         a parameter (ValueError) the fit does not take (checked before any trial), a
         ``callback`` keyword (TypeError: the search passes its own), an
         empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
-        validation fraction outside (0, 1), or when every trial failed. ``split`` other than
+        validation fraction outside (0, 1), or when every trial failed (ValueError: how many,
+        and the first one's error). ``split`` other than
         "entries"/"rows"; with ``split="rows"``: no ``user_features``, features with the wrong
         number of rows, a method that does not take them (als, bpr) or cannot start cold
         from them (csrr, homf), a fraction that holds out no row or every row with a positive,
         or row indices that overlap, lie outside Y or leave no positive to validate.
+
+    Warns
+    -----
+    UserWarning
+        Once, after the trials, when some (not all) of them failed: a fit raised a ValueError,
+        FloatingPointError or LinAlgError, or gave no finite validation score. The message
+        says how many of how many and the first one's error; those trials are skipped (score
+        ``-inf``, their ``error`` in ``.trials``).
 
     Examples
     --------
@@ -468,10 +477,18 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
                   file=sys.stderr, flush=True)
 
     ok = [tr for tr in trials if tr["error"] is None and tr["best_iter"] > 0]
-    if not ok:
-        first = trials[0]["error"] if trials else "no trials"
-        raise ValueError(f"every trial failed (first error: {first}); check the space and the fixed "
-                         "arguments")
+    failed = [tr for tr in trials if tr["error"] is not None or tr["best_iter"] == 0]
+    if failed:
+        tr = failed[0]
+        why = tr["error"] or ("no finite validation score (the fit never called its callback, or "
+                              "every score was NaN or inf)")
+        shown = ", ".join(f"{p}={_fmt(v)}" for p, v in tr["params"].items())
+        first = f"first: trial {tr['trial']} with {shown}: {why}"
+        if not ok:
+            raise ValueError(f"every trial failed ({len(trials)} of {len(trials)} trials of {name}; "
+                             f"{first}); check the space and the fixed arguments")
+        warnings.warn(f"{len(failed)} of {len(trials)} trials of {name} failed and were skipped "
+                      f"({first}); result.trials has every trial's error", UserWarning, stacklevel=2)
     win = max(ok, key=lambda tr: (tr["best_score"], -tr["trial"]))
     best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
     model = None
@@ -569,6 +586,11 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
     TypeError, ValueError
         As :func:`search` (a keyword argument the method's fit does not take is a TypeError
         before any trial); ``budget < 1``.
+
+    Warns
+    -----
+    UserWarning
+        As :func:`search`: once, when some of the trials failed.
 
     Examples
     --------

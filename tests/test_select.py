@@ -238,3 +238,30 @@ def test_rows_split_method_check_comes_before_the_unknown_kwarg_check(planted):
     X = np.ones((planted.Y.shape[0], 2))
     with pytest.raises(ValueError, match="split='rows' fits on user_features, but als does not take"):
         select.search("als", planted.Y, {"alpha": [1.0]}, split="rows", user_features=X, k=2)
+
+
+def test_failed_trials_are_reported_once_at_the_end(planted):
+    # a trial whose fit raised was dropped in silence; the result looked like a full search
+    with pytest.warns(UserWarning, match=r"^1 of 3 trials of ocmf failed and were skipped \(first: "
+                                         r"trial 1 with lam=-1: ValueError: lam must be >= 0"):
+        res = select.search("ocmf", planted.Y, {"lam": [-1.0, 1.0, 10.0]}, k=2, n_iter=1,
+                            refit=False)
+    assert res.best_params["lam"] in (1.0, 10.0)
+    with pytest.warns(UserWarning) as record:          # tune: the same, and once per search
+        select.tune("ocmf", planted.Y, budget=3, space={"lam": [-1.0, -0.5, 1.0]}, k=2,
+                    n_iter=1, refit=False)
+    failed = [w for w in record if "trials of ocmf failed" in str(w.message)]
+    assert len(failed) == 1 and str(failed[0].message).startswith("2 of 3 trials")
+
+
+def test_every_trial_failed_says_how_many_and_why(planted):
+    with pytest.raises(ValueError, match=r"every trial failed \(2 of 2 trials of ocmf; first: trial 1 "
+                                         r"with lam=-2: ValueError: lam must be >= 0"):
+        select.search("ocmf", planted.Y, {"lam": [-2.0, -1.0]}, k=2, n_iter=1)
+
+    def fit(Y, k, **kw):                  # never calls the callback: no score, but no error
+        return Factorization(np.ones((Y.shape[0], 1)), np.ones((Y.shape[1], 1)))
+
+    with pytest.raises(ValueError, match=r"every trial failed \(1 of 1 trials of fit; first: trial 1 "
+                                         r"with anything=1: no finite validation score"):
+        select.search(fit, planted.Y, {"anything": [1]})
