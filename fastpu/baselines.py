@@ -145,6 +145,7 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
     callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
     if n_threads is not None:
         n_threads = _check_threads(n_threads)
     cls = _implicit_model(kind)      # after the checks: bad arguments are named with or without it

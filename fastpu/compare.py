@@ -237,7 +237,8 @@ def compare(Y: Sparse | Dataset,
     TypeError, ValueError
         Unknown method or ``metric``, a fixed keyword argument a method's fit does not take
         (TypeError; both checked before any fit), duplicate labels, a key of ``params`` that is
-        not the label of an entry (ValueError), ``splits``/``budget`` < 1, a
+        not the label of an entry (ValueError), a ``verbose`` that is not a bool or an int
+        (TypeError), ``splits``/``budget`` < 1, a
         test fraction outside (0, 1), an unknown ``split``, or as :func:`fastpu.select.tune`. With
         ``split="rows"``: an entry without user features, features with the wrong number of rows, a
         method that does not take them or cannot start cold from them, or a test fraction that
@@ -267,6 +268,7 @@ def compare(Y: Sparse | Dataset,
     splits = V.check_int(splits, name="splits", minimum=1)
     budget = V.check_int(budget, name="budget", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
+    verbose = V.check_verbose(verbose)
     test_frac = V.check_scalar(test_frac, name="test_frac", minimum=0.0, maximum=1.0,
                                strict_min=True, strict_max=True)
     name = Y.name if isinstance(Y, Dataset) else "matrix"

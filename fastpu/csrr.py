@@ -223,7 +223,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     ------
     TypeError
         If ``Y`` is not sparse or an argument has the wrong type; a ``callback`` that returns
-        something other than None or a bool.
+        something other than None or a bool; a ``verbose`` that is not a bool or an int.
     ValueError
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
         ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
@@ -264,6 +264,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     restart = Vd.check_choice(restart, name="restart", choices=(None, "function"))
     svd_method = Vd.check_choice(svd_method, name="svd_method", choices=("auto", "truncated", "full"))
     callback = Vd.check_callback(callback)
+    verbose = Vd.check_verbose(verbose)
     rng = Vd.check_seed(seed)
     if variant == "e":
         k = 32 if k is None else Vd.check_k(k)

@@ -288,7 +288,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     ------
     TypeError
         On wrongly typed arguments; a ``callback`` that returns something other than None or
-        a bool.
+        a bool; a ``verbose`` that is not a bool or an int.
     ValueError
         On bad shapes, NaN/inf, negative weights or unknown options; if ``Y`` has no row or no
         column (at least one user and one item are expected), or no positive (no stored
@@ -345,6 +345,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
 
     g = k + 2 if biases else k
     V.check_alloc(8 * g * (5 * (m + n) + 4 * (Zx.shape[1] + Zy.shape[1] + 2) + 8 * g), what="fbgd.fit",

@@ -442,7 +442,7 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     ------
     TypeError
         If an argument has the wrong type; a ``callback`` that returns something other than
-        None or a bool.
+        None or a bool; a ``verbose`` that is not a bool or an int.
     ValueError
         For invalid values (see :func:`transition_matrix`; ``k``, ``T``, ``n_iter``
         below 1, ``lam <= 0``, unknown ``mode``); when the factors (N×k) or one exact-mode
@@ -476,6 +476,7 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     if block_size is not None:
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     callback = V_.check_callback(callback)
+    verbose = V_.check_verbose(verbose)
     rng = V_.check_seed(seed)
     g = V_.check_choice(g, name="g", choices=_G_CHOICES)
     Y = V_.check_trainable(V_.check_csr(Y, name="Y", nonnegative=(g == "linear")))

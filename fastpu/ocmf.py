@@ -206,7 +206,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         so large that the unlabeled term overflows; a ``Y`` with no row or no column
         (ValueError: at least one user and one item are expected), or with no positive (no
         stored nonzero value); a ``callback`` that returns something other than None or a
-        bool (TypeError).
+        bool, or a ``verbose`` that is not a bool or an int (TypeError).
     FloatingPointError
         If the objective becomes non-finite; the message names the inputs to scale.
 
@@ -233,6 +233,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
     init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
     callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
     rng = V.check_seed(seed)
     fdt = V.check_float_dtype(dtype)
     params = dict(k=k, loss=loss, rho=rho, a_bar=a_bar, lam=lam, lam_w=lam_w, lam_h=lam_h,

@@ -379,7 +379,8 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         such a function is re-raised naming it and the trial, and one that returns None on
         the refit is a TypeError), a fixed keyword argument (TypeError) or a space that names
         a parameter (ValueError) the fit does not take (checked before any trial), a
-        ``callback`` keyword (TypeError: the search passes its own), an
+        ``callback`` keyword (TypeError: the search passes its own), a ``verbose`` that is
+        not a bool or an int (TypeError), an
         empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
         validation fraction outside (0, 1), or when every trial failed (ValueError: how many,
         and the first one's error). ``split`` other than
@@ -418,6 +419,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     if n_trials is not None:
         n_trials = V.check_int(n_trials, name="n_trials", minimum=1)
     rng = V.check_seed(seed)
+    verbose = V.check_verbose(verbose)
     if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
         raise TypeError(f"seed must be a non-negative integer (every trial is refitted from it), got {seed!r}")
     split = R.check_split(split)
