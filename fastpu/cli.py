@@ -232,15 +232,40 @@ def _kw_str(kwargs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in kwargs.items())
 
 
+# fit arguments the command line sets itself: --param would clash with them inside the fit
+_OWN = {"seed": "--seed (e.g. --seed {value!r})",
+        "verbose": "--quiet (per-iteration progress is on unless --quiet is given)"}
+
+
+def _check_params(parser: argparse.ArgumentParser, method: str, params: dict[str, Any]) -> None:
+    """Refuse --param names the method's fit does not take, before any data is loaded."""
+    from .select import _did_you_mean, _fit_names
+
+    for key, option in _OWN.items():
+        if key in params:
+            parser.error(f"argument --param: {key} is set with {option.format(value=params[key])}, "
+                         f"not --param {key}={params[key]!r}")
+    names = _fit_names(_module(method).fit)
+    if names is None:
+        return
+    names -= {*_OWN, "callback"}
+    unknown = [key for key in params if key not in names]
+    if unknown:
+        hint = _did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
+        parser.error(f"argument --param: {method}.fit takes no parameter{'s' if len(unknown) > 1 else ''} "
+                     f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(sorted(names))}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import split
 
+    params = dict(args.param or [])
+    _check_params(args.parser, args.method, params)
     if args.save:
         from ._io import check_save_path
 
         check_save_path(args.save, name="--save")     # before training, not after
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
-    params = dict(args.param or [])
     method = args.method
     if "k" not in params and method in ("ocmf", "fbgd", "homf"):
         params["k"] = 32
@@ -416,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data", default="ml-100k",
                      help="data set name (" + ", ".join(DATASETS) + ") or a .csv (user,item[,value]) / .npz path")
     run.add_argument("--param", type=_parse_param, action="append", metavar="NAME=VALUE",
-                     help="a fit argument, e.g. --param k=64 --param loss=logistic (repeatable)")
+                     help="a fit argument, e.g. --param k=64 --param loss=logistic (repeatable; "
+                          "the seed and progress are --seed and --quiet)")
     run.add_argument("--side", action="store_true",
                      help="use the data set's side information (trust graph, features) where the method takes it")
     run.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
@@ -434,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="fit on a local Dask cluster of N single-thread worker processes")
     common(run)
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=cmd_run, parser=run)
 
     cmp_ = sub.add_parser("compare", help="tune every method on several splits and tabulate the test scores")
     cmp_.add_argument("--data", default="ml-100k",

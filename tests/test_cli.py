@@ -250,3 +250,45 @@ def test_compare_bad_metric_exits_2_naming_it(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err.strip().startswith("fastpu: metric must be") and "'ndgc@10'" in captured.err
     assert "[compare]" not in captured.err          # nothing was trained or reported
+
+
+def _no_work(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("loaded data or trained before the arguments were checked")
+
+    monkeypatch.setattr(cli, "_load_data", boom)
+    monkeypatch.setattr(cli, "_fit", boom)
+
+
+@pytest.mark.parametrize("param, msg", [
+    # was "fastpu.ocmf.fit() got multiple values for keyword argument 'seed'", after loading the data
+    ("seed=3", "argument --param: seed is set with --seed (e.g. --seed 3), not --param seed=3"),
+    ("verbose=False", "argument --param: verbose is set with --quiet (per-iteration progress is on "
+                      "unless --quiet is given), not --param verbose=False"),
+])
+def test_run_param_the_cli_sets_itself_names_its_option(param, msg, capsys, monkeypatch):
+    _no_work(monkeypatch)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--data", "ml-100k", "--param", "k=2", "--param", param, "--quiet"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("usage: fastpu run") and msg in err, err
+
+
+@pytest.mark.parametrize("method, params, msg", [
+    # was "fit() got an unexpected keyword argument 'lamda'", after loading the data
+    ("ocmf", ["lamda=3"], r"argument --param: ocmf.fit takes no parameter 'lamda' (did you mean "
+                          r"'lam'?); it takes "),
+    ("homf", ["TT=2", "bogus=1"], "argument --param: homf.fit takes no parameters 'TT', 'bogus'; it takes "),
+])
+def test_run_unknown_param_is_a_usage_error_naming_it_and_the_method(method, params, msg, capsys,
+                                                                     monkeypatch):
+    _no_work(monkeypatch)
+    argv = ["run", "--method", method, "--data", "ml-100k", "--quiet"]
+    for p in params:
+        argv += ["--param", p]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and msg in err and "Traceback" not in err, err
+    taken = err.split("; it takes ")[1]
+    assert "lam" in taken and "n_iter" in taken and "seed" not in taken.split(", ")
