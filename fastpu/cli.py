@@ -383,6 +383,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.plot and not args.out:        # before loading and tuning, not silently after
         raise ValueError(f"--plot {args.plot!r} needs --out (the markdown table written next to "
                          "the chart); add --out FILE.md")
+    if args.out:                          # likewise a path that cannot be written
+        from ._io import check_save_path
+
+        check_save_path(args.out, name="--out", example="table.md")
+        if args.plot:
+            check_save_path(args.plot, name="--plot", example="chart.png")
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     data = dataclasses.replace(data, Y=Y)
     if args.intercept:
@@ -457,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "or serve it with fastpu recommend)")
     run.add_argument("--scheduler", default=None, metavar="ADDRESS",
                      help="fit on the Dask cluster at this scheduler address (fastpu.distributed)")
-    run.add_argument("--workers", type=int, default=None, metavar="N",
+    run.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                      help="fit on a local Dask cluster of N single-thread worker processes")
     common(run)
     run.set_defaults(func=cmd_run, parser=run)

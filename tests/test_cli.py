@@ -292,3 +292,34 @@ def test_run_unknown_param_is_a_usage_error_naming_it_and_the_method(method, par
     assert exc.value.code == 2 and msg in err and "Traceback" not in err, err
     taken = err.split("; it takes ")[1]
     assert "lam" in taken and "n_iter" in taken and "seed" not in taken.split(", ")
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_run_workers_below_1_is_refused(workers, capsys, monkeypatch):
+    # --workers 0 trained on this machine without a word (0 reads as "no cluster")
+    _no_work(monkeypatch)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--data", "ml-100k", "--workers", workers, "--quiet"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"argument --workers: expected a positive integer, got {workers}" in err
+
+
+def test_compare_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
+    # an --out in a missing folder failed after the whole comparison had run
+    import fastpu.compare
+
+    def boom(*args, **kwargs):
+        raise AssertionError("compared before --out was checked")
+
+    monkeypatch.setattr(fastpu.compare, "compare", boom)
+    monkeypatch.setattr(cli, "_load_data", boom)
+    missing, png = str(tmp_path / "no" / "cmp.md"), str(tmp_path / "no" / "x.png")
+    cases = [(["--out", missing], f"--out {missing!r}: the folder {str(tmp_path / 'no')!r} does not exist"),
+             (["--out", str(tmp_path)], f"--out {str(tmp_path)!r} is a directory; expected a file name "
+                                        "such as table.md"),
+             (["--out", str(tmp_path / "cmp.md"), "--plot", png], f"--plot {png!r}: the folder")]
+    for argv, msg in cases:
+        assert cli.main(["compare", "--data", "ml-100k", "--quiet", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("fastpu: ") and msg in err, err
+    assert not (tmp_path / "cmp.md").exists()
