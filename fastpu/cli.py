@@ -79,8 +79,8 @@ def _parse_frac(text: str) -> float:
     return frac
 
 
-def _load_data(source: str, *, threshold: float | None = None,
-               header: bool | None = None) -> tuple[Dataset, Any]:
+def _load_data(source: str, *, threshold: float | None = None, header: bool | None = None,
+               option: str = "--data") -> tuple[Dataset, Any]:
     """(Dataset, binarised Y) from a data set name, a CSV or an .npz path."""
     from . import datasets
 
@@ -92,7 +92,7 @@ def _load_data(source: str, *, threshold: float | None = None,
         else:
             data = datasets.read_csv(source, header=header)
     else:
-        raise ValueError(f"--data {source!r} is neither a data set name "
+        raise ValueError(f"{option} {source!r} is neither a data set name "
                          f"({', '.join(DATASETS)}) nor an existing .csv/.npz file")
     return data, datasets.binarize(data.Y, threshold)
 
@@ -333,6 +333,19 @@ def _parse_users(text: str, model: Any) -> tuple[list[Any], bool]:
     return tokens, True
 
 
+def _check_shared_ids(model: Any, data: Dataset, source: str) -> None:
+    """--exclude-seen data that shares no user or no item id with the model is other data."""
+    for side in ("user", "item"):
+        theirs, ours = getattr(data, f"{side}_ids"), getattr(model, f"{side}_ids")
+        if theirs is None or ours is None:
+            continue
+        if not {str(i) for i in theirs} & {str(i) for i in ours}:
+            raise ValueError(
+                f"--exclude-seen {source!r} shares no {side} id with the model (its {side}s e.g. "
+                f"{[str(i) for i in theirs[:3]]}, the model's e.g. {[str(i) for i in ours[:3]]}); "
+                "expected the data the model was trained on (fastpu run --data)")
+
+
 def cmd_recommend(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -349,8 +362,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         users, by_id = _parse_users(args.users, model)
     seen = None
     if args.exclude_seen is not None:
-        data, Y = _load_data(args.exclude_seen, threshold=args.threshold, header=args.header)
-        seen = dataclasses.replace(data, Y=Y) if (by_id and model.item_ids is not None) else Y
+        data, Y = _load_data(args.exclude_seen, threshold=args.threshold, header=args.header,
+                             option="--exclude-seen")
+        if by_id and model.item_ids is not None:
+            _check_shared_ids(model, data, args.exclude_seen)
+            seen = dataclasses.replace(data, Y=Y)
+        else:
+            seen = Y
     try:
         if by_id:
             items, scores = recommend(model, seen, users, n=args.n, ids=True)
@@ -358,7 +376,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             idx, sc = recommend(model, seen, users, n=args.n)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
-        raise ValueError(f"--{msg}" if msg.startswith("users ") else msg) from None
+        if msg.startswith("users "):
+            msg = f"--{msg}"
+        elif msg.startswith("Y_seen"):
+            msg = f"--exclude-seen {args.exclude_seen!r}: {msg}; pass the data the model was trained on"
+        raise ValueError(msg) from None
     if by_id:
         user_labels: Any = model.user_ids if users is None else users  # ids (by_id checked them)
     else:

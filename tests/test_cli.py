@@ -323,3 +323,31 @@ def test_compare_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
         err = capsys.readouterr().err
         assert err.startswith("fastpu: ") and msg in err, err
     assert not (tmp_path / "cmp.md").exists()
+
+
+def test_recommend_exclude_seen_names_the_option_and_the_data_it_needs(tmp_path, capsys):
+    csv = _pairs_csv(tmp_path)
+    model_file = tmp_path / "m.npz"
+    assert cli.main(["run", "--data", str(csv), "--test-frac", "0", "--param", "k=2", "--param", "n_iter=1",
+                     "--save", str(model_file), "--quiet"]) == 0
+    other = tmp_path / "other.csv"            # another data set: its ids are not the model's
+    other.write_text("user,item\n" + "".join(f"v{i % 5},j{i % 3}\n" for i in range(15)))
+    sp.save_npz(tmp_path / "y.npz", sp.random(4, 3, density=0.5, random_state=0, format="csr"))
+    bare = tmp_path / "bare.npz"
+    fp.Factorization(np.ones((3, 1)), np.ones((2, 1)), method="test").save(bare)
+    missing = str(tmp_path / "train.csv")
+    cases = [
+        # said "--data '...train.csv' is neither ...", an option the command does not have
+        ([str(model_file), missing], f"fastpu: --exclude-seen {missing!r} is neither a data set name"),
+        # excluded nothing without a word
+        ([str(model_file), str(other)], f"fastpu: --exclude-seen {str(other)!r} shares no user id with "
+                                        "the model (its users e.g. ['v0', 'v1', 'v2'], the model's e.g. "
+                                        "['u0', 'u1', 'u10']); expected the data the model was trained on"),
+        # said "Y_seen ...", a name of the Python API
+        ([str(bare), str(tmp_path / "y.npz")], f"fastpu: --exclude-seen {str(tmp_path / 'y.npz')!r}: "
+                                               "Y_seen has shape 4×3, expected 3×2"),
+    ]
+    for (model, seen), msg in cases:
+        assert cli.main(["recommend", "--model", model, "-n", "2", "--exclude-seen", seen]) == 2, seen
+        err = capsys.readouterr().err
+        assert err.startswith(msg) and "\n" not in err.strip(), err
