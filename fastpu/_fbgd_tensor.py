@@ -390,7 +390,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     Raises
     ------
     TypeError
-        On wrongly typed arguments.
+        On wrongly typed arguments (``verbose`` must be a bool or an int).
     ValueError
         On bad shapes, repeated or out-of-range pairs, NaN/inf, negative weights,
         unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory; if
@@ -429,6 +429,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
 
     tp = _Tensor(px, ph, n_x, n_h, k, tensor)
     prob = _problem(Y, tp.g, neg, apos, rpos, r_neg, neg_rows)

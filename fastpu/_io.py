@@ -199,7 +199,7 @@ def save(model: Any, path: PathOrFile) -> None:
         raise
 
 
-def check_save_path(path: object, *, name: str = "path") -> str:
+def check_save_path(path: object, *, name: str = "path", example: str = "model.npz") -> str:
     """The absolute target path if a model can be written there; a clear error otherwise."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a file path (str or os.PathLike) or a writable file object, "
@@ -207,7 +207,7 @@ def check_save_path(path: object, *, name: str = "path") -> str:
     path = os.path.abspath(os.fspath(path))
     folder = os.path.dirname(path)
     if os.path.isdir(path):
-        raise ValueError(f"{name} {path!r} is a directory; expected a file name such as model.npz")
+        raise ValueError(f"{name} {path!r} is a directory; expected a file name such as {example}")
     if not os.path.isdir(folder):
         raise ValueError(f"{name} {path!r}: the folder {folder!r} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):

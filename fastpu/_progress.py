@@ -22,7 +22,7 @@ class Progress:
     ``step(**info)`` appends ``{"iter", "objective", "seconds", **info}`` to
     ``history`` (``seconds`` counts from construction), prints it when ``verbose``,
     logs it at DEBUG level, and returns True when the callback asks to stop
-    (by returning True). A non-finite objective raises ``FloatingPointError``
+    (by returning True; it must return None or a bool, else TypeError). A non-finite objective raises ``FloatingPointError``
     instead of letting a run silently return NaN; its message ends with ``advice``,
     which each method builds from its arguments so that it names the likely cause.
 
@@ -101,5 +101,23 @@ class Progress:
             print(f"[{self.method}] iter {iter:3d}  objective {objective:.6g}  "
                   f"{rec['seconds']:7.2f}s{extra}", file=self.stream, flush=True)
         if self.callback is not None:
-            return bool(self.callback(dict(rec) if model is None else dict(rec, model=model)))
+            stop = self.callback(dict(rec) if model is None else dict(rec, model=model))
+            return callback_stops(stop, self.method)
         return False
+
+
+def callback_stops(value: Any, method: str) -> bool:
+    """Whether a callback's return value asks to stop: None and False go on, True stops.
+
+    Anything else (an array, a number, a string) is a TypeError rather than a guess at its
+    truth value (an array's is ambiguous, and ``0.0``/``"no"`` would read as a request).
+    """
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        got = f"a numpy array of shape {value.shape} and dtype {value.dtype}"
+    else:
+        text = repr(value)
+        got = f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+    raise TypeError(f"{method}: callback must return None or a bool (True stops the fit), "
+                    f"got {got}")

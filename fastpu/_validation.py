@@ -349,6 +349,15 @@ def check_callback(callback: Callback) -> Callback:
     return callback
 
 
+def check_verbose(verbose: Any, *, name: str = "verbose") -> bool:
+    """True/False, or an int (numpy bools and ints too): a string such as "0" is refused."""
+    if not isinstance(verbose, (bool, np.bool_, numbers.Integral)):
+        text = repr(verbose)
+        raise TypeError(f"{name} must be True or False (or an int, 0 for quiet), got "
+                        f"{type(verbose).__name__} {text if len(text) <= 60 else text[:57] + '...'}")
+    return bool(verbose)
+
+
 def check_seed(seed: Seed) -> np.random.Generator:
     """A numpy Generator from an int seed, a Generator, or None (fresh entropy)."""
     if isinstance(seed, np.random.Generator):

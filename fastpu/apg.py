@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _validation as V
+from ._progress import callback_stops
 from ._typing import Callback
 
 __all__ = ["APGResult", "apg"]
@@ -116,7 +117,7 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
     callback : callable, optional
         ``callback(info)`` with the history dict of each iteration, plus the new iterate
         ``info["x"]`` and the extrapolated point ``info["y"]`` (not kept in ``history``);
-        returning True stops.
+        returning True stops (it must return None or a bool).
     y0 : object, optional
         The first momentum point, for problems whose momentum points are stored differently
         from their iterates; it must represent the same point as ``x0`` (default ``x0``).
@@ -128,7 +129,8 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
     Raises
     ------
     TypeError
-        If ``problem`` lacks ``grad`` or a proximal map, or an argument has the wrong type.
+        If ``problem`` lacks ``grad`` or a proximal map, or an argument has the wrong type; a
+        ``callback`` that returns something other than None or a bool.
     ValueError
         If ``step``, ``n_iter``, ``shrink``, ``tol`` or ``restart`` is out of range, an
         option needs a method the problem does not have, or an array ``y0`` does not have
@@ -226,7 +228,7 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
         logger.debug("apg %s", info)
         converged = (tol > 0 and abs(f_new - f_x) <= tol * max(1.0, abs(f_x)))
         x, tau, f_x = x_new, tau_new, f_new
-        if callback is not None and callback(dict(info, x=x_new, y=y)):
+        if callback is not None and callback_stops(callback(dict(info, x=x_new, y=y)), "apg"):
             status, message = "callback", f"the callback asked to stop at iteration {t}"
             break
         if converged:

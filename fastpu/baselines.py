@@ -67,6 +67,30 @@ def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
     return C
 
 
+_WRMF_OWN = ("alpha", "lam", "n_iter", "seed", "n_threads", "callback", "verbose")
+#: what wrmf sets or fixes: not among the ocmf.fit arguments it passes on
+_WRMF_SETS = {"Y", "k", "loss", "rho", "a_bar", "p", "q", "negatives", *_WRMF_OWN}
+
+
+def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
+    """Refuse keyword arguments neither wrmf nor ocmf.fit takes, naming them and the accepted ones."""
+    import difflib
+    import inspect
+
+    passed_on = sorted(set(inspect.signature(ocmf.fit).parameters) - _WRMF_SETS)
+    unknown = [key for key in ocmf_params if key not in passed_on]
+    if not unknown:
+        return
+    hint = ""
+    if len(unknown) == 1:
+        close = difflib.get_close_matches(unknown[0], [*_WRMF_OWN, *passed_on], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+    what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
+            f"unexpected keyword arguments {', '.join(map(repr, unknown))}")
+    raise TypeError(f"wrmf got {what}{hint}; it takes {', '.join(_WRMF_OWN)} and these of "
+                    f"fastpu.ocmf.fit: {', '.join(passed_on)}")
+
+
 @accepts_dataset
 def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, n_iter: int = 15,
          seed: Seed = 0, n_threads: Threads = None, callback: Callback = None,
@@ -99,7 +123,9 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
     Raises
     ------
     TypeError, ValueError
-        As :func:`fastpu.ocmf.fit`, and for a loss, ``rho`` or ``a_bar`` that is not WRMF's.
+        As :func:`fastpu.ocmf.fit`, and for a loss, ``rho`` or ``a_bar`` that is not WRMF's; a
+        keyword argument that neither wrmf nor :func:`fastpu.ocmf.fit` takes (TypeError naming
+        it and the accepted names, before any work).
 
     Examples
     --------
@@ -111,6 +137,7 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
     for fixed in ("loss", "rho", "a_bar", "p", "q", "negatives"):
         if fixed in ocmf_params:
             raise ValueError(f"wrmf fixes {fixed}; use fastpu.ocmf.fit for other formulations")
+    _check_ocmf_params(ocmf_params)
     try:
         model = ocmf.fit(wrmf_weights(Y, alpha), k, loss="square", rho=1.0, a_bar=0.0, lam=lam,
                          n_iter=n_iter, seed=seed, n_threads=n_threads, callback=callback,
@@ -145,6 +172,7 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
     callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
     if n_threads is not None:
         n_threads = _check_threads(n_threads)
     cls = _implicit_model(kind)      # after the checks: bad arguments are named with or without it

@@ -79,8 +79,8 @@ def _parse_frac(text: str) -> float:
     return frac
 
 
-def _load_data(source: str, *, threshold: float | None = None,
-               header: bool | None = None) -> tuple[Dataset, Any]:
+def _load_data(source: str, *, threshold: float | None = None, header: bool | None = None,
+               option: str = "--data") -> tuple[Dataset, Any]:
     """(Dataset, binarised Y) from a data set name, a CSV or an .npz path."""
     from . import datasets
 
@@ -92,7 +92,7 @@ def _load_data(source: str, *, threshold: float | None = None,
         else:
             data = datasets.read_csv(source, header=header)
     else:
-        raise ValueError(f"--data {source!r} is neither a data set name "
+        raise ValueError(f"{option} {source!r} is neither a data set name "
                          f"({', '.join(DATASETS)}) nor an existing .csv/.npz file")
     return data, datasets.binarize(data.Y, threshold)
 
@@ -232,15 +232,40 @@ def _kw_str(kwargs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in kwargs.items())
 
 
+# fit arguments the command line sets itself: --param would clash with them inside the fit
+_OWN = {"seed": "--seed (e.g. --seed {value!r})",
+        "verbose": "--quiet (per-iteration progress is on unless --quiet is given)"}
+
+
+def _check_params(parser: argparse.ArgumentParser, method: str, params: dict[str, Any]) -> None:
+    """Refuse --param names the method's fit does not take, before any data is loaded."""
+    from .select import _did_you_mean, _fit_names
+
+    for key, option in _OWN.items():
+        if key in params:
+            parser.error(f"argument --param: {key} is set with {option.format(value=params[key])}, "
+                         f"not --param {key}={params[key]!r}")
+    names = _fit_names(_module(method).fit)
+    if names is None:
+        return
+    names -= {*_OWN, "callback"}
+    unknown = [key for key in params if key not in names]
+    if unknown:
+        hint = _did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
+        parser.error(f"argument --param: {method}.fit takes no parameter{'s' if len(unknown) > 1 else ''} "
+                     f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(sorted(names))}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import split
 
+    params = dict(args.param or [])
+    _check_params(args.parser, args.method, params)
     if args.save:
         from ._io import check_save_path
 
         check_save_path(args.save, name="--save")     # before training, not after
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
-    params = dict(args.param or [])
     method = args.method
     if "k" not in params and method in ("ocmf", "fbgd", "homf"):
         params["k"] = 32
@@ -308,6 +333,19 @@ def _parse_users(text: str, model: Any) -> tuple[list[Any], bool]:
     return tokens, True
 
 
+def _check_shared_ids(model: Any, data: Dataset, source: str) -> None:
+    """--exclude-seen data that shares no user or no item id with the model is other data."""
+    for side in ("user", "item"):
+        theirs, ours = getattr(data, f"{side}_ids"), getattr(model, f"{side}_ids")
+        if theirs is None or ours is None:
+            continue
+        if not {str(i) for i in theirs} & {str(i) for i in ours}:
+            raise ValueError(
+                f"--exclude-seen {source!r} shares no {side} id with the model (its {side}s e.g. "
+                f"{[str(i) for i in theirs[:3]]}, the model's e.g. {[str(i) for i in ours[:3]]}); "
+                "expected the data the model was trained on (fastpu run --data)")
+
+
 def cmd_recommend(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -324,8 +362,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         users, by_id = _parse_users(args.users, model)
     seen = None
     if args.exclude_seen is not None:
-        data, Y = _load_data(args.exclude_seen, threshold=args.threshold, header=args.header)
-        seen = dataclasses.replace(data, Y=Y) if (by_id and model.item_ids is not None) else Y
+        data, Y = _load_data(args.exclude_seen, threshold=args.threshold, header=args.header,
+                             option="--exclude-seen")
+        if by_id and model.item_ids is not None:
+            _check_shared_ids(model, data, args.exclude_seen)
+            seen = dataclasses.replace(data, Y=Y)
+        else:
+            seen = Y
     try:
         if by_id:
             items, scores = recommend(model, seen, users, n=args.n, ids=True)
@@ -333,7 +376,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             idx, sc = recommend(model, seen, users, n=args.n)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
-        raise ValueError(f"--{msg}" if msg.startswith("users ") else msg) from None
+        if msg.startswith("users "):
+            msg = f"--{msg}"
+        elif msg.startswith("Y_seen"):
+            msg = f"--exclude-seen {args.exclude_seen!r}: {msg}; pass the data the model was trained on"
+        raise ValueError(msg) from None
     if by_id:
         user_labels: Any = model.user_ids if users is None else users  # ids (by_id checked them)
     else:
@@ -358,6 +405,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.plot and not args.out:        # before loading and tuning, not silently after
         raise ValueError(f"--plot {args.plot!r} needs --out (the markdown table written next to "
                          "the chart); add --out FILE.md")
+    if args.out:                          # likewise a path that cannot be written
+        from ._io import check_save_path
+
+        check_save_path(args.out, name="--out", example="table.md")
+        if args.plot:
+            check_save_path(args.plot, name="--plot", example="chart.png")
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     data = dataclasses.replace(data, Y=Y)
     if args.intercept:
@@ -416,7 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data", default="ml-100k",
                      help="data set name (" + ", ".join(DATASETS) + ") or a .csv (user,item[,value]) / .npz path")
     run.add_argument("--param", type=_parse_param, action="append", metavar="NAME=VALUE",
-                     help="a fit argument, e.g. --param k=64 --param loss=logistic (repeatable)")
+                     help="a fit argument, e.g. --param k=64 --param loss=logistic (repeatable; "
+                          "the seed and progress are --seed and --quiet)")
     run.add_argument("--side", action="store_true",
                      help="use the data set's side information (trust graph, features) where the method takes it")
     run.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
@@ -431,10 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "or serve it with fastpu recommend)")
     run.add_argument("--scheduler", default=None, metavar="ADDRESS",
                      help="fit on the Dask cluster at this scheduler address (fastpu.distributed)")
-    run.add_argument("--workers", type=int, default=None, metavar="N",
+    run.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                      help="fit on a local Dask cluster of N single-thread worker processes")
     common(run)
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=cmd_run, parser=run)
 
     cmp_ = sub.add_parser("compare", help="tune every method on several splits and tabulate the test scores")
     cmp_.add_argument("--data", default="ml-100k",

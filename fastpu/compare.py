@@ -26,7 +26,7 @@ from . import _validation as V
 from ._dataset import Dataset
 from ._typing import Sparse, StrPath, Threads
 from .metrics import evaluate, popularity
-from .select import NAMES, _check_fixed, _check_metric, _fit_function, tune
+from .select import NAMES, _check_fixed, _check_metric, _did_you_mean, _fit_function, tune
 from .split import holdout
 
 __all__ = ["COLUMNS", "CompareResult", "compare"]
@@ -171,6 +171,13 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str 
     labels = [lab for lab, _, _ in out]
     if len(set(labels)) != len(labels):
         raise ValueError(f"method labels must be unique, got {labels}")
+    unknown = [key for key in (params or {}) if key not in labels]
+    if unknown:        # a misspelt label would silently leave that method at its defaults
+        hint = _did_you_mean(str(unknown[0]), set(labels)) if len(unknown) == 1 else ""
+        raise ValueError(f"params has key{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(map(repr, unknown))} that name{'' if len(unknown) > 1 else 's'} "
+                         f"no entry of methods{hint}; its keys must be labels of the compared methods: "
+                         f"{', '.join(map(repr, labels))}")
     return out
 
 
@@ -205,6 +212,7 @@ def compare(Y: Sparse | Dataset,
         First split's seed.
     params : dict, optional
         ``{label: fixed kwargs}`` added to the entries (e.g. ``{"homf": {"mode": "exact"}}``).
+        Every key must be the label of an entry of ``methods`` (a name's label is the name).
     split : {"entries", "rows"}
         ``"entries"`` (default): per-user holdout of positives; a Dataset is reduced to its
         ``Y``. ``"rows"``: held-out instances, scored by cold start from their
@@ -228,7 +236,9 @@ def compare(Y: Sparse | Dataset,
     ------
     TypeError, ValueError
         Unknown method or ``metric``, a fixed keyword argument a method's fit does not take
-        (TypeError; both checked before any fit), duplicate labels, ``splits``/``budget`` < 1, a
+        (TypeError; both checked before any fit), duplicate labels, a key of ``params`` that is
+        not the label of an entry (ValueError), a ``verbose`` that is not a bool or an int
+        (TypeError), ``splits``/``budget`` < 1, a
         test fraction outside (0, 1), an unknown ``split``, or as :func:`fastpu.select.tune`. With
         ``split="rows"``: an entry without user features, features with the wrong number of rows, a
         method that does not take them or cannot start cold from them, or a test fraction that
@@ -258,6 +268,7 @@ def compare(Y: Sparse | Dataset,
     splits = V.check_int(splits, name="splits", minimum=1)
     budget = V.check_int(budget, name="budget", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
+    verbose = V.check_verbose(verbose)
     test_frac = V.check_scalar(test_frac, name="test_frac", minimum=0.0, maximum=1.0,
                                strict_min=True, strict_max=True)
     name = Y.name if isinstance(Y, Dataset) else "matrix"

@@ -207,8 +207,9 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     seed : int
         Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
     callback : callable, optional
-        ``callback(info)`` after every outer iteration; returning True stops. ``info["model"]()``
-        is the current iterate as a :class:`CSRRModel` (copies).
+        ``callback(info)`` after every outer iteration; returning True stops (it must return
+        None or a bool). ``info["model"]()`` is the current iterate as a :class:`CSRRModel`
+        (copies).
     verbose : bool
         Print one line per iteration.
 
@@ -222,7 +223,8 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     ------
     TypeError
         If ``Y`` is not sparse or an argument has the wrong type (a complex ``Y`` or
-        feature matrix included).
+        feature matrix included); a ``callback`` that returns something other than None or a
+        bool; a ``verbose`` that is not a bool or an int.
     ValueError
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
         ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
@@ -263,6 +265,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     restart = Vd.check_choice(restart, name="restart", choices=(None, "function"))
     svd_method = Vd.check_choice(svd_method, name="svd_method", choices=("auto", "truncated", "full"))
     callback = Vd.check_callback(callback)
+    verbose = Vd.check_verbose(verbose)
     rng = Vd.check_seed(seed)
     if variant == "e":
         k = 32 if k is None else Vd.check_k(k)

@@ -261,7 +261,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     seed : int, numpy Generator or None
         Seed of the initialisation.
     callback : callable, optional
-        Called with each epoch's history dict; returning True stops training.
+        Called with each epoch's history dict; returning True stops training (it must return
+        None or a bool).
         ``info["model"]()`` is the current iterate as a :class:`~fastpu.Factorization` (copies
         of P and Q).
     verbose : bool
@@ -286,7 +287,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     Raises
     ------
     TypeError
-        On wrongly typed arguments (complex ``Y``, features or graphs included).
+        On wrongly typed arguments (complex ``Y``, features or graphs included); a ``callback``
+        that returns something other than None or a bool; a ``verbose`` that is not a bool or
+        an int.
     ValueError
         On bad shapes, NaN/inf, negative weights or unknown options; ``reg`` above 1e20; if ``Y``
         has no row or no column (at least one user and one item are expected), or no positive (no stored
@@ -346,6 +349,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
 
     g = k + 2 if biases else k
     V.check_alloc(8 * g * (5 * (m + n) + 4 * (Zx.shape[1] + Zy.shape[1] + 2) + 8 * g), what="fbgd.fit",

@@ -420,7 +420,8 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     seed : int, Generator or None
         U and V start uniform on [0, 1) as in the paper.
     callback : callable, optional
-        Called with each history dict; return True to stop. ``info["model"]()`` is the current
+        Called with each history dict; return True to stop (None or False to go on; anything
+        else is a TypeError). ``info["model"]()`` is the current
         iterate as a :class:`~fastpu.Factorization` (copies of ``U[:m]`` and ``V[m:]``).
     verbose : bool
         Print one line per iteration.
@@ -441,7 +442,9 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     Raises
     ------
     TypeError
-        If an argument has the wrong type (a complex ``Y`` or graph included).
+        If an argument has the wrong type (a complex ``Y`` or graph included); a ``callback``
+        that returns something other than None or a bool; a ``verbose`` that is not a bool or
+        an int.
     ValueError
         For invalid values (see :func:`transition_matrix`; ``k``, ``T``, ``n_iter``
         below 1, ``lam <= 0``, unknown ``mode``); when the factors (N×k) or one exact-mode
@@ -475,6 +478,7 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     if block_size is not None:
         block_size = V_.check_int(block_size, name="block_size", minimum=1)
     callback = V_.check_callback(callback)
+    verbose = V_.check_verbose(verbose)
     rng = V_.check_seed(seed)
     g = V_.check_choice(g, name="g", choices=_G_CHOICES)
     Y = V_.check_trainable(V_.check_csr(Y, name="Y", nonnegative=(g == "linear")))

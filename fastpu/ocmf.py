@@ -178,8 +178,9 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     n_threads : int, optional
         Numba threads for this call (restored afterwards).
     callback : callable, optional
-        Called with each history dict; returning True stops early. ``info["model"]()`` is the
-        current iterate as a :class:`~fastpu.Factorization` (copies of the factors).
+        Called with each history dict; returning True stops early (it must return None or a
+        bool). ``info["model"]()`` is the current iterate as a :class:`~fastpu.Factorization`
+        (copies of the factors).
     verbose : bool
         Print one progress line per outer iteration.
     lam_w, lam_h : float, optional
@@ -205,7 +206,8 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         so large that the unlabeled term overflows; ``lam``, ``lam_w``, ``lam_h`` or
         ``lam_graph`` above 1e20 (every factor zero to machine precision); a ``Y`` with no row or no column
         (ValueError: at least one user and one item are expected), or with no positive (no
-        stored nonzero value).
+        stored nonzero value); a ``callback`` that returns something other than None or a
+        bool, or a ``verbose`` that is not a bool or an int (TypeError).
     FloatingPointError
         If the objective becomes non-finite; the message names the inputs to scale.
 
@@ -235,6 +237,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     if not isinstance(fast_path, (bool, np.bool_)):
         raise TypeError(f"fast_path must be True or False, got {fast_path!r}")
     fast_path = bool(fast_path)
+    verbose = V.check_verbose(verbose)
     rng = V.check_seed(seed)
     fdt = V.check_float_dtype(dtype)
     params = dict(k=k, loss=loss, rho=rho, a_bar=a_bar, lam=lam, lam_w=lam_w, lam_h=lam_h,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import inspect
 import itertools
 import math
@@ -48,12 +49,35 @@ METHODS = ("ocmf", "fbgd", "csrr", "homf")
 NAMES = METHODS + tuple(BASELINES)
 
 
+_CALL = "fit(Y, k, *, n_iter, seed, callback, n_threads, ...)"
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    """A fit function's name for messages: its own, a partial's function's, or its class's."""
+    if isinstance(fn, functools.partial):
+        return _callable_name(fn.func)
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
 def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any], str]:
-    if callable(method):
-        return method, getattr(method, "__name__", "callable")
+    if callable(method) and not isinstance(method, str):
+        name = _callable_name(method)
+        try:
+            sig = inspect.signature(method)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"method {name}() has no signature the search can read ({exc}); pass a "
+                            f"Python function {_CALL}") from None
+        try:     # what every trial and the refit pass; the searched and fixed names come later
+            sig.bind_partial(None, None, n_iter=1, seed=0, callback=None, n_threads=None)
+        except TypeError as exc:
+            raise TypeError(f"method {name}() must take {_CALL} as the search calls it; {exc}") from None
+        return method, name
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a method name ({', '.join(map(repr, NAMES))}) or a fit "
+                        f"function {_CALL}, got {type(method).__name__} {method!r}")
     if method not in NAMES:
         raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
-                         f"got {method!r}")
+                         f"got {method!r}{_did_you_mean(method, set(NAMES))}")
     if method in BASELINES:
         return BASELINES[method], method
     import importlib
@@ -349,15 +373,29 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     Raises
     ------
     TypeError, ValueError
-        Unknown method or metric, a fixed keyword argument (TypeError) or a space that names
+        Unknown method name (ValueError) or metric, a ``method`` that is neither a name nor a
+        callable, or a function that cannot be called as ``fit(Y, k, *, n_iter, seed,
+        callback, n_threads, ...)`` (TypeError, before any trial; a TypeError raised inside
+        such a function is re-raised naming it and the trial, and one that returns None on
+        the refit is a TypeError), a fixed keyword argument (TypeError) or a space that names
         a parameter (ValueError) the fit does not take (checked before any trial), a
-        ``callback`` keyword (TypeError: the search passes its own), an
+        ``callback`` keyword (TypeError: the search passes its own), a ``verbose`` that is
+        not a bool or an int (TypeError), an
         empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
-        validation fraction outside (0, 1), or when every trial failed. ``split`` other than
+        validation fraction outside (0, 1), or when every trial failed (ValueError: how many,
+        and the first one's error). ``split`` other than
         "entries"/"rows"; with ``split="rows"``: no ``user_features``, features with the wrong
         number of rows, a method that does not take them (als, bpr) or cannot start cold
         from them (csrr, homf), a fraction that holds out no row or every row with a positive,
         or row indices that overlap, lie outside Y or leave no positive to validate.
+
+    Warns
+    -----
+    UserWarning
+        Once, after the trials, when some (not all) of them failed: a fit raised a ValueError,
+        FloatingPointError or LinAlgError, or gave no finite validation score. The message
+        says how many of how many and the first one's error; those trials are skipped (score
+        ``-inf``, their ``error`` in ``.trials``).
 
     Examples
     --------
@@ -381,6 +419,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     if n_trials is not None:
         n_trials = V.check_int(n_trials, name="n_trials", minimum=1)
     rng = V.check_seed(seed)
+    verbose = V.check_verbose(verbose)
     if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
         raise TypeError(f"seed must be a non-negative integer (every trial is refitted from it), got {seed!r}")
     split = R.check_split(split)
@@ -433,6 +472,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     trials: list[dict[str, Any]] = []
     for t, setting in enumerate(settings, 1):
         params = {**fixed, **setting, **fit_kw}
+        shown = ", ".join(f"{p}={_fmt(v)}" for p, v in setting.items())
         scores: list[float] = []
         eval_s = [0.0]
 
@@ -451,6 +491,11 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
                 fit(Y_fit, k, seed=int(seed), callback=callback, n_threads=n_threads, **params)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
             error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        except TypeError as exc:
+            if isinstance(method, str):
+                raise
+            raise TypeError(f"method {name}() raised on trial {t}/{len(settings)} ({shown}): "
+                            f"{type(exc).__name__}: {exc}") from exc
         fit_s = time.perf_counter() - t0 - eval_s[0]
         finite = [s for s in scores if math.isfinite(s)]
         if finite and error is None:
@@ -462,16 +507,23 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
                            best_iter=best_i, best_score=best, fit_seconds=fit_s,
                            eval_seconds=eval_s[0], error=error))
         if verbose:
-            shown = ", ".join(f"{p}={_fmt(v)}" for p, v in setting.items())
             msg = error or f"best {metric} {best:.4f} at iteration {best_i}"
             print(f"[select {name}] trial {t}/{len(settings)}  {shown}  {msg}  ({fit_s:.1f}s)",
                   file=sys.stderr, flush=True)
 
     ok = [tr for tr in trials if tr["error"] is None and tr["best_iter"] > 0]
-    if not ok:
-        first = trials[0]["error"] if trials else "no trials"
-        raise ValueError(f"every trial failed (first error: {first}); check the space and the fixed "
-                         "arguments")
+    failed = [tr for tr in trials if tr["error"] is not None or tr["best_iter"] == 0]
+    if failed:
+        tr = failed[0]
+        why = tr["error"] or ("no finite validation score (the fit never called its callback, or "
+                              "every score was NaN or inf)")
+        shown = ", ".join(f"{p}={_fmt(v)}" for p, v in tr["params"].items())
+        first = f"first: trial {tr['trial']} with {shown}: {why}"
+        if not ok:
+            raise ValueError(f"every trial failed ({len(trials)} of {len(trials)} trials of {name}; "
+                             f"{first}); check the space and the fixed arguments")
+        warnings.warn(f"{len(failed)} of {len(trials)} trials of {name} failed and were skipped "
+                      f"({first}); result.trials has every trial's error", UserWarning, stacklevel=2)
     win = max(ok, key=lambda tr: (tr["best_score"], -tr["trial"]))
     best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
     model = None
@@ -479,10 +531,27 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         kw = dict(best_params)
         k = kw.pop("k", None)
         model = fit(Y, k, n_iter=win["best_iter"], seed=int(seed), n_threads=n_threads, **kw)
+        if model is None:
+            raise TypeError(f"method {name}() returned None on the refit; a fit function must return "
+                            "the fitted model (or pass refit=False)")
         if ids[0] is not None:
             model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
     return SearchResult(model=model, best_params=best_params, best_iter=win["best_iter"],
                         best_score=win["best_score"], metric=metric, trials=trials)
+
+
+def _check_name(method: Any, where: str) -> None:
+    """A name of :data:`SPACES`, the methods with a default space."""
+    names = ", ".join(map(repr, SPACES))
+    if callable(method) and not isinstance(method, str):
+        raise TypeError(f"{where} takes a method name ({names}), got the function "
+                        f"{_callable_name(method)}; it has a default space for those only: call "
+                        "fastpu.select.search(fit, Y, space, n_trials=...) with a space of your own")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a method name ({names}), got {type(method).__name__} {method!r}")
+    if method not in SPACES:
+        raise ValueError(f"method must be one of {names}, got {method!r}"
+                         f"{_did_you_mean(method, set(SPACES))}")
 
 
 def default_space(method: str, Y: Sparse | Dataset | None = None,
@@ -503,8 +572,8 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
 
     Raises
     ------
-    ValueError
-        For an unknown method.
+    TypeError, ValueError
+        For a ``method`` that is not a string (TypeError) or not one of the names (ValueError).
 
     Examples
     --------
@@ -513,8 +582,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     >>> sorted(space), fixed["loss"], fixed["k"]
     (['lam', 'rho'], 'square', 64)
     """
-    if not isinstance(method, str) or method not in SPACES:
-        raise ValueError(f"method must be one of {', '.join(map(repr, SPACES))}, got {method!r}")
+    _check_name(method, "default_space")
     base = SPACES[method]
     fixed_out = {**base["fixed"], **fixed}
     space = {k: v for k, v in base["space"].items() if k not in fixed}
@@ -533,7 +601,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     return space, fixed_out
 
 
-def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int = 16,
+def tune(method: str, Y: Sparse | Dataset, *, budget: int = 16,
          space: dict[str, Any] | None = None, validation: float | tuple[Any, Any] = 0.2,
          metric: str = "ndcg@10", seed: int = 0, refit: bool = True, split: str = "entries",
          n_threads: Threads = None, verbose: bool = False, **fixed: Any) -> SearchResult:
@@ -568,7 +636,13 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
     ------
     TypeError, ValueError
         As :func:`search` (a keyword argument the method's fit does not take is a TypeError
-        before any trial); ``budget < 1``.
+        before any trial); ``budget < 1``; a ``method`` that is not one of the names (a
+        function is a TypeError: call :func:`search` with a space of your own).
+
+    Warns
+    -----
+    UserWarning
+        As :func:`search`: once, when some of the trials failed.
 
     Examples
     --------
@@ -579,8 +653,7 @@ def tune(method: str | Callable[..., Any], Y: Sparse | Dataset, *, budget: int =
     (['k', 'lam', 'rho'], (60, 40))
     """
     budget = V.check_int(budget, name="budget", minimum=1)
-    if not isinstance(method, str) or method not in SPACES:
-        raise ValueError(f"method must be one of {', '.join(map(repr, SPACES))}, got {method!r}")
+    _check_name(method, "tune")
     data = Y.Y if isinstance(Y, Dataset) else Y
     default, fixed_all = default_space(method, data, **fixed)
     if space is not None:       # the defaults yield to what the given space searches (e.g. k)

@@ -204,3 +204,13 @@ def test_an_array_y0_must_have_x0s_shape():
         apg(Lasso(), np.ones(3), step=0.1, y0="ones")
     res = apg(Lasso(), np.zeros(3), step=0.5, n_iter=60, y0=np.zeros(3))
     np.testing.assert_allclose(res.x, [2.0, 0.0, -1.0], atol=1e-6)
+
+
+def test_callback_must_return_none_or_a_bool():
+    """An array return was numpy's "truth value of an array ... is ambiguous"."""
+    A, b = _lasso(2, 10, 4, orthonormal=False)
+    with pytest.raises(TypeError, match=r"apg: callback must return None or a bool \(True stops "
+                                        r"the fit\), got a numpy array of shape \(4,\)"):
+        apg(Lasso(A, b, 0.1), np.zeros(4), step=0.01, n_iter=3, callback=lambda info: info["x"])
+    res = apg(Lasso(A, b, 0.1), np.zeros(4), step=0.01, n_iter=3, callback=lambda info: np.True_)
+    assert res.status == "callback" and res.n_iter == 1

@@ -123,3 +123,27 @@ def test_blas_runs_single_threaded_during_every_fit(name):
         FITS[name](Y, 3, n_iter=2, callback=lambda info: seen.append(blas_threads()) and False, **kw)
         assert blas_threads() == {2}                            # restored afterwards
     assert seen == [{1}, {1}]
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+@pytest.mark.parametrize("ret, shown", [
+    (np.array([True, False]), r"a numpy array of shape \(2,\)"),
+    (1, "int 1"),
+    ("stop", "str 'stop'"),
+])
+def test_callback_returning_neither_none_nor_a_bool_is_a_type_error(name, ret, shown):
+    """Was numpy's "truth value of an array ... is ambiguous" (or a silent guess at the truth)."""
+    Y = fp.datasets.synthetic(30, 20, rank=2, density=0.3, seed=1).Y
+    kw = dict(variant="e") if name == "csrr" else {}
+    with pytest.raises(TypeError, match=r"callback must return None or a bool \(True stops the "
+                                        rf"fit\), got {shown}"):
+        FITS[name](Y, 2, n_iter=2, callback=lambda info: ret, **kw)
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+def test_callback_may_return_none_false_true_or_a_numpy_bool(name):
+    Y = fp.datasets.synthetic(30, 20, rank=2, density=0.3, seed=1).Y
+    kw = dict(variant="e") if name == "csrr" else {}
+    for ret, n in ((None, 2), (False, 2), (np.False_, 2), (True, 1), (np.True_, 1)):
+        model = FITS[name](Y, 2, n_iter=2, callback=lambda info: ret, **kw)
+        assert len(model.history) == n, (ret, model.history)

@@ -89,6 +89,21 @@ def test_wrmf_refuses_other_formulations():
         baselines.wrmf_weights(Y, -1.0)
 
 
+def test_wrmf_unknown_keyword_arguments_are_named():
+    # were ocmf's "fit() got an unexpected keyword argument 'lamda'", naming neither wrmf nor lam
+    Y = sp.csr_array(np.eye(3))
+    with pytest.raises(TypeError, match=r"^wrmf got an unexpected keyword argument 'lamda' \(did you "
+                                        r"mean 'lam'\?\); it takes alpha, lam, n_iter, seed, n_threads, "
+                                        r"callback, verbose and these of fastpu\.ocmf\.fit: .*\bcg_steps\b"):
+        baselines.wrmf(Y, 2, lamda=1.0)
+    with pytest.raises(TypeError, match=r"^wrmf got unexpected keyword arguments 'foo', 'bar'; it takes "):
+        baselines.wrmf(Y, 2, foo=1, bar=2)
+    with pytest.raises(TypeError) as exc:
+        baselines.wrmf(Y, 2, foo=1)
+    taken = str(exc.value).split("fastpu.ocmf.fit: ")[1].split(", ")
+    assert "newton_steps" in taken and not {"loss", "rho", "a_bar", "lam", "Y", "k"} & set(taken)
+
+
 def test_implicit_baselines_work_or_say_what_to_install():
     Y = fp.datasets.synthetic(40, 30, rank=3, density=0.2, seed=0).Y
     if importlib.util.find_spec("implicit") is None:

@@ -250,3 +250,104 @@ def test_compare_bad_metric_exits_2_naming_it(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err.strip().startswith("fastpu: metric must be") and "'ndgc@10'" in captured.err
     assert "[compare]" not in captured.err          # nothing was trained or reported
+
+
+def _no_work(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("loaded data or trained before the arguments were checked")
+
+    monkeypatch.setattr(cli, "_load_data", boom)
+    monkeypatch.setattr(cli, "_fit", boom)
+
+
+@pytest.mark.parametrize("param, msg", [
+    # was "fastpu.ocmf.fit() got multiple values for keyword argument 'seed'", after loading the data
+    ("seed=3", "argument --param: seed is set with --seed (e.g. --seed 3), not --param seed=3"),
+    ("verbose=False", "argument --param: verbose is set with --quiet (per-iteration progress is on "
+                      "unless --quiet is given), not --param verbose=False"),
+])
+def test_run_param_the_cli_sets_itself_names_its_option(param, msg, capsys, monkeypatch):
+    _no_work(monkeypatch)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--data", "ml-100k", "--param", "k=2", "--param", param, "--quiet"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("usage: fastpu run") and msg in err, err
+
+
+@pytest.mark.parametrize("method, params, msg", [
+    # was "fit() got an unexpected keyword argument 'lamda'", after loading the data
+    ("ocmf", ["lamda=3"], r"argument --param: ocmf.fit takes no parameter 'lamda' (did you mean "
+                          r"'lam'?); it takes "),
+    ("homf", ["TT=2", "bogus=1"], "argument --param: homf.fit takes no parameters 'TT', 'bogus'; it takes "),
+])
+def test_run_unknown_param_is_a_usage_error_naming_it_and_the_method(method, params, msg, capsys,
+                                                                     monkeypatch):
+    _no_work(monkeypatch)
+    argv = ["run", "--method", method, "--data", "ml-100k", "--quiet"]
+    for p in params:
+        argv += ["--param", p]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and msg in err and "Traceback" not in err, err
+    taken = err.split("; it takes ")[1]
+    assert "lam" in taken and "n_iter" in taken and "seed" not in taken.split(", ")
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_run_workers_below_1_is_refused(workers, capsys, monkeypatch):
+    # --workers 0 trained on this machine without a word (0 reads as "no cluster")
+    _no_work(monkeypatch)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--data", "ml-100k", "--workers", workers, "--quiet"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"argument --workers: expected a positive integer, got {workers}" in err
+
+
+def test_compare_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
+    # an --out in a missing folder failed after the whole comparison had run
+    import fastpu.compare
+
+    def boom(*args, **kwargs):
+        raise AssertionError("compared before --out was checked")
+
+    monkeypatch.setattr(fastpu.compare, "compare", boom)
+    monkeypatch.setattr(cli, "_load_data", boom)
+    missing, png = str(tmp_path / "no" / "cmp.md"), str(tmp_path / "no" / "x.png")
+    cases = [(["--out", missing], f"--out {missing!r}: the folder {str(tmp_path / 'no')!r} does not exist"),
+             (["--out", str(tmp_path)], f"--out {str(tmp_path)!r} is a directory; expected a file name "
+                                        "such as table.md"),
+             (["--out", str(tmp_path / "cmp.md"), "--plot", png], f"--plot {png!r}: the folder")]
+    for argv, msg in cases:
+        assert cli.main(["compare", "--data", "ml-100k", "--quiet", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("fastpu: ") and msg in err, err
+    assert not (tmp_path / "cmp.md").exists()
+
+
+def test_recommend_exclude_seen_names_the_option_and_the_data_it_needs(tmp_path, capsys):
+    csv = _pairs_csv(tmp_path)
+    model_file = tmp_path / "m.npz"
+    assert cli.main(["run", "--data", str(csv), "--test-frac", "0", "--param", "k=2", "--param", "n_iter=1",
+                     "--save", str(model_file), "--quiet"]) == 0
+    other = tmp_path / "other.csv"            # another data set: its ids are not the model's
+    other.write_text("user,item\n" + "".join(f"v{i % 5},j{i % 3}\n" for i in range(15)))
+    sp.save_npz(tmp_path / "y.npz", sp.random(4, 3, density=0.5, random_state=0, format="csr"))
+    bare = tmp_path / "bare.npz"
+    fp.Factorization(np.ones((3, 1)), np.ones((2, 1)), method="test").save(bare)
+    missing = str(tmp_path / "train.csv")
+    cases = [
+        # said "--data '...train.csv' is neither ...", an option the command does not have
+        ([str(model_file), missing], f"fastpu: --exclude-seen {missing!r} is neither a data set name"),
+        # excluded nothing without a word
+        ([str(model_file), str(other)], f"fastpu: --exclude-seen {str(other)!r} shares no user id with "
+                                        "the model (its users e.g. ['v0', 'v1', 'v2'], the model's e.g. "
+                                        "['u0', 'u1', 'u10']); expected the data the model was trained on"),
+        # said "Y_seen ...", a name of the Python API
+        ([str(bare), str(tmp_path / "y.npz")], f"fastpu: --exclude-seen {str(tmp_path / 'y.npz')!r}: "
+                                               "Y_seen has shape 4×3, expected 3×2"),
+    ]
+    for (model, seen), msg in cases:
+        assert cli.main(["recommend", "--model", model, "-n", "2", "--exclude-seen", seen]) == 2, seen
+        err = capsys.readouterr().err
+        assert err.startswith(msg) and "\n" not in err.strip(), err

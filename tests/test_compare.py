@@ -101,3 +101,34 @@ def test_unknown_fixed_kwarg_is_refused_before_any_fit(data, monkeypatch):
 def test_errors_number_the_splits_from_1_like_the_progress(data):
     with pytest.raises(ValueError, match=r"compare: 'SQ' on split 1/2 \(the training part"):
         C.compare(data.Y, [("SQ", "ocmf", {"k": 0, "n_iter": 1})], splits=2, budget=1)
+
+
+def test_a_params_key_that_names_no_entry_is_refused_before_any_fit(data, monkeypatch):
+    """params={'ocfm': {'k': 2}} for methods=['ocmf'] was ignored: the run used k=64."""
+    def boom(*args, **kwargs):
+        raise AssertionError("fitted before params was checked")
+
+    monkeypatch.setattr(C, "popularity", boom)
+    monkeypatch.setattr(C, "tune", boom)
+    with pytest.raises(ValueError, match=r"params has key 'ocfm' that names no entry of methods "
+                                         r"\(did you mean 'ocmf'\?\); its keys must be labels of the "
+                                         r"compared methods: 'popularity', 'ocmf'"):
+        C.compare(data.Y, ["popularity", "ocmf"], splits=1, budget=1, params={"ocfm": {"k": 2}})
+    with pytest.raises(ValueError, match=r"params has keys 'x', 'ocmf' that name no entry of "
+                                         r"methods; its keys must be labels .*: 'SQ'$"):
+        C.compare(data.Y, [("SQ", "ocmf", {})], splits=1, budget=1,
+                  params={"x": {}, "ocmf": {"k": 2}})
+
+
+def test_params_reach_the_entry_they_name(data, monkeypatch):
+    seen = {}
+
+    def tune(method, Y, **kw):
+        seen[method] = kw
+        raise RuntimeError("stop after the first tune")
+
+    monkeypatch.setattr(C, "tune", tune)
+    with pytest.raises(RuntimeError, match="stop after"):
+        C.compare(data.Y, [("SQ", "ocmf", {"loss": "square"})], splits=1, budget=1,
+                  params={"SQ": {"k": 2}})
+    assert seen["ocmf"]["k"] == 2 and seen["ocmf"]["loss"] == "square"

@@ -213,6 +213,9 @@ POOLS: dict[str, list[Callable]] = {
     "seed": [lambda: -1, lambda: 1.5, lambda: "s", lambda: 2**70, lambda: np.random.default_rng(0),
              lambda: [1, 2], lambda: np.int64(5)],
     "bool": [lambda: "yes", lambda: 2, lambda: None, lambda: np.bool_(False), lambda: [True]],
+    # verbose takes a bool or an int; True would print, so only quiet valid values are drawn
+    "verbose": [lambda: "yes", lambda: "0", lambda: None, lambda: 0.0, lambda: [True], lambda: object(),
+                lambda: np.bool_(False), lambda: np.int64(0), lambda: 0],
     "users": [lambda: [], lambda: [1.5], lambda: [-1], lambda: [10**9], lambda: "0", lambda: [[0, 1]],
               lambda: np.array([0], dtype=np.uint8), lambda: None, lambda: [0, 0, 1], lambda: 3,
               lambda: [True], lambda: {0: 1}],
@@ -375,7 +378,7 @@ def _distributed_fit_without_cluster(**kwargs):
 
 
 FIT_COMMON = dict(Y="csr", k="int", n_iter="iters", seed="seed", n_threads="threads", callback="callable",
-                  verbose="any")
+                  verbose="verbose")
 
 CASES = [
     # fastpu
@@ -521,7 +524,7 @@ CASES = [
          dict(Y="csr", k="int", pairs=("dense", (15, 2)), tensor="choice", n_x="int", n_h="int",
               alpha0="real", rho="real", neg_weights=("dense", (5,)), pos_weight="real", r_pos="real",
               r_neg="real", lr="real", n_iter="iters", optimizer="choice", reg="real", init_std="real",
-              seed="seed", callback="callable", n_threads="threads")),
+              seed="seed", callback="callable", n_threads="threads", verbose="verbose")),
     Case("fbgd.tensor_objective", fbgd.tensor_objective,
          lambda: dict(Y=CTX.tensor[0], VX=np.ones((6, 1)), VH=np.ones((3, 1)), VY=np.ones((5, 1)),
                       pairs=CTX.tensor[1], tensor="cp"),
@@ -536,20 +539,20 @@ CASES = [
     Case("select.search", select.search,
          lambda: dict(method="ocmf", Y=CTX.Y, space={"lam": [0.1, 1.0]}, k=K, n_iter=2, metric="ndcg@5"),
          dict(method="choice", Y="csr", space="any", validation="real", metric="choice", n_trials="int",
-              seed="seed", refit="bool", n_threads="threads")),
+              seed="seed", refit="bool", n_threads="threads", verbose="verbose")),
     Case("select.tune", select.tune,
          lambda: dict(method="ocmf", Y=CTX.Y, budget=2, k=K, n_iter=2, metric="ndcg@5"),
          dict(method="choice", Y="csr", budget="iters", space="any", validation="real", metric="choice",
-              seed="seed", refit="bool", n_threads="threads")),
+              seed="seed", refit="bool", n_threads="threads", verbose="verbose")),
     Case("compare.compare", compare.compare,
          lambda: dict(Y=CTX.Y, methods=["popularity", ("ocmf", "ocmf", {"k": K, "n_iter": 2})],
                       splits=2, budget=1),
          dict(Y="csr", methods="choice", splits="iters", test_frac="real", budget="iters", metric="choice",
-              seed="seed", params="any", n_threads="threads")),
+              seed="seed", params="any", n_threads="threads", verbose="verbose")),
     # distributed: only the checks made before a cluster starts (none is ever started here)
     Case("distributed.fit", _distributed_fit_without_cluster, _Yk(method="ocmf", n_iter=1),
          dict(Y="csr", method="choice", n_blocks="int", n_workers="int", negatives="choice",
-              shape="any")),
+              shape="any", verbose="verbose")),
     # solvers
     Case("tron.tron", tron.tron, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
          dict(problem="problem", x0=("dense", (3,)), tol="real", max_iter="iters", cg_tol="real",
@@ -642,6 +645,22 @@ def test_known_gaps(case, arg):
         return
     for make in _pool(case.perturb[arg]):
         _outcome_ok(case, arg, make())
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.perturb.get("verbose") == "verbose"],
+                         ids=lambda c: c.name)
+@pytest.mark.parametrize("value", ["yes", "0", None, 1.0, [True]], ids=repr)
+def test_verbose_must_be_a_bool_or_an_int(case, value):
+    # a string was taken for its truth value: verbose="0" printed every iteration
+    with pytest.raises(TypeError, match=r"^verbose must be True or False \(or an int, 0 for quiet\), got "):
+        case.fn(**dict(case.valid(), verbose=value))
+
+
+def test_verbose_takes_numpy_bools_and_ints(capsys):
+    fp.ocmf.fit(CTX.Y, K, n_iter=1, verbose=np.int64(1))
+    assert "[ocmf] iter   1" in capsys.readouterr().err
+    fp.ocmf.fit(CTX.Y, K, n_iter=1, verbose=np.bool_(False))
+    assert capsys.readouterr().err == ""
 
 
 def test_implicit_baselines_are_fuzzed_or_refused_with_a_clear_import_error():

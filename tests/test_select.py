@@ -238,3 +238,85 @@ def test_rows_split_method_check_comes_before_the_unknown_kwarg_check(planted):
     X = np.ones((planted.Y.shape[0], 2))
     with pytest.raises(ValueError, match="split='rows' fits on user_features, but als does not take"):
         select.search("als", planted.Y, {"alpha": [1.0]}, split="rows", user_features=X, k=2)
+
+
+def test_failed_trials_are_reported_once_at_the_end(planted):
+    # a trial whose fit raised was dropped in silence; the result looked like a full search
+    with pytest.warns(UserWarning, match=r"^1 of 3 trials of ocmf failed and were skipped \(first: "
+                                         r"trial 1 with lam=-1: ValueError: lam must be >= 0"):
+        res = select.search("ocmf", planted.Y, {"lam": [-1.0, 1.0, 10.0]}, k=2, n_iter=1,
+                            refit=False)
+    assert res.best_params["lam"] in (1.0, 10.0)
+    with pytest.warns(UserWarning) as record:          # tune: the same, and once per search
+        select.tune("ocmf", planted.Y, budget=3, space={"lam": [-1.0, -0.5, 1.0]}, k=2,
+                    n_iter=1, refit=False)
+    failed = [w for w in record if "trials of ocmf failed" in str(w.message)]
+    assert len(failed) == 1 and str(failed[0].message).startswith("2 of 3 trials")
+
+
+def test_every_trial_failed_says_how_many_and_why(planted):
+    with pytest.raises(ValueError, match=r"every trial failed \(2 of 2 trials of ocmf; first: trial 1 "
+                                         r"with lam=-2: ValueError: lam must be >= 0"):
+        select.search("ocmf", planted.Y, {"lam": [-2.0, -1.0]}, k=2, n_iter=1)
+
+    def fit(Y, k, **kw):                  # never calls the callback: no score, but no error
+        return Factorization(np.ones((Y.shape[0], 1)), np.ones((Y.shape[1], 1)))
+
+    with pytest.raises(ValueError, match=r"every trial failed \(1 of 1 trials of fit; first: trial 1 "
+                                         r"with anything=1: no finite validation score"):
+        select.search(fit, planted.Y, {"anything": [1]})
+
+
+def _fit_without_n_threads(Y, k, *, a=0.0, n_iter=2, seed=0, callback=None):
+    return Factorization(np.ones((Y.shape[0], 1)), np.ones((Y.shape[1], 1)))
+
+
+class _FitObject:
+    def __call__(self, Y, k, *, a=0.0, n_iter=2, seed=0, callback=None, n_threads=None):
+        raise TypeError("a bug inside the user's fit")
+
+
+@pytest.mark.parametrize("method, exc, match", [
+    # a fit function the search cannot call: said before any trial, naming the function
+    (_fit_without_n_threads, TypeError,
+     r"method _fit_without_n_threads\(\) must take fit\(Y, k, \*, n_iter, seed, callback, "
+     r"n_threads, \.\.\.\) as the search calls it; .*'n_threads'"),
+    (lambda Y: None, TypeError, r"method <lambda>\(\) must take fit\(Y, k, \*, n_iter"),
+    (max, TypeError, r"method max\(\) has no signature the search can read"),
+    # a TypeError from inside a trial names the function and the trial
+    (_FitObject(), TypeError, r"method _FitObject\(\) raised on trial 1/1 \(a=1\): TypeError: a bug "
+                              r"inside the user's fit"),
+    # neither a name nor a callable
+    (5, TypeError, r"method must be a method name \('ocmf', .*'bpr'\) or a fit function "
+               r"fit\(Y, k, \*, n_iter, seed, callback, n_threads, \.\.\.\), got int 5"),
+    (None, TypeError, r"method must be a method name .* got NoneType None"),
+    ("ocfm", ValueError, r"method must be one of 'ocmf', .* or a fit function, got 'ocfm' "
+                         r"\(did you mean 'ocmf'\?\)"),
+])
+def test_method_that_is_not_a_usable_fit_is_named(planted, method, exc, match):
+    with pytest.raises(exc, match=match):
+        select.search(method, planted.Y, {"a": [1]})
+
+
+def test_a_fit_function_that_returns_no_model_is_named(planted):
+    fit = _oracle_fit(planted, [])
+
+    def forgets_return(Y, k, **kw):
+        fit(Y, k, **kw)
+
+    with pytest.raises(TypeError, match=r"method forgets_return\(\) returned None on the refit; "
+                                        r"a fit function must return the fitted model"):
+        select.search(forgets_return, planted.Y, {"a": [0.7]}, n_iter=2)
+    assert select.search(forgets_return, planted.Y, {"a": [0.7]}, n_iter=2, refit=False).model is None
+
+
+@pytest.mark.parametrize("method, exc, match", [
+    (lambda Y, k, **kw: None, TypeError,
+     r"tune takes a method name \('ocmf', .*'bpr'\), got the function <lambda>; it has a default "
+     r"space for those only: call fastpu\.select\.search\(fit, Y, space, n_trials=\.\.\.\)"),
+    (3, TypeError, r"method must be a method name \('ocmf', .*'bpr'\), got int 3"),
+    ("ocmf2", ValueError, r"method must be one of 'ocmf', .*, got 'ocmf2' \(did you mean 'ocmf'\?\)"),
+])
+def test_tune_method_must_be_a_name(planted, method, exc, match):
+    with pytest.raises(exc, match=match):
+        select.tune(method, planted.Y, budget=1)

@@ -138,6 +138,8 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         n_threads = 1           # the local cluster has one single-thread worker process per core
     driver = _driver(method)
     params = _with_defaults(method, driver.fit, params)
+    if "verbose" in params:        # the method's other checks run on the client, after the start
+        params["verbose"] = V.check_verbose(params["verbose"])
     with _client(client, n_workers) as c, _lost_data_is_an_error():
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
