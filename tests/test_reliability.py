@@ -101,8 +101,9 @@ def test_homf_exact_limit_is_adjustable(monkeypatch):
 
 
 def test_homf_exact_block_memory_names_block_size(monkeypatch):
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 200_000)
-    with pytest.raises(ValueError, match="one block of 10000 columns.*lower block_size"):
+    monkeypatch.setattr(V, "MEMORY_LIMIT", 50_000)
+    # a block of 10,000 columns is all 50 columns of f_T(A) (m + n = 50): 100,000 bytes
+    with pytest.raises(ValueError, match="one block of 50 columns.*lower block_size"):
         fp.homf.fit(_Y(), 2, mode="exact", n_iter=1, block_size=10_000)
 
 
@@ -443,7 +444,7 @@ def test_unhashable_choices_are_refused_with_the_argument_named():
     Y = _Y()
     with pytest.raises(ValueError, match=r"unknown loss \['a'\]"):
         fp.ocmf.fit(Y, 2, loss=["a"], n_iter=1)
-    with pytest.raises(ValueError, match=r"method must be one of .*got \['a'\]"):
+    with pytest.raises(TypeError, match=r"method must be a method name .*got list \['a'\]"):
         fp.select.default_space(["a"])
     with pytest.raises(ValueError, match=r"method must be one of .*got \['a'\]"):
         fp.distributed.fit(Y, 2, method=["a"])          # refused before any cluster starts
