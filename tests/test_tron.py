@@ -131,33 +131,27 @@ def test_trust_region_cg_refuses_a_non_finite_hessian_product():
         trust_region_cg(lambda v: v * np.nan, np.ones(3), 1.0)
 
 
+class _Quadratic:
+    """f(x) = xᵀx with a given (broken) gradient or value."""
+
+    def __init__(self, grad=lambda x: 2 * x, fun=lambda x: float(x @ x)):
+        self.grad = grad
+        self.fun = fun
+
+    def hessp(self, s):
+        return 2 * s
+
+
 @pytest.mark.parametrize("solver", [tron, gd])
 def test_a_gradient_of_the_wrong_shape_is_a_value_error(solver):
-    class Bad:
-        def fun(self, x):
-            return float(x @ x)
-
-        def grad(self, x):
-            return np.ones(x.size + 1)
-
-        def hessp(self, s):
-            return 2 * s
-
+    bad = _Quadratic(lambda x: np.ones(x.size + 1))
     with pytest.raises(ValueError, match=r"problem.grad returned shape \(4,\); expected x0's shape \(3,\)"):
-        solver(Bad(), np.ones(3))
+        solver(bad, np.ones(3))
 
 
 @pytest.mark.parametrize("solver", [tron, gd])
 def test_a_non_finite_start_names_fun_or_grad(solver):
-    class Bad:
-        def fun(self, x):
-            return float(x @ x)
-
-        def grad(self, x):
-            return x * np.nan
-
-        def hessp(self, s):
-            return 2 * s
-
     with pytest.raises(FloatingPointError, match="problem.grad at x0 is not finite"):
-        solver(Bad(), np.ones(3))
+        solver(_Quadratic(grad=lambda x: x * np.nan), np.ones(3))
+    with pytest.raises(FloatingPointError, match=r"problem.fun at x0 is not finite \(f = inf\)"):
+        solver(_Quadratic(fun=lambda x: np.inf), np.ones(3))
