@@ -443,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--seed", type=int, default=0, help="seed of the split and the models (default 0)")
-        p.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
+        p.add_argument("--threads", type=int, default=None, help="threads for numba and BLAS (default: all)")
         p.add_argument("--at", type=_parse_ks, default=(5, 10), help="cut-offs k, e.g. 5,10 (default)")
         p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
 
@@ -514,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--out", default=None, help="write the markdown table to this file")
     cmp_.add_argument("--plot", default=None, help="with --out (required): also write a PNG bar chart here")
     cmp_.add_argument("--seed", type=int, default=0, help="seed of the first split (default 0)")
-    cmp_.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
+    cmp_.add_argument("--threads", type=int, default=None, help="threads for numba and BLAS (default: all)")
     cmp_.add_argument("--quiet", action="store_true", help="no per-trial progress")
     cmp_.set_defaults(func=cmd_compare)
 
@@ -531,7 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: detected; see fastpu.datasets.read_csv)")
     rec.add_argument("--threshold", type=float, default=None,
                      help="with --exclude-seen: seen items are values >= threshold (default: every stored entry)")
-    rec.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
+    rec.add_argument("--threads", type=int, default=None, help="threads for numba and BLAS (default: all)")
     rec.set_defaults(func=cmd_recommend)
     return parser
 
@@ -542,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     from .datasets import DataUnavailable
 
     try:
-        with limit_threads(args.threads, blas=None):
+        with limit_threads(args.threads, blas=args.threads):     # --threads bounds BLAS's too
             return args.func(args)
     except DataUnavailable as exc:
         print(f"fastpu: {exc}", file=sys.stderr)

@@ -60,7 +60,7 @@ from ._csrr_solvers import (INNER_CAP, _LOSS_CODE, _VARIANTS, _Bilinear, _box_vi
                             _check_common, _curvature, _fit_bilinear, _fit_dense, _positives,
                             _sparse_v)
 from ._progress import Progress
-from ._threads import limit_threads
+from ._threads import _check_threads, limit_threads
 from ._dataset import Dataset
 from ._typing import ArrayLike, Callback, Seed, Sparse, Threads
 from .model import Factorization, accepts_dataset
@@ -203,7 +203,10 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
         ``"I"``/``"II"`` refuse when m·n exceeds it (default
         :data:`fastpu._validation.DENSE_LIMIT`).
     n_threads : int, optional
-        numba threads for the kernels (restored afterwards).
+        numba threads for the kernels (restored afterwards). For ``"I"``/``"II"``, whose time is
+        LAPACK's SVD, it also limits BLAS's threads during the fit; ``None`` (default) leaves
+        BLAS at its own count. On a machine other jobs share, ``n_threads=1`` can be several
+        times faster than BLAS's threads contending for the cores.
     seed : int
         Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
     callback : callable, optional
@@ -287,8 +290,11 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
                   svd_method=svd_method, seed=seed if not isinstance(seed, np.random.Generator) else None)
     progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback,
                         advice=_advice(eta, alpha, lam1, lam2))
-    # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there
-    with limit_threads(n_threads, blas=1 if variant == "e" else None):
+    # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there unless
+    # n_threads is given (then BLAS gets that many too: on a busy machine its threads contend)
+    if n_threads is not None:
+        n_threads = _check_threads(n_threads)
+    with limit_threads(n_threads, blas=1 if variant == "e" else n_threads):
         if variant == "e":
             P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
                                     inner_tol, rng, progress)

@@ -351,3 +351,22 @@ def test_recommend_exclude_seen_names_the_option_and_the_data_it_needs(tmp_path,
         assert cli.main(["recommend", "--model", model, "-n", "2", "--exclude-seen", seen]) == 2, seen
         err = capsys.readouterr().err
         assert err.startswith(msg) and "\n" not in err.strip(), err
+
+
+def test_threads_bound_numba_and_blas_for_the_whole_command(monkeypatch):
+    """CSRR-I/II's SVD runs on BLAS's threads: --threads has to reach them too."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    seen = {}
+
+    def fake_run(args):
+        seen["numba"] = fp.get_num_threads()
+        seen["blas"] = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_run", fake_run)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert cli.main(["run", "--method", "csrr", "--data", "ml-100k", "--threads", "1"]) == 0
+        assert seen == {"numba": 1, "blas": {1}}
+        assert cli.main(["run", "--method", "csrr", "--data", "ml-100k"]) == 0
+        assert seen["blas"] == {2}

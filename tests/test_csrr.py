@@ -330,6 +330,27 @@ def test_deterministic_and_thread_independent():
     np.testing.assert_array_equal(b.P, e.P)
 
 
+def test_n_threads_also_limits_blas_in_the_svd_variants():
+    """CSRR-I/II's time is LAPACK's: a given n_threads bounds BLAS too, None leaves it alone."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    Y, _ = _pu(10, 30, 20, density=0.2)
+    with threadpool_limits(limits=2, user_api="blas"):     # whatever the session set before
+        before, seen = blas_threads(), []
+        assert before and all(n == 2 for n in before)
+        csrr.fit(Y, variant="I", n_iter=2, n_threads=1, callback=lambda info: seen.append(blas_threads()))
+        assert seen and all(n == [1] * len(before) for n in seen)
+        seen.clear()
+        csrr.fit(Y, variant="II", n_iter=2, callback=lambda info: seen.append(blas_threads()))
+        assert seen and all(n == before for n in seen)
+        assert blas_threads() == before
+    with pytest.raises(ValueError, match="n_threads must be in"):
+        csrr.fit(Y, variant="I", n_iter=1, n_threads=10 ** 6)
+
+
 def test_model_scores_recommend_and_users():
     Y, A = _pu(12, 20, 15, density=0.2)
     model = csrr.fit(Y, variant="e", k=3, n_iter=5)
