@@ -4,7 +4,9 @@ import inspect
 import os
 import pathlib
 import re
+import shlex
 
+import numpy as np
 import pytest
 
 import fastpu as fp
@@ -58,6 +60,25 @@ def test_readme_example_runs(tmp_path):
     seen = set(data.item_ids[data.Y[[0]].indices].tolist())          # user id 1 is row 0
     assert not seen & set(items[0].tolist())
     assert (tmp_path / "ml100k-lrwsq.npz").exists()
+
+
+def test_readme_command_line_example_runs_on_a_csv_of_text_ids(tmp_path, monkeypatch, capsys):
+    """The README's `fastpu run` / `fastpu recommend` lines, as written, on a user,item file."""
+    from fastpu import cli
+
+    readme = (ROOT / "README.md").read_text()
+    lines = [ln for ln in readme.splitlines() if ln.startswith(("fastpu run --method ocmf --data my.csv",
+                                                                 "fastpu recommend --model model.npz"))]
+    assert len(lines) == 2, lines
+    rng = np.random.default_rng(0)
+    pairs = {(f"u{rng.integers(1, 40)}", f"item{rng.integers(0, 30)}") for _ in range(400)}
+    (tmp_path / "my.csv").write_text("".join(f"{u},{i}\n" for u, i in sorted(pairs)))
+    monkeypatch.chdir(tmp_path)
+    for line in lines:
+        argv = shlex.split(line)[1:] + ["--quiet"] * line.startswith("fastpu run")
+        assert cli.main(argv) == 0, line
+    out = capsys.readouterr().out
+    assert "u1" in out and "u2" in out and (tmp_path / "model.npz").exists()
 
 
 def test_public_api_is_listed_and_documented():
