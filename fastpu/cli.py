@@ -411,6 +411,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         check_save_path(args.out, name="--out", example="table.md")
         if args.plot:
             check_save_path(args.plot, name="--plot", example="chart.png")
+            import importlib.util
+
+            if importlib.util.find_spec("matplotlib") is None:
+                raise ValueError(f"--plot {args.plot!r} needs matplotlib, which is not installed: "
+                                 "pip install matplotlib (or the fastpu[bench] extra), or leave out --plot")
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     data = dataclasses.replace(data, Y=Y)
     if args.intercept:

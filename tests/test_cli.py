@@ -240,6 +240,24 @@ def test_compare_plot_without_out_exits_2_before_any_work(tmp_path, capsys, monk
     assert captured.out == "" and not png.exists()
 
 
+def test_compare_plot_without_matplotlib_exits_2_before_any_work(tmp_path, capsys, monkeypatch):
+    """It failed with an ImportError traceback after the whole comparison had run."""
+    import sys
+
+    import fastpu.compare
+
+    def boom(*args, **kwargs):
+        raise AssertionError("compared although --plot could not be drawn")
+
+    monkeypatch.setattr(fastpu.compare, "compare", boom)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)      # as if it were not installed
+    out, png = tmp_path / "t.md", tmp_path / "x.png"
+    assert cli.main(["compare", "--data", "ml-100k", "--out", str(out), "--plot", str(png), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fastpu: --plot ") and "needs matplotlib" in err and "\n" not in err
+    assert not out.exists() and not png.exists()
+
+
 def test_compare_bad_metric_exits_2_naming_it(tmp_path, capsys):
     Y = sp.random(20, 15, density=0.3, random_state=0, format="csr")
     path = tmp_path / "y.npz"
