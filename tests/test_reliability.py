@@ -521,3 +521,14 @@ def test_cost_sensitive_names_the_model_shape_and_y_train():
         fp.metrics.cost_sensitive(fp.Factorization(np.ones((31, 2)), np.ones((20, 2))), tr, te)
     with pytest.raises(ValueError, match="not in Y_train"):
         fp.metrics.cost_sensitive(model, Y, te)
+
+
+@pytest.mark.parametrize("fit", [fp.ocmf.fit, fp.fbgd.fit, fp.csrr.fit, fp.homf.fit, fp.baselines.wrmf],
+                         ids=["ocmf", "fbgd", "csrr", "homf", "wrmf"])
+def test_a_misspelt_keyword_of_a_fit_gets_the_closest_name(fit):
+    """Python's bare 'unexpected keyword argument' named no alternative; select and the CLI did."""
+    with pytest.raises(TypeError, match=r"got an unexpected keyword argument 'niter' \(did you mean "
+                                        r"'n_iter'\?\); it takes .*n_iter"):
+        fit(_Y(), 2, niter=2)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'zzz'; it takes"):
+        fit(_Y(), 2, zzz=2)
