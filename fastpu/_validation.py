@@ -77,7 +77,9 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
     """
     if not sp.issparse(Y):
         kind = type(Y).__name__
-        if kind == "DataFrame" or kind == "Dataset":
+        if kind == "Dataset":
+            hint = f"pass the data set's matrix, {name}=data.Y"
+        elif kind == "DataFrame":
             hint = ("for (user, item[, value]) pairs use fastpu.datasets.from_pairs(df['user'], "
                     "df['item']) and pass its .Y (or the Dataset, where a Dataset is taken)")
         else:

@@ -532,3 +532,11 @@ def test_a_misspelt_keyword_of_a_fit_gets_the_closest_name(fit):
         fit(_Y(), 2, niter=2)
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'zzz'; it takes"):
         fit(_Y(), 2, zzz=2)
+
+
+def test_a_dataset_where_a_matrix_is_expected_is_told_to_pass_its_y():
+    data = fp.datasets.synthetic(20, 10, rank=2, density=0.3, seed=0)
+    model = fp.ocmf.fit(data, 2, n_iter=1)
+    with pytest.raises(TypeError, match=r"Y_train must be a scipy.sparse .*got Dataset; pass the data "
+                                        r"set's matrix, Y_train=data.Y"):
+        fp.evaluate(model, data, data.Y)
