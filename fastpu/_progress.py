@@ -98,7 +98,7 @@ class Progress:
                 f"  {k} {v:.4g}" if isinstance(v, float) else f"  {k} {v}"
                 for k, v in info.items()
             )
-            print(f"[{self.method}] iter {iter:3d}  objective {objective:.6g}  "
+            print(f"[{self.method}] iter {iter:3d}  objective {objective:>12.6g}  "
                   f"{rec['seconds']:7.2f}s{extra}", file=self.stream, flush=True)
         if self.callback is not None:
             stop = self.callback(dict(rec) if model is None else dict(rec, model=model))
