@@ -28,7 +28,7 @@ from ._version import __version__  # noqa: E402,F401 (the package version)
 from . import _cache  # noqa: E402
 
 _cache.install()
-from ._cache import cache_dir  # noqa: E402
+from ._cache import cache_dir, clear_cache  # noqa: E402
 
 from .exceptions import ConvergenceWarning  # noqa: E402
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
@@ -72,6 +72,7 @@ __all__ = [
     "apg",
     "baselines",
     "cache_dir",
+    "clear_cache",
     "compare",
     "csrr",
     "datasets",

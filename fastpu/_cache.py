@@ -38,10 +38,12 @@ from numba.core import caching, config
 
 from ._version import __version__
 
-__all__ = ["cache_dir", "install"]
+__all__ = ["cache_dir", "clear_cache", "install"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
-_state: dict[str, Any] = {"warned": False, "fallback": None}
+_state: dict[str, Any] = {"warned": False, "fallback": None, "marked": False}
+#: in each installation's cache folder: the package folder it was made for (see clear_cache)
+_SOURCE_FILE = "source.txt"
 
 
 def _base_dir() -> pathlib.Path:
@@ -80,6 +82,79 @@ def cache_dir() -> pathlib.Path:
     True
     """
     return _base_dir() / _install_key(_PACKAGE_DIR)
+
+
+def clear_cache(*, stale: bool = True) -> list[pathlib.Path]:
+    """Delete cached kernels of fastpu installations: by default those that no longer exist.
+
+    Every installation, version or checkout of fastpu has a folder of its own under the cache
+    root (see :func:`cache_dir`); the folders of deleted checkouts and virtual environments stay
+    behind. ``stale=True`` deletes the folders whose installation is gone: each folder records the
+    package folder it was made for, and a folder is deleted when that package folder no longer
+    holds fastpu. Folders made before fastpu recorded this (0.1.0) have no record and are kept,
+    as is this installation's folder. ``stale=False`` deletes every folder under the cache root,
+    this installation's included. Deleting is always safe: kernels compile again on next use.
+
+    Parameters
+    ----------
+    stale : bool
+        Delete only folders of installations that no longer exist (default), else all.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders deleted.
+
+    Raises
+    ------
+    TypeError
+        If ``stale`` is not a bool.
+
+    Examples
+    --------
+    >>> import fastpu
+    >>> removed = fastpu.clear_cache()       # doctest: +SKIP
+    >>> [p.name for p in removed]            # doctest: +SKIP
+    ['0.1.0-py311-6f1d0a2c9b8e7d41']
+    """
+    if not isinstance(stale, bool):
+        raise TypeError(f"stale must be True or False, got {stale!r}")
+    root, own = _base_dir(), cache_dir()
+    removed: list[pathlib.Path] = []
+    if not root.is_dir():
+        return removed
+    for folder in sorted(root.iterdir()):
+        if not folder.is_dir() or not folder.name.split("-", 1)[0][:1].isdigit():
+            continue                              # not an installation's folder (e.g. a user's file)
+        if stale:
+            if folder == own:
+                continue
+            try:
+                source = (folder / _SOURCE_FILE).read_text().strip()
+            except OSError:
+                continue                          # no record: cannot tell, keep it
+            if os.path.exists(os.path.join(source, "_cache.py")):
+                continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    if not stale:
+        _state["marked"] = False                  # the next kernel re-creates the folder and its record
+    return removed
+
+
+def _mark(folder: str) -> None:
+    """Record in ``folder`` which package folder it belongs to (once per process; best effort)."""
+    if _state["marked"]:
+        return
+    _state["marked"] = True
+    path = os.path.join(folder, _SOURCE_FILE)
+    try:
+        if not os.path.exists(path):
+            with open(path, "w") as fh:
+                fh.write(_PACKAGE_DIR + "\n")
+    except OSError:
+        pass
 
 
 def _fallback_dir() -> str | None:
@@ -141,6 +216,8 @@ class FastpuCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
         self = cls(py_func, py_file, os.path.join(wanted, sub))
         try:
             self.ensure_cache_path()
+            if not config.CACHE_DIR:  # type: ignore[attr-defined]
+                _mark(wanted)
             return self
         except OSError as err:
             _warn_once(wanted, err)

@@ -1,4 +1,4 @@
-"""The fastpu command line: demo, run, recommend, compare and warmup.
+"""The fastpu command line: demo, run, recommend, compare, warmup and cache.
 
 ``fastpu demo`` trains every method's demo configurations on MovieLens-100K
 (80/20 per-user holdout of the binarised ratings), with per-iteration progress,
@@ -18,7 +18,9 @@ them from their features (multi-label data such as yeast; ``--intercept`` append
 ones to the features).
 
 ``fastpu warmup`` compiles every method's numba kernels once, in parallel processes, into the
-per-user cache, so that the first real fit does not pay for compiling.
+per-user cache, so that the first real fit does not pay for compiling. ``fastpu cache``
+prints that cache's folder; ``--prune`` deletes the folders of installations that no longer
+exist, ``--clear`` every folder.
 """
 
 from __future__ import annotations
@@ -204,6 +206,19 @@ def _demo_fits(wanted: tuple[str, ...], Y_train: Any, Y_test: Any, ks: tuple[int
             model, secs = _fit(method, Y_train, kwargs, seed=args.seed, verbose=not args.quiet)
             rows.append(_evaluate_row(label, model, Y_train, Y_test, ks, secs))
             print(_table(rows[-1:], _columns(ks)).splitlines()[-1], file=sys.stderr, flush=True)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from ._cache import cache_dir, clear_cache
+
+    if args.prune or args.clear:
+        removed = clear_cache(stale=not args.clear)
+        what = "every installation's" if args.clear else "deleted installations'"
+        print(f"fastpu cache: removed {len(removed)} folder(s) of {what} compiled kernels"
+              + "".join(f"\n  {p}" for p in removed))
+    else:
+        print(cache_dir())
+    return 0
 
 
 def cmd_warmup(args: argparse.Namespace) -> int:
@@ -468,6 +483,16 @@ def build_parser() -> argparse.ArgumentParser:
     warmup.add_argument("--processes", type=_positive_int, default=2,
                         help="processes compiling at once (default 2)")
     warmup.set_defaults(func=cmd_warmup, threads=None)
+
+    cache = sub.add_parser("cache", help="print the folder of this installation's compiled kernels, "
+                                         "or delete folders of others")
+    which = cache.add_mutually_exclusive_group()
+    which.add_argument("--prune", action="store_true",
+                       help="delete the folders of installations and checkouts that no longer exist")
+    which.add_argument("--clear", action="store_true",
+                       help="delete every installation's folder, this one's included (kernels "
+                            "compile again on next use)")
+    cache.set_defaults(func=cmd_cache, threads=None)
 
     run = sub.add_parser("run", help="train one method on a data set or your own file")
     run.add_argument("--method", choices=METHODS, default="ocmf", help="the method to train (default ocmf)")

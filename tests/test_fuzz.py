@@ -495,6 +495,8 @@ CASES = [
     # model files, serving, fold-in
     Case("load", fp.load, lambda: dict(path=CTX.model_file), dict(path="path")),
     Case("cache_dir", fp.cache_dir, dict, {}),
+    # prunes only folders whose installation is gone: safe on the real cache
+    Case("clear_cache", fp.clear_cache, dict, dict(stale="bool")),
     Case("similar_items", fp.similar_items, lambda: dict(model=CTX.model, items=[0, 2], n=3),
          dict(model="model", items="users", n="int", ids="bool"), check=_check_recommend),
     Case("similar_users", fp.similar_users, lambda: dict(model=CTX.model, users=[1], n=3),

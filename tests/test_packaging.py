@@ -242,3 +242,48 @@ def test_docs_and_typecheck_tools_are_extras_not_runtime_dependencies():
         assert tool in docs and tool not in runtime
     assert "mypy" in re.search(r"^typecheck = \[(.*?)\]$", extras, flags=re.M).group(1)
     assert "mypy" not in runtime
+
+
+def _cache_folder(root, name, source=None):
+    folder = root / name
+    (folder / "fastpu").mkdir(parents=True)
+    (folder / "fastpu" / "kernel.nbi").write_text("x")
+    if source is not None:
+        (folder / "source.txt").write_text(str(source) + "\n")
+    return folder
+
+
+def test_clear_cache_prunes_the_folders_of_installations_that_are_gone(tmp_path, monkeypatch, capsys):
+    """Temporary clones and old virtual environments left a folder each (65 in one user's cache)."""
+    from fastpu import _cache, cli
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("FASTPU_CACHE_DIR", str(root))
+    own = _cache_folder(root, fp.cache_dir().name, source=ROOT / "fastpu")
+    alive_pkg = tmp_path / "venv" / "fastpu"
+    alive_pkg.mkdir(parents=True)
+    (alive_pkg / "_cache.py").write_text("")
+    alive = _cache_folder(root, "0.1.0-py311-aaaaaaaaaaaaaaaa", source=alive_pkg)
+    gone = _cache_folder(root, "0.1.0-py311-bbbbbbbbbbbbbbbb", source=tmp_path / "deleted" / "fastpu")
+    unknown = _cache_folder(root, "0.1.0-py310-cccccccccccccccc")          # made before the record
+    (root / "notes.txt").write_text("a user's file")
+
+    assert fp.clear_cache() == [gone]
+    assert own.exists() and alive.exists() and unknown.exists() and not gone.exists()
+    assert cli.main(["cache"]) == 0 and capsys.readouterr().out.strip() == str(fp.cache_dir())
+    assert cli.main(["cache", "--prune"]) == 0
+    assert "removed 0 folder(s)" in capsys.readouterr().out
+    assert cli.main(["cache", "--clear"]) == 0
+    assert "removed 3 folder(s) of every installation's" in capsys.readouterr().out
+    assert [p.name for p in root.iterdir()] == ["notes.txt"]
+    with pytest.raises(TypeError, match="stale must be True or False"):
+        fp.clear_cache(stale="yes")
+
+
+def test_each_installation_records_its_package_folder_in_its_cache(tmp_path):
+    site = _installed_copy(tmp_path)
+    path, hits, err = _run_kernel(site, tmp_path, FASTPU_CACHE_DIR=str(tmp_path / "cache"))
+    folders = [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
+    assert len(folders) == 1, folders
+    source = (folders[0] / "source.txt").read_text().strip()
+    assert os.path.realpath(source) == os.path.realpath(site / "fastpu"), (source, site)
