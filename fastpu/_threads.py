@@ -82,12 +82,13 @@ def limit_threads(n: int | None, *, blas: int | None = 1) -> Iterator[int]:
     threads spin after a call and would compete with numba's); ``blas=None`` leaves BLAS alone,
     for code whose main cost is a BLAS/LAPACK call (CSRR-I/II's SVD).
     """
+    if n is not None:
+        n = _check_threads(n)          # before BLAS's limit, which may be the same number
     blas_ctx = threadpool_limits(limits=blas, user_api="blas") if blas is not None else contextlib.nullcontext()
     with blas_ctx:
         if n is None:
             yield numba.get_num_threads()
             return
-        n = _check_threads(n)
         old = numba.get_num_threads()
         numba.set_num_threads(n)
         try:

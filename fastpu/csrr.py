@@ -60,7 +60,7 @@ from ._csrr_solvers import (INNER_CAP, _LOSS_CODE, _VARIANTS, _Bilinear, _box_vi
                             _check_common, _curvature, _fit_bilinear, _fit_dense, _positives,
                             _sparse_v)
 from ._progress import Progress
-from ._threads import _check_threads, limit_threads
+from ._threads import limit_threads
 from ._dataset import Dataset
 from ._typing import ArrayLike, Callback, Seed, Sparse, Threads
 from .model import Factorization, accepts_dataset
@@ -292,8 +292,6 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
                         advice=_advice(eta, alpha, lam1, lam2))
     # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there unless
     # n_threads is given (then BLAS gets that many too: on a busy machine its threads contend)
-    if n_threads is not None:
-        n_threads = _check_threads(n_threads)
     with limit_threads(n_threads, blas=1 if variant == "e" else n_threads):
         if variant == "e":
             P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
