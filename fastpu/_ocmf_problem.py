@@ -272,19 +272,6 @@ def _resolve_abar(loss, a_bar):
     return a_bar
 
 
-# Above this a ridge or graph penalty makes every factor zero to machine precision, and its term
-# swamps the loss's digits (lam = 1e100 gave a negative square-loss objective, 1e150 a NaN).
-LAM_MAX = 1e20
-
-
-def _check_penalty(x, name):
-    x = V.check_scalar(x, name=name, minimum=0.0)
-    if x > LAM_MAX:
-        raise ValueError(f"{name} must be at most {LAM_MAX:g}, got {x:g}: a penalty this large makes "
-                         "every factor zero to machine precision and leaves the objective no digits")
-    return x
-
-
 def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph,
              negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None, fit=False):
     Y = _canonical_y(Y)
@@ -297,10 +284,10 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
     p = V.check_vector(p, name="p", size=m)
     q = V.check_vector(q, name="q", size=n)
     abar = _resolve_abar(loss, a_bar)
-    lam = _check_penalty(lam, "lam")
-    lam_w = lam if lam_w is None else _check_penalty(lam_w, "lam_w")
-    lam_h = lam if lam_h is None else _check_penalty(lam_h, "lam_h")
-    lam_g = _check_penalty(lam_graph, "lam_graph")
+    lam = V.check_penalty(lam, name="lam")
+    lam_w = lam if lam_w is None else V.check_penalty(lam_w, name="lam_w")
+    lam_h = lam if lam_h is None else V.check_penalty(lam_h, name="lam_h")
+    lam_g = V.check_penalty(lam_graph, name="lam_graph")
     X = V.check_features(X, name="user_features", n_rows=m)
     Z = V.check_features(Z, name="item_features", n_rows=n, of="column")
     Su = V.check_graph(user_graph, name="user_graph", n=m)

@@ -8,9 +8,11 @@ fails these checks may ever reach a kernel.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import numbers
 import os
-from typing import Any, Collection, TypeVar
+from typing import Any, Callable, Collection, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -308,6 +310,35 @@ def check_scalar(x: Any, *, name: str, minimum: float | None = None,
     if maximum is not None and (x > maximum or (strict_max and x == maximum)):
         op = "<" if strict_max else "<="
         raise ValueError(f"{name} must be {op} {maximum}, got {x:g}")
+    return x
+
+
+def fit_names(fit: Callable[..., Any]) -> set[str] | None:
+    """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``."""
+    params = inspect.signature(fit).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return set(params) - {"Y"}
+
+
+def did_you_mean(key: str, names: Collection[str]) -> str:
+    """`` (did you mean 'x'?)`` for the name in ``names`` closest to ``key``, else ``""``."""
+    close = difflib.get_close_matches(key, sorted(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# Above this a ridge or graph penalty makes every factor zero to machine precision, and its term
+# swamps the loss's digits (ocmf with lam = 1e100 gave a negative square-loss objective, 1e150 a
+# NaN; fbgd with reg = 1e200 never moved).
+PENALTY_MAX = 1e20
+
+
+def check_penalty(x: Any, *, name: str) -> float:
+    """A regularisation weight: a real number in [0, PENALTY_MAX]."""
+    x = check_scalar(x, name=name, minimum=0.0)
+    if x > PENALTY_MAX:
+        raise ValueError(f"{name} must be at most {PENALTY_MAX:g}, got {x:g}: a penalty this large "
+                         "makes every factor zero to machine precision and leaves the objective no digits")
     return x
 
 

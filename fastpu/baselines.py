@@ -74,17 +74,11 @@ _WRMF_SETS = {"Y", "k", "loss", "rho", "a_bar", "p", "q", "negatives", *_WRMF_OW
 
 def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
     """Refuse keyword arguments neither wrmf nor ocmf.fit takes, naming them and the accepted ones."""
-    import difflib
-    import inspect
-
-    passed_on = sorted(set(inspect.signature(ocmf.fit).parameters) - _WRMF_SETS)
+    passed_on = sorted((V.fit_names(ocmf.fit) or set()) - _WRMF_SETS)
     unknown = [key for key in ocmf_params if key not in passed_on]
     if not unknown:
         return
-    hint = ""
-    if len(unknown) == 1:
-        close = difflib.get_close_matches(unknown[0], [*_WRMF_OWN, *passed_on], n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = V.did_you_mean(unknown[0], [*_WRMF_OWN, *passed_on]) if len(unknown) == 1 else ""
     what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
             f"unexpected keyword arguments {', '.join(map(repr, unknown))}")
     raise TypeError(f"wrmf got {what}{hint}; it takes {', '.join(_WRMF_OWN)} and these of "

@@ -254,19 +254,19 @@ _OWN = {"seed": "--seed (e.g. --seed {value!r})",
 
 def _check_params(parser: argparse.ArgumentParser, method: str, params: dict[str, Any]) -> None:
     """Refuse --param names the method's fit does not take, before any data is loaded."""
-    from .select import _did_you_mean, _fit_names
+    from . import _validation as V
 
     for key, option in _OWN.items():
         if key in params:
             parser.error(f"argument --param: {key} is set with {option.format(value=params[key])}, "
                          f"not --param {key}={params[key]!r}")
-    names = _fit_names(_module(method).fit)
+    names = V.fit_names(_module(method).fit)
     if names is None:
         return
     names -= {*_OWN, "callback"}
     unknown = [key for key in params if key not in names]
     if unknown:
-        hint = _did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
+        hint = V.did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
         parser.error(f"argument --param: {method}.fit takes no parameter{'s' if len(unknown) > 1 else ''} "
                      f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(sorted(names))}")
 

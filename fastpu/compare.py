@@ -26,7 +26,7 @@ from . import _validation as V
 from ._dataset import Dataset
 from ._typing import Sparse, StrPath, Threads
 from .metrics import evaluate, popularity
-from .select import NAMES, _check_fixed, _check_metric, _did_you_mean, _fit_function, tune
+from .select import NAMES, _check_fixed, _check_metric, _fit_function, tune
 from .split import holdout
 
 __all__ = ["COLUMNS", "CompareResult", "compare"]
@@ -173,7 +173,7 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str 
         raise ValueError(f"method labels must be unique, got {labels}")
     unknown = [key for key in (params or {}) if key not in labels]
     if unknown:        # a misspelt label would silently leave that method at its defaults
-        hint = _did_you_mean(str(unknown[0]), set(labels)) if len(unknown) == 1 else ""
+        hint = V.did_you_mean(str(unknown[0]), set(labels)) if len(unknown) == 1 else ""
         raise ValueError(f"params has key{'s' if len(unknown) > 1 else ''} "
                          f"{', '.join(map(repr, unknown))} that name{'' if len(unknown) > 1 else 's'} "
                          f"no entry of methods{hint}; its keys must be labels of the compared methods: "

@@ -342,10 +342,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         biases = has_ux or has_ix
     if not isinstance(biases, (bool, np.bool_)):
         raise TypeError(f"biases must be True, False or None, got {biases!r}")
-    reg = V.check_scalar(reg, name="reg", minimum=0.0)
-    if reg > 1e20:      # ocmf's bound: the gradient steps cannot move against such a penalty
-        raise ValueError(f"reg must be at most 1e+20, got {reg:g}: a penalty this large makes every "
-                         "embedding zero to machine precision and leaves the objective no digits")
+    reg = V.check_penalty(reg, name="reg")
     init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)

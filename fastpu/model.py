@@ -8,9 +8,7 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
-import inspect
 from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
@@ -181,22 +179,17 @@ def accepts_dataset(fit: _F) -> _F:
     The data set's ``Y`` is fitted as given (binarise first if its values are ratings you do
     not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model.
     """
-    params = inspect.signature(fit).parameters
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    names = sorted(name for name, p in params.items()
-                   if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "Y")
+    names = V.fit_names(fit)            # None: it takes **kwargs and checks them itself
     where = f"{fit.__module__.rsplit('.', 1)[-1]}.{fit.__name__}" if fit.__module__ != "fastpu.baselines" \
         else fit.__name__
 
     @functools.wraps(fit)
     def wrapper(Y: Any, *args: Any, **kwargs: Any) -> Any:
-        if not takes_any:               # Python's own message, with the closest name it takes
+        if names is not None:           # Python's own message, with the closest name it takes
             for key in kwargs:
-                if key not in params:
-                    close = difflib.get_close_matches(key, names, n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
-                    raise TypeError(f"{where}() got an unexpected keyword argument {key!r}{hint}; "
-                                    f"it takes {', '.join(names)}")
+                if key not in names:
+                    raise TypeError(f"{where}() got an unexpected keyword argument {key!r}"
+                                    f"{V.did_you_mean(key, names)}; it takes {', '.join(sorted(names))}")
         if not isinstance(Y, Dataset):
             return fit(Y, *args, **kwargs)
         model = fit(Y.Y, *args, **kwargs)

@@ -19,7 +19,6 @@ distribution with an ``rvs(random_state=...)`` method such as ``scipy.stats.logu
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import inspect
 import itertools
@@ -77,7 +76,7 @@ def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any],
                         f"function {_CALL}, got {type(method).__name__} {method!r}")
     if method not in NAMES:
         raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
-                         f"got {method!r}{_did_you_mean(method, set(NAMES))}")
+                         f"got {method!r}{V.did_you_mean(method, set(NAMES))}")
     if method in BASELINES:
         return BASELINES[method], method
     import importlib
@@ -196,23 +195,10 @@ def _check_metric(metric: Any) -> tuple[str, int | None]:
     name, _, k = metric.partition("@")
     if name not in METRICS or name == "auc" or not k.isdigit() or int(k) < 1:
         ranked = [m for m in METRICS if m != "auc"]
-        hint = _did_you_mean(name, set(ranked)) if name not in METRICS else ""
+        hint = V.did_you_mean(name, set(ranked)) if name not in METRICS else ""
         raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
                          f"and k >= 1, or 'auc'; got {metric!r}{hint}")
     return name, int(k)
-
-
-def _fit_names(fit: Callable[..., Any]) -> set[str] | None:
-    """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``."""
-    params = inspect.signature(fit).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return None
-    return set(params) - {"Y"}
-
-
-def _did_you_mean(key: str, names: set[str]) -> str:
-    close = difflib.get_close_matches(key, sorted(names), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> None:
@@ -225,12 +211,12 @@ def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> 
     if "callback" in fixed:
         raise TypeError(f"{label} got callback=; the search passes its own callback (it scores "
                         "every outer iteration on the validation split), so give none")
-    names = _fit_names(fit)
+    names = V.fit_names(fit)
     if names is None:
         return
     unknown = [key for key in fixed if key not in names]
     if unknown:
-        hint = _did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
+        hint = V.did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
         raise TypeError(f"{label} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(sorted(names))}")
 
@@ -247,11 +233,11 @@ def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: 
                         f"got {type(space).__name__}")
     if not space:
         raise ValueError("space is empty; give at least one parameter to search")
-    names = _fit_names(fit)
+    names = V.fit_names(fit)
     out: dict[str, Any] = {}
     for key, val in space.items():
         if names is not None and key not in names:
-            raise ValueError(f"space has unknown parameter {key!r}{_did_you_mean(key, names)}; "
+            raise ValueError(f"space has unknown parameter {key!r}{V.did_you_mean(key, names)}; "
                              f"the fit takes {', '.join(sorted(names))}")
         if key in fixed:
             raise ValueError(f"{key!r} is both searched (in space) and fixed (a keyword argument); give it once")
@@ -551,7 +537,7 @@ def _check_name(method: Any, where: str) -> None:
         raise TypeError(f"method must be a method name ({names}), got {type(method).__name__} {method!r}")
     if method not in SPACES:
         raise ValueError(f"method must be one of {names}, got {method!r}"
-                         f"{_did_you_mean(method, set(SPACES))}")
+                         f"{V.did_you_mean(method, set(SPACES))}")
 
 
 def default_space(method: str, Y: Sparse | Dataset | None = None,
