@@ -177,7 +177,8 @@ def accepts_dataset(fit: _F) -> _F:
     """Let a method's ``fit(Y, k, ...)`` take a :class:`~fastpu.datasets.Dataset` as ``Y``.
 
     The data set's ``Y`` is fitted as given (binarise first if its values are ratings you do
-    not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model.
+    not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model. A keyword
+    argument the fit does not take is a TypeError naming the closest one it does.
     """
     names = V.fit_names(fit)            # None: it takes **kwargs and checks them itself
     where = f"{fit.__module__.rsplit('.', 1)[-1]}.{fit.__name__}" if fit.__module__ != "fastpu.baselines" \
