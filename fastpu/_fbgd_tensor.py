@@ -393,7 +393,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
         On wrongly typed arguments (``verbose`` must be a bool or an int).
     ValueError
         On bad shapes, repeated or out-of-range pairs, NaN/inf, negative weights,
-        unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory; if
+        ``reg`` above 1e20, unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory; if
         ``Y`` has no row or no column, or no positive (no stored nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``).
@@ -425,7 +425,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     optimizer = V.check_choice(optimizer, name="optimizer", choices=_OPTIMIZERS)
-    reg = V.check_scalar(reg, name="reg", minimum=0.0)
+    reg = V.check_penalty(reg, name="reg")
     init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)

@@ -298,6 +298,8 @@ def test_bad_inputs_get_clear_errors():
         fbgd.fit_tensor(Y, 2, pairs=pairs, neg_row_weights=np.ones(2))
     with pytest.raises(ValueError, match=r"neg_weights has shape 2, expected 3"):
         fbgd.fit_tensor(Y, 2, pairs=pairs, neg_weights=np.ones(2))
+    with pytest.raises(ValueError, match=r"reg must be at most 1e\+20, got 1e\+200"):
+        fbgd.fit_tensor(Y, 2, pairs=pairs, reg=1e200)     # the bound fbgd.fit has
     with pytest.raises(ValueError, match=r"alpha0 must be >= 0.0, got -1"):
         fbgd.fit_tensor(Y, 2, pairs=pairs, alpha0=-1.0)
     with pytest.raises(ValueError, match=r"unknown optimizer 'adam'"):

@@ -144,7 +144,7 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
     lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     optimizer = V.check_choice(optimizer, name="optimizer", choices=_OPTIMIZERS)
-    reg = V.check_scalar(reg, name="reg", minimum=0.0)
+    reg = V.check_penalty(reg, name="reg")
     init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
     rng = V.check_seed(seed)
     callback = V.check_callback(callback)

@@ -125,7 +125,7 @@ def fit(client, layout, k, *, loss, rho, p, q, a_bar, lam, n_iter, newton_steps,
     p = V.check_vector(p, name="p", size=m)
     q = V.check_vector(q, name="q", size=n)
     abar = _resolve_abar(loss, a_bar)
-    lam = V.check_scalar(lam, name="lam", minimum=0.0)
+    lam = V.check_penalty(lam, name="lam")
     n_iter = V.check_int(n_iter, name="n_iter", minimum=0)
     init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
     callback = V.check_callback(callback)
@@ -133,7 +133,7 @@ def fit(client, layout, k, *, loss, rho, p, q, a_bar, lam, n_iter, newton_steps,
     fdt = V.check_float_dtype(dtype)
     X = V.check_features(user_features, name="user_features", n_rows=m)
     Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
-    lam_g = V.check_scalar(lam_graph, name="lam_graph", minimum=0.0)
+    lam_g = V.check_penalty(lam_graph, name="lam_graph")
     Su = V.check_graph(user_graph, name="user_graph", n=m)
     Sv = V.check_graph(item_graph, name="item_graph", n=n)
     Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
