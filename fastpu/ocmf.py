@@ -230,7 +230,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     """
     k = V.check_k(k)
     V.check_choice(solver, name="solver", choices=SOLVERS)
-    n_iter = V.check_int(n_iter, name="n_iter", minimum=0)
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
     init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
     callback = V.check_callback(callback)
@@ -279,11 +279,10 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         # the objective at the starting factors: on the row path the first user-side update
         # evaluates it anyway (each row's first Newton step); otherwise computed here
         start: list[float] | None = None
-        if n_iter:
-            if fast_path and setup.user.identity and setup.user.L is None:
-                start = []
-            else:
-                progress.start(_full_objective(setup, W, H))
+        if fast_path and setup.user.identity and setup.user.L is None:
+            start = []
+        else:
+            progress.start(_full_objective(setup, W, H))
         solve = _with_advice(tron if solver == "tron" else gd, progress.advice)
         for it in range(1, n_iter + 1):
             E = _latent(setup.item, H)

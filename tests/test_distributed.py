@@ -470,6 +470,8 @@ def test_bad_arguments(dask_client):
         dfit(Y, 2, fast_path=False, client=dask_client)
     with pytest.raises(ValueError, match="user_graph has shape 12×12, expected a square 13×13"):
         dfit(Y, 2, user_graph=sp.eye(12, format="csr"), lam_graph=1.0, client=dask_client)
+    with pytest.raises(ValueError, match="n_iter must be >= 1, got 0"):
+        dfit(Y, 2, n_iter=0, client=dask_client)
     # the penalty bound of the single-machine fits (1e20) holds on the cluster too
     with pytest.raises(ValueError, match=r"lam must be at most 1e\+20, got 1e\+100"):
         dfit(Y, 2, lam=1e100, client=dask_client)

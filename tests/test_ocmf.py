@@ -425,6 +425,13 @@ def test_fit_rejects_bad_input(kw, exc, msg):
         ocmf.fit(args.pop("Y"), args.pop("k"), n_iter=1, **args)
 
 
+def test_zero_iterations_are_refused_as_by_the_other_methods():
+    """n_iter=0 returned the random starting factors as a fitted model; fbgd, csrr and homf
+    refused it."""
+    with pytest.raises(ValueError, match="n_iter must be >= 1, got 0"):
+        ocmf.fit(Y0, 2, n_iter=0)
+
+
 def test_malformed_csr_never_reaches_a_kernel():
     bad = sp.csr_array((np.ones(2), np.array([0, 7]), np.array([0, 1, 2])), shape=(2, 3))
     with pytest.raises(ValueError, match="indices out of range"):

@@ -126,7 +126,7 @@ def fit(client, layout, k, *, loss, rho, p, q, a_bar, lam, n_iter, newton_steps,
     q = V.check_vector(q, name="q", size=n)
     abar = _resolve_abar(loss, a_bar)
     lam = V.check_penalty(lam, name="lam")
-    n_iter = V.check_int(n_iter, name="n_iter", minimum=0)
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
     callback = V.check_callback(callback)
     rng = V.check_seed(seed)
