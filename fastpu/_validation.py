@@ -314,7 +314,14 @@ def check_scalar(x: Any, *, name: str, minimum: float | None = None,
 
 
 def fit_names(fit: Callable[..., Any]) -> set[str] | None:
-    """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``."""
+    """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``.
+
+    A fit that passes ``**kwargs`` on (``baselines.wrmf``) can declare the full set as its
+    ``keyword_names`` attribute.
+    """
+    declared = getattr(fit, "keyword_names", None)
+    if declared is not None:
+        return set(declared)
     params = inspect.signature(fit).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return None

@@ -144,6 +144,12 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
                          model.extras)
 
 
+# the keywords wrmf takes, for fastpu.select's checks (its signature shows only **ocmf_params):
+# a misspelt keyword in search("wrmf", ...) is refused before any trial, not at the first one
+wrmf.keyword_names = frozenset({"k", *_WRMF_OWN,  # type: ignore[attr-defined]
+                                *(V.fit_names(ocmf.fit) or set()) - _WRMF_SETS})
+
+
 def _implicit_model(kind: str) -> Any:
     try:
         if kind == "als":

@@ -190,6 +190,12 @@ def test_explicit_validation_pair_must_split_y(planted):
      r"fit\(\) got callback=; the search passes its own callback"),
     (lambda Y, f: select.tune("ocmf", Y, budget=2, callback=print),
      r"ocmf\.fit got callback=; the search passes its own callback"),
+    # wrmf's signature shows only **ocmf_params; its declared names are checked (was: every
+    # trial failed with wrmf's own TypeError, reported once all trials had run)
+    (lambda Y, f: select.search("wrmf", Y, {"lam": [1.0]}, k=2, bogus=1),
+     r"wrmf\.fit got unknown keyword argument 'bogus'; it takes .*\binit_scale\b"),
+    (lambda Y, f: select.tune("wrmf", Y, budget=2, lamda=1.0),
+     r"wrmf\.fit got unknown keyword argument 'lamda' \(did you mean 'lam'\?\)"),
 ])
 def test_unknown_fixed_kwargs_are_refused_before_any_trial(planted, call, match):
     # used to surface as a bare "fit() got an unexpected keyword argument" from the first trial
@@ -202,6 +208,8 @@ def test_unknown_fixed_kwargs_are_refused_before_any_trial(planted, call, match)
 def test_space_key_typo_suggests_the_close_name(planted):
     with pytest.raises(ValueError, match=r"unknown parameter 'lamda' \(did you mean 'lam'\?\)"):
         select.search("ocmf", planted.Y, {"lamda": [1.0]}, k=2)
+    with pytest.raises(ValueError, match=r"unknown parameter 'alfa' \(did you mean 'alpha'\?\)"):
+        select.search("wrmf", planted.Y, {"alfa": [1.0]}, k=2)
 
 
 def test_fits_taking_kwargs_still_take_any_fixed_or_searched_name(planted):
