@@ -55,6 +55,11 @@ class Progress:
         objective = float(objective)
         self.initial = objective if np.isfinite(objective) else None
 
+    def note(self, text: str) -> None:
+        """Print one ``[method] text`` line when ``verbose`` (what the reported numbers mean)."""
+        if self.verbose:
+            print(f"[{self.method}] {text}", file=self.stream, flush=True)
+
     def finish(self, *factors: Any, zero_advice: str | None = None, all_zero: bool | None = None,
                stacklevel: int = 4) -> list[str]:
         """Warn if the objective grew past its start or if every score is zero.

@@ -54,6 +54,9 @@ _BLOCK_BYTES = 8 * 2**20
 #: half an hour or more per iteration above this limit. Raise it (``fastpu.homf.EXACT_LIMIT =
 #: ...``) to run such a pass anyway; mode="dense" costs O(T·nnz(A)·k + N k²) instead.
 EXACT_LIMIT = 10**10
+# printed once by a verbose dense-mode fit, so that a negative objective does not look like a bug
+DENSE_OBJECTIVE_NOTE = ("mode='dense': the objective leaves out the constant ½‖f_T(A)‖²_F, so it "
+                        "can be negative; homf.objective gives the complete value")
 
 
 # --------------------------------------------------------------------------- the graph
@@ -516,6 +519,7 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
                         U[:m].copy(), V[m:].copy(), params=params, method="homf")):
                     break
         else:
+            progress.note(DENSE_OBJECTIVE_NOTE)
             bufs = tuple(np.empty((N, k)) for _ in range(3))
             walk_t = _DenseWalk(At, T, bufs)     # f_T(A)ᵀ U = (1/T) Σ (Aᵀ)^l U
             walk_a = _DenseWalk(A, T, bufs)      # f_T(A) V = (1/T) Σ A^l V

@@ -1,5 +1,7 @@
 """The command line: demo, run and recommend, on real and user-supplied data."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,6 +20,9 @@ def test_demo_prints_a_table_with_the_baseline(monkeypatch, capsys):
     table = out.split("\n\n")[-1]
     assert "popularity" in table and "LR-wSQ (ocmf)" in table and "P@5" in table and "nDCG@5" in table
     assert "[ocmf] iter   2" in err           # per-iteration progress
+    # each fit's scores as it finishes, labelled (the table's header comes only at the end)
+    assert re.search(r"^-- LR-wSQ \(ocmf\): P@5 0\.\d{4}  nDCG@5 0\.\d{4}  AUC 0\.\d{4}  "
+                     r"seconds \d+\.\d$", err, re.M)
     assert "also compiles its numba kernels" in table   # the first fit's seconds include compiling
 
 

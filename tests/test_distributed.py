@@ -191,6 +191,13 @@ def test_homf_dense_equals_single_machine(dask_client, variant, n_blocks):
                                [h["objective_v"] for h in ref.history], rtol=RTOL)
 
 
+def test_homf_on_a_cluster_prints_progress_and_the_dense_mode_note(dask_client, capsys):
+    dfit(_matrix(13), 2, method="homf", client=dask_client, n_iter=2, verbose=True)
+    err = capsys.readouterr().err
+    assert "[homf] iter   2" in err
+    assert err.count("leaves out the constant ½‖f_T(A)‖²_F") == 1
+
+
 CSRR_VARIANTS = {
     "loss-I": dict(alpha=2.0, lam1=0.5, lam2=0.1),
     "loss-II": dict(loss="II", alpha=0.8, lam1=0.1, lam2=0.05),

@@ -336,7 +336,14 @@ def test_callback_stops_and_verbose_prints(capsys):
     model = homf.fit(R, 2, n_iter=5, mode="dense", callback=lambda info: seen.append(info) or True,
                      verbose=True)
     assert len(model.history) == 1 and seen[0]["iter"] == 1
-    assert "[homf] iter   1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "[homf] iter   1" in err
+    # dense mode leaves a constant out of its objective: the verbose output says so, once
+    assert err.count("leaves out the constant ½‖f_T(A)‖²_F, so it can be negative") == 1
+    homf.fit(R, 2, n_iter=1, mode="exact", verbose=True)
+    assert "leaves out the constant" not in capsys.readouterr().err
+    homf.fit(R, 2, n_iter=1, mode="dense")
+    assert capsys.readouterr().err == ""
 
 
 def test_demo_configs_run():

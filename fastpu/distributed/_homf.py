@@ -22,7 +22,7 @@ from .._kernels import homf as _K
 from .._kernels.csr import csr_dense, weighted_gram
 from .._progress import Progress
 from .._threads import limit_threads
-from ..homf import transition_matrix
+from ..homf import DENSE_OBJECTIVE_NOTE, transition_matrix
 from ..model import Factorization
 from . import _blocks
 
@@ -93,6 +93,7 @@ def fit(client, Y, workers, n_blocks, k, *, T, alpha, user_graph, item_graph, g,
     layout = _blocks.layout_from_csr(client, A, n_blocks, workers)
     a_blocks, at_blocks = layout.user, layout.item
     progress = Progress("homf", verbose=verbose, callback=callback)
+    progress.note(DENSE_OBJECTIVE_NOTE)
     on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True, pure=False)
           for b in range(n_blocks)]
     try:
