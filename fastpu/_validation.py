@@ -63,11 +63,12 @@ def check_real(A: Any, *, name: str) -> None:
 
 def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
               nonnegative: bool = True, allow_zero_rows: bool = True,
-              shape_from: str | None = None) -> Sparse:
+              shape_from: str | None = None, keep_integers: bool = False) -> Sparse:
     """Return ``Y`` as canonical CSR (int64 sorted unique indices, float64 data).
 
     ``shape_from`` says where the expected ``shape`` comes from (e.g. ``"model.shape"``), for
-    the message when it does not match.
+    the message when it does not match. With ``keep_integers``, integer (or bool) data stays
+    int64 rather than float64, which is exact only to 2**53 (timestamps in nanoseconds, ids).
 
     Raises
     ------
@@ -102,10 +103,16 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
         r, c = Y.coords if hasattr(Y, "coords") else (Y.row, Y.col)
         if r.size and (r.min() < 0 or r.max() >= Y.shape[0] or c.min() < 0 or c.max() >= Y.shape[1]):
             raise ValueError(f"{name} has COO coordinates out of range for shape {_shape_str(Y.shape)}")
-    Y = sp.csr_array(Y, dtype=VALUE_DTYPE, copy=True)
+    dtype: Any = VALUE_DTYPE
+    if keep_integers and Y.dtype.kind in "iub":
+        dtype = np.int64
+        if Y.dtype.kind == "u" and Y.dtype.itemsize == 8 and Y.nnz and Y.max() >= 2**63:
+            raise ValueError(f"{name} has stored values of {int(Y.max())} or more; expected values "
+                             "below 2**63 (int64)")
+    Y = sp.csr_array(Y, dtype=dtype, copy=True)
     Y.sum_duplicates()
     Y.sort_indices()
-    data = np.ascontiguousarray(Y.data, dtype=VALUE_DTYPE)
+    data = np.ascontiguousarray(Y.data, dtype=dtype)
     nonfinite = data.size - int(np.isfinite(data).sum())
     if nonfinite:
         raise ValueError(f"{name} has {nonfinite} non-finite (NaN or inf) stored values; expected finite values")

@@ -294,6 +294,21 @@ def load(name: str) -> Dataset:
 
 # ----------------------------------------------------------------------------- transforms
 
+def _on_pattern(A: Sparse, B: Sparse) -> Sparse:
+    """A's stored entries (values and explicit zeros kept) at the positions B stores.
+
+    Both canonical CSR of one shape. ``A.multiply(B)`` would drop A's zeros (a timestamp of
+    0) and turn integer values into floats.
+    """
+    n = np.int64(A.shape[1])
+    arows = np.repeat(np.arange(A.shape[0], dtype=np.int64), np.diff(A.indptr))
+    bkey = np.repeat(np.arange(B.shape[0], dtype=np.int64), np.diff(B.indptr)) * n + B.indices
+    keep = np.isin(arows * n + A.indices, bkey, assume_unique=True)
+    indptr = np.zeros(A.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(arows[keep], minlength=A.shape[0]), out=indptr[1:])
+    return sp.csr_array((A.data[keep], A.indices[keep], indptr), shape=A.shape)
+
+
 def binarize(Y: Sparse, threshold: float | None = None) -> Sparse:
     """0/1 matrix of the stored entries whose value is >= ``threshold``.
 
@@ -330,8 +345,11 @@ def binarize(Y: Sparse, threshold: float | None = None) -> Sparse:
     """
     if isinstance(Y, Dataset):
         B = binarize(Y.Y, threshold)
-        # timestamps and the test mask keep only the entries that remain
-        ts, mask = (None if A is None else sp.csr_array(V.check_csr(A, name=name, nonnegative=False).multiply(B))
+        # timestamps and the test mask keep only the entries that remain, with their values
+        # (a time of 0 included) and dtype
+        ts, mask = (None if A is None else _on_pattern(
+                        V.check_csr(A, name=name, nonnegative=False, shape=B.shape,
+                                    shape_from="the data set's Y.shape", keep_integers=True), B)
                     for A, name in ((Y.timestamps, "timestamps"), (Y.test_mask, "test_mask")))
         return dataclasses.replace(Y, Y=B, timestamps=ts, test_mask=mask)
     Y = V.check_csr(Y, name="Y", nonnegative=False)

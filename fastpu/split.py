@@ -211,7 +211,9 @@ def leave_one_out(Y: Sparse, timestamps: Sparse | None = None, seed: Seed = 0
         keys = (noise,)
     else:
         # explicit zeros would be dropped by some constructions: compare patterns as stored
-        T = V.check_csr(timestamps, name="timestamps", shape=Y.shape, nonnegative=False, shape_from="Y.shape")
+        # integer times stay int64: as float64, times above 2**53 (nanoseconds) would tie
+        T = V.check_csr(timestamps, name="timestamps", shape=Y.shape, nonnegative=False,
+                        shape_from="Y.shape", keep_integers=True)
         keys = (noise, _values_on_pattern(T, Y))
     counts = np.diff(Y.indptr)
     rank = _rank_within_rows(Y, keys)

@@ -140,6 +140,24 @@ def test_binarize_matches_dense(seed, threshold):
     assert B.nnz == want.sum()
 
 
+def test_binarize_keeps_each_remaining_entrys_timestamp_and_its_dtype():
+    """A time of 0 was dropped (scipy's multiply eliminates zeros), so leave_one_out then
+    refused the data set; integer times came back as floats."""
+    Y = sp.csr_array(np.array([[5.0, 4, 0], [0, 4, 5]]))
+    for times in (np.array([0.0, 1, 2, 3]), np.array([0, 1, 2, 3], dtype=np.int64)):
+        T = sp.csr_array((times, Y.indices.copy(), Y.indptr.copy()), shape=Y.shape)
+        B = D.binarize(D.Dataset(name="x", Y=Y, timestamps=T), 4)
+        assert B.timestamps.dtype == (np.int64 if times.dtype.kind == "i" else np.float64)
+        np.testing.assert_array_equal(B.timestamps.indices, B.Y.indices)
+        np.testing.assert_array_equal(B.timestamps.data, times)       # 0 included
+        B = D.binarize(D.Dataset(name="x", Y=Y, timestamps=T), 5)       # only the 5s remain
+        np.testing.assert_array_equal(B.timestamps.toarray(), [[0, 0, 0], [0, 0, 3]])
+        assert B.timestamps.nnz == 2 and B.timestamps.data[0] == 0      # the stored 0 at (0, 0)
+    leave_one_out(B.Y, B.timestamps)                                    # was: "1 of Y's 4 entries have none"
+    with pytest.raises(ValueError, match=r"timestamps has shape 3×3, expected 2×3 \(the data set's Y.shape\)"):
+        D.binarize(D.Dataset(name="x", Y=Y, timestamps=sp.csr_array(np.ones((3, 3)))))
+
+
 def test_binarize_errors():
     with pytest.raises(TypeError, match="threshold must be a real number"):
         D.binarize(sp.csr_array(np.ones((2, 2))), threshold="4")

@@ -105,6 +105,17 @@ def test_leave_one_out_nested_with_full_timestamps():
             assert times[u, row[0]] == times[u][trd[u]].max()
 
 
+def test_leave_one_out_ranks_integer_timestamps_exactly():
+    """Nanosecond times differ by less than a float64's spacing there (256): as floats they
+    tied, and the "latest" entry was a random one."""
+    base = 1_700_000_000_000_000_000
+    T = sp.csr_array((np.array([base + 30, base + 10, base + 20], dtype=np.int64), [0, 1, 2], [0, 3]),
+                     shape=(1, 3))
+    assert float(base + 10) == float(base + 30)
+    picks = {int(leave_one_out(sp.csr_array(np.ones((1, 3))), T, seed=s)[1].indices[0]) for s in range(12)}
+    assert picks == {0}
+
+
 def test_validation_split_is_holdout():
     Y, _, _ = _random_Y(3, 10, 10, 0.5)
     a, b = validation_split(Y, 0.25, seed=7)
