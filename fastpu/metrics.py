@@ -211,7 +211,10 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
         )
     want_topk = any(name != "auc" for name in selected)
     want_auc = "auc" in selected
-    kmax = int(ks[-1])
+    # a list longer than the n items holds only empty slots: rank min(k, n) items, and let
+    # precision@k still divide by k
+    kmax = min(int(ks[-1]), n)
+    ks_rank = np.minimum(ks, kmax)
     nq = ks.size
     # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
     step = _score_block_rows(n)
@@ -233,7 +236,7 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
                 topk_rows(S, Y_train.indptr, Y_train.indices, rows, kmax, it, sc)
                 h = np.zeros((rows.size, nq), dtype=np.int64)
                 d, a, r = (np.zeros((rows.size, nq)) for _ in range(3))
-                topk_metrics(it, rows, rel.indptr, rel.indices, ks, h, d, a, r)
+                topk_metrics(it, rows, rel.indptr, rel.indices, ks_rank, h, d, a, r)
                 hits[sl], dcg[sl], ap[sl], rr[sl] = h, d, a, r
             if want_auc:
                 # one sort per user of its negatives' scores (training and relevant items
@@ -382,8 +385,8 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     cumhits = np.cumsum(rel_s)
     cumhits -= np.r_[0, cumhits][group_start][owner_s]       # hits up to and including this rank
     I_u = n_relevant[users].astype(np.float64)
-    V.check_alloc(8 * (int(ks[-1]) + 1) + 24 * R.nnz, what="evaluate_rated (ideal DCG table)", names=("k",))
-    idcg_table = _ideal_dcg(int(ks[-1]))
+    # the ideal DCG is needed up to min(k, a user's relevant count), never past the largest count
+    idcg_table = _ideal_dcg(int(min(ks[-1], n_relevant[users].max())))
     result: dict[str, dict[int, float]] = {name: {} for name in selected}
     for kv in ks:
         kv = int(kv)

@@ -152,6 +152,37 @@ def test_evaluate_rated_matches_naive(seed, m, n, ks, threshold, ties):
     assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
+def test_a_cut_off_beyond_the_items_costs_no_memory():
+    """k = 10**9 on 7 items: evaluate refused it for memory ("needs 89 GiB") and evaluate_rated
+    built an ideal-DCG table of k entries (16 GB). Past n, a list only adds empty slots: every
+    metric equals its value at k = n, except precision, which still divides by k."""
+    import tracemalloc
+
+    S, train, test = _problem(3, 5, 7, False, False)
+    model, Ytr, Yte = _model_from_scores(S), sp.csr_array(train * 1.0), sp.csr_array(test * 1.0)
+    R = sp.csr_array(np.where(test, np.arange(35).reshape(5, 7) % 5 + 1.0, 0.0))
+    big = 10**9
+    tracemalloc.start()
+    try:
+        got = evaluate(model, Ytr, Yte, k=(3, big))
+        got_r = evaluate_rated(model, R, k=(3, big), threshold=3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
+    at_n, at_n_r = evaluate(model, Ytr, Yte, k=(3, 7)), evaluate_rated(model, R, k=(3, 7), threshold=3)
+    for name in ("recall", "ndcg", "map", "mrr", "f1", "precision"):
+        if name == "precision":
+            assert got[f"precision@{big}"] == pytest.approx(at_n["precision@7"] * 7 / big, rel=1e-12)
+            assert got_r[f"precision@{big}"] == pytest.approx(at_n_r["precision@7"] * 7 / big, rel=1e-12)
+            continue
+        if name != "f1":
+            assert got[f"{name}@{big}"] == at_n[f"{name}@7"], name
+        if name in ("recall", "ndcg", "map"):
+            assert got_r[f"{name}@{big}"] == at_n_r[f"{name}@7"], name
+    assert got["precision@3"] == at_n["precision@3"] and got_r["ndcg@3"] == at_n_r["ndcg@3"]
+
+
 def test_evaluate_rated_hand_case_and_blocks(monkeypatch):
     M = _model_from_scores(np.array([[3.0, 2.0, 1.0], [1.0, 2.0, 3.0]]))
     R = sp.csr_array(np.array([[2.0, 5.0, 4.0], [5.0, 1.0, 0.0]]))
