@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import io
 import json
 import os
 import tempfile
@@ -164,6 +165,17 @@ def save(model: Any, path: PathOrFile) -> None:
     cls = type(model).__name__
     if cls not in _CLASSES or _class(cls) is not type(model):
         raise TypeError(f"cannot save a {cls}: model files hold {', '.join(sorted(_CLASSES))}")
+    # what load() checks, refused here rather than written to a file load() then calls damaged
+    from ._serving import check_model
+
+    check_model(model)
+    for side in ("user", "item"):
+        F = getattr(model, f"{side}_factors")
+        if F.dtype.kind != "f":
+            raise TypeError(f"model.{side}_factors has dtype {F.dtype}; a model file holds float "
+                            f"factors: convert them first ({side}_factors.astype(float))")
+    if hasattr(path, "write"):
+        _check_writable_file(path)
     enc = _Encoder()
     fields = {}
     for f in dataclasses.fields(model):
@@ -199,11 +211,26 @@ def save(model: Any, path: PathOrFile) -> None:
         raise
 
 
+def _check_writable_file(f: Any) -> None:
+    """A file object np.savez can write a zip archive to: open, binary, writable."""
+    if getattr(f, "closed", False):
+        raise ValueError("path is a closed file object; pass an open one (or a file path)")
+    if isinstance(f, io.TextIOBase):
+        raise TypeError("path is a text-mode file object; a model file is binary: open it with "
+                        "open(name, 'wb') (or pass the file path)")
+    writable = getattr(f, "writable", None)
+    if callable(writable) and not writable():
+        raise ValueError("path is a file object open for reading only; open it with "
+                         "open(name, 'wb') (or pass the file path)")
+
+
 def check_save_path(path: object, *, name: str = "path", example: str = "model.npz") -> str:
     """The absolute target path if a model can be written there; a clear error otherwise."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a file path (str or os.PathLike) or a writable file object, "
                         f"got {type(path).__name__}")
+    if not os.fspath(path):
+        raise ValueError(f"{name} is empty; expected a file name such as {example}")
     path = os.path.abspath(os.fspath(path))
     folder = os.path.dirname(path)
     if os.path.isdir(path):

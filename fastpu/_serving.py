@@ -30,13 +30,31 @@ _BASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Factorization))
 # ----------------------------------------------------------------------------- checks
 
 def check_model(model: object) -> Factorization:
-    """``model`` if it is a fitted Factorization, else a TypeError naming the argument."""
+    """``model`` if it is a usable Factorization, else an error naming the part that is not.
+
+    A model from a fit or :func:`fastpu.load` always passes; one built by hand must have
+    2-d real numeric numpy factors with the same number of columns (CSRR's may differ), and
+    ids, where given, one per row of its side.
+    """
     if not isinstance(model, Factorization):
         raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load), "
                         f"got {type(model).__name__}")
+    for side in ("user", "item"):
+        F = getattr(model, f"{side}_factors")
+        name = f"model.{side}_factors"
+        if not isinstance(F, np.ndarray):
+            raise TypeError(f"{name} must be a 2-d numpy array (rows × k), got {type(F).__name__}")
+        V.check_real(F, name=name)
+        if F.dtype.kind not in "fiub":
+            raise TypeError(f"{name} must hold real numbers, got dtype {F.dtype}")
+        if F.ndim != 2:
+            raise ValueError(f"{name} must be 2-d (one row per {side}, k columns), got shape {F.shape}")
+        ids = getattr(model, f"{side}_ids")
+        if ids is not None and len(ids) != F.shape[0]:
+            raise ValueError(f"model.{side}_ids has {len(ids)} ids, expected {F.shape[0]} (one per "
+                             f"row of {name})")
     uf, itf = model.user_factors, model.item_factors
-    if (isinstance(uf, np.ndarray) and isinstance(itf, np.ndarray) and uf.ndim == 2 and itf.ndim == 2
-            and uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None):
+    if uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None:
         raise ValueError(f"model has user_factors of width {uf.shape[1]} and item_factors of width "
                          f"{itf.shape[1]}; expected the same number of columns (k) on both sides")
     return model
@@ -170,18 +188,28 @@ def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Spars
     if Y_seen is None:
         return sp.csr_array((np.zeros(0), np.zeros(0, np.int64), np.zeros(m + 1, np.int64)), shape=(m, n))
     if isinstance(Y_seen, Dataset):
-        same = (Y_seen.user_ids is None or model.user_ids is None
-                or (len(Y_seen.user_ids) == m and len(Y_seen.item_ids) == n
-                    and np.array_equal(np.asarray(Y_seen.user_ids), np.asarray(model.user_ids))
-                    and np.array_equal(np.asarray(Y_seen.item_ids), np.asarray(model.item_ids))))
-        if same:
+        # each side separately: matched by id where both the data set and the model have ids
+        # (entries of ids the model does not know are dropped), by position otherwise
+        maps = []
+        for side, size in (("user", m), ("item", n)):
+            theirs, ours = getattr(Y_seen, f"{side}_ids"), getattr(model, f"{side}_ids")
+            if theirs is None or ours is None or (
+                    len(theirs) == size and np.array_equal(np.asarray(theirs), np.asarray(ours))):
+                maps.append(None)
+            else:
+                maps.append(lookup(ours, theirs, name=f"Y_seen.{side}_ids", what=side, strict=False))
+        if all(mp is None for mp in maps):
             Y_seen = Y_seen.Y
         else:
             Y = V.check_csr(Y_seen.Y, name="Y_seen.Y", nonnegative=False)
-            rows = lookup(model.user_ids, Y_seen.user_ids, name="Y_seen.user_ids", what="user", strict=False)
-            cols = lookup(model.item_ids, Y_seen.item_ids, name="Y_seen.item_ids", what="item", strict=False)
+            for axis, (side, size, mp) in enumerate(zip(("user", "item"), (m, n), maps)):
+                if mp is None and Y.shape[axis] != size:
+                    raise ValueError(f"Y_seen.Y has {Y.shape[axis]} {side}s, expected {size} "
+                                     f"(model.shape); with no {side} ids on one side they are "
+                                     "matched by position")
             C = Y.tocoo()
-            r, c = rows[C.row], cols[C.col]
+            r = C.row if maps[0] is None else maps[0][C.row]
+            c = C.col if maps[1] is None else maps[1][C.col]
             keep = (r >= 0) & (c >= 0)
             Y_seen = sp.csr_array((C.data[keep], (r[keep], c[keep])), shape=(m, n))
     return V.check_csr(Y_seen, name="Y_seen", shape=(m, n), nonnegative=False,
@@ -340,12 +368,14 @@ def _similar(model: Factorization, queries: ArrayLike, n: int, ids: bool,
     q = _positions(model, queries, side=side, name=name, ids=ids)
     F = np.asarray(model.item_factors if side == "item" else model.user_factors, dtype=np.float64)
     _check_finite(F, f"model.{side}_factors")
-    norms = np.sqrt(np.einsum("ij,ij->i", F, F))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        Fn = np.where(norms[:, None] > 0, F / np.where(norms > 0, norms, 1.0)[:, None], 0.0)
-    Fn = np.ascontiguousarray(Fn)
+    # each row divided by its largest |entry| first: the norm of a row of 1e200s (or 1e-200s)
+    # would overflow (underflow), and cosines are unchanged by scaling
+    big = np.abs(F).max(axis=1) if F.shape[1] else np.zeros(F.shape[0])
+    G = F / np.where(big > 0, big, 1.0)[:, None]
+    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
+    Fn = np.ascontiguousarray(G / np.where(norms > 0, norms, 1.0)[:, None])
     N = F.shape[0]
-    n_take = min(n, N - 1)
+    n_take = max(0, min(n, N - 1))
     out_idx = np.full((q.size, n_take), -1, dtype=np.int64)
     out_sc = np.full((q.size, n_take), -np.inf)
     if n_take > 0:

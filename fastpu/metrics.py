@@ -34,19 +34,15 @@ _RATED_METRICS = ("precision", "recall", "map", "ndcg")
 # ----------------------------------------------------------------------------- boundary helpers
 
 def _check_model(model: Any) -> tuple[int, ...]:
+    if isinstance(model, Factorization):     # factors, widths and ids (a hand-built one too)
+        from ._serving import check_model
+
+        check_model(model)
     if not (hasattr(model, "scores") and callable(model.scores) and hasattr(model, "shape")):
         raise TypeError(
             f"model must be a fitted fastpu Factorization (with .scores and .shape), got {type(model).__name__}"
         )
-    shape = tuple(int(s) for s in model.shape)
-    uf, itf = getattr(model, "user_factors", None), getattr(model, "item_factors", None)
-    if (isinstance(uf, np.ndarray) and isinstance(itf, np.ndarray) and uf.ndim == 2 and itf.ndim == 2
-            and uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None):
-        raise ValueError(
-            f"model has user_factors of width {uf.shape[1]} and item_factors of width {itf.shape[1]}; "
-            "expected the same number of columns (k) on both sides"
-        )
-    return shape
+    return tuple(int(s) for s in model.shape)
 
 
 def _check_ks(k: Any) -> IntArray:

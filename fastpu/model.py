@@ -129,13 +129,16 @@ class Factorization:
         Raises
         ------
         TypeError
-            If ``path`` is neither a path nor a file object, or the model holds a value a
+            If ``path`` is neither a path nor a file object, or is a text-mode file object;
+            if the factors are not 2-d float numpy arrays; or the model holds a value a
             model file cannot represent (an object other than None, bool, int, float, str,
             list, tuple, dict, numpy scalar or array, scipy sparse matrix). A value of another
             type inside ``params`` (for example a ``numpy.random.Generator`` passed as
             ``seed``) is saved as its ``repr`` string with a warning instead.
         ValueError
-            If ``path`` is a directory, or its folder does not exist or is not writable.
+            If ``path`` is empty or a directory, its folder does not exist or is not
+            writable, or it is a closed or read-only file object; if the factors' widths
+            differ or the ids are not one per row.
 
         Examples
         --------

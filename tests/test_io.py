@@ -221,6 +221,36 @@ def test_save_rejects_bad_paths_and_subclasses(tmp_path):
         Mine(np.ones((1, 1)), np.ones((1, 1))).save(tmp_path / "m.npz")
     with pytest.raises(TypeError, match="model must be a fitted fastpu Factorization"):
         _io.save("not a model", tmp_path / "m.npz")
+    with pytest.raises(ValueError, match="path is empty; expected a file name such as model.npz"):
+        _tiny().save("")
+
+
+@pytest.mark.parametrize("make, exc, msg", [
+    (lambda: Factorization(np.ones((3, 2), dtype=int), np.ones((4, 2), dtype=int)), TypeError,
+     r"model.user_factors has dtype int64; a model file holds float factors"),
+    (lambda: Factorization(np.ones(3), np.ones(4)), ValueError, r"model.user_factors must be 2-d"),
+    (lambda: Factorization([[1.0]] * 3, [[1.0]] * 4), TypeError, r"model.user_factors must be a 2-d numpy array"),
+    (lambda: Factorization(np.ones((3, 2)), np.ones((4, 2)), user_ids=np.arange(2)), ValueError,
+     r"model.user_ids has 2 ids, expected 3"),
+])
+def test_save_refuses_a_model_that_load_would_call_damaged(tmp_path, make, exc, msg):
+    """These were written, and load() then said the file 'is damaged or was edited'."""
+    with pytest.raises(exc, match=msg):
+        make().save(tmp_path / "m.npz")
+    assert not os.listdir(tmp_path)
+
+
+def test_save_to_a_file_object_it_cannot_write_is_refused_up_front(tmp_path):
+    target = tmp_path / "m.npz"
+    target.write_bytes(b"")
+    with open(target, "w") as fh, pytest.raises(TypeError, match="text-mode file object; a model file is binary"):
+        _tiny().save(fh)
+    with open(target, "rb") as fh, pytest.raises(ValueError, match="open for reading only"):
+        _tiny().save(fh)
+    fh = open(target, "wb")
+    fh.close()
+    with pytest.raises(ValueError, match="closed file object"):
+        _tiny().save(fh)
 
 
 # ----------------------------------------------------------------------------- bad files

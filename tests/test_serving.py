@@ -14,6 +14,7 @@ from strategies import csr_matrices
 
 import fastpu as fp
 from fastpu import model as model_mod
+from fastpu.datasets import Dataset
 from fastpu.model import Factorization, similar_items, similar_users
 
 # ----------------------------------------------------------------------------- references
@@ -249,12 +250,15 @@ def test_similar_exact_order_blocks_and_ids(monkeypatch):
     for r, i in enumerate([0, 7, 24]):
         order = [j for j in np.argsort(-C[i], kind="stable") if j != i][:5]
         assert nb[r].tolist() == order
-    monkeypatch.setattr(model_mod, "_BLOCK_BYTES", 8 * 25 * 2)      # blocks of 2 queries
-    nb2, _ = similar_items(model, [0, 7, 24], n=5)
-    np.testing.assert_array_equal(nb, nb2)
     ids, sims_id = similar_items(model, [100, 107, 124], n=5, ids=True)
     np.testing.assert_array_equal(ids, model.item_ids[nb])
     np.testing.assert_array_equal(sims_id, sims)
+    monkeypatch.setattr(model_mod, "_BLOCK_BYTES", 8 * 25 * 2)      # blocks of 2 queries
+    nb2, sims2 = similar_items(model, [0, 7, 24], n=5)
+    np.testing.assert_array_equal(nb, nb2)
+    # a block of one query is a matrix-vector product, summed in another order than a
+    # matrix-matrix one: the cosines may differ in the last bit, the order does not
+    np.testing.assert_allclose(sims2, sims, rtol=1e-15, atol=0)
     users, _ = similar_users(model, ["u3"], n=2, ids=True)
     assert users.dtype.kind == "U" and "u3" not in users[0]
     assert similar_items(Factorization(np.ones((1, 2)), np.ones((1, 2))), [0])[0].shape == (1, 0)
@@ -324,3 +328,51 @@ def test_the_serving_page_example_runs(tmp_path, capsys):
     assert "np." not in out[0] and re.match(r"alice (film \d+|The Matrix) \(-?\d\.\d{3}\)", out[0])
     assert "The Matrix" not in out[0]     # alice has seen it
     assert namespace["neighbours"].shape == (1, 5) and "The Matrix" not in namespace["neighbours"][0]
+
+
+@pytest.mark.parametrize("make, exc, msg", [
+    (lambda: Factorization(np.ones(6), np.ones(5)), ValueError, r"model.user_factors must be 2-d .* got shape \(6,\)"),
+    (lambda: Factorization([[1.0]] * 6, [[1.0]] * 5), TypeError, "model.user_factors must be a 2-d numpy array .* got list"),
+    (lambda: Factorization(np.ones((6, 2), dtype=object), np.ones((5, 2))), TypeError, "must hold real numbers, got dtype object"),
+    (lambda: Factorization(np.ones((6, 2)) * 1j, np.ones((5, 2))), TypeError, "model.user_factors must be real, got complex"),
+    (lambda: Factorization(np.ones((6, 2)), np.ones((5, 2)), item_ids=np.array(["a", "b"])), ValueError,
+     r"model.item_ids has 2 ids, expected 5 \(one per row of model.item_factors\)"),
+])
+def test_a_hand_built_model_is_checked_by_every_consumer(make, exc, msg):
+    """These gave numpy's matmul/einsum errors, an AttributeError, an IndexError from an id
+    lookup, or (complex factors) all-zero scores with only a ComplexWarning."""
+    Y = sp.csr_array(np.eye(6, 5))
+    for call in (lambda m: fp.recommend(m, None, [0]), lambda m: fp.similar_items(m, [0]),
+                 lambda m: fp.similar_users(m, [0]), lambda m: fp.evaluate(m, Y, sp.csr_array(np.roll(Y.toarray(), 1, 1)))):
+        with pytest.raises(exc, match=msg):
+            call(make())
+
+
+def test_cosines_of_huge_or_tiny_factors_neither_overflow_nor_underflow():
+    """The row norms of 1e200s overflowed (1e-200s underflowed), and every cosine came out 0."""
+    for scale in (1e200, 1e-200, 1e-310):
+        F = np.array([[1.0, 1.0], [1.0, -1.0], [2.0, 2.0], [0.0, 0.0]])
+        F[:2] *= scale
+        items, cos = fp.similar_items(Factorization(np.ones((1, 2)), F), [0], n=3)
+        assert items[0, 0] == 2 and cos[0, 0] == pytest.approx(1.0)
+        assert abs(cos[0, 1]) < 1e-15 and abs(cos[0, 2]) < 1e-15
+
+
+def test_similar_on_a_side_with_no_rows():
+    items, cos = fp.similar_items(Factorization(np.ones((2, 2)), np.ones((0, 2))), [])
+    assert items.shape == cos.shape == (0, 0)
+
+
+def test_a_dataset_with_ids_on_one_side_only_is_matched_by_id_there_and_by_position_elsewhere():
+    """A Y_seen Dataset with user ids but no item ids raised "object of type 'NoneType' has no len()"."""
+    model = Factorization(np.arange(6.0).reshape(3, 2), np.arange(8.0).reshape(4, 2),
+                          user_ids=np.array(["a", "b", "c"]), item_ids=np.array(list("wxyz")))
+    seen = Dataset(name="d", Y=sp.csr_array(np.eye(3, 4)), user_ids=np.array(["c", "b", "a"]))
+    items, _ = fp.recommend(model, seen, users=[0, 2], n=3)
+    # user "a" is the data set's row 2 (it saw column 2), user "c" its row 0 (column 0)
+    np.testing.assert_array_equal(items, [[3, 1, 0], [3, 2, 1]])
+    bare = Factorization(model.user_factors, model.item_factors)      # no ids: all by position
+    items, _ = fp.recommend(bare, dataclasses.replace(seen, item_ids=np.array(list("wxyz"))), users=[0, 2], n=3)
+    np.testing.assert_array_equal(items, [[3, 2, 1], [3, 1, 0]])
+    with pytest.raises(ValueError, match="Y_seen.Y has 5 items, expected 4 .* matched by position"):
+        fp.recommend(model, Dataset(name="d", Y=sp.csr_array(np.eye(3, 5)), user_ids=np.array(["c", "b", "a"])), users=[0])
