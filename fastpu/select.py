@@ -24,6 +24,7 @@ import inspect
 import itertools
 import math
 import numbers
+import re
 import sys
 import time
 import warnings
@@ -193,7 +194,8 @@ def _check_metric(metric: Any) -> tuple[str, int | None]:
     if metric == "auc":
         return "auc", None
     name, _, k = metric.partition("@")
-    if name not in METRICS or name == "auc" or not k.isdigit() or int(k) < 1:
+    # ASCII digits only: str.isdigit() also passes '²' and '٥', which int() then refuses or reads
+    if name not in METRICS or name == "auc" or not re.fullmatch(r"[0-9]+", k) or int(k) < 1:
         ranked = [m for m in METRICS if m != "auc"]
         hint = V.did_you_mean(name, set(ranked)) if name not in METRICS else ""
         raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
@@ -402,6 +404,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     """
     fit, name = _fit_function(method)
     mname, mk = _check_metric(metric)
+    metric = mname if mk is None else f"{mname}@{mk}"     # 'ndcg@05' is evaluate's 'ndcg@5'
     if n_trials is not None:
         n_trials = V.check_int(n_trials, name="n_trials", minimum=1)
     rng = V.check_seed(seed)

@@ -156,6 +156,9 @@ def test_dataset_ids_survive_the_refit():
     (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, n_trials=0), ValueError, "n_trials must be >= 1"),
     (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, metric="ndcg"), ValueError, "metric must be"),
     (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, metric="nope@5"), ValueError, "metric must be"),
+    # non-ASCII digits pass str.isdigit(); '²' then broke int() and '٥' a lookup (KeyError)
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, metric="ndcg@²"), ValueError, "metric must be"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, metric="ndcg@٥"), ValueError, "metric must be"),
     (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, validation=1.0), ValueError, "validation must be <"),
     (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, validation=(Y,)), ValueError, "pair"),
     (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, seed=None), TypeError, "seed must be"),
@@ -167,6 +170,13 @@ def test_dataset_ids_survive_the_refit():
 def test_bad_input_is_named(planted, call, exc, match):
     with pytest.raises(exc, match=match):
         call(planted.Y)
+
+
+def test_a_cut_off_with_a_leading_zero_is_the_same_metric(planted):
+    """'ndcg@05' passed the check, then the score lookup raised KeyError: 'ndcg@05'."""
+    a = select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, n_iter=2, metric="ndcg@05")
+    b = select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, n_iter=2, metric="ndcg@5")
+    assert a.best_score == b.best_score and a.best_iter == b.best_iter
 
 
 def test_explicit_validation_pair_must_split_y(planted):
