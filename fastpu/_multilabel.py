@@ -185,6 +185,14 @@ def read_mulan(path_arff: Any,
 
 # ----------------------------------------------------------------------------- extreme classification
 
+def _ascii_int(s: str) -> int | None:
+    """The value of a non-negative integer written in ASCII digits, else None.
+
+    ``str.isdigit`` also passes '²' and '٥', which ``int`` then refuses or reads.
+    """
+    return int(s) if re.fullmatch(r"[0-9]+", s) else None
+
+
 def read_xc_file(path: Any) -> tuple[Any, Any]:
     """(features CSR, Y CSR) of a file in the extreme classification repository's format."""
     with open(path, "rb") as f:
@@ -199,7 +207,7 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
     if not lines or not lines[0].strip():
         raise ValueError(f"{path} is empty; expected a header line 'n_points n_features n_labels'")
     head = lines[0].split()
-    if len(head) != 3 or not all(h.isdigit() for h in head):
+    if len(head) != 3 or not all(_ascii_int(h) is not None for h in head):
         raise _err(path, 1, f"header {lines[0].strip()!r} is not three non-negative integers "
                    f"'n_points n_features n_labels'")
     n, d, L = (int(h) for h in head)
@@ -219,19 +227,22 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
         start = 0
         if toks and ":" not in toks[0]:
             start = 1
-            labs = toks[0].split(",")
-            for t in labs:
-                if not t.isdigit() or int(t) >= L:
+            labs = []
+            for t in toks[0].split(","):
+                j = _ascii_int(t)
+                if j is None or j >= L:
                     raise _err(path, k, f"label {t!r} is not an integer in [0, {L})")
-            if len(set(labs)) != len(labs):
+                labs.append(j)
+            if len(set(labs)) != len(labs):            # as numbers: '01' is label 1
                 raise _err(path, k, f"a label appears twice in {toks[0]!r}")
-            for t in labs:
+            for j in labs:
                 lr.append(r)
-                lc.append(int(t))
+                lc.append(j)
         seen = set()
         for t in toks[start:]:
-            fi, sep, val = t.partition(":")
-            if not sep or not fi.isdigit() or int(fi) >= d:
+            raw_i, sep, val = t.partition(":")
+            fi = _ascii_int(raw_i)
+            if not sep or fi is None or fi >= d:
                 raise _err(path, k, f"feature {t!r} is not 'index:value' with an integer index in [0, {d})")
             try:
                 v = float(val)
@@ -243,7 +254,7 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
                 raise _err(path, k, f"feature index {fi} appears twice")
             seen.add(fi)
             fr.append(r)
-            fc.append(int(fi))
+            fc.append(fi)
             fv.append(v)
     X = sp.csr_array((np.asarray(fv, dtype=np.float64), (np.asarray(fr, dtype=np.int64), np.asarray(fc, dtype=np.int64))),
                      shape=(n, d))

@@ -442,6 +442,13 @@ def test_read_xc_refuses_header_counts_that_cannot_fit(tmp_path, monkeypatch):
     ("1 5 3\n0 1:a\n", r"line 2: feature '1:a' has a non-numeric value"),
     ("1 5 3\n0 1:nan\n", r"line 2: feature '1:nan' has a non-finite value"),
     ("1 5 3\n0 1:1 1:2\n", r"line 2: feature index 1 appears twice"),
+    # repeats compared as numbers ('01' is 1: it gave a label of value 2, a feature summed)
+    ("1 5 3\n01,1 1:1\n", r"line 2: a label appears twice in '01,1'"),
+    ("1 5 3\n0 01:1 1:2\n", r"line 2: feature index 1 appears twice"),
+    # digits str.isdigit() passes but int() does not read (a raw int() error, no line)
+    ("1 5 3\n²,1 1:1\n", r"line 2: label '²' is not an integer"),
+    ("1 5 ³\n0 1:1\n", r"line 1: header '1 5 ³' is not three non-negative integers"),
+    ("1 5 3\n0 ²:1\n", r"line 2: feature '²:1' is not 'index:value'"),
 ])
 def test_read_xc_errors(tmp_path, text, match):
     p = tmp_path / "bad.txt"
