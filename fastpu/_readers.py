@@ -217,6 +217,27 @@ def _split(line: str, delim: str | None) -> list[str]:
     return [c.strip() for c in next(csv.reader([line], delimiter=delim, skipinitialspace=True))]
 
 
+def _check_quotes(path: str, lines: list[str], delim: str) -> None:
+    """Refuse a quoted field that is not closed on its own line.
+
+    Both parsers read one pair per line, so a quoted id with a line break in it was cut in
+    two: one parser dropped the record, the other made an id of its tail. A quote that the
+    csv module rejects (strict) on a line with an odd number of quotes is such a field; a
+    literal quote inside an id (``O"Brien``) parses and passes.
+    """
+    for n, ln in enumerate(lines, 1):
+        if '"' not in ln:
+            continue
+        try:
+            next(csv.reader([ln], delimiter=delim, skipinitialspace=True, strict=True))
+        except csv.Error:
+            if ln.count('"') % 2:
+                raise ValueError(
+                    f"{path}: line {n}: a quoted field is not closed on its line "
+                    f"({ln.strip()[:60]!r}); fastpu reads one user,item[,value] per line, so an id "
+                    "cannot contain a line break") from None
+
+
 def _first_lines(lines: list[str], k: int = 2) -> list[tuple[int, str]]:
     out = []
     for n, ln in enumerate(lines, 1):
@@ -402,6 +423,10 @@ def parse_pandas(pd: Any, path: str, data: bytes, text_lines: list[str], delim: 
         out.append(ids_from_tokens(codes.astype(np.int64), list(uniq)))
     values = None
     if width == 3:
+        # pandas reads TRUE/false as 1/0 even into a float column; the reference reader calls
+        # them what they are (not a number). Any such word (an id too) takes the reference path.
+        if re.search(rb"true|false", data, flags=re.IGNORECASE):
+            raise _Anomaly
         values = np.ascontiguousarray(df[2].to_numpy(dtype=np.float64))
         if not np.all(np.isfinite(values)):
             raise _Anomaly
@@ -420,6 +445,8 @@ def tokenize(path: Any, delimiter: str | None, header: bool | None, encoding: An
         data = f.read()
     head = _head_lines(path, data, enc)          # enough for the layout and the pandas pass
     delim, header = layout(path, head, delimiter, header)
+    if delim is not None and b'"' in data:
+        _check_quotes(path, read_text(path, enc, data)[1].split("\n"), delim)
     pd = None if engine == "python" else _import_pandas()
     if engine == "pandas" and pd is None:
         raise ImportError("pandas is not installed")

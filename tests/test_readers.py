@@ -77,6 +77,27 @@ def test_header_over_string_ids_is_not_data(tmp_path, engine):
     assert D.read_csv(ambiguous, header=False).user_ids.tolist() == ["u0", "u1", "u2"]
 
 
+@pytest.mark.parametrize("text, header", [('"a\nb",x,1\nc,y,2\nd,z,3\n', False),
+                                          ('"a\nb",x,1\nc,y,2\nd,z,3\n', None),
+                                          ('"a,x,1\nb,y,2\n', None)])
+def test_a_quoted_field_across_lines_is_refused_by_both_parsers(tmp_path, text, header):
+    """One parser dropped the record (or took line 1 for a header), the other made an id of
+    the second line's 'b"'."""
+    msg = _both(_write(tmp_path, text), header=header)
+    assert isinstance(msg, str) and "line 1: a quoted field is not closed on its line" in msg
+    ok = _both(_write(tmp_path, 'O"Brien,x,1\n"c d",y,2\n', "ok.csv"), header=False)
+    assert ok.user_ids.tolist() == ['O"Brien', "c d"]       # a literal quote, a quoted id
+
+
+def test_a_boolean_word_is_not_a_value_for_either_parser(tmp_path):
+    """pandas read TRUE/false as 1/0 into the value column; the reference reader refused them."""
+    for text, word in (("1,2,TRUE\n3,4,2\n", "TRUE"), ("1,2,TRUE\n", "TRUE"), ("1,2,false\n3,4,1\n", "false")):
+        msg = _both(_write(tmp_path, text), header=False)
+        assert isinstance(msg, str) and f"value '{word}' in the third column is not a number" in msg
+    ok = _both(_write(tmp_path, "truefan,x,1\nb,falsehood,2\n", "ok.csv"), header=False)
+    assert sorted(ok.user_ids.tolist()) == ["b", "truefan"]   # the words inside ids are fine
+
+
 def test_missing_value_is_an_error_naming_the_line(tmp_path, engine):
     p = _write(tmp_path, "1,2,5\n3,4,4\n5,6\n7,8,1\n")
     with pytest.raises(ValueError, match=r"line 3 has 2 fields but line 1 has at least 3.*"
