@@ -36,6 +36,7 @@ import scipy.stats as stats
 from . import _select_rows as R
 from . import _validation as V
 from ._dataset import Dataset
+from ._threads import _check_threads
 from ._typing import Sparse, Threads
 from .baselines import BASELINES
 from .metrics import METRICS, evaluate
@@ -409,6 +410,14 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         n_trials = V.check_int(n_trials, name="n_trials", minimum=1)
     rng = V.check_seed(seed)
     verbose = V.check_verbose(verbose)
+    if not isinstance(refit, (bool, np.bool_)):
+        raise TypeError(f"refit must be True or False, got {refit!r}")
+    # what every trial passes on: refused here, not once per trial and then as "every trial failed"
+    if n_threads is not None:
+        _check_threads(n_threads)
+    for key in ("k", "n_iter"):
+        if fixed.get(key) is not None:          # CSRR-I/II take k=None
+            V.check_int(fixed[key], name=key, minimum=1)
     if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
         raise TypeError(f"seed must be a non-negative integer (every trial is refitted from it), got {seed!r}")
     split = R.check_split(split)

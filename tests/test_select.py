@@ -165,6 +165,12 @@ def test_dataset_ids_survive_the_refit():
     (lambda Y: select.search("ocmf", Y.toarray(), {"lam": [1]}, k=2), TypeError, "Y must be a scipy.sparse"),
     (lambda Y: select.search("ocmf", Y, {"lam": [-1.0]}, k=2), ValueError, "every trial failed .*lam"),
     (lambda Y: select.tune("ocmf", Y, budget=0), ValueError, "budget must be >= 1"),
+    # refused before the trials (each trial failed, then "every trial failed"; refit="no" refitted)
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, refit="no"), TypeError, "refit must be True or False"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=0), ValueError, "k must be >= 1, got 0"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, n_iter=1.5), TypeError, "n_iter must be an integer"),
+    (lambda Y: select.search("ocmf", Y, {"lam": [1]}, k=2, n_threads=0), ValueError, "n_threads must be in"),
+    (lambda Y: select.tune("ocmf", Y, budget=2, n_threads="2"), TypeError, "n_threads must be an integer"),
     (lambda Y: select.tune("svd", Y), ValueError, "method must be one of"),
 ])
 def test_bad_input_is_named(planted, call, exc, match):
