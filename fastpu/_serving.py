@@ -190,7 +190,7 @@ def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Spars
     if isinstance(Y_seen, Dataset):
         # each side separately: matched by id where both the data set and the model have ids
         # (entries of ids the model does not know are dropped), by position otherwise
-        maps = []
+        maps: list[IntArray | None] = []
         for side, size in (("user", m), ("item", n)):
             theirs, ours = getattr(Y_seen, f"{side}_ids"), getattr(model, f"{side}_ids")
             if theirs is None or ours is None or (

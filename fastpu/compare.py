@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -99,19 +99,27 @@ class CompareResult:
         lines += ["", f"Test scores, {spread}; in bold the method with the best mean nDCG@10."]
         return "\n".join(lines) + "\n"
 
-    def plot(self, path: StrPath) -> None:
+    def plot(self, path: StrPath | BinaryIO) -> None:
         """A bar chart of nDCG@10 and P@5 (mean ± std) per method, written to ``path``.
 
         Parameters
         ----------
-        path : str or os.PathLike
+        path : str, os.PathLike or binary file object
             Output image (PNG).
 
         Raises
         ------
         ImportError
             If matplotlib is not installed.
+        TypeError
+            If ``path`` is neither a path nor a file object.
+        ValueError
+            If ``path`` is a directory, or its folder does not exist or is not writable.
         """
+        from ._io import check_save_path
+
+        if not hasattr(path, "write"):       # matplotlib also writes to a binary file object
+            path = check_save_path(path, example="compare.png")
         try:
             import matplotlib
             matplotlib.use("Agg")

@@ -64,6 +64,12 @@ def test_plot_writes_a_png(result, tmp_path):
     path = tmp_path / "cmp.png"
     result.plot(path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # matplotlib's own errors were a FileNotFoundError from the image writer and, for a
+    # number, AttributeError: 'int' object has no attribute 'write'
+    with pytest.raises(ValueError, match="the folder .* does not exist; create it first"):
+        result.plot(tmp_path / "missing" / "cmp.png")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        result.plot(3)
 
 
 @pytest.mark.parametrize("kw, exc, match", [
