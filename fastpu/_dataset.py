@@ -39,6 +39,8 @@ class Dataset:
 
     Raises
     ------
+    TypeError
+        If ``Y`` is not a 2-d matrix.
     ValueError
         If ``user_ids`` or ``item_ids`` is given and is not 1-d with one entry per row / column
         of ``Y``, or repeats an id.
@@ -59,6 +61,9 @@ class Dataset:
     extras: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        shape = getattr(self.Y, "shape", None)
+        if not (isinstance(shape, tuple) and len(shape) == 2):
+            raise TypeError(f"Y must be a users × items matrix (scipy.sparse), got {type(self.Y).__name__}")
         for name, axis, what in (("user_ids", 0, "user (row)"), ("item_ids", 1, "item (column)")):
             ids = getattr(self, name)
             if ids is not None:

@@ -248,6 +248,8 @@ def load_npz(path: StrPath) -> Dataset:
                          f"scipy.sparse.save_npz ({type(exc).__name__}: {exc}); a saved model is read "
                          "with fastpu.load") from None
     V.check_real(loaded, name=f"the matrix in path {path!r}")
+    if loaded.dtype.kind not in "biuf":
+        raise TypeError(f"the matrix in path {path!r} must hold numbers, got dtype {loaded.dtype}")
     Y = V.check_csr(loaded, name="Y", nonnegative=False)
     return Dataset(name=os.path.basename(path), Y=Y, user_ids=np.arange(Y.shape[0]),
                    item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")

@@ -91,6 +91,8 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
     if Y.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional, got {Y.ndim} dimensions")
     check_real(Y, name=name)
+    if Y.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers, got dtype {Y.dtype}")
     if shape is not None and tuple(Y.shape) != tuple(shape):
         raise ValueError(
             f"{name} has shape {_shape_str(Y.shape)}, expected {_shape_str(shape)}"

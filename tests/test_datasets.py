@@ -255,6 +255,8 @@ def test_dataset_ids_match_y_and_are_unique():
         D.Dataset(name="x", Y=Y, user_ids=np.array(["a", 1, "a"], dtype=object))
     with pytest.raises(ValueError, match=r"user_ids has shape \(2,\), expected \(3,\)"):
         dataclasses.replace(ok, user_ids=["a", "b"])
+    with pytest.raises(TypeError, match="Y must be a users × items matrix .*got NoneType"):
+        D.Dataset(name="x", Y=None, user_ids=[1, 2])     # was AttributeError: no attribute 'shape'
 
 
 @pytest.mark.parametrize("text,header", [
@@ -313,6 +315,13 @@ def test_load_npz(tmp_path):
     sp.save_npz(tmp_path / "bad.npz", bad)
     with pytest.raises(ValueError, match="Y has 1 non-finite"):
         D.load_npz(tmp_path / "bad.npz")
+    text = sp.csr_array((np.array(["a", "b"]), np.array([0, 1]), np.array([0, 1, 2])), shape=(2, 2))
+    sp.save_npz(tmp_path / "text.npz", text)               # scipy's own "does not support dtype"
+    with pytest.raises(TypeError, match=r"the matrix in path .*text.npz' must hold numbers, got dtype <U1"):
+        D.load_npz(tmp_path / "text.npz")
+    from fastpu import _validation as V
+    with pytest.raises(TypeError, match="Y must hold numbers, got dtype object"):
+        V.check_csr(sp.csr_array((np.array([None, 1], dtype=object), [0, 1], [0, 1, 2]), shape=(2, 2)))
 
 
 # --------------------------------------------------------------------------- archives in the data folder
