@@ -115,6 +115,9 @@ def read_mulan(path_arff: Any,
     if data_at is None:
         raise ValueError(f"{path_arff}: no @data section; expected an ARFF file")
     names = [a[0] for a in attrs]
+    twice = next((nm for i, nm in enumerate(names) if nm in names[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{path_arff}: attribute {twice!r} is declared twice; expected unique attribute names")
     missing = [lab for lab in labels if lab not in names]
     if missing:
         raise ValueError(f"{path_arff}: labels {missing[:5]} listed in {path_xml} are not attributes of the ARFF file")
@@ -125,10 +128,10 @@ def read_mulan(path_arff: Any,
         kind, cats = attrs[c][1], attrs[c][2]
         if kind == "nominal" and not set(cats) <= {"0", "1"}:
             raise ValueError(f"{path_arff}: label {attrs[c][0]!r} has categories {cats}; expected {{0,1}}")
-    zero = [_value(path_arff, data_at, a, a[2][0]) if a[1] == "nominal" and a[2][0] != "0" else 0.0
-            for a in attrs]
-    if any(zero[c] != 0.0 for c in feat_idx):
-        raise ValueError(f"{path_arff}: a nominal attribute's first category is not 0, so sparse rows are ambiguous")
+    # a value left out of a sparse row is the first category of a nominal attribute (ARFF's
+    # rule), which is read here as 0: refused at the first sparse row where it is not "0"
+    # (labels included: {1,0} would make every omitted label a 1); dense rows are unaffected
+    not_zero = [a[0] for a in attrs if a[1] == "nominal" and _value(path_arff, data_at, a, a[2][0]) != 0.0]
     n_attr = len(attrs)
     frows, fcols, fvals, lrows, lcols = [], [], [], [], []
     sparse_rows = dense_rows = 0
@@ -141,6 +144,10 @@ def read_mulan(path_arff: Any,
             if not s.endswith("}"):
                 raise _err(path_arff, k, "sparse row has no closing brace")
             sparse_rows += 1
+            if not_zero:
+                raise _err(path_arff, k, f"sparse row, but nominal attribute {not_zero[0]!r} has a first "
+                           "category other than 0, which every value a sparse row leaves out would "
+                           "take; write the rows dense or declare the categories starting with 0")
             body = s[1:-1].strip()
             pairs = [p.strip().split(None, 1) for p in body.split(",")] if body else []
             seen = set()

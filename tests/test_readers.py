@@ -409,10 +409,26 @@ def test_read_arff_dense_and_sparse(tmp_path, arff):
     (_ARFF_DENSE, "<labels><label/></labels>", r"a <label> element has no name attribute"),
     (_ARFF_DENSE.replace("@attribute happy {0,1}", "@attribute happy {no,yes}"), _XML,
      r"label 'happy' has categories \['no', 'yes'\]; expected \{0,1\}"),
+    # ARFF's rule makes a value a sparse row leaves out the first category: {1,0} read it as 0
+    (_ARFF_SPARSE.replace("@ATTRIBUTE happy {0,1}", "@ATTRIBUTE happy {1,0}"), _XML,
+     r"line 9: sparse row, but nominal attribute 'happy' has a first category other than 0"),
+    (_ARFF_SPARSE.replace("@ATTRIBUTE bin {0,1}", "@ATTRIBUTE bin {1,2}").replace("4 1,5 1", "4 2,5 1"),
+     _XML, r"line 9: sparse row, but nominal attribute 'bin' has a first category other than 0"),
+    (_ARFF_DENSE.replace("@attribute bin {0,1}", "@attribute f1 {0,1}"), _XML,
+     r"attribute 'f1' is declared twice; expected unique attribute names"),
 ])
 def test_read_arff_errors(tmp_path, arff, xml, match):
     with pytest.raises(ValueError, match=match):
         D.read_arff(*_mulan(tmp_path, arff, xml))
+
+
+def test_a_dense_file_may_have_nominal_features_that_do_not_start_at_0(tmp_path):
+    """Only sparse rows leave values out; a dense file with {1,2} was refused as ambiguous."""
+    arff = _ARFF_DENSE.replace("@attribute bin {0,1}", "@attribute bin {1,2}")
+    arff = arff.replace("0.5,1,2,0,1,1", "0.5,1,2,0,2,1").replace("-1,0,0,0,0,0", "-1,0,0,0,1,0")
+    arff = arff.replace("3e-1,1,1.5,1,0,0", "3e-1,1,1.5,1,1,0")
+    ds = D.read_arff(*_mulan(tmp_path, arff))
+    np.testing.assert_array_equal(ds.user_features[:, 2], [2, 1, 1])
 
 
 def test_read_arff_missing_file(tmp_path):
