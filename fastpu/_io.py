@@ -356,6 +356,9 @@ def _open(path: Any) -> tuple[Any, str]:
     if not (isinstance(path, (str, os.PathLike)) or hasattr(path, "read")):
         raise TypeError(f"path must be a file path (str or os.PathLike) or a readable file object, "
                         f"got {type(path).__name__}")
+    if isinstance(path, io.TextIOBase):
+        raise TypeError("path is a text-mode file object; a model file is binary: open it with "
+                        "open(name, 'rb') (or pass the file path)")
     where = repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "the model file"
     try:
         npz = np.load(path, allow_pickle=False)
@@ -389,7 +392,7 @@ def load(path: PathOrFile) -> Factorization:
     Raises
     ------
     TypeError
-        If ``path`` is neither a path nor a file object.
+        If ``path`` is neither a path nor a file object, or is a text-mode file object.
     FileNotFoundError
         If ``path`` does not exist.
     ValueError

@@ -282,26 +282,32 @@ def layout(path: str, lines: list[str], delimiter: str | None,
     if len(first) == 1:
         if len(head) >= 3:
             return delim, True          # a text value column cannot be data
-        raise ValueError(f"{path}: cannot tell whether line {first[0][0]} ({first[0][1].strip()!r}) is a header "
+        raise ValueError(f"{path}: cannot tell whether line {first[0][0]} ({_shown(first[0][1].strip())}) is a header "
                          f"or a pair of string ids; pass header=True or header=False (--header / --no-header on the command line)")
     second = _split(first[1][1], delim)
     if len(second) >= 3:
         return delim, _is_number(second[2])
     if len(second) == 2 and not any(_is_number(c) for c in second):
         raise ValueError(
-            f"{path}: cannot tell whether line {first[0][0]} ({first[0][1].strip()!r}) is a header: the file has "
+            f"{path}: cannot tell whether line {first[0][0]} ({_shown(first[0][1].strip())}) is a header: the file has "
             f"two columns of text ids; pass header=True or header=False (--header / --no-header on the command line)")
     return delim, True
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """``repr`` of a token or line for a message, cut to ``limit`` characters (a 100,000-
+    character field was quoted in full)."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _bad_value(path: str, n: int, tok: str) -> ValueError | None:
     try:
         v = float(tok)
     except ValueError:
-        return ValueError(f"{path}: line {n}: value {tok!r} in the third column is not a number; "
+        return ValueError(f"{path}: line {n}: value {_shown(tok)} in the third column is not a number; "
                           f"expected user,item[,value] with a numeric value")
     if not np.isfinite(v):
-        return ValueError(f"{path}: line {n}: value {tok!r} in the third column is not finite")
+        return ValueError(f"{path}: line {n}: value {_shown(tok)} in the third column is not finite")
     return None
 
 

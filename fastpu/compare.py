@@ -298,9 +298,12 @@ def compare(Y: Sparse | Dataset,
             Y_train, Y_test = holdout(Y, test_frac=test_frac, seed=seed + s)
             Y_seen = Y_train
             if Y_test.nnz == 0:
+                counts = np.diff(Y.indptr)
+                why = ("no user has 2 or more positives (a user gives test positives only when "
+                       "one stays in training)" if not np.any(counts >= 2) else
+                       f"round({test_frac:g} × a user's positives) is 0 for every user; raise test_frac")
                 raise ValueError(f"test_frac={test_frac:g} holds out no positive of Y on split "
-                                 f"{s + 1}/{splits}; expected a fraction that leaves test "
-                                 "positives (e.g. 0.2)")
+                                 f"{s + 1}/{splits}: {why}")
         for label, method, fixed in entries:
             t0 = time.perf_counter()
             if method == "popularity":

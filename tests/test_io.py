@@ -251,6 +251,9 @@ def test_save_to_a_file_object_it_cannot_write_is_refused_up_front(tmp_path):
     fh.close()
     with pytest.raises(ValueError, match="closed file object"):
         _tiny().save(fh)
+    _tiny().save(target)
+    with open(target) as fh, pytest.raises(TypeError, match=r"text-mode file object; .* open\(name, 'rb'\)"):
+        load(fh)                                    # was "not a fastpu model file"
 
 
 # ----------------------------------------------------------------------------- bad files

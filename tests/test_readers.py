@@ -89,6 +89,12 @@ def test_a_quoted_field_across_lines_is_refused_by_both_parsers(tmp_path, text, 
     assert ok.user_ids.tolist() == ['O"Brien', "c d"]       # a literal quote, a quoted id
 
 
+def test_a_huge_token_is_cut_in_the_message(tmp_path):
+    msg = _both(_write(tmp_path, "1,2,3\n4,5," + "9" * 400 + "\n"), header=False)   # 9...9 overflows
+    assert isinstance(msg, str) and "line 2: value '" + "9" * 60 + "...' in the third column is not finite" in msg
+    assert len(msg) < 400
+
+
 def test_a_boolean_word_is_not_a_value_for_either_parser(tmp_path):
     """pandas read TRUE/false as 1/0 into the value column; the reference reader refused them."""
     for text, word in (("1,2,TRUE\n3,4,2\n", "TRUE"), ("1,2,TRUE\n", "TRUE"), ("1,2,false\n3,4,1\n", "false")):

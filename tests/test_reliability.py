@@ -462,8 +462,13 @@ def test_compare_names_methods_params_and_test_frac():
         fp.compare.compare(Y, [3])
     with pytest.raises(TypeError, match="params must be a dict"):
         fp.compare.compare(Y, "popularity", params="x")
-    with pytest.raises(ValueError, match="test_frac=1e-300 holds out no positive"):
+    with pytest.raises(ValueError, match=r"test_frac=1e-300 holds out no positive .*: round\(1e-300 × a "
+                                         r"user's positives\) is 0 for every user; raise test_frac"):
         fp.compare.compare(Y, "popularity", test_frac=1e-300, splits=1)
+    # every user with one positive: the message used to suggest test_frac=0.2, the value given
+    single = sp.csr_array((np.ones(6), np.arange(6), np.arange(7)), shape=(6, 8))
+    with pytest.raises(ValueError, match="holds out no positive .*: no user has 2 or more positives"):
+        fp.compare.compare(single, "popularity", test_frac=0.2, splits=1)
 
 
 def test_implicit_baselines_check_their_step_sizes():
