@@ -267,8 +267,16 @@ def layout(path: str, lines: list[str], delimiter: str | None,
     first = sample[:2]
     delim = delimiter
     if delim is None:
-        found = [_sniff(ln) for _, ln in sample[1:]] + [_sniff(sample[0][1])]
+        lines_in_order = sample[1:] + sample[:1]
+        found = [_sniff(ln) for _, ln in lines_in_order]
         delim = next((d for d in found if d is not None), None)
+        if delim == ",":
+            n, ln = lines_in_order[found.index(",")]
+            if ";" in ln and '"' not in ln:
+                raise ValueError(
+                    f"{path}: line {n} ({_shown(ln.strip())}) has both ',' and ';', so the field "
+                    "separator is ambiguous (';' with decimal commas?); pass delimiter=',' or "
+                    "delimiter=';'")
     if delim == " ":
         delim = None
     if header is not None:

@@ -140,7 +140,9 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
       different ids (``'01'`` and ``'1'``) and never merge.
     * **Delimiter** (when ``None``): the first of comma, tab, semicolon found in the
       second non-blank line (if it has none, in the next lines up to the sixth, then in
-      the first line); runs of whitespace when none of them has one.
+      the first line); runs of whitespace when none of them has one. A comma found in a line
+      that also has a semicolon (and no quote) is ambiguous (``1;2;3,5``: decimal commas?),
+      and a ValueError asks for the delimiter.
     * **Header** (when ``None``): the first non-blank line, split by its own sniffed
       delimiter (so a tab-separated header over comma-separated data works), is a
       header when none of its fields is a number and the second line shows it cannot be

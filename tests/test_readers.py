@@ -89,6 +89,16 @@ def test_a_quoted_field_across_lines_is_refused_by_both_parsers(tmp_path, text, 
     assert ok.user_ids.tolist() == ['O"Brien', "c d"]       # a literal quote, a quoted id
 
 
+def test_comma_and_semicolon_on_one_line_ask_for_the_delimiter(tmp_path):
+    """'1;2;3,5' was read as the pair ('1;2;3', 5) with value 1, without a word."""
+    p = _write(tmp_path, "1;2;3,5\n4;5;6,0\n")
+    msg = _both(p)
+    assert isinstance(msg, str) and "line 2 ('4;5;6,0') has both ',' and ';'" in msg
+    assert "value '3,5' in the third column is not a number" in _both(p, delimiter=";")   # said plainly
+    assert _both(p, delimiter=",").user_ids.tolist() == ["1;2;3", "4;5;6"]               # as asked
+    assert _both(_write(tmp_path, 'u;1,i,2\n"v;2",j,3\n', "q.csv"), header=False).Y.nnz == 2
+
+
 def test_a_huge_token_is_cut_in_the_message(tmp_path):
     msg = _both(_write(tmp_path, "1,2,3\n4,5," + "9" * 400 + "\n"), header=False)   # 9...9 overflows
     assert isinstance(msg, str) and "line 2: value '" + "9" * 60 + "...' in the third column is not finite" in msg
