@@ -131,9 +131,17 @@ def lookup(known: Any, wanted: ArrayLike, *, name: str, what: str,
     if kw != kk:
         raise TypeError(f"{name} must hold {kk} ids like the model's {what} ids "
                         f"(e.g. {known[:3].tolist()}), got dtype {wanted.dtype}")
+    beyond = None                  # uint64 ids past int64's range: no int64 id equals them
     if kk == "string":
         known, wanted = known.astype(str, copy=False), wanted.astype(str, copy=False)
+    elif known.dtype == np.uint64 and wanted.dtype == np.uint64:
+        pass                       # compared as they are
     else:
+        if wanted.dtype == np.uint64:
+            beyond = wanted > np.iinfo(np.int64).max
+            if beyond.any():
+                shown = wanted[beyond][:5].tolist()
+                wanted = np.where(beyond, np.uint64(0), wanted)
         known, wanted = known.astype(np.int64, copy=False), wanted.astype(np.int64, copy=False)
     out = np.full(wanted.size, -1, dtype=np.int64)
     if wanted.size <= _SCAN_LIMIT:
@@ -156,6 +164,12 @@ def lookup(known: Any, wanted: ArrayLike, *, name: str, what: str,
         found = np.zeros(wanted.size, dtype=bool)
         found[inside] = sk[pos[inside]] == wanted[inside]
         out[found] = order[pos[found]]
+    if beyond is not None and beyond.any():
+        out[beyond] = -1
+        found = found & ~beyond
+        if strict:
+            raise ValueError(f"{name} has {int(beyond.sum())} {what} id(s) the model does not know: "
+                             f"{shown}{' ...' if beyond.sum() > 5 else ''} (above the largest int64)")
     if strict and not found.all():
         missing = wanted[~found]
         raise ValueError(f"{name} has {missing.size} {what} id(s) the model does not know: "

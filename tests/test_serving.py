@@ -376,3 +376,14 @@ def test_a_dataset_with_ids_on_one_side_only_is_matched_by_id_there_and_by_posit
     np.testing.assert_array_equal(items, [[3, 2, 1], [3, 1, 0]])
     with pytest.raises(ValueError, match="Y_seen.Y has 5 items, expected 4 .* matched by position"):
         fp.recommend(model, Dataset(name="d", Y=sp.csr_array(np.eye(3, 5)), user_ids=np.array(["c", "b", "a"])), users=[0])
+
+
+def test_an_unsigned_id_past_int64_is_unknown_not_wrapped():
+    """2**63 + 5 as int64 is -2**63 + 5: it was reported (and could be matched) as that."""
+    wrapped = int(np.array([2**63 + 5], dtype=np.uint64).astype(np.int64)[0])
+    model = Factorization(np.ones((3, 2)), np.ones((4, 2)), user_ids=np.array([5, wrapped, 9]),
+                          item_ids=np.arange(4))
+    with pytest.raises(ValueError, match=r"1 user id\(s\) the model does not know: \[9223372036854775813\]"):
+        fp.recommend(model, None, users=np.array([2**63 + 5], dtype=np.uint64), ids=True)
+    items, _ = fp.recommend(model, None, users=np.array([9], dtype=np.uint64), ids=True)
+    assert len(items) == 1
