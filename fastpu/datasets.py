@@ -272,6 +272,8 @@ def load(name: str) -> Dataset:
 
     Raises
     ------
+    TypeError
+        If ``name`` is not a string.
     ValueError
         If ``name`` is unknown.
     DataUnavailable
@@ -335,7 +337,7 @@ def binarize(Y: Sparse, threshold: float | None = None) -> Sparse:
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from fastpu.datasets import binarize
+    >>> from fastpu.datasets import binarize, from_pairs
     >>> binarize(sp.csr_array(np.array([[5.0, 2.0, 0.0]])), threshold=4).toarray()
     array([[1., 0., 0.]])
     >>> data = binarize(from_pairs(["a", "b"], ["x", "y"], [5.0, 1.0]), threshold=4)

@@ -108,6 +108,13 @@ class Factorization:
         Returns
         -------
         ndarray, shape (len(users), n)
+
+        Raises
+        ------
+        TypeError
+            If ``users`` is not integer.
+        ValueError
+            If ``users`` is not 1-d or has an index outside ``[0, m)``.
         """
         users = V.check_users(users, self.shape[0])
         return self.user_factors[users] @ self.item_factors.T

@@ -399,10 +399,16 @@ def _zero_advice(Y: Sparse, init: Any, init_scale: float, lam: float) -> str | N
 
 
 def demo_configs() -> list[tuple[str, dict[str, Any]]]:
-    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K: [(label, fit kwargs)].
+    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K.
 
     The values are those chosen on a validation split carved from the training split by
     ``benchmarks/bench_ocmf_quality.py`` (see docs/bench_ocmf_quality.md).
+
+    Returns
+    -------
+    list of (str, dict)
+        ``(label, fit_kwargs)`` pairs: SQ-SQ, SQ-wSQ and LR-wSQ, each passed to
+        ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``.
     """
     common = dict(k=64, n_iter=10)
     return [

@@ -71,7 +71,13 @@ class SVTResult:
         return float(self.s.sum())
 
     def dense(self) -> np.ndarray:
-        """The thresholded matrix as a dense array."""
+        """The thresholded matrix as a dense array.
+
+        Returns
+        -------
+        ndarray, shape (m, n)
+            ``left · diag(s) · right``: allocated in full, so only for matrices that fit.
+        """
         return (self.left * self.s) @ self.right
 
 

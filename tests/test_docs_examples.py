@@ -8,10 +8,14 @@ signatures or fragments and are not run. Iteration counts, trial budgets and spl
 rewriting the literal in the call ("the same calls, fewer iterations"), as the README's test does.
 """
 
+import ast
+import inspect
 import pathlib
 import re
 
 import pytest
+
+import fastpu as fp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -86,3 +90,42 @@ def test_the_fbgd_example_prints_what_its_comment_says(capsys):
     claimed = re.search(r"^# ([\d. ]+?)\s+\(", code, flags=re.M).group(1).split()
     exec(compile(code, "docs/fbgd.md", "exec"), {})
     assert capsys.readouterr().out.split() == claimed
+
+
+def _signature_calls(code):
+    """(dotted name, {keyword: literal}) of each call with literal keywords in a block."""
+    out = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call):
+            parts, f = [], node.func
+            while isinstance(f, ast.Attribute):
+                parts.append(f.attr)
+                f = f.value
+            if isinstance(f, ast.Name):
+                parts.append(f.id)
+            kws = {}
+            for kw in node.keywords:
+                try:
+                    kws[kw.arg] = ast.literal_eval(kw.value)
+                except ValueError:
+                    pass                       # a name (alpha0, lam): not a default to check
+            out.append((".".join(reversed(parts)), kws))
+    return out
+
+
+@pytest.mark.parametrize("page, index", sorted(SIGNATURES))
+def test_signature_listings_show_the_current_defaults(page, index):
+    """docs/fbgd.md's and docs/homf.md's listings kept rho=0, lr=0.05, reg=0 (fbgd) and g="exp",
+    lam=1e-3 (homf) after the defaults were re-chosen."""
+    modules = {"fbgd": fp.fbgd, "fp.homf": fp.homf, "fp.fbgd": fp.fbgd, "homf": fp.homf}
+    checked = 0
+    for name, kws in _signature_calls(_blocks(page)[index]):
+        owner, _, attr = name.rpartition(".")
+        if owner not in modules or not kws:
+            continue
+        params = inspect.signature(getattr(modules[owner], attr)).parameters
+        for key, shown in kws.items():
+            assert key in params, f"{page}: {name}() has no parameter {key!r}"
+            assert shown == params[key].default, f"{page}: {name}({key}={shown!r}), default {params[key].default!r}"
+            checked += 1
+    assert checked >= 10

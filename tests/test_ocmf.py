@@ -464,6 +464,11 @@ def test_nystrom_rejects_bad_arguments():
         ocmf.nystrom_features(np.ones((3, 2)), 2, gamma=0.0)
     with pytest.raises(TypeError, match="X must be an array"):
         ocmf.nystrom_features(None, 2)
+    _, nmap = ocmf.nystrom_features(np.ones((6, 3)) + np.arange(6)[:, None], 2)
+    with pytest.raises(TypeError, match="X must be a 2-d numpy array or a scipy.sparse matrix, got list"):
+        nmap.transform([[1.0, 2.0, 3.0]])            # was AttributeError: no attribute 'shape'
+    with pytest.raises(ValueError, match="X has 2 columns, expected 3"):
+        nmap.transform(np.ones((2, 2)))
 
 
 @pytest.mark.parametrize("name", ["lam", "lam_w", "lam_h", "lam_graph"])
