@@ -339,6 +339,9 @@ def _fbgd(model, Y, X):
     Q = _f64(model.item_factors)
     n = Q.shape[0]
     neg = _f64(ex["neg_weights"])
+    if neg.shape != (n,):
+        raise ValueError(f"model.extras['neg_weights'] has shape {neg.shape}, expected ({n},) (one "
+                         "per item); fold in a model returned by fastpu.fbgd.fit, not an edited one")
     r_neg, reg = float(prm["r_neg"]), float(prm["reg"])
     apos = _per_positive(prm["pos_weight"], Y)
     rpos = _per_positive(prm["r_pos"], Y)

@@ -488,6 +488,10 @@ def test_a_model_missing_a_param_names_it(models):
     sampled.params.pop("neg_ratio", None)
     with pytest.raises(ValueError, match=r"needs model.params\['neg_ratio'\]"):
         fold_in(sampled, Y)
+    fb = fp.fbgd.fit(Y, 2, n_iter=1)      # an edited weight vector: was numpy's broadcast error
+    edited = dataclasses.replace(fb, extras={**fb.extras, "neg_weights": fb.extras["neg_weights"][:-1]})
+    with pytest.raises(ValueError, match=r"model.extras\['neg_weights'\] has shape \(\d+,\), expected"):
+        fold_in(edited, Y)
     with pytest.raises(ValueError, match=r"unknown model.params\['loss'\] 'foo'"):
         fold_in(dataclasses.replace(m, params={**m.params, "loss": "foo"}), Y)
     U, E = np.ones((3, 2)), np.ones((20, 2))
