@@ -193,7 +193,17 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
     size = model.shape[0 if side == "user" else 1]
     if ids:
         return lookup(_ids_of(model, side), values, name=name, what=side)
-    return V.check_indices(values, name=name, size=size)
+    try:
+        return V.check_indices(values, name=name, size=size)
+    except (TypeError, ValueError) as exc:
+        if getattr(model, f"{side}_ids") is None:
+            raise
+        # a model with ids takes row/column numbers unless ids=True: say so where it shows
+        raise type(exc)(f"{exc}; {name} are {'row' if side == 'user' else 'column'} numbers "
+                        f"unless ids=True, and this "
+                        f"model has {side} ids (model.{side}_ids, e.g. "
+                        f"{np.asarray(getattr(model, f'{side}_ids'))[:3].tolist()}): pass ids=True "
+                        "to give ids") from None
 
 
 def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Sparse:

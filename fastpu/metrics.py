@@ -175,6 +175,12 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
         no user has a test item outside its training items, or the model
         produces non-finite scores.
 
+    Warns
+    -----
+    UserWarning
+        When ``Y_test`` holds more than twice as many positives as a non-empty ``Y_train``
+        (and at least 1000): swapped arguments give inflated scores without any other sign.
+
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
@@ -194,6 +200,13 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
                          shape_from="model.shape, users × items")
     ks = _check_ks(k)
     selected = _check_metric_names(metrics, METRICS)
+    if Y_train.nnz and Y_test.nnz >= 1000 and Y_test.nnz > 2 * Y_train.nnz:   # (none seen: cold start)
+        # swapped arguments rank a handful of items against most of a user's positives: the
+        # scores come out far higher than the real ones, with nothing else amiss
+        warnings.warn(f"Y_test holds {Y_test.nnz / max(Y_train.nnz, 1):.1f}× as many positives as "
+                      f"Y_train ({Y_test.nnz} against {Y_train.nnz}): if the two are swapped, every "
+                      "score is inflated (evaluate(model, Y_train, Y_test)); for a protocol that "
+                      "holds out most positives, ignore this", UserWarning, stacklevel=2)
     sel = users
     users = np.unique(V.check_users(users, m))
     rel = _relevant(Y_train, Y_test)

@@ -307,3 +307,18 @@ def test_auc_undefined_warns_and_is_reported_nan():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "auc" not in evaluate(M, tr, te, k=1, metrics=["precision"])
+
+
+def test_swapped_train_and_test_are_warned_about():
+    """evaluate(model, Y_test, Y_train) gave nDCG@10 0.91 for a model whose real score is 0.43."""
+    rng = np.random.default_rng(0)
+    mask = rng.random((200, 60)) < 0.4
+    test = mask & (rng.random((200, 60)) < 0.2)
+    Ytr, Yte = sp.csr_array((mask & ~test) * 1.0), sp.csr_array(test * 1.0)
+    model = _model_from_scores(rng.normal(size=(200, 60)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        evaluate(model, Ytr, Yte, k=5)                 # the right order: no warning
+        evaluate(model, sp.csr_array((200, 60)), Yte, k=5)   # nothing seen (cold start): none
+    with pytest.warns(UserWarning, match=r"Y_test holds 4\.\d× as many positives as Y_train .* swapped"):
+        evaluate(model, Yte, Ytr, k=5)

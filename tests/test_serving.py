@@ -387,3 +387,19 @@ def test_an_unsigned_id_past_int64_is_unknown_not_wrapped():
         fp.recommend(model, None, users=np.array([2**63 + 5], dtype=np.uint64), ids=True)
     items, _ = fp.recommend(model, None, users=np.array([9], dtype=np.uint64), ids=True)
     assert len(items) == 1
+
+
+def test_a_number_out_of_range_on_a_model_with_ids_points_to_ids_true():
+    """ML-100K's ids start at 1: users=[943] without ids=True said only 'must lie in [0, 943)'."""
+    model = Factorization(np.ones((3, 2)), np.ones((4, 2)), user_ids=np.array([1, 2, 3]),
+                          item_ids=np.array([1, 2, 3, 4]))
+    with pytest.raises(ValueError, match=r"users must lie in \[0, 3\), got values in \[3, 3\]; users are "
+                                         r"row numbers unless ids=True, .* e.g. \[1, 2, 3\]\): pass ids=True"):
+        fp.recommend(model, None, users=[3])
+    with pytest.raises(TypeError, match=r"users must be integer indices.*pass ids=True"):
+        fp.recommend(model, None, users=["a"])
+    with pytest.raises(ValueError, match=r"items are column numbers unless ids=True"):
+        fp.similar_items(model, [4])
+    assert fp.recommend(model, None, users=[3], ids=True)[0][0].tolist()      # the id works
+    with pytest.raises(ValueError, match=r"must lie in \[0, 3\), got values in \[3, 3\]$"):
+        fp.recommend(Factorization(model.user_factors, model.item_factors), None, users=[3])
