@@ -35,6 +35,7 @@ from ._kernels.csr import csr_dense, weighted_gram
 from ._kernels.homf import ridge_columns, walk_step
 from ._kernels.losses import LOSS_CODES, SQUARE
 from ._ocmf_problem import _sample_negatives
+from ._dataset import Dataset
 from ._threads import limit_threads
 from ._typing import ArrayLike, Matrix, Sparse, Threads
 from .model import Factorization
@@ -68,9 +69,13 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     ----------
     model : Factorization
         A model fitted by ``fastpu.ocmf``, ``fbgd``, ``homf`` or ``csrr`` (variant ``"e"``).
-    Y_new : scipy.sparse matrix, shape (m_new, n), optional
+    Y_new : scipy.sparse matrix, shape (m_new, n), or Dataset, optional
         The new users' positives over the model's n items (stored values are the weights C_ij,
-        as in ``fit``). Required unless the model has user features.
+        as in ``fit``). Required unless the model has user features. A
+        :class:`~fastpu.datasets.Dataset` (``datasets.from_pairs(users, items)``) has its
+        columns matched to the model's items by id when both have item ids (positives of items
+        the model does not know are left out with a warning), and gives ``user_ids`` unless
+        they are passed.
     user_features : array or sparse matrix, shape (m_new, d), optional
         The new users' features, for models fitted with ``user_features`` (and only for them).
     p : array-like, shape (m_new,), optional
@@ -145,6 +150,10 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     rng = V.check_seed(seed)
     n = model.shape[1]
     V.check_dense(model.item_factors, name="model.item_factors")      # finite, 2-d
+    if isinstance(Y_new, Dataset):
+        if user_ids is None:
+            user_ids = Y_new.user_ids
+        Y_new = _on_model_items(model, Y_new)
     if Y_new is not None:
         nonneg = not (model.method == "homf" and model.params.get("g") != "linear")
         if not sp.issparse(Y_new):
@@ -193,6 +202,29 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
+
+def _on_model_items(model: Factorization, data: Dataset) -> Sparse:
+    """A Dataset of new users' positives as a matrix over the model's n items.
+
+    Columns are matched by item id when both the data set and the model have item ids
+    (positives of items the model does not know are left out, with a warning: the model has
+    no factor for them), by position otherwise.
+    """
+    from ._serving import lookup
+
+    Y = V.check_csr(data.Y, name="Y_new.Y", nonnegative=False)
+    if data.item_ids is None or model.item_ids is None:
+        return Y
+    cols = lookup(model.item_ids, data.item_ids, name="Y_new.item_ids", what="item", strict=False)
+    C = Y.tocoo()
+    c = cols[C.col]
+    keep = c >= 0
+    if not keep.all():
+        unknown = np.unique(np.asarray(data.item_ids)[C.col[~keep]])
+        warnings.warn(f"fold_in: {int((~keep).sum())} positive(s) of {unknown.size} item id(s) the "
+                      f"model does not know ({unknown[:5].tolist()}{' ...' if unknown.size > 5 else ''}) "
+                      "were left out: the model has no factor for them", UserWarning, stacklevel=3)
+    return sp.csr_array((C.data[keep], (C.row[keep], c[keep])), shape=(Y.shape[0], model.shape[1]))
 
 def _need_keys(model, params=(), extras=()):
     """A ValueError naming the entries of model.params / model.extras this fold-in needs and lacks."""

@@ -529,3 +529,20 @@ def test_ocmf_fold_in_uses_the_fitted_q_and_the_user_sides_lambda():
         C, pos = _dense_row(Y[:4], i)
         ref = nv.ocmf_square_lstsq(E, pos, C, pw=0.2, q=q, abar=0.0, lam=0.25)
         np.testing.assert_allclose(W[i], ref, rtol=1e-7, atol=1e-10)
+
+
+def test_a_dataset_of_new_users_is_matched_to_the_model_by_item_id():
+    """fold_in refused a Dataset, and its advice (Y_new=data.Y) could not work: from_pairs
+    numbers the new user's own few items, not the model's."""
+    data = fp.datasets.from_pairs(["a", "a", "b", "c", "c", "d"], [10, 20, 20, 30, 10, 40])
+    model = fp.ocmf.fit(data, 3, n_iter=2, loss="square", rho=0.1)
+    new_pairs = fp.datasets.from_pairs(["x", "x", "y"], [30, 10, 40])
+    by_id = fold_in(model, new_pairs)
+    cols = {10: 0, 20: 1, 30: 2, 40: 3}                       # the model's item order
+    Y_new = sp.csr_array((np.ones(3), ([0, 0, 1], [cols[30], cols[10], cols[40]])), shape=(2, 4))
+    np.testing.assert_array_equal(by_id.user_factors, fold_in(model, Y_new).user_factors)
+    assert by_id.user_ids.tolist() == ["x", "y"]
+    with pytest.warns(UserWarning, match=r"1 positive\(s\) of 1 item id\(s\) the model does not know \(\[99\]\)"):
+        dropped = fold_in(model, fp.datasets.from_pairs(["x", "x"], [10, 99]))
+    one = sp.csr_array((np.ones(1), ([0], [cols[10]])), shape=(1, 4))
+    np.testing.assert_array_equal(dropped.user_factors, fold_in(model, one).user_factors)
