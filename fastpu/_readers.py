@@ -14,6 +14,7 @@ import csv
 import io
 import os
 import re
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -280,6 +281,14 @@ def layout(path: str, lines: list[str], delimiter: str | None,
     if delim == " ":
         delim = None
     if header is not None:
+        if not header:
+            own = delimiter if delimiter is not None else _sniff(first[0][1])
+            named = _split(first[0][1], None if own == " " else own)[:2]
+            if len(named) == 2 and all(c.strip().lower() in HEADER_WORDS for c in named):
+                warnings.warn(f"{path}: header=False reads line {first[0][0]} "
+                              f"({_shown(first[0][1].strip())}) as data, but it names columns: "
+                              f"{named[0]!r} becomes a user and {named[1]!r} an item; pass header=True "
+                              "(--header) or header=None to detect it", UserWarning, stacklevel=4)
         return delim, bool(header)
     own = delimiter if delimiter is not None else _sniff(first[0][1])
     head = _split(first[0][1], None if own == " " else own)

@@ -154,7 +154,8 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
       Otherwise, when both lines are text-only pairs (``u0,a`` over ``u1,b``) the answer is
       ambiguous and a ValueError asks for ``header=True`` or ``header=False`` (the command
       line's ``--header`` / ``--no-header``).
-      ``header=True`` always drops the first non-blank line; ``header=False`` never does.
+      ``header=True`` always drops the first non-blank line; ``header=False`` never does
+      (with a warning when that line's first two fields are column names).
     * **Text**: decoded with ``encoding``; a UTF-8 byte-order mark is removed.
 
     Parameters

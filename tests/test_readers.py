@@ -1,5 +1,7 @@
 """read_csv and from_pairs on bad and awkward inputs (issue 11, item 3); both parsers agree."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -67,7 +69,8 @@ def test_header_over_string_ids_is_not_data(tmp_path, engine):
     assert D.read_csv(pairs).user_ids.tolist() == ["u1", "u2"]
     named = _write(tmp_path, "UserId\tmovie_id\nu1\ta\nu2\tb\n", "n.tsv")
     assert D.read_csv(named).item_ids.tolist() == ["a", "b"]
-    assert D.read_csv(pairs, header=False).user_ids.tolist() == ["u1", "u2", "user"]
+    with pytest.warns(UserWarning, match="names columns"):     # forced, so read as asked
+        assert D.read_csv(pairs, header=False).user_ids.tolist() == ["u1", "u2", "user"]
     # text-only pairs whose first line names no column stay ambiguous
     ambiguous = _write(tmp_path, "u0,z\nu1,a\nu2,b\n", "a.csv")
     with pytest.raises(ValueError, match=r"cannot tell whether line 1 \('u0,z'\) is a header.*"
@@ -97,6 +100,18 @@ def test_comma_and_semicolon_on_one_line_ask_for_the_delimiter(tmp_path):
     assert "value '3,5' in the third column is not a number" in _both(p, delimiter=";")   # said plainly
     assert _both(p, delimiter=",").user_ids.tolist() == ["1;2;3", "4;5;6"]               # as asked
     assert _both(_write(tmp_path, 'u;1,i,2\n"v;2",j,3\n', "q.csv"), header=False).Y.nnz == 2
+
+
+def test_header_false_over_column_names_is_warned_about(tmp_path):
+    """--no-header on a user_id,item_id file added a user 'user_id' and an item 'item_id'."""
+    p = _write(tmp_path, "user_id,item_id\nu1,a\nu2,b\n")
+    with pytest.warns(UserWarning, match=r"header=False reads line 1 \('user_id,item_id'\) as data, but "
+                                         r"it names columns: 'user_id' becomes a user"):
+        ds = D.read_csv(p, header=False)
+    assert "user_id" in ds.user_ids.tolist()              # as asked, with the warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        D.read_csv(_write(tmp_path, "u0,z\nu1,a\n", "plain.csv"), header=False)
 
 
 def test_a_huge_token_is_cut_in_the_message(tmp_path):
@@ -202,7 +217,8 @@ def test_header_forced(tmp_path, engine):
     p = _write(tmp_path, "1,2,5\n3,4,4\n")
     assert D.read_csv(p, header=True).Y.nnz == 1             # forced: line 1 dropped
     h = _write(tmp_path, "user,item,rating\n1,2,5\n", "h.csv")
-    with pytest.raises(ValueError, match=r"line 1: value 'rating' in the third column is not a number"):
+    with pytest.raises(ValueError, match=r"line 1: value 'rating' in the third column is not a number"), \
+            pytest.warns(UserWarning, match="names columns"):
         D.read_csv(h, header=False)
     only = _write(tmp_path, "user,item,rating\n", "o.csv")
     with pytest.raises(ValueError, match="has a header but no data lines"):
