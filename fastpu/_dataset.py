@@ -71,6 +71,25 @@ class Dataset:
                 check_ids(ids, name=name, size=size,
                           expected=f"one per {what} of Y, which has shape {tuple(self.Y.shape)}")
 
+    def __repr__(self) -> str:
+        """A one-line summary: shapes and which parts are present, not the arrays or ids."""
+        m, n = self.Y.shape
+        parts = [f"name={self.name!r}", f"{m} users × {n} items",
+                 f"{getattr(self.Y, 'nnz', '?')} stored entries"]
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name in ("name", "Y", "description", "extras") or value is None:
+                continue
+            shape = getattr(value, "shape", None)
+            if field.name in ("user_ids", "item_ids"):
+                head = [x.item() if hasattr(x, "item") else x for x in list(value[:3])]
+                parts.append(f"{field.name}={head}{' ...' if len(value) > 3 else ''}")
+            else:
+                parts.append(f"{field.name}={'×'.join(map(str, shape)) if shape else type(value).__name__}")
+        if self.extras:
+            parts.append(f"extras={sorted(map(str, self.extras))}")
+        return f"Dataset({', '.join(parts)})"
+
     @property
     def shape(self) -> tuple[int, ...]:
         """(number of users, number of items)."""

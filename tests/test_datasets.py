@@ -493,3 +493,13 @@ def test_download_and_load_the_real_archives(tmp_path_factory):
         np.testing.assert_array_equal(mf.user_features.sum(axis=1), 3)   # one age, gender, occupation each
     finally:
         mp.undo()
+
+
+def test_repr_is_one_line_without_the_arrays():
+    """The dataclass repr printed every id and array (5,892 characters for MovieLens-100K)."""
+    ids = np.array([f"user{i}" for i in range(500)])
+    ds = D.Dataset(name="x", Y=sp.csr_array(np.ones((500, 2))), user_ids=ids,
+                   timestamps=sp.csr_array(np.ones((500, 2))))
+    text = repr(ds)
+    assert text == ("Dataset(name='x', 500 users × 2 items, 1000 stored entries, timestamps=500×2, "
+                    "user_ids=['user0', 'user1', 'user2'] ...)")
