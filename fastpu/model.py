@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
@@ -194,8 +195,14 @@ def accepts_dataset(fit: _F) -> _F:
     where = f"{fit.__module__.rsplit('.', 1)[-1]}.{fit.__name__}" if fit.__module__ != "fastpu.baselines" \
         else fit.__name__
 
+    k_param = inspect.signature(fit).parameters.get("k")
+    needs_k = k_param is not None and k_param.default is inspect.Parameter.empty
+
     @functools.wraps(fit)
     def wrapper(Y: Any, *args: Any, **kwargs: Any) -> Any:
+        if needs_k and not args and "k" not in kwargs:
+            raise TypeError(f"{where}() missing k, the rank (the number of latent factors of each "
+                            f"user and item): e.g. {where}(Y, 32)")
         if names is not None:           # Python's own message, with the closest name it takes
             for key in kwargs:
                 if key not in names:

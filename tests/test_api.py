@@ -29,6 +29,15 @@ def test_fit_takes_data_then_rank_then_keywords(name):
         [p.name for p in rest if p.kind is not p.KEYWORD_ONLY]
 
 
+@pytest.mark.parametrize("name", ["ocmf", "fbgd", "homf"])
+def test_a_forgotten_rank_is_named(name):
+    """Python's message was "fit() missing 1 required positional argument: 'k'"."""
+    with pytest.raises(TypeError, match=rf"{name}\.fit\(\) missing k, the rank .*: e\.g\. {name}\.fit\(Y, 32\)"):
+        FITS[name](sp.csr_array(np.eye(4)))
+    with pytest.raises(TypeError, match=r"wrmf\(\) missing k, the rank"):
+        fp.baselines.wrmf(sp.csr_array(np.eye(4)))
+
+
 @pytest.mark.parametrize("name", sorted(FITS))
 def test_fit_uses_the_shared_names(name):
     names = set(inspect.signature(FITS[name]).parameters)
