@@ -76,7 +76,8 @@ class Factorization:
         ids = "yes" if self.user_ids is not None or self.item_ids is not None else "no"
         parts = [f"method={self.method!r}", shape, f"k={k}",
                  f"dtype={getattr(uf, 'dtype', type(uf).__name__)}",
-                 f"history={len(self.history)} entries", f"ids={ids}",
+                 f"history={len(self.history)} {'entry' if len(self.history) == 1 else 'entries'}",
+                 f"ids={ids}",
                  f"extras={sorted(map(str, self.extras))}"]
         base = {f.name for f in dataclasses.fields(Factorization)}
         parts += [f"{f.name}={_brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
