@@ -507,8 +507,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data", default="ml-100k",
                      help="data set name (" + ", ".join(DATASETS) + ") or a .csv (user,item[,value]) / .npz path")
     run.add_argument("--param", type=_parse_param, action="append", metavar="NAME=VALUE",
-                     help="a fit argument, e.g. --param k=64 --param loss=logistic (repeatable; "
-                          "the seed and progress are --seed and --quiet)")
+                     help="a keyword of the method's fit, e.g. --param k=64 --param loss=logistic "
+                          "(repeatable; the names are those of help(fastpu.<method>.fit); the seed "
+                          "and progress are --seed and --quiet)")
     run.add_argument("--side", action="store_true",
                      help="use the data set's side information (trust graph, features) where the method takes it")
     run.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
@@ -571,6 +572,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --exclude-seen: seen items are values >= threshold (default: every stored entry)")
     rec.add_argument("--threads", type=int, default=None, help="threads for numba and BLAS (default: all)")
     rec.set_defaults(func=cmd_recommend)
+    # `fastpu run --help` opens with what the sub-command does (its one-line help)
+    for action in sub._get_subactions():
+        text = action.help or ""
+        sub.choices[action.dest].description = text[:1].upper() + text[1:] + "."
     return parser
 
 

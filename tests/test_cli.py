@@ -393,3 +393,15 @@ def test_threads_bound_numba_and_blas_for_the_whole_command(monkeypatch):
         assert seen == {"numba": 1, "blas": {1}}
         assert cli.main(["run", "--method", "csrr", "--data", "ml-100k"]) == 0
         assert seen["blas"] == {2}
+
+
+def test_each_sub_command_help_opens_with_what_it_does(capsys):
+    for command, opening in (("run", "Train one method on a data set or your own file."),
+                             ("compare", None), ("recommend", None), ("demo", None)):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        out = capsys.readouterr().out
+        description = out.split("\n\n")[1]
+        assert description[:1].isupper() and description.rstrip().endswith(".")
+        if opening:
+            assert description.strip() == opening
