@@ -82,6 +82,10 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
         kind = type(Y).__name__
         if kind == "Dataset":
             hint = f"pass the data set's matrix, {name}=data.Y"
+        elif kind == "DataFrame" and getattr(Y, "ndim", 2) == 2 and Y.shape[1] > 3:
+            hint = (f"a users × items table ({Y.shape[0]} × {Y.shape[1]}) is "
+                    f"scipy.sparse.csr_array(df.to_numpy()); for (user, item[, value]) pairs use "
+                    "fastpu.datasets.from_pairs(df['user'], df['item'])")
         elif kind == "DataFrame":
             hint = ("for (user, item[, value]) pairs use fastpu.datasets.from_pairs(df['user'], "
                     "df['item']) and pass its .Y (or the Dataset, where a Dataset is taken)")

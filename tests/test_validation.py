@@ -100,6 +100,10 @@ def test_a_dataframe_gets_the_pairs_advice():
     with pytest.raises(TypeError, match=r"got DataFrame; for \(user, item\[, value\]\) pairs use "
                                         r"fastpu.datasets.from_pairs"):
         fp.ocmf.fit(df, 2)
+    wide = pd.DataFrame(np.eye(5, 6))           # a users × items table, not pairs
+    with pytest.raises(TypeError, match=r"got DataFrame; a users × items table \(5 × 6\) is "
+                                        r"scipy.sparse.csr_array\(df.to_numpy\(\)\)"):
+        fp.ocmf.fit(wide, 2)
 
 
 def _complex_cases():
