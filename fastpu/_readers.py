@@ -218,15 +218,24 @@ def _split(line: str, delim: str | None) -> list[str]:
     return [c.strip() for c in next(csv.reader([line], delimiter=delim, skipinitialspace=True))]
 
 
-def _check_quotes(path: str, lines: list[str], delim: str) -> None:
+def _check_quotes(path: str, data: bytes, encoding: str, delim: str) -> None:
     """Refuse a quoted field that is not closed on its own line.
 
     Both parsers read one pair per line, so a quoted id with a line break in it was cut in
     two: one parser dropped the record, the other made an id of its tail. A quote that the
     csv module rejects (strict) on a line with an odd number of quotes is such a field; a
-    literal quote inside an id (``O"Brien``) parses and passes.
+    literal quote inside an id (``O"Brien``) parses and passes. Only the lines with an odd
+    number of quotes are parsed (found on the bytes, for an ASCII-compatible encoding).
     """
-    for n, ln in enumerate(lines, 1):
+    lines = read_text(path, encoding, data)[1].split("\n")
+    if '"\n'.encode(encoding, errors="replace") == b'"\n' and b"\r" not in data:
+        b = np.frombuffer(data, dtype=np.uint8)
+        quote_line = np.searchsorted(np.flatnonzero(b == ord("\n")), np.flatnonzero(b == ord('"')))
+        candidates = np.flatnonzero(np.bincount(quote_line) % 2)      # 0-based line numbers
+    else:
+        candidates = np.arange(len(lines))
+    for i in candidates:
+        n, ln = int(i) + 1, lines[i]
         if '"' not in ln:
             continue
         try:
@@ -469,7 +478,7 @@ def tokenize(path: Any, delimiter: str | None, header: bool | None, encoding: An
     head = _head_lines(path, data, enc)          # enough for the layout and the pandas pass
     delim, header = layout(path, head, delimiter, header)
     if delim is not None and b'"' in data:
-        _check_quotes(path, read_text(path, enc, data)[1].split("\n"), delim)
+        _check_quotes(path, data, enc, delim)
     pd = None if engine == "python" else _import_pandas()
     if engine == "pandas" and pd is None:
         raise ImportError("pandas is not installed")
