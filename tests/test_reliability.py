@@ -428,7 +428,8 @@ def test_read_csv_and_load_npz_name_a_bad_path(tmp_path):
 
 def test_read_csv_header_false_on_a_header_line_gives_a_hint(tmp_path):
     csv = _pairs_file(tmp_path)
-    with pytest.raises(ValueError, match="line 1 looks like a header: pass header=True"):
+    with pytest.raises(ValueError, match="line 1 looks like a header: pass header=True"), \
+            pytest.warns(UserWarning, match="names columns"):      # warned first, then refused
         fp.datasets.read_csv(csv, header=False)
     assert fp.datasets.read_csv(csv).Y.nnz == 3
 
