@@ -70,11 +70,13 @@ def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
 _WRMF_OWN = ("alpha", "lam", "n_iter", "seed", "n_threads", "callback", "verbose")
 #: what wrmf sets or fixes: not among the ocmf.fit arguments it passes on
 _WRMF_SETS = {"Y", "k", "loss", "rho", "a_bar", "p", "q", "negatives", *_WRMF_OWN}
+#: the ocmf.fit arguments wrmf passes on (its **ocmf_params)
+_WRMF_PASSED_ON = sorted((V.fit_names(ocmf.fit) or set()) - _WRMF_SETS)
 
 
 def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
     """Refuse keyword arguments neither wrmf nor ocmf.fit takes, naming them and the accepted ones."""
-    passed_on = sorted((V.fit_names(ocmf.fit) or set()) - _WRMF_SETS)
+    passed_on = _WRMF_PASSED_ON
     unknown = [key for key in ocmf_params if key not in passed_on]
     if not unknown:
         return
@@ -147,8 +149,7 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
 
 # the keywords wrmf takes, for fastpu.select's checks (its signature shows only **ocmf_params):
 # a misspelt keyword in search("wrmf", ...) is refused before any trial, not at the first one
-wrmf.keyword_names = frozenset({"k", *_WRMF_OWN,  # type: ignore[attr-defined]
-                                *(V.fit_names(ocmf.fit) or set()) - _WRMF_SETS})
+wrmf.keyword_names = frozenset({"k", *_WRMF_OWN, *_WRMF_PASSED_ON})  # type: ignore[attr-defined]
 
 
 def _implicit_model(kind: str) -> Any:
