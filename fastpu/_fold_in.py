@@ -34,8 +34,8 @@ from ._kernels import fold as K
 from ._kernels.csr import csr_dense, weighted_gram
 from ._kernels.homf import ridge_columns, walk_step
 from ._kernels.losses import LOSS_CODES, SQUARE
-from ._ocmf_problem import _sample_negatives
 from ._dataset import Dataset
+from ._ocmf_problem import _sample_negatives
 from ._threads import limit_threads
 from ._typing import ArrayLike, Matrix, Sparse, Threads
 from .model import Factorization
@@ -210,21 +210,20 @@ def _on_model_items(model: Factorization, data: Dataset) -> Sparse:
     (positives of items the model does not know are left out, with a warning: the model has
     no factor for them), by position otherwise.
     """
-    from ._serving import lookup
+    from ._serving import lookup, remap
 
     Y = V.check_csr(data.Y, name="Y_new.Y", nonnegative=False)
     if data.item_ids is None or model.item_ids is None:
         return Y
     cols = lookup(model.item_ids, data.item_ids, name="Y_new.item_ids", what="item", strict=False)
-    C = Y.tocoo()
-    c = cols[C.col]
-    keep = c >= 0
-    if not keep.all():
-        unknown = np.unique(np.asarray(data.item_ids)[C.col[~keep]])
-        warnings.warn(f"fold_in: {int((~keep).sum())} positive(s) of {unknown.size} item id(s) the "
+    Y, dropped = remap(Y, None, cols, (Y.shape[0], model.shape[1]))
+    if dropped.size:
+        unknown = np.unique(np.asarray(data.item_ids)[dropped])
+        warnings.warn(f"fold_in: {dropped.size} positive(s) of {unknown.size} item id(s) the "
                       f"model does not know ({unknown[:5].tolist()}{' ...' if unknown.size > 5 else ''}) "
                       "were left out: the model has no factor for them", UserWarning, stacklevel=3)
-    return sp.csr_array((C.data[keep], (C.row[keep], c[keep])), shape=(Y.shape[0], model.shape[1]))
+    return Y
+
 
 def _need_keys(model, params=(), extras=()):
     """A ValueError naming the entries of model.params / model.extras this fold-in needs and lacks."""

@@ -231,13 +231,24 @@ def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Spars
                     raise ValueError(f"Y_seen.Y has {Y.shape[axis]} {side}s, expected {size} "
                                      f"(model.shape); with no {side} ids on one side they are "
                                      "matched by position")
-            C = Y.tocoo()
-            r = C.row if maps[0] is None else maps[0][C.row]
-            c = C.col if maps[1] is None else maps[1][C.col]
-            keep = (r >= 0) & (c >= 0)
-            Y_seen = sp.csr_array((C.data[keep], (r[keep], c[keep])), shape=(m, n))
+            Y_seen, _ = remap(Y, maps[0], maps[1], (m, n))
     return V.check_csr(Y_seen, name="Y_seen", shape=(m, n), nonnegative=False,
                        shape_from="model.shape, users × items")
+
+
+def remap(Y: Sparse, row_map: IntArray | None, col_map: IntArray | None,
+          shape: tuple[int, int]) -> tuple[Sparse, IntArray]:
+    """``Y``'s entries moved to other positions: row r to ``row_map[r]``, column c to
+    ``col_map[c]`` (``None`` keeps the position); an entry mapped to -1 (an id the target does
+    not know, from :func:`lookup` with ``strict=False``) is dropped.
+
+    Returns the matrix of ``shape`` and the columns of ``Y`` of the dropped entries.
+    """
+    C = Y.tocoo()
+    r = C.row if row_map is None else row_map[C.row]
+    c = C.col if col_map is None else col_map[C.col]
+    keep = (r >= 0) & (c >= 0)
+    return sp.csr_array((C.data[keep], (r[keep], c[keep])), shape=shape), C.col[~keep]
 
 
 def _candidates(model: Factorization, items: ArrayLike | None, exclude: ArrayLike | None,
