@@ -289,21 +289,20 @@ def layout(path: str, lines: list[str], delimiter: str | None,
                     "delimiter=';'")
     if delim == " ":
         delim = None
-    if header is not None:
-        if not header:
-            own = delimiter if delimiter is not None else _sniff(first[0][1])
-            named = _split(first[0][1], None if own == " " else own)[:2]
-            if len(named) == 2 and all(c.strip().lower() in HEADER_WORDS for c in named):
-                warnings.warn(f"{path}: header=False reads line {first[0][0]} "
-                              f"({_shown(first[0][1].strip())}) as data, but it names columns: "
-                              f"{named[0]!r} becomes a user and {named[1]!r} an item; pass header=True "
-                              "(--header) or header=None to detect it", UserWarning, stacklevel=4)
-        return delim, bool(header)
+    # line 1 split by its own delimiter (a tab-separated header over comma-separated data)
     own = delimiter if delimiter is not None else _sniff(first[0][1])
     head = _split(first[0][1], None if own == " " else own)
+    names_columns = len(head) >= 2 and all(c.strip().lower() in HEADER_WORDS for c in head[:2])
+    if header is not None:
+        if not header and names_columns:
+            warnings.warn(f"{path}: header=False reads line {first[0][0]} "
+                          f"({_shown(first[0][1].strip())}) as data, but it names columns: "
+                          f"{head[0]!r} becomes a user and {head[1]!r} an item; pass header=True "
+                          "(--header) or header=None to detect it", UserWarning, stacklevel=4)
+        return delim, bool(header)
     if any(_is_number(c) for c in head) or (len(head) >= 3 and _is_float(head[2])):
         return delim, False             # a number (even nan or inf) in line 1: data, never dropped
-    if len(head) >= 2 and all(c.strip().lower() in HEADER_WORDS for c in head[:2]):
+    if names_columns:
         return delim, True              # user,item / userId,movieId / ...: column names
     if len(first) == 1:
         if len(head) >= 3:
