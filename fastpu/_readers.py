@@ -227,14 +227,15 @@ def _check_quotes(path: str, data: bytes, encoding: str, delim: str) -> None:
     literal quote inside an id (``O"Brien``) parses and passes. Only the lines with an odd
     number of quotes are parsed (found on the bytes, for an ASCII-compatible encoding).
     """
-    lines = read_text(path, encoding, data)[1].split("\n")
+    candidates = None
     if '"\n'.encode(encoding, errors="replace") == b'"\n' and b"\r" not in data:
         b = np.frombuffer(data, dtype=np.uint8)
         quote_line = np.searchsorted(np.flatnonzero(b == ord("\n")), np.flatnonzero(b == ord('"')))
         candidates = np.flatnonzero(np.bincount(quote_line) % 2)      # 0-based line numbers
-    else:
-        candidates = np.arange(len(lines))
-    for i in candidates:
+        if candidates.size == 0:
+            return                      # every line's quotes pair up: nothing to decode and parse
+    lines = read_text(path, encoding, data)[1].split("\n")
+    for i in (range(len(lines)) if candidates is None else candidates):
         n, ln = int(i) + 1, lines[i]
         if '"' not in ln:
             continue
