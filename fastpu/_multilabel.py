@@ -192,14 +192,6 @@ def read_mulan(path_arff: Any,
 
 # ----------------------------------------------------------------------------- extreme classification
 
-def _ascii_int(s: str) -> int | None:
-    """The value of a non-negative integer written in ASCII digits, else None.
-
-    ``str.isdigit`` also passes '²' and '٥', which ``int`` then refuses or reads.
-    """
-    return int(s) if re.fullmatch(r"[0-9]+", s) else None
-
-
 def read_xc_file(path: Any) -> tuple[Any, Any]:
     """(features CSR, Y CSR) of a file in the extreme classification repository's format."""
     with open(path, "rb") as f:
@@ -214,7 +206,7 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
     if not lines or not lines[0].strip():
         raise ValueError(f"{path} is empty; expected a header line 'n_points n_features n_labels'")
     head = lines[0].split()
-    if len(head) != 3 or not all(_ascii_int(h) is not None for h in head):
+    if len(head) != 3 or not all(V.ascii_int(h) is not None for h in head):
         raise _err(path, 1, f"header {lines[0].strip()!r} is not three non-negative integers "
                    f"'n_points n_features n_labels'")
     n, d, L = (int(h) for h in head)
@@ -236,7 +228,7 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
             start = 1
             labs = []
             for t in toks[0].split(","):
-                j = _ascii_int(t)
+                j = V.ascii_int(t)
                 if j is None or j >= L:
                     raise _err(path, k, f"label {t!r} is not an integer in [0, {L})")
                 labs.append(j)
@@ -248,7 +240,7 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
         seen = set()
         for t in toks[start:]:
             raw_i, sep, val = t.partition(":")
-            fi = _ascii_int(raw_i)
+            fi = V.ascii_int(raw_i)
             if not sep or fi is None or fi >= d:
                 raise _err(path, k, f"feature {t!r} is not 'index:value' with an integer index in [0, {d})")
             try:

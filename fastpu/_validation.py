@@ -12,6 +12,7 @@ import difflib
 import inspect
 import numbers
 import os
+import re
 from typing import Any, Callable, Collection, TypeVar
 
 import numpy as np
@@ -339,6 +340,14 @@ def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return None
     return set(params) - {"Y"}
+
+
+def ascii_int(s: str) -> int | None:
+    """The value of a non-negative integer written in ASCII digits, else None.
+
+    ``str.isdigit`` also passes '²' and '٥', which ``int`` then refuses or reads.
+    """
+    return int(s) if re.fullmatch(r"[0-9]+", s) else None
 
 
 def did_you_mean(key: str, names: Collection[str]) -> str:

@@ -24,7 +24,6 @@ import inspect
 import itertools
 import math
 import numbers
-import re
 import sys
 import time
 import warnings
@@ -194,14 +193,14 @@ def _check_metric(metric: Any) -> tuple[str, int | None]:
         raise TypeError(f"metric must be a string such as 'ndcg@10' or 'auc', got {metric!r}")
     if metric == "auc":
         return "auc", None
-    name, _, k = metric.partition("@")
-    # ASCII digits only: str.isdigit() also passes '²' and '٥', which int() then refuses or reads
-    if name not in METRICS or name == "auc" or not re.fullmatch(r"[0-9]+", k) or int(k) < 1:
+    name, _, digits = metric.partition("@")
+    k = V.ascii_int(digits)             # ASCII digits only: '²' and '٥' pass str.isdigit()
+    if name not in METRICS or name == "auc" or k is None or k < 1:
         ranked = [m for m in METRICS if m != "auc"]
         hint = V.did_you_mean(name, set(ranked)) if name not in METRICS else ""
         raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
                          f"and k >= 1, or 'auc'; got {metric!r}{hint}")
-    return name, int(k)
+    return name, k
 
 
 def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> None:
