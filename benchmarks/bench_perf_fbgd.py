@@ -29,10 +29,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from _common import hardware_line, md_table  # noqa: E402
 
 import fastpu as fp  # noqa: E402
-from fastpu import _fbgd_problem as FP  # noqa: E402
+from fastpu.fbgd import _problem as FP  # noqa: E402
 from fastpu import fbgd  # noqa: E402
 from fastpu._kernels import fbgd as K  # noqa: E402
-from fastpu._threads import limit_threads  # noqa: E402
+from fastpu._core.threads import limit_threads  # noqa: E402
 
 K_FACTORS = 64
 GOAL = 1.2

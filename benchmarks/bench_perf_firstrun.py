@@ -185,7 +185,7 @@ def child_runtime(rounds):
 
     import fastpu as fp
     from fastpu._kernels import csr, updates
-    from fastpu._ocmf_problem import _NO_ROWS, _gram, _prepare
+    from fastpu.ocmf._problem import _NO_ROWS, _gram, _prepare
     from _common import powerlaw_pu
 
     out = {}
@@ -214,7 +214,7 @@ def child_runtime(rounds):
         if prange_rn is None:
             out[f"row solver ({loss})"] = None
             continue
-        from fastpu._threads import limit_threads
+        from fastpu._core.threads import limit_threads
         with limit_threads(THREADS):
             call(prange_rn), call(updates.row_newton)
             _, Wa, fa = call(prange_rn)
@@ -236,7 +236,7 @@ def child_runtime(rounds):
         fn(E, q, Mo, ko)
         return time.perf_counter() - t, Mo
 
-    from fastpu._threads import limit_threads
+    from fastpu._core.threads import limit_threads
     with limit_threads(THREADS):
         gcall(prange_gram), gcall(csr.weighted_gram)
         ta, tb = [], []
@@ -272,7 +272,7 @@ def _interleave(before, after, rounds):
 def _runtime_fbgd_homf(nb, rounds):
     """homf's ridge_columns and the small row kernels: row blocks vs prange copies."""
     import fastpu as fp
-    import fastpu._fbgd_problem as FP
+    import fastpu.fbgd._problem as FP
     from fastpu import fbgd
     from fastpu._kernels import homf as KH
     from _common import powerlaw_pu

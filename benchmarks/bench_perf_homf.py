@@ -38,10 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fastpu as fp  # noqa: E402
 from fastpu import homf  # noqa: E402
-from fastpu import _validation as V_  # noqa: E402
+from fastpu._core import validation as V_  # noqa: E402
 from fastpu._kernels import homf as K  # noqa: E402
 from fastpu._kernels.csr import csr_dense, weighted_gram  # noqa: E402
-from fastpu._threads import limit_threads  # noqa: E402
+from fastpu._core.threads import limit_threads  # noqa: E402
 from _common import hardware_line, md_table, pinned  # noqa: E402
 
 # made with homf's default g before issue 14 re-chose it ("exp"; g does not change the time)

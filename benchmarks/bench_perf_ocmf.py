@@ -269,7 +269,7 @@ def part_growth(cfg):
 # ------------------------------------------------------------------------------------------
 
 def _setup_of(Y, label):
-    from fastpu import _ocmf_problem as P
+    from fastpu.ocmf import _problem as P
 
     kw = CONFIGS[label]
     return P._prepare(Y, loss=kw["loss"], rho=kw["rho"], p=None, q=None, a_bar=None, X=None,
@@ -279,8 +279,8 @@ def _setup_of(Y, label):
 
 def _side_times(setup, label, W0, H0, repeat, ncg=None):
     """Median (wall, CPU) seconds of: the two Grams, the user-side and item-side row sweeps."""
-    from fastpu import _ocmf_problem as P
-    from fastpu._threads import limit_threads
+    from fastpu.ocmf import _problem as P
+    from fastpu._core.threads import limit_threads
 
     if ncg is None:
         ncg = 3 if CONFIGS[label]["loss"] == "square" else 4

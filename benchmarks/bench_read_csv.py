@@ -32,7 +32,7 @@ sys.path.insert(0, ROOT)
 import pandas as pd  # noqa: E402
 from _common import hardware_line, md_table  # noqa: E402
 
-import fastpu._readers as R  # noqa: E402
+import fastpu.datasets._readers as R  # noqa: E402
 from fastpu import datasets as D  # noqa: E402
 
 

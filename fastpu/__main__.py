@@ -1,3 +1,5 @@
-from .cli import main
+"""``python -m fastpu``: the command line."""
+
+from fastpu.cli import main
 
 raise SystemExit(main())

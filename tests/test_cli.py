@@ -137,7 +137,7 @@ def test_run_save_checks_the_folder_before_training(tmp_path, capsys, monkeypatc
     def no_training(*a, **k):
         raise AssertionError("trained before checking --save")
 
-    monkeypatch.setattr(cli, "_fit", no_training)
+    monkeypatch.setattr(cli._commands, "_fit", no_training)
     csv = _pairs_csv(tmp_path, 50)
     assert cli.main(["run", "--data", str(csv), "--save", str(tmp_path / "no" / "m.npz")]) == 2
     assert "--save" in capsys.readouterr().err
@@ -279,8 +279,8 @@ def _no_work(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("loaded data or trained before the arguments were checked")
 
-    monkeypatch.setattr(cli, "_load_data", boom)
-    monkeypatch.setattr(cli, "_fit", boom)
+    monkeypatch.setattr(cli._commands, "_load_data", boom)
+    monkeypatch.setattr(cli._commands, "_fit", boom)
 
 
 @pytest.mark.parametrize("param, msg", [
@@ -335,7 +335,7 @@ def test_compare_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
         raise AssertionError("compared before --out was checked")
 
     monkeypatch.setattr(fastpu.compare, "compare", boom)
-    monkeypatch.setattr(cli, "_load_data", boom)
+    monkeypatch.setattr(cli._commands, "_load_data", boom)
     missing, png = str(tmp_path / "no" / "cmp.md"), str(tmp_path / "no" / "x.png")
     cases = [(["--out", missing], f"--out {missing!r}: the folder {str(tmp_path / 'no')!r} does not exist"),
              (["--out", str(tmp_path)], f"--out {str(tmp_path)!r} is a directory; expected a file name "
@@ -387,7 +387,7 @@ def test_threads_bound_numba_and_blas_for_the_whole_command(monkeypatch):
         seen["blas"] = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
         return 0
 
-    monkeypatch.setattr(cli, "cmd_run", fake_run)
+    monkeypatch.setattr(cli._commands, "cmd_run", fake_run)
     with threadpool_limits(limits=2, user_api="blas"):
         assert cli.main(["run", "--method", "csrr", "--data", "ml-100k", "--threads", "1"]) == 0
         assert seen == {"numba": 1, "blas": {1}}

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 import fastpu as fp
-from fastpu import _select_rows as R
+from fastpu.model_selection import _rows as R
 from fastpu import compare as C
 from fastpu import select
 from fastpu.cli import main

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
 import fastpu as fp
-import fastpu.model as model_mod
+import fastpu._core.factorization as model_mod
 from fastpu.metrics import cost_sensitive
 from fastpu.model import Factorization
 

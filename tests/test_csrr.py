@@ -5,10 +5,11 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
+from fastpu.csrr import _solvers as csrr_solvers
 import fastpu as fp
 from fastpu import csrr
 from fastpu._kernels import csrr as K
-from fastpu._threads import limit_threads
+from fastpu._core.threads import limit_threads
 
 import naive_csrr as naive
 
@@ -49,7 +50,7 @@ def _dense_v(model):
 @given(seeds, shapes, variants, st.floats(0.5, 5.0))
 def test_positive_terms_and_gather_match_dense(seed, shape, variant, alpha):
     Y, A = _pu(seed, *shape)
-    Y = fp._validation.check_csr(Y)
+    Y = fp._core.validation.check_csr(Y)
     rng = np.random.default_rng(seed + 1)
     D = rng.random(shape)
     v = rng.random(Y.nnz)
@@ -73,7 +74,7 @@ def test_positive_terms_and_gather_match_dense(seed, shape, variant, alpha):
 @given(seeds, shapes, st.floats(0.01, 1.0))
 def test_dense_grad_step_matches_dense(seed, shape, eta):
     Y, A = _pu(seed, *shape)
-    Y = fp._validation.check_csr(Y)
+    Y = fp._core.validation.check_csr(Y)
     rng = np.random.default_rng(seed + 2)
     U = rng.random(shape)
     g_full = naive.grad(U, A, "I", 3.0)                   # V = 0
@@ -104,12 +105,12 @@ def test_soft_box_is_clipped_soft_threshold(xs, tau):
 @given(seeds, shapes, st.integers(1, 4), variants, st.floats(0.5, 5.0), st.floats(0, 2), st.floats(0, 2))
 def test_bilinear_objective_and_gradients_match_dense(seed, shape, k, variant, alpha, lam1, lam2):
     Y, A = _pu(seed, *shape)
-    data = csrr._positives(Y)
+    data = csrr_solvers._positives(Y)
     rng = np.random.default_rng(seed + 3)
     P, Q = rng.random((shape[0], k)), rng.random((shape[1], k))
     v = rng.random(data.nnz)
     Vd = data.csr(v).toarray()
-    prob = csrr._Bilinear(data, 0 if variant == "I" else 1, alpha, lam1, lam2)
+    prob = csrr_solvers._Bilinear(data, 0 if variant == "I" else 1, alpha, lam1, lam2)
     ref = naive.bilinear_objective(P, Q, Vd, A, variant, alpha, lam1, lam2)
     assert prob.objective(P, Q, v) == pytest.approx(ref, rel=1e-10, abs=1e-10)
     assert csrr.objective(Y, P=P, Q=Q, V=data.csr(v), variant=variant, alpha=alpha, lam1=lam1,
@@ -124,12 +125,12 @@ def test_bilinear_objective_and_gradients_match_dense(seed, shape, k, variant, a
 
 def test_bilinear_gradients_finite_differences():
     Y, A = _pu(11, 6, 5, density=0.4)
-    data = csrr._positives(Y)
+    data = csrr_solvers._positives(Y)
     rng = np.random.default_rng(0)
     P, Q = rng.random((6, 3)), rng.random((5, 3))
     v = rng.random(data.nnz)
     for variant in ("I", "II"):
-        prob = csrr._Bilinear(data, 0 if variant == "I" else 1, 2.5, 0.0, 0.0)
+        prob = csrr_solvers._Bilinear(data, 0 if variant == "I" else 1, 2.5, 0.0, 0.0)
         gP, gQ = np.empty_like(P), np.empty_like(Q)
         prob.grad_P(P, Q, v, Q.T @ Q, gP)
         prob.grad_Q(P, Q, v, P.T @ P, gQ)

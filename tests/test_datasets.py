@@ -13,7 +13,8 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-import fastpu._archives as A
+from fastpu.datasets import _load as datasets_load
+import fastpu.datasets._archives as A
 import fastpu.datasets as D
 from fastpu.split import leave_one_out, split_by_mask
 
@@ -48,7 +49,7 @@ def test_load_returns_independent_copies():
 
 
 def test_ml1m_size_test_file_and_speed():
-    D._parse_ratings.cache_clear()
+    datasets_load._parse_ratings.cache_clear()
     # CPU time of this process: the wall clock is at the mercy of a shared, busy machine
     t0 = time.process_time()
     ds = D.load("ml-1m")
@@ -319,7 +320,7 @@ def test_load_npz(tmp_path):
     sp.save_npz(tmp_path / "text.npz", text)               # scipy's own "does not support dtype"
     with pytest.raises(TypeError, match=r"the matrix in path .*text.npz' must hold numbers, got dtype <U1"):
         D.load_npz(tmp_path / "text.npz")
-    from fastpu import _validation as V
+    from fastpu._core import validation as V
     with pytest.raises(TypeError, match="Y must hold numbers, got dtype object"):
         V.check_csr(sp.csr_array((np.array([None, 1], dtype=object), [0, 1], [0, 1, 2]), shape=(2, 2)))
 

@@ -7,10 +7,11 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastpu import _fbgd_problem as fbgd_problem
+from fastpu._core import validation as V
+from fastpu.fbgd import _problem as fbgd_problem
 from fastpu import fbgd
-from fastpu._progress import Progress
-from fastpu._threads import limit_threads
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
 
 import naive_fbgd as naive
 
@@ -55,12 +56,12 @@ def problems(draw, features=None):
 
 def _build(pb):
     """The fastpu problem and random parameters Θ^X, Θ^Y, plus the dense inputs of naive."""
-    Y = fbgd.V.check_csr(pb["Y"])
-    Zx = fbgd.V.check_csr(pb["Zx"], nonnegative=False)
-    Zy = fbgd.V.check_csr(pb["Zy"], nonnegative=False)
-    apos = fbgd._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
-    rpos = fbgd._positive_array(pb["r_pos"], name="r_pos", Y=Y, minimum=None)
-    prob = fbgd._Problem(Y, Zx, Zy, pb["k"], pb["biases"], pb["neg"], apos, rpos, pb["r_neg"],
+    Y = V.check_csr(pb["Y"])
+    Zx = V.check_csr(pb["Zx"], nonnegative=False)
+    Zy = V.check_csr(pb["Zy"], nonnegative=False)
+    apos = fbgd_problem._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
+    rpos = fbgd_problem._positive_array(pb["r_pos"], name="r_pos", Y=Y, minimum=None)
+    prob = fbgd_problem._Problem(Y, Zx, Zy, pb["k"], pb["biases"], pb["neg"], apos, rpos, pb["r_neg"],
                          pb["neg_rows"])
     tx, ty = prob.init_params(pb["rng"], 0.7)
     tx[prob.free_x] = pb["rng"].normal(0.0, 0.7, size=int(prob.free_x.sum()))
@@ -143,7 +144,7 @@ def test_objective_never_forms_the_full_matrix():
     P, Q = rng.normal(size=(m, 2)) * 0.1, rng.normal(size=(n, 2)) * 0.1
     neg = np.full(n, 1e-6)
     J = fbgd.objective(Y, P, Q, neg_weights=neg)
-    Yc = fbgd.V.check_csr(Y)
+    Yc = V.check_csr(Y)
     R = np.einsum("ij,ij->i", P[np.repeat(np.arange(m), np.diff(Yc.indptr))], Q[Yc.indices])
     pos = np.sum((1 - R) ** 2) - np.sum(1e-6 * R ** 2)
     allpairs = 1e-6 * np.sum((P.T @ P) * (Q.T @ Q))
@@ -154,7 +155,7 @@ def test_objective_never_forms_the_full_matrix():
 @given(problems())
 def test_gradients_match_dense_all_pairs(pb):
     prob, tx, ty, dense = _build(pb)
-    gx, gy = fbgd._gradients(prob, tx, ty)
+    gx, gy = fbgd_problem._gradients(prob, tx, ty)
     rx, ry = _naive_grads(dense, tx, ty, pb["k"], pb["biases"])
     np.testing.assert_allclose(gx, rx, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(gy, ry, rtol=1e-9, atol=1e-9)
@@ -163,7 +164,7 @@ def test_gradients_match_dense_all_pairs(pb):
 @given(problems())
 def test_gradients_match_finite_differences(pb):
     prob, tx, ty, dense = _build(pb)
-    gx, gy = fbgd._gradients(prob, tx, ty)
+    gx, gy = fbgd_problem._gradients(prob, tx, ty)
     h = 1e-5
     with limit_threads(1):      # many tiny loss evaluations: skip the parallel launches
         _check_fd(prob, tx, ty, gx, gy, dense, pb["biases"], h)
@@ -191,7 +192,7 @@ def _one_run(pb, update, adagrad, n_iter, lr, reg):
     nx, ny = tx.copy(), ty.copy()
     progress = Progress("test")
     try:
-        fbgd._train(prob, tx, ty, lr=lr, n_iter=n_iter, update=update, adagrad=adagrad, reg=reg,
+        fbgd_problem._train(prob, tx, ty, lr=lr, n_iter=n_iter, update=update, adagrad=adagrad, reg=reg,
                     progress=progress)
     except FloatingPointError:
         # plain gradient steps can diverge on a drawn problem: the epoch that raised has updated

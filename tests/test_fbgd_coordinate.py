@@ -8,11 +8,12 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastpu import _fbgd_problem as FP
+from fastpu._core import validation as V
+from fastpu.fbgd import _problem as FP
 from fastpu import fbgd
 from fastpu._kernels import fbgd as K
-from fastpu._progress import Progress
-from fastpu._threads import limit_threads
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
 
 import naive_fbgd as naive
 
@@ -20,7 +21,7 @@ _LAYOUTS = ("ids", "ids+shared", "shared+ids", "ids+ids", "shared", "one-row col
 
 
 def _csr(A):
-    return fbgd.V.check_csr(sp.csr_array(A), nonnegative=False)
+    return V.check_csr(sp.csr_array(A), nonnegative=False)
 
 
 def _features(rng, n, layout):
@@ -62,8 +63,8 @@ def problems(draw):
 
 
 def _build(pb):
-    Y = fbgd.V.check_csr(pb["Y"])
-    apos = fbgd._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
+    Y = V.check_csr(pb["Y"])
+    apos = FP._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
     rpos = np.ones(Y.nnz)
     prob = FP._Problem(Y, pb["Zx"], pb["Zy"], pb["k"], pb["biases"], pb["neg"], apos, rpos,
                        pb["r_neg"], pb["neg_rows"])
@@ -152,7 +153,7 @@ def test_rows_longer_than_the_tile_gather_instead(monkeypatch):
     Y = _csr(sp.csr_array((np.ones(cols.size), cols, np.array([0, cols.size, cols.size])),
                           shape=(2, n)))
     assert Y.indptr[1] > K._TILE_MAX
-    prob = FP._Problem(Y, fbgd._ident(2), fbgd._ident(n), 1, False,
+    prob = FP._Problem(Y, FP._ident(2), FP._ident(n), 1, False,
                        np.full(n, 1e-5), np.ones(Y.nnz), np.ones(Y.nnz), 0.0)
     tx, ty = prob.init_params(rng, 0.1)
     pb = dict(adagrad=True, reg=0.01)
@@ -240,7 +241,7 @@ def test_fused_item_loss_on_an_item_longer_than_the_tile():
     c = np.concatenate([np.zeros(rows.size, dtype=np.int64), [1]])
     Y = _csr(sp.coo_array((np.ones(r.size), (r, c)), shape=(m, 2)).tocsr())
     assert np.diff(FP.V.transpose_csr(Y).indptr)[0] > K._TILE_MAX
-    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(2), 1, False,
+    prob = FP._Problem(Y, FP._ident(m), FP._ident(2), 1, False,
                        np.full(2, 1e-5), np.ones(Y.nnz), np.ones(Y.nnz), 0.0)
     assert prob.fused_loss_terms() is not None
     tx, ty = prob.init_params(rng, 0.1)

@@ -8,11 +8,12 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fastpu._core import validation as V
 import fastpu as fp
-from fastpu import _fbgd_tensor as T
+from fastpu.fbgd import _tensor as T
 from fastpu import fbgd
-from fastpu._progress import Progress
-from fastpu._threads import limit_threads
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
 
 import naive_fbgd as naive
 
@@ -57,7 +58,7 @@ def tensor_problems(draw):
 
 
 def _build(pb):
-    Y = fbgd.V.check_csr(pb["Y"])
+    Y = V.check_csr(pb["Y"])
     px, ph, n_x, n_h = T._check_pairs(pb["pairs"], Y.shape[0], pb["n_x"], pb["n_h"])
     tp = T._Tensor(px, ph, n_x, n_h, pb["f"], pb["tensor"])
     neg, neg_rows, apos, rpos, r_neg = T._weights(

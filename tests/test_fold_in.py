@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fastpu as fp
-from fastpu import _fold_in
-from fastpu._fold_in import fold_in, new_node_rows, walk_new_rows
+from fastpu.model import _fold_in
+from fastpu.model._fold_in import fold_in, new_node_rows, walk_new_rows
 from fastpu.csrr import CSRRModel
 from fastpu.model import Factorization
 
@@ -283,7 +283,7 @@ def test_homf_new_node_walk_statement():
     np.testing.assert_allclose(F[:N, :N], nv.ft_dense(A.toarray(), 3), atol=1e-14)
     np.testing.assert_allclose(rows[:, N:], 0.0)                       # nor onto itself
     An = new_node_rows(Rn, 5, "linear", 0.0)
-    ours = walk_new_rows(An, fp._validation.transpose_csr(A), 3)
+    ours = walk_new_rows(An, fp._core.validation.transpose_csr(A), 3)
     np.testing.assert_allclose(ours, rows[:, :N], atol=1e-14)
     assert not ours[1].any()                                           # no edges: zero row
 

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fastpu.homf import _fit as homf_fit, _walk as homf_walk
 import fastpu as fp
 from fastpu import homf
 from fastpu._kernels import homf as K
@@ -169,10 +170,10 @@ def test_bipartite_walker_equals_matrix_powers(m, n, density, seed, T, block, gr
     # without side graphs the exact mode walks only the user-item blocks of A
     R, Rd, mask, Su, Si = _problem(m, n, density, seed, graphs=True)
     A = homf.transition_matrix(R, user_graph=Su if graph else None, alpha=0.5)
-    At = fp._validation.transpose_csr(A)
+    At = fp._core.validation.transpose_csr(A)
     F = nh.f_T(A.toarray(), T)
     for P, Pt, ref in ((A, At, F), (At, A, F.T)):
-        w = homf._Walker(P, Pt, T, m)
+        w = homf_walk._Walker(P, Pt, T, m)
         assert (w.m is not None) == (not graph or not np.any(Su))
         got = np.hstack([w.columns(np.arange(a, b)) for a, b in w.ranges(block)])
         if w.m is not None:
@@ -191,7 +192,7 @@ def test_ridge_columns_equal_lstsq_on_omega(N, b, k, seed, density, lam, dense):
     F = rng.random((N, b)) * (rng.random((N, b)) < dens)
     L = rng.normal(size=(N, k))
     LtL = np.empty((k, k))
-    homf._gram(L, LtL)
+    homf_fit._gram(L, LtL)
     np.testing.assert_allclose(LtL, L.T @ L, rtol=1e-12, atol=1e-12)
     out = np.empty((b, k))
     loss = np.empty(b)

@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import fastpu as fp
-from fastpu import _io
+from fastpu.model import _io
 from fastpu.csrr import CSRRModel
 from fastpu.model import Factorization, load
 

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-from fastpu import _validation as V
+from fastpu._core import validation as V
 from fastpu._kernels import csr as K
 from fastpu._kernels.losses import LOSS_CODES, entry_losses, entry_values, loss_derivs, loss_value
 from fastpu._kernels.topk import topk_candidates, topk_rows
@@ -159,7 +159,7 @@ def test_topk_candidates_matches_sort_and_counts_non_finite_scores(Y, k, seed):
 
 @given(st.integers(0, 5000), st.integers(1, 6), seeds)
 def test_weighted_gram_is_thread_count_independent(n, k, seed):
-    from fastpu._threads import limit_threads
+    from fastpu._core.threads import limit_threads
 
     rng = np.random.default_rng(seed)
     E, q = rng.normal(size=(n, k)), rng.uniform(size=n) * (rng.random(n) < 0.7)

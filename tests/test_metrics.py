@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-import fastpu.model as model_mod
+import fastpu._core.factorization as model_mod
 from fastpu.metrics import METRICS, evaluate, evaluate_rated, popularity, sampled_auc
 from fastpu.model import Factorization
 

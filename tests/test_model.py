@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 import fastpu as fp
-from fastpu._threads import limit_threads
+from fastpu._core.threads import limit_threads
 
 
 def _model(m=5, n=7, k=2, seed=0):
@@ -42,7 +42,7 @@ def test_recommend_pads_when_few_items_left():
 
 
 def test_recommend_blocks_do_not_change_the_answer(monkeypatch):
-    from fastpu import model as model_mod
+    from fastpu._core import factorization as model_mod
 
     model = _model(40, 9)
     a = fp.recommend(model, None, n=4)
@@ -97,7 +97,8 @@ def test_save_is_a_method_and_load_gives_the_same_model(tmp_path):
 def test_model_module_exports_the_serving_names():
     from fastpu import model as model_mod
 
-    assert set(model_mod.__all__) == {"Factorization", "load", "recommend", "similar_items", "similar_users"}
+    assert set(model_mod.__all__) == {"Factorization", "fold_in", "load", "recommend", "similar_items",
+                                      "similar_users"}
     for name in ("load", "recommend", "similar_items", "similar_users"):
         doc = getattr(model_mod, name).__doc__
         assert all(s in doc for s in ("Parameters", "Returns", "Raises", "Examples")), name

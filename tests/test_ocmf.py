@@ -5,9 +5,10 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
+from fastpu.ocmf import _problem as ocmf_problem
 import fastpu as fp
 from fastpu import ocmf
-from fastpu._threads import limit_threads
+from fastpu._core.threads import limit_threads
 
 import naive
 from strategies import csr_matrices, seeds
@@ -76,7 +77,7 @@ def test_sampled_objective_equals_reference_on_its_sample(Y, seed, loss):
     m, n = Y.shape
     W, H = rng.normal(size=(m, 2)), rng.normal(size=(n, 2))
     kw = dict(rho=0.5, a_bar=-1.0, lam=0.3, lam_graph=0.0)
-    neg = fp._ocmf_problem._sample_negatives(fp._validation.check_csr(Y), 1.5, np.random.default_rng(seed))
+    neg = fp.ocmf._problem._sample_negatives(fp._core.validation.check_csr(Y), 1.5, np.random.default_rng(seed))
     got = ocmf.objective(Y, W, H, loss=loss, negatives="sampled", neg_ratio=1.5,
                          seed=np.random.default_rng(seed), **kw)
     ref = naive.ocmf_objective(Y, W, H, loss_name=loss, negatives="sampled",
@@ -91,7 +92,7 @@ def test_sampled_objective_equals_reference_on_its_sample(Y, seed, loss):
 
 
 def _subproblems(Y, W, H, kw):
-    setup, _ = ocmf._prepare(Y, loss=kw["loss_name"], rho=kw["rho"], p=kw.get("p"), q=kw.get("q"),
+    setup, _ = ocmf_problem._prepare(Y, loss=kw["loss_name"], rho=kw["rho"], p=kw.get("p"), q=kw.get("q"),
                              a_bar=kw["a_bar"], X=kw.get("X"), Z=kw.get("Z"),
                              user_graph=kw.get("user_graph"), item_graph=kw.get("item_graph"),
                              lam=kw["lam"], lam_graph=kw["lam_graph"], negatives=kw["negatives"],

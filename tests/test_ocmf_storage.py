@@ -6,8 +6,8 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-from fastpu import _ocmf_problem as P
-from fastpu import _validation as V
+from fastpu.ocmf import _problem as P
+from fastpu._core import validation as V
 from fastpu import ocmf
 from fastpu._kernels.losses import LOSS_CODES
 from fastpu._kernels.updates import row_newton
@@ -217,7 +217,7 @@ def test_row_kernel_objective_equals_the_subproblem_objective(Y, seed, loss, dty
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_starting_objective_from_the_first_update_equals_objective(monkeypatch, loss, dtype):
     """fit records f(W0, H0) from its first user-side update (no separate pass)."""
-    from fastpu import _progress
+    from fastpu._core import progress as _progress
 
     seen = []
     orig = _progress.Progress.start
@@ -237,7 +237,7 @@ def test_starting_objective_from_the_first_update_equals_objective(monkeypatch, 
 @pytest.mark.parametrize("rows, block", [(0, 8), (5, 8), (64, 8), (100, 7)])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_blockwise_initial_factors_are_the_one_shot_draw(rows, block, dtype):
-    from fastpu.ocmf import _init_factor
+    from fastpu.ocmf._fit import _init_factor
 
     ref = (np.random.default_rng(9).standard_normal((rows, 3)) * 0.25).astype(dtype)
     got = _init_factor(np.random.default_rng(9), rows, 3, 0.25, np.dtype(dtype), block=block)

@@ -194,7 +194,7 @@ def test_unwritable_kernel_cache_warns_once_and_still_writes_nothing_into_the_pa
 
 
 def test_kernel_cache_folders_are_keyed_by_install_location_and_version(tmp_path, monkeypatch):
-    from fastpu import _cache
+    from fastpu._core import cache as _cache
 
     a, b = _cache._install_key("/one/site/fastpu"), _cache._install_key("/two/site/fastpu")
     assert a != b and a.startswith(fp.__version__ + "-") and b.startswith(fp.__version__ + "-")
@@ -206,7 +206,7 @@ def test_kernel_cache_folders_are_keyed_by_install_location_and_version(tmp_path
 def test_kernel_cache_locator_leaves_other_packages_to_numba(tmp_path):
     from numba.core import caching
 
-    from fastpu import _cache
+    from fastpu._core import cache as _cache
 
     def f():
         return 1
@@ -225,8 +225,8 @@ def test_version_is_written_once():
     project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
     assert not re.search(r"^version\s*=", project, flags=re.M)
     assert re.search(r'^dynamic = \["version"\]$', project, flags=re.M)
-    assert 'version = { attr = "fastpu._version.__version__" }' in pyproject
-    src = (ROOT / "fastpu" / "_version.py").read_text()
+    assert 'version = { attr = "fastpu._core.version.__version__" }' in pyproject
+    src = (ROOT / "fastpu" / "_core" / "version.py").read_text()
     assert re.search(r'^__version__ = "\d+\.\d+\.\d+"$', src, flags=re.M)
     assert f"## [{fp.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
     assert (ROOT / "fastpu" / "py.typed").exists()
@@ -255,7 +255,8 @@ def _cache_folder(root, name, source=None):
 
 def test_clear_cache_prunes_the_folders_of_installations_that_are_gone(tmp_path, monkeypatch, capsys):
     """Temporary clones and old virtual environments left a folder each (65 in one user's cache)."""
-    from fastpu import _cache, cli
+    from fastpu import cli
+    from fastpu._core import cache as _cache
 
     root = tmp_path / "cache"
     monkeypatch.setenv("FASTPU_CACHE_DIR", str(root))

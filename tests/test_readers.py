@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import fastpu._readers as R
-import fastpu._userdata as U
+import fastpu.datasets._readers as R
+import fastpu.datasets._userdata as U
 import fastpu.datasets as D
 
 
@@ -487,7 +487,7 @@ def test_read_xc(tmp_path):
 
 def test_read_xc_refuses_header_counts_that_cannot_fit(tmp_path, monkeypatch):
     # a huge label count in the header used to reach numpy as a 745 GiB MemoryError
-    import fastpu._validation as V
+    import fastpu._core.validation as V
     monkeypatch.setattr(V, "MEMORY_LIMIT", 1 << 30)
     p = tmp_path / "huge.txt"
     p.write_text("1 3 100000000000\n0 1:1\n")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fastpu._kernels import fbgd as KF
 from fastpu._kernels import homf as KH
-from fastpu._threads import limit_threads
+from fastpu._core.threads import limit_threads
 
 seeds = st.integers(0, 2**31 - 1)
 

@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 from fastpu._kernels import updates
 from fastpu._kernels.losses import LOSS_CODES
 from fastpu._kernels.rowpool import row_blocks, run_rows
-from fastpu._threads import limit_threads
+from fastpu._core.threads import limit_threads
 
 from strategies import seeds
 

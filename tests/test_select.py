@@ -7,7 +7,7 @@ import scipy.stats as stats
 
 import fastpu as fp
 from fastpu import select
-from fastpu._progress import Progress
+from fastpu._core.progress import Progress
 from fastpu.model import Factorization
 from fastpu.split import validation_split
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from strategies import csr_matrices
 
 import fastpu as fp
-from fastpu import model as model_mod
+from fastpu._core import factorization as model_mod
 from fastpu.datasets import Dataset
 from fastpu.model import Factorization, similar_items, similar_users
 
@@ -187,7 +187,7 @@ def test_recommend_rejects_bad_input(kw, exc, msg):
 
 @pytest.mark.parametrize("count", [3, 40])                 # one scan per id / one sort
 def test_id_lookup_by_scan_and_by_sort_agree(count):
-    from fastpu._serving import lookup
+    from fastpu.model._serving import lookup
 
     rng = np.random.default_rng(count)
     known = np.array([f"id{j}" for j in rng.permutation(60)], dtype=object)

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
-from fastpu import _svt_dense as SD
+from fastpu.optim import _svt_dense as SD
 from fastpu import csrr, prox
 
 

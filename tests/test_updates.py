@@ -13,10 +13,10 @@ import pytest
 import scipy.optimize
 from hypothesis import given, strategies as st
 
-from fastpu import _validation as V
+from fastpu._core import validation as V
 from fastpu._kernels.losses import LOSS_CODES
 from fastpu._kernels.updates import row_newton
-from fastpu._threads import limit_threads
+from fastpu._core.threads import limit_threads
 
 from naive import loss as naive_loss
 from strategies import csr_matrices, seeds

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fastpu import _validation as V
+from fastpu._core import validation as V
 
 
 def test_check_csr_canonicalises():

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import fastpu as fp
-from fastpu import _validation as V
+from fastpu._core import validation as V
 from fastpu import csrr, distributed, fbgd, homf, ocmf
 
 FITS = {

@@ -3,7 +3,8 @@
 import pytest
 
 import fastpu as fp
-from fastpu import _warmup, cli
+from fastpu import cli
+from fastpu.cli import _warmup
 
 
 def test_jobs_are_each_methods_demo_configurations_and_its_default_fit():

@@ -20,11 +20,11 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from .. import _validation as V
-from .._dataset import Dataset
-from .._typing import Sparse, Threads
-from ..model import Factorization
-from . import _blocks
+from fastpu._core import validation as V
+from fastpu._core.dataset import Dataset
+from fastpu._core.hints import Sparse, Threads
+from fastpu._core.factorization import Factorization
+from fastpu.distributed import blocks as _blocks
 
 __all__ = ["fit", "METHODS"]
 
@@ -180,15 +180,15 @@ def _fit_on_layout(client, layout, driver, k, n_threads, params):
 
 def _driver(method):
     if method == "ocmf":
-        from . import _ocmf
+        from fastpu.ocmf import _dask as _ocmf
         return _ocmf
     if method == "csrr":
-        from . import _csrr
+        from fastpu.csrr import _dask as _csrr
         return _csrr
     if method == "homf":
-        from . import _homf
+        from fastpu.homf import _dask as _homf
         return _homf
-    from . import _fbgd
+    from fastpu.fbgd import _dask as _fbgd
     return _fbgd
 
 

@@ -1,0 +1,241 @@
+"""The result type every method returns, and the decorator that lets a fit take a Dataset.
+
+``Factorization`` holds the factors, history, params and extras of a fitted model and scores
+users in memory-bounded blocks. It sits below the methods (each fit returns one); what is done
+with a model afterwards — files, serving, fold-in, evaluation — lives in :mod:`fastpu.model` and
+:mod:`fastpu.model_selection`, which the model's own methods call on first use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from typing import Any, Callable, Iterator, TypeVar, cast
+
+import numpy as np
+
+from fastpu._core import validation as V
+from fastpu._core.dataset import Dataset
+from fastpu._core.hints import ArrayLike, FloatArray, IntArray, PathOrFile
+
+# Scores are produced in blocks of users so that nothing m×n is ever allocated.
+_BLOCK_BYTES = 64 * 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class Factorization:
+    """A fitted model: score(i, j) = user_factors[i] · item_factors[j] (+ method extras).
+
+    Attributes
+    ----------
+    user_factors : ndarray, shape (m, k)
+        One row per user (for feature models, ``X @ W``).
+    item_factors : ndarray, shape (n, k)
+        One row per item (for feature models, ``Z @ H``).
+    history : list of dict
+        One dict per outer iteration with at least ``iter``, ``objective``, ``seconds``.
+    params : dict
+        The arguments the model was fitted with.
+    method : str
+        Name of the method that produced it (``"ocmf"``, ``"fbgd"``, ...).
+    extras : dict
+        Method-specific parts (``W``, ``H`` for feature models, ...).
+    user_ids, item_ids : ndarray or None
+        The original identifier of each row / column when the model was fitted on a
+        :class:`fastpu.datasets.Dataset`; ``None`` when it was fitted on a bare matrix.
+
+    Methods whose scores are not a plain product subclass this and override
+    :meth:`scores`.
+    """
+
+    user_factors: np.ndarray
+    item_factors: np.ndarray
+    history: list = dataclasses.field(default_factory=list)
+    params: dict = dataclasses.field(default_factory=dict)
+    method: str = ""
+    extras: dict = dataclasses.field(default_factory=dict)
+    user_ids: np.ndarray | None = None
+    item_ids: np.ndarray | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # a dataclass subclass would get a generated repr printing every array in full;
+        # keep the short one unless the subclass writes its own
+        super().__init_subclass__(**kwargs)
+        if "__repr__" not in cls.__dict__:
+            cls.__repr__ = Factorization.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        """A one-line summary (the arrays, history and params are left out)."""
+        try:
+            m, n = self.shape
+            shape = f"{m} users × {n} items"
+        except (AttributeError, ValueError, IndexError):
+            shape = "shape unknown"
+        uf = self.user_factors
+        k = uf.shape[1] if getattr(uf, "ndim", 0) == 2 else "?"
+        ids = "yes" if self.user_ids is not None or self.item_ids is not None else "no"
+        parts = [f"method={self.method!r}", shape, f"k={k}",
+                 f"dtype={getattr(uf, 'dtype', type(uf).__name__)}",
+                 f"history={len(self.history)} {'entry' if len(self.history) == 1 else 'entries'}",
+                 f"ids={ids}",
+                 f"extras={sorted(map(str, self.extras))}"]
+        base = {f.name for f in dataclasses.fields(Factorization)}
+        parts += [f"{f.name}={_brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
+                  if f.name not in base]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(number of users, number of items)."""
+        return (self.user_factors.shape[0], self.item_factors.shape[0])
+
+    @property
+    def W(self) -> Any:
+        """User-side coefficients (``d×k`` with features, else the user factors)."""
+        return self.extras.get("W", self.user_factors)
+
+    @property
+    def H(self) -> Any:
+        """Item-side coefficients (``e×k`` with features, else the item factors)."""
+        return self.extras.get("H", self.item_factors)
+
+    def scores(self, users: ArrayLike | None = None) -> np.ndarray:
+        """Dense score rows for ``users`` (all users when ``None``).
+
+        Parameters
+        ----------
+        users : array-like of int, optional
+            Row indices in ``[0, m)``.
+
+        Returns
+        -------
+        ndarray, shape (len(users), n)
+
+        Raises
+        ------
+        TypeError
+            If ``users`` is not integer.
+        ValueError
+            If ``users`` is not 1-d or has an index outside ``[0, m)``.
+        """
+        users = V.check_users(users, self.shape[0])
+        return self.user_factors[users] @ self.item_factors.T
+
+    def save(self, path: PathOrFile) -> None:
+        """Write the model to one ``.npz`` file that :func:`fastpu.load` reads back exactly.
+
+        Everything is kept: factors, extras (sparse parts, feature coefficients), method,
+        params, history, user and item ids, and the fastpu version that wrote the file.
+        The file holds no pickled objects (it is read with ``allow_pickle=False``), and
+        checksums catch a truncated or damaged file. The file is written under a temporary
+        name and then renamed, so an interrupted save never leaves a half-written model.
+
+        Parameters
+        ----------
+        path : str, os.PathLike or writable binary file object
+            Target file, written as given (no ``.npz`` is appended).
+
+        Raises
+        ------
+        TypeError
+            If ``path`` is neither a path nor a file object, or is a text-mode file object;
+            if the factors are not 2-d float numpy arrays; or the model holds a value a
+            model file cannot represent (an object other than None, bool, int, float, str,
+            list, tuple, dict, numpy scalar or array, scipy sparse matrix). A value of another
+            type inside ``params`` (for example a ``numpy.random.Generator`` passed as
+            ``seed``) is saved as its ``repr`` string with a warning instead.
+        ValueError
+            If ``path`` is empty or a directory, its folder does not exist or is not
+            writable, or it is a closed or read-only file object; if the factors' widths
+            differ or the ids are not one per row.
+
+        Examples
+        --------
+        >>> import io, fastpu as fp
+        >>> Y = fp.datasets.synthetic(20, 15, rank=2, density=0.2, seed=0).Y
+        >>> model = fp.fbgd.fit(Y, 3, n_iter=2)
+        >>> buf = io.BytesIO()
+        >>> model.save(buf)
+        >>> from fastpu.model import load
+        >>> load(io.BytesIO(buf.getvalue())).params == model.params
+        True
+        """
+        from fastpu.model._io import save
+
+        save(self, path)
+
+
+def _brief(value: Any) -> str:
+    """A short text for a value in a repr: scalars and short strings as they are, arrays and
+    matrices as their type and shape, containers as their type and length."""
+    if value is None or isinstance(value, (bool, int, float, np.number)):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else repr(value[:37] + "...")
+    shape = getattr(value, "shape", None)
+    if shape == () and hasattr(value, "item"):
+        return repr(value.item())
+    if isinstance(shape, tuple):
+        return f"<{type(value).__name__} {'×'.join(map(str, shape))}>"
+    if isinstance(value, (list, tuple, dict, set)):
+        return f"<{type(value).__name__} of {len(value)}>"
+    return f"<{type(value).__name__}>"
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def public_name(fn: Callable[..., Any]) -> str:
+    """How a user calls ``fn``: ``ocmf.fit`` for ``fastpu.ocmf._fit.fit`` (the method package and
+    the function), the bare name for a baseline (``wrmf``)."""
+    parts = [p for p in fn.__module__.split(".") if not p.startswith("_")]
+    if parts[:1] == ["fastpu"] and len(parts) > 1 and parts[1] not in ("model_selection",):
+        return f"{parts[1]}.{fn.__name__}"
+    return fn.__name__
+
+
+def accepts_dataset(fit: _F) -> _F:
+    """Let a method's ``fit(Y, k, ...)`` take a :class:`~fastpu.datasets.Dataset` as ``Y``.
+
+    The data set's ``Y`` is fitted as given (binarise first if its values are ratings you do
+    not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model. A keyword
+    argument the fit does not take is a TypeError naming the closest one it does.
+    """
+    names = V.fit_names(fit)            # None: it takes **kwargs and checks them itself
+    where = public_name(fit)
+
+    k_param = inspect.signature(fit).parameters.get("k")
+    needs_k = k_param is not None and k_param.default is inspect.Parameter.empty
+
+    @functools.wraps(fit)
+    def wrapper(Y: Any, *args: Any, **kwargs: Any) -> Any:
+        if needs_k and not args and "k" not in kwargs:
+            raise TypeError(f"{where}() missing k, the rank (the number of latent factors of each "
+                            f"user and item): e.g. {where}(Y, 32)")
+        if names is not None:           # Python's own message, with the closest name it takes
+            for key in kwargs:
+                if key not in names:
+                    raise TypeError(f"{where}() got an unexpected keyword argument {key!r}"
+                                    f"{V.did_you_mean(key, names)}; it takes {', '.join(sorted(names))}")
+        if not isinstance(Y, Dataset):
+            return fit(Y, *args, **kwargs)
+        model = fit(Y.Y, *args, **kwargs)
+        return dataclasses.replace(model, user_ids=Y.user_ids, item_ids=Y.item_ids)
+    return cast(_F, wrapper)
+
+
+def _block_size(n_items: int) -> int:
+    return max(1, min(4096, _BLOCK_BYTES // (8 * max(1, n_items))))
+
+
+def iter_score_blocks(model: Factorization,
+                      users: IntArray) -> Iterator[tuple[IntArray, FloatArray]]:
+    """Yield ``(rows, dense scores)`` for ``users`` in memory-bounded blocks."""
+    step = _block_size(model.shape[1])
+    for start in range(0, users.size, step):
+        rows = users[start:start + step]
+        yield rows, np.ascontiguousarray(model.scores(rows), dtype=np.float64)
+
+
+__all__ = ["Factorization", "accepts_dataset", "iter_score_blocks"]

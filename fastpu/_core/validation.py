@@ -1,0 +1,615 @@
+"""The boundary: the only module that checks and canonicalises user input.
+
+Everything below this layer (kernels, solvers) trusts its inputs: CSR matrices
+have sorted, duplicate-free, in-range int64 indices and float64 data; dense
+arrays are C-contiguous float64.  Numba does not check bounds, so nothing that
+fails these checks may ever reach a kernel.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import numbers
+import os
+import re
+from typing import Any, Callable, Collection, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._core.hints import ArrayLike, Callback, DTypeLike, IntArray, Matrix, Seed, Sparse
+
+_T = TypeVar("_T")
+
+INDEX_DTYPE = np.int64
+VALUE_DTYPE = np.float64
+
+# Dense variants (LR-wLR, CSRR-I/II) refuse to allocate more than this many
+# float64 entries unless the caller raises the limit explicitly.
+DENSE_LIMIT = 25_000_000
+
+# The memory guard (check_alloc): an explicit limit in bytes wins (this module attribute, or the
+# environment variable FASTPU_MEMORY_LIMIT, e.g. "4G"); otherwise the memory the kernel reports
+# as available now (MemAvailable in /proc/meminfo, else free physical pages).
+MEMORY_LIMIT = None
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _shape_str(shape: tuple[int, ...]) -> str:
+    return "×".join(str(int(s)) for s in shape)
+
+
+def check_real(A: Any, *, name: str) -> None:
+    """Refuse complex input before a cast to float64 silently drops its imaginary part.
+
+    Arrays (dense, sparse, LinearOperators) are judged by their ``dtype``; lists, tuples and
+    scalars by the dtype numpy gives them.
+
+    Raises
+    ------
+    TypeError
+        If ``A`` has a complex dtype; the message names ``name`` and the dtype.
+    """
+    dt = getattr(A, "dtype", None)
+    if dt is None and isinstance(A, (list, tuple, complex)):
+        try:
+            dt = np.asarray(A).dtype
+        except (TypeError, ValueError):          # ragged or odd input: the caller's cast reports it
+            dt = None
+    if getattr(dt, "kind", None) == "c":
+        raise TypeError(f"{name} must be real, got complex dtype {dt}; expected real (float or "
+                        "integer) values: take the real part or the modulus first if that is what is meant")
+
+
+def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
+              nonnegative: bool = True, allow_zero_rows: bool = True,
+              shape_from: str | None = None, keep_integers: bool = False) -> Sparse:
+    """Return ``Y`` as canonical CSR (int64 sorted unique indices, float64 data).
+
+    ``shape_from`` says where the expected ``shape`` comes from (e.g. ``"model.shape"``), for
+    the message when it does not match. With ``keep_integers``, integer (or bool) data stays
+    int64 rather than float64, which is exact only to 2**53 (timestamps in nanoseconds, ids).
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not a scipy.sparse matrix or array, or has a complex dtype.
+    ValueError
+        If it is malformed, has non-finite or (with ``nonnegative``) negative
+        stored values, or does not have the expected ``shape``.
+    """
+    if not sp.issparse(Y):
+        kind = type(Y).__name__
+        if kind == "Dataset":
+            hint = f"pass the data set's matrix, {name}=data.Y"
+        elif kind == "DataFrame" and getattr(Y, "ndim", 2) == 2 and Y.shape[1] > 3:
+            hint = (f"a users × items table ({Y.shape[0]} × {Y.shape[1]}) is "
+                    f"scipy.sparse.csr_array(df.to_numpy()); for (user, item[, value]) pairs use "
+                    "fastpu.datasets.from_pairs(df['user'], df['item'])")
+        elif kind == "DataFrame":
+            hint = ("for (user, item[, value]) pairs use fastpu.datasets.from_pairs(df['user'], "
+                    "df['item']) and pass its .Y (or the Dataset, where a Dataset is taken)")
+        else:
+            hint = f"wrap dense data with scipy.sparse.csr_array({name})"
+        raise TypeError(f"{name} must be a scipy.sparse matrix or array, got {kind}; {hint}")
+    if Y.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional, got {Y.ndim} dimensions")
+    check_real(Y, name=name)
+    if Y.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers, got dtype {Y.dtype}")
+    if shape is not None and tuple(Y.shape) != tuple(shape):
+        raise ValueError(
+            f"{name} has shape {_shape_str(Y.shape)}, expected {_shape_str(shape)}"
+            + (f" ({shape_from})" if shape_from else "")
+        )
+    fmt = Y.format
+    if fmt in ("csr", "csc"):
+        _check_compressed_structure(Y, name)
+    elif fmt == "coo":
+        r, c = Y.coords if hasattr(Y, "coords") else (Y.row, Y.col)
+        if r.size and (r.min() < 0 or r.max() >= Y.shape[0] or c.min() < 0 or c.max() >= Y.shape[1]):
+            raise ValueError(f"{name} has COO coordinates out of range for shape {_shape_str(Y.shape)}")
+    dtype: Any = VALUE_DTYPE
+    if keep_integers and Y.dtype.kind in "iub":
+        dtype = np.int64
+        if Y.dtype.kind == "u" and Y.dtype.itemsize == 8 and Y.nnz and Y.max() >= 2**63:
+            raise ValueError(f"{name} has stored values of {int(Y.max())} or more; expected values "
+                             "below 2**63 (int64)")
+    Y = sp.csr_array(Y, dtype=dtype, copy=True)
+    Y.sum_duplicates()
+    Y.sort_indices()
+    data = np.ascontiguousarray(Y.data, dtype=dtype)
+    nonfinite = data.size - int(np.isfinite(data).sum())
+    if nonfinite:
+        raise ValueError(f"{name} has {nonfinite} non-finite (NaN or inf) stored values; expected finite values")
+    if nonnegative and data.size and data.min() < 0:
+        raise ValueError(
+            f"{name} has {int((data < 0).sum())} negative stored values (min {data.min():g}); "
+            "expected non-negative weights (stored entries are positives)"
+        )
+    out = sp.csr_array(
+        (data, Y.indices.astype(INDEX_DTYPE, copy=False), Y.indptr.astype(INDEX_DTYPE, copy=False)),
+        shape=Y.shape,
+    )
+    return out
+
+
+def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
+    """Refuse a training matrix no fit can learn from; return ``Y`` unchanged.
+
+    Every method's ``fit`` calls this on its canonical Y (after :func:`check_csr`). Functions
+    that legitimately take an empty matrix (splits, metrics, fold-in, serving, objectives) do
+    not: the check belongs to the fit entry points only.
+
+    Raises
+    ------
+    ValueError
+        If ``Y`` has a zero dimension (no user or no item), or no positive: no stored entry
+        with a nonzero value (the positives are the stored entries; a stored zero weighs
+        nothing).
+    """
+    m, n = (int(s) for s in Y.shape)
+    if m == 0 or n == 0:
+        raise ValueError(f"{name} has shape {m}×{n}; expected at least one user and one item "
+                         "(a matrix with one row per user and one column per item)")
+    if not np.count_nonzero(np.asarray(Y.data)[: int(Y.nnz)]):
+        stored = int(Y.nnz)
+        what = "no stored entries" if not stored else f"{stored} stored entries, all zero"
+        raise ValueError(f"{name} has shape {m}×{n} but no positive entries ({what}); expected at "
+                         "least one positive (a stored nonzero value) to fit a model")
+    return Y
+
+
+def _check_compressed_structure(Y: Sparse, name: str) -> None:
+    """Reject malformed CSR/CSC (before scipy or a kernel reads out of bounds)."""
+    indptr, indices = np.asarray(Y.indptr), np.asarray(Y.indices)
+    major, minor = (Y.shape[0], Y.shape[1]) if Y.format == "csr" else (Y.shape[1], Y.shape[0])
+    if indptr.ndim != 1 or indptr.size != major + 1:
+        raise ValueError(f"{name} is malformed: indptr has length {indptr.size}, expected {major + 1}")
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{name} is malformed: indptr must start at 0 and be non-decreasing")
+    if indptr[-1] > indices.size or indptr[-1] > np.asarray(Y.data).size:
+        raise ValueError(
+            f"{name} is malformed: indptr ends at {indptr[-1]} but only {indices.size} indices are stored"
+        )
+    used = indices[: indptr[-1]]
+    if used.size and (used.min() < 0 or used.max() >= minor):
+        raise ValueError(
+            f"{name} is malformed: stored indices out of range [0, {minor}) "
+            f"(min {used.min()}, max {used.max()})"
+        )
+
+
+def check_dense(A: Any, *, name: str, shape: tuple[int | None, ...] | None = None, ndim: int = 2,
+                nonnegative: bool = False, shape_from: str | None = None) -> np.ndarray:
+    """Return ``A`` as a C-contiguous float64 array with finite values.
+
+    ``shape_from`` says where the expected ``shape`` comes from, for the message. Complex input
+    is a TypeError (:func:`check_real`), never cast to its real part.
+    """
+    if sp.issparse(A):
+        raise TypeError(f"{name} must be a dense array, got a scipy.sparse {A.format} matrix")
+    check_real(A, name=name)
+    try:
+        A = np.array(A, dtype=VALUE_DTYPE, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array, got {type(A).__name__}") from exc
+    if A.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {A.shape}")
+    if shape is not None:
+        want = tuple(shape)
+        for got, exp in zip(A.shape, want):
+            if exp is not None and got != exp:
+                exp_str = "×".join("*" if s is None else str(s) for s in want)
+                raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {exp_str}"
+                                 + (f" ({shape_from})" if shape_from else ""))
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} has {int(A.size - np.isfinite(A).sum())} non-finite (NaN or inf) values")
+    if nonnegative and A.size and A.min() < 0:
+        raise ValueError(f"{name} must be non-negative, got minimum {A.min():g}")
+    return A
+
+
+def check_vector(v: ArrayLike | None, *, name: str, size: int, default: float = 1.0,
+                 positive: bool = False, nonnegative: bool = True) -> np.ndarray:
+    """A length-``size`` float64 vector; ``None`` gives ``default`` everywhere."""
+    if v is None:
+        return np.full(size, float(default), dtype=VALUE_DTYPE)
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"{name} must be a number or a length-{size} vector, got {v!r}")
+    check_real(v, name=name)
+    if np.isscalar(v):
+        v = np.full(size, float(v))  # type: ignore[arg-type]  # numpy's guard admits str here
+    v = check_dense(v, name=name, shape=(size,), ndim=1)
+    if positive and v.size and v.min() <= 0:
+        raise ValueError(f"{name} must be positive, got minimum {v.min():g}")
+    if nonnegative and v.size and v.min() < 0:
+        raise ValueError(f"{name} must be non-negative, got minimum {v.min():g}")
+    return v
+
+
+def check_features(X: Matrix | None, *, name: str, n_rows: int, of: str = "row") -> Matrix:
+    """Side features: ``None``, a CSR (canonical) or a dense float64 array with ``n_rows`` rows.
+
+    ``of`` says what a feature row describes in messages: one per ``"row"`` (user) or
+    ``"column"`` (item) of Y.
+    """
+    if X is None:
+        return None
+    if sp.issparse(X):
+        if X.shape[0] != n_rows:
+            raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per {of} of Y)")
+        if X.ndim == 2 and X.shape[1] < 1:
+            raise ValueError(f"{name} has no columns; expected at least one feature")
+        return check_csr(X, name=name, nonnegative=False)
+    X = check_dense(X, name=name)
+    if X.shape[0] != n_rows:
+        raise ValueError(f"{name} has {X.shape[0]} rows, expected {n_rows} (one per {of} of Y)")
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} has no columns; expected at least one feature")
+    return X
+
+
+def check_graph(S: Matrix | None, *, name: str, n: int,
+                symmetric_tol: float = 1e-8) -> Sparse | None:
+    """A similarity graph: square n×n, symmetric, non-negative; canonical CSR without stored zeros."""
+    if S is None:
+        return None
+    if not sp.issparse(S):
+        S = check_dense(S, name=name)
+        S = sp.csr_array(S)
+    if S.shape != (n, n):
+        raise ValueError(f"{name} has shape {_shape_str(S.shape)}, expected a square {n}×{n} similarity matrix")
+    S = check_csr(S, name=name, nonnegative=False)
+    S.eliminate_zeros()          # a similarity of 0 is no edge, whatever the input format
+    if S.nnz and S.data.min() < 0:
+        raise ValueError(f"{name} has negative similarities (min {S.data.min():g}); expected non-negative weights")
+    diff = abs(S - S.T)
+    if diff.nnz and diff.max() > symmetric_tol * max(1.0, abs(S).max()):
+        raise ValueError(f"{name} is not symmetric (max |S - S.T| = {diff.max():g}); pass (S + S.T) / 2")
+    return S
+
+
+def laplacian(S: Sparse | None) -> Sparse | None:
+    """L = D - S of a canonical similarity CSR (or ``None``)."""
+    if S is None:
+        return None
+    deg = np.asarray(S.sum(axis=1)).ravel()
+    L = sp.csr_array(sp.diags_array(deg, format="csr") - S)
+    return check_csr(L, name="laplacian", nonnegative=False)
+
+
+# Integers reach numba kernels as int64: anything above this is refused at the boundary.
+INT_MAX = 2**62
+
+
+def check_k(k: Any, *, name: str = "k") -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= 1, got {k!r}")
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"{name} must be >= 1, got {k}")
+    if k > INT_MAX:
+        raise ValueError(f"{name} must be <= 2**62, got {k}")
+    return int(k)
+
+
+def check_int(v: Any, *, name: str, minimum: int | None = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {v!r}")
+    v = int(v)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if v > INT_MAX:
+        raise ValueError(f"{name} must be <= 2**62, got {v}")
+    return int(v)
+
+
+def check_scalar(x: Any, *, name: str, minimum: float | None = None,
+                 maximum: float | None = None, strict_min: bool = False,
+                 strict_max: bool = False) -> float:
+    """A finite real number inside the given bounds."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {x!r}")
+    try:
+        x = float(x)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got an integer too large for a float") from None
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    if minimum is not None and (x < minimum or (strict_min and x == minimum)):
+        op = ">" if strict_min else ">="
+        raise ValueError(f"{name} must be {op} {minimum}, got {x:g}")
+    if maximum is not None and (x > maximum or (strict_max and x == maximum)):
+        op = "<" if strict_max else "<="
+        raise ValueError(f"{name} must be {op} {maximum}, got {x:g}")
+    return x
+
+
+def fit_names(fit: Callable[..., Any]) -> set[str] | None:
+    """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``.
+
+    A fit that passes ``**kwargs`` on (``baselines.wrmf``) can declare the full set as its
+    ``keyword_names`` attribute.
+    """
+    declared = getattr(fit, "keyword_names", None)
+    if declared is not None:
+        return set(declared)
+    params = inspect.signature(fit).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return set(params) - {"Y"}
+
+
+def ascii_int(s: str) -> int | None:
+    """The value of a non-negative integer written in ASCII digits, else None.
+
+    ``str.isdigit`` also passes '²' and '٥', which ``int`` then refuses or reads.
+    """
+    return int(s) if re.fullmatch(r"[0-9]+", s) else None
+
+
+def did_you_mean(key: str, names: Collection[str]) -> str:
+    """`` (did you mean 'x'?)`` for the name in ``names`` closest to ``key``, else ``""``."""
+    close = difflib.get_close_matches(key, sorted(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# Above this a ridge or graph penalty makes every factor zero to machine precision, and its term
+# swamps the loss's digits (ocmf with lam = 1e100 gave a negative square-loss objective, 1e150 a
+# NaN; fbgd with reg = 1e200 never moved).
+PENALTY_MAX = 1e20
+
+
+def check_penalty(x: Any, *, name: str) -> float:
+    """A regularisation weight: a real number in [0, PENALTY_MAX]."""
+    x = check_scalar(x, name=name, minimum=0.0)
+    if x > PENALTY_MAX:
+        raise ValueError(f"{name} must be at most {PENALTY_MAX:g}, got {x:g}: a penalty this large "
+                         "makes every factor zero to machine precision and leaves the objective no digits")
+    return x
+
+
+def check_choice(value: _T, *, name: str, choices: Collection[Any]) -> _T:
+    try:
+        known = value in choices
+    except TypeError:                    # an unhashable value (a list, a dict) against a dict/set
+        known = False
+    if not known:
+        raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(repr(c) for c in choices)}")
+    return value
+
+
+def check_float_dtype(dtype: DTypeLike) -> np.dtype[Any]:
+    """np.dtype float64 or float32 from a name, numpy type or dtype."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dtype is None or dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    return dt
+
+
+def check_callback(callback: Callback) -> Callback:
+    """``None`` or a callable that accepts one argument (the history dict of an iteration)."""
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    if callback is not None:
+        import inspect
+        try:
+            sig = inspect.signature(callback)
+        except (TypeError, ValueError):       # builtins without a signature: trust them
+            return callback
+        try:
+            sig.bind({})
+        except TypeError:
+            raise TypeError(
+                f"callback must accept one argument (the history dict of an iteration), got {callback!r} "
+                f"with signature {sig}") from None
+    return callback
+
+
+def check_verbose(verbose: Any, *, name: str = "verbose") -> bool:
+    """True/False, or an int (numpy bools and ints too): a string such as "0" is refused."""
+    if not isinstance(verbose, (bool, np.bool_, numbers.Integral)):
+        text = repr(verbose)
+        raise TypeError(f"{name} must be True or False (or an int, 0 for quiet), got "
+                        f"{type(verbose).__name__} {text if len(text) <= 60 else text[:57] + '...'}")
+    return bool(verbose)
+
+
+def check_seed(seed: Seed) -> np.random.Generator:
+    """A numpy Generator from an int seed, a Generator, or None (fresh entropy)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0):
+        return np.random.default_rng(seed)
+    raise TypeError(f"seed must be a non-negative integer, a numpy Generator or None, got {seed!r}")
+
+
+def check_dense_size(m: int, n: int, *, what: str, alternative: str,
+                     limit: int | None = None) -> None:
+    """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT).
+
+    ``limit`` is the user's ``dense_limit`` argument: ``None`` or an integer >= 0.
+    The bytes themselves are checked against the available memory (:func:`check_alloc`).
+    """
+    limit = DENSE_LIMIT if limit is None else check_int(limit, name="dense_limit", minimum=0)
+    if int(m) * int(n) > limit:
+        gib = int(m) * int(n) * 8 / 2**30
+        raise ValueError(
+            f"{what} needs a dense {m}×{n} matrix ({gib:.1f} GiB), above the limit of {limit:,} entries; "
+            f"use {alternative}, or raise dense_limit if the memory is really there"
+        )
+    check_alloc(int(m) * int(n) * 8, what=what, names=("dense_limit",))
+
+
+def check_users(users: ArrayLike | None, m: int) -> IntArray:
+    """Row indices as a 1-d int64 array inside [0, m); ``None`` means all rows."""
+    if users is None:
+        return np.arange(m, dtype=INDEX_DTYPE)
+    return check_indices(users, name="users", size=m)
+
+
+def transpose_csr(Y: Sparse) -> Sparse:
+    """The transpose of a canonical CSR as canonical CSR (built once, reused for column sums)."""
+    T = sp.csr_array(Y.T)
+    T.sort_indices()
+    return sp.csr_array(
+        (T.data.astype(VALUE_DTYPE, copy=False), T.indices.astype(INDEX_DTYPE, copy=False),
+         T.indptr.astype(INDEX_DTYPE, copy=False)),
+        shape=T.shape,
+    )
+
+
+def check_square_csr(A: Any, *, name: str, nonnegative: bool = False) -> Sparse:
+    """A square sparse matrix as canonical CSR (``check_csr`` plus a square shape)."""
+    A = check_csr(A, name=name, nonnegative=nonnegative)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected a square matrix")
+    return A
+
+
+def check_indices(idx: ArrayLike, *, name: str, size: int, size_from: str | None = None) -> IntArray:
+    """Integer positions as a 1-d int64 array inside [0, size) (a scalar becomes length 1)."""
+    if isinstance(idx, str) or idx is None:
+        raise TypeError(f"{name} must be integer indices, got {type(idx).__name__}")
+    try:
+        arr = np.asarray(idx)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-d sequence of integer indices, got {type(idx).__name__}") from exc
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.size == 0 and arr.ndim == 1 and arr.dtype.kind in "fbO":
+        arr = arr.astype(INDEX_DTYPE)          # [] and np.array([]) are an empty selection
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer indices, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array of indices, got shape {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() >= size):
+        raise ValueError(f"{name} must lie in [0, {size}), got values in [{arr.min()}, {arr.max()}]"
+                         + (f" ({size_from})" if size_from else ""))
+    return np.ascontiguousarray(arr, dtype=INDEX_DTYPE)
+
+
+def check_ids(ids: ArrayLike, *, name: str, size: int, expected: str) -> np.ndarray:
+    """Identifiers as a 1-d array of ``size`` distinct values; ``expected`` says what they label."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or arr.shape[0] != size:
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({size},): {expected}")
+    try:
+        s = np.sort(arr, kind="stable")
+        same = np.flatnonzero(s[1:] == s[:-1])
+        dups = s[same[:1]].tolist()
+    except TypeError:                    # an object array of ids that do not compare (str and int)
+        seen: set[Any] = set()
+        dups = []
+        for x in arr.tolist():
+            if x in seen:
+                dups = [x]
+                break
+            seen.add(x)
+    if dups:
+        dup = dups[0]
+        where = np.flatnonzero(arr == dup)[:2].tolist()
+        raise ValueError(f"{name} has the id {dup!r} more than once (positions {where[0]} and {where[1]}); "
+                         f"expected unique ids, {expected}")
+    return arr
+
+
+# ----------------------------------------------------------------------------- memory guard
+
+def _parse_bytes(text: str, *, name: str) -> int:
+    raw = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    unit = raw[-1:] if raw[-1:] in _UNITS else ""
+    try:
+        value = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{name} must be a number of bytes such as 4000000000 or '4G', got {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of bytes, got {text!r}")
+    return int(value)
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_limit() -> int | None:
+    """Bytes one fastpu call may allocate: ``MEMORY_LIMIT``, ``$FASTPU_MEMORY_LIMIT``, else available.
+
+    ``None`` when no limit is set and the platform does not report its available memory.
+    """
+    if MEMORY_LIMIT is not None:
+        return int(MEMORY_LIMIT)
+    env = os.environ.get("FASTPU_MEMORY_LIMIT")
+    if env:
+        return _parse_bytes(env, name="FASTPU_MEMORY_LIMIT")
+    return _available_bytes()
+
+
+def _fmt_bytes(nbytes: float) -> str:
+    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= div:
+            return f"{nbytes / div:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def check_alloc(shape_or_nbytes: int | tuple[int, ...], *, what: str, names: tuple[str, ...],
+                itemsize: int = 8, limit: int | None = None) -> int:
+    """Refuse an allocation that cannot fit, before numpy tries it; return the bytes needed.
+
+    Parameters
+    ----------
+    shape_or_nbytes : int or tuple of int
+        Bytes, or the shape of one array of ``itemsize``-byte entries (the product is computed
+        with Python integers, so it never overflows).
+    what : str
+        What the memory is for, for the message.
+    names : sequence of str
+        The arguments that make it this large (the ones to change), e.g. ``("k",)``.
+    limit : int, optional
+        Bytes allowed; default :func:`memory_limit`.
+
+    Raises
+    ------
+    ValueError
+        If the bytes needed exceed the limit; the message names ``names`` and the bytes needed.
+    """
+    if isinstance(shape_or_nbytes, tuple):
+        nbytes = int(itemsize)
+        for s in shape_or_nbytes:
+            nbytes *= max(0, int(s))
+    else:
+        nbytes = int(shape_or_nbytes)
+    limit = memory_limit() if limit is None else int(limit)
+    if limit is not None and nbytes > limit:
+        args = ", ".join(names)
+        raise ValueError(
+            f"{what} needs {_fmt_bytes(nbytes)} ({nbytes:,} bytes) but only {_fmt_bytes(limit)} are "
+            f"available; lower {args} (or set FASTPU_MEMORY_LIMIT if more memory is really there)"
+        )
+    return nbytes
+
+
+def check_finite_result(value: Any, *, what: str, names: tuple[str, ...]) -> float:
+    """Return a computed float, or raise ValueError naming the inputs when it overflowed."""
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(
+            f"{what} is {value} (overflow): the inputs {', '.join(names)} are too large in magnitude; "
+            "expected values whose squares and products stay finite"
+        )
+    return value

@@ -1,0 +1,237 @@
+"""CSRR-e (Algorithm 2 of Yang et al., U = P Qᵀ) on a Dask cluster.
+
+One outer iteration is a projected gradient step on P, one on Q (each with the other side's
+d×d Gram), then the prox step on the sparse part V, whose values live on the positives. The
+gradient of a side is S F + E (FᵀF) with S = ℓ'(PQᵀ + V) − PQᵀ on Ω+, so a row block of P needs
+only its rows' positives, its rows of V and the whole Q (and symmetrically for Q).
+
+V is per-positive state. Each user block keeps its copy of V in row order and each item block its
+copy in column order; both apply the same elementwise prox step to the same numbers, so they stay
+equal, and V never leaves the workers until the end. Because V is state kept on the workers, every
+step here is a task in the graph — the factors a half-step broadcasts are the output of a task
+that concatenates the blocks' rows, not data pushed from the client — so a block lost with its
+worker is recomputed from its lineage and the fit ends with the same model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._core import validation as V
+from fastpu._kernels import csrr as K
+from fastpu._kernels.csr import csr_dense, sampled_dots
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
+from fastpu.csrr._fit import _LOSS_CODE, CSRRModel, _check_common, _curvature
+from fastpu.distributed import blocks as _blocks
+
+IGNORED = ("restart", "svd_method", "dense_limit", "inner_tol")   # CSRR-I/II or n_inner > 1 only
+
+
+@dataclasses.dataclass
+class PosBlock:
+    """The positives (stored values > 0) of a block; only the structure matters to CSRR."""
+
+    lo: int
+    hi: int
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @property
+    def n_rows(self):
+        return self.hi - self.lo
+
+
+def make_block(csr):
+    keep = csr.data > 0
+    if keep.all():
+        return PosBlock(csr.lo, csr.hi, csr.indptr, csr.indices)
+    local = np.repeat(np.arange(csr.n_rows, dtype=np.int64), np.diff(csr.indptr))
+    counts = np.bincount(local[keep], minlength=csr.n_rows)
+    indptr = np.zeros(csr.n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return PosBlock(csr.lo, csr.hi, indptr, np.ascontiguousarray(csr.indices[keep]))
+
+
+def zeros_task(block):
+    return np.zeros(block.indices.size)
+
+
+def concat(*parts):
+    return np.concatenate(parts, axis=0)
+
+
+def gram_task(block, F):
+    Fb = F[block.lo:block.hi]
+    return Fb.T @ Fb
+
+
+def _terms(block, E, F, v, kind, alpha):
+    """dots = E·F on the block's positives, g = ℓ'(dots + v), per-row (ℓ⁺ − ½dots²) sums."""
+    dots = np.empty(block.indices.size)
+    g = np.empty_like(dots)
+    rows = np.empty(block.n_rows)
+    if block.n_rows:
+        sampled_dots(block.indptr, block.indices, E, F, dots)
+        K.positive_terms(block.indptr, dots + v, dots, kind, alpha, g, rows)
+    return dots, g, rows
+
+
+def _v_step(block, E, F, v, kind, alpha, eV, lam2):
+    _, g, _ = _terms(block, E, F, v, kind, alpha)
+    out = np.empty_like(v)
+    K.soft_box(v - eV * g, eV * lam2, 0.0, 1.0, out)
+    return out
+
+
+def side_task(block, E_full, F, v, GF, eta, hi, lam1, kind, alpha, v_first, eV, lam2, n_threads):
+    """Rows lo:hi of E after one projected gradient step (with V first moved to the last (P, Q)
+    if ``v_first``); returns (rows, v, rowsᵀrows, Σ_Ω(ℓ⁺ − ½dots²) at the new rows, Σv, nnz v)."""
+    with limit_threads(n_threads):
+        E = np.ascontiguousarray(E_full[block.lo:block.hi])
+        if v_first:
+            v = _v_step(block, E, F, v, kind, alpha, eV, lam2)
+        dots, g, _ = _terms(block, E, F, v, kind, alpha)
+        grad = np.empty_like(E)
+        if block.n_rows:
+            csr_dense(block.indptr, block.indices, g - dots, F, grad)
+        grad += E @ GF
+        E = np.clip((E - eta * grad) / (1.0 + eta * lam1), 0.0, hi)
+        return E, v, E.T @ E
+
+
+def item_task(block, E_full, F, v, GF, eta, hi, lam1, kind, alpha, eV, lam2, n_threads):
+    """The Q step on an item block, then the V step at the new (P, Q) and the block's objective."""
+    E, _, G = side_task(block, E_full, F, v, GF, eta, hi, lam1, kind, alpha, False, eV, lam2,
+                        n_threads)
+    with limit_threads(n_threads):
+        v = _v_step(block, E, F, v, kind, alpha, eV, lam2)
+        _, _, rows = _terms(block, E, F, v, kind, alpha)
+        return E, v, G, float(rows.sum()), float(v.sum()), int(np.count_nonzero(v))
+
+
+def v_task(block, E_full, F, v, kind, alpha, eV, lam2, n_threads):
+    with limit_threads(n_threads):
+        E = np.ascontiguousarray(E_full[block.lo:block.hi])
+        return _v_step(block, E, F, v, kind, alpha, eV, lam2)
+
+
+def fit(client, layout, k, *, variant, alpha, lam1, lam2, eta, loss, n_iter, n_inner, seed,
+        n_threads, callback, verbose, **other):
+    """CSRR-e over row blocks; see :func:`fastpu.distributed.fit` (which fills in
+    ``fastpu.csrr.fit``'s defaults: no default is spelled out here)."""
+    unknown = set(other) - set(IGNORED)
+    if unknown:
+        raise TypeError(f"fastpu.distributed.fit(method='csrr') got unexpected parameters "
+                        f"{sorted(unknown)}; see fastpu.csrr.fit for the accepted ones")
+    variant, alpha, lam1, lam2, eta, n_iter = _check_common(variant, alpha, lam1, lam2, eta,
+                                                            100 if n_iter is None else n_iter)
+    loss = V.check_choice(loss, name="loss", choices=("I", "II"))
+    n_inner = V.check_int(n_inner, name="n_inner", minimum=1)
+    if n_inner != 1:
+        raise ValueError(f"n_inner={n_inner} has no distributed form (its inner stopping test "
+                         "needs the objective after every pass); use n_inner=1, or fastpu.csrr.fit")
+    callback = V.check_callback(callback)
+    rng = V.check_seed(seed)
+    k = 32 if k is None else V.check_k(k)
+    m, n = layout.shape
+    if m == 0 or n == 0:
+        raise ValueError(f"Y has shape {m}×{n}; expected at least one user and one item")
+    kind = _LOSS_CODE[loss]
+    c = _curvature(kind, alpha)
+    hi = 1.0 / math.sqrt(k)
+    P = np.ascontiguousarray(rng.uniform(0.0, hi, size=(m, k)))
+    Q = np.ascontiguousarray(rng.uniform(0.0, hi, size=(n, k)))
+    params = dict(variant="e", alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
+                  n_iter=n_iter, n_inner=1, inner_tol=other.get("inner_tol", 1e-4),
+                  restart=other.get("restart"), svd_method=other.get("svd_method", "auto"),
+                  seed=seed if not isinstance(seed, np.random.Generator) else None,
+                  distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
+    on = [dict(workers=[_blocks.home(layout.workers, b)], allow_other_workers=True)
+          for b in range(layout.n_blocks)]
+    nb_ = layout.n_blocks
+    ub = [client.submit(make_block, c_, **on[b]) for b, c_ in enumerate(layout.user)]
+    ib = [client.submit(make_block, c_, **on[b]) for b, c_ in enumerate(layout.item)]
+    vu = [client.submit(zeros_task, blk, **on[b]) for b, blk in enumerate(ub)]
+    vi = [client.submit(zeros_task, blk, **on[b]) for b, blk in enumerate(ib)]
+    # the roots of the lineage, held for the whole fit
+    roots = client.scatter([P, Q], broadcast=True, hash=False)
+    P_f, Q_f = roots
+    progress = Progress("csrr-e", verbose=verbose, callback=callback)
+    eV = eta if eta is not None else 1.0 / c
+    opts = dict(hi=hi, lam1=lam1, kind=kind, alpha=alpha, eV=eV, lam2=lam2, n_threads=n_threads)
+    try:
+        GQ = _sum(client.gather([client.submit(gram_task, blk, Q_f, **on[b])
+                                 for b, blk in enumerate(ib)]))
+        for t in range(1, n_iter + 1):
+            eP = eta if eta is not None else 1.0 / max(c * _lam_max(GQ), 1e-12)
+            res = [client.submit(side_task, ub[b], P_f, Q_f, vu[b], GQ, eP, v_first=t > 1,
+                                 **opts, **on[b]) for b in range(nb_)]
+            vu = [client.submit(operator.getitem, r, 1, **on[b]) for b, r in enumerate(res)]
+            P_f = client.submit(concat, *[client.submit(operator.getitem, r, 0, **on[b])
+                                          for b, r in enumerate(res)])
+            GP = _sum(client.gather([client.submit(operator.getitem, r, 2, **on[b])
+                                     for b, r in enumerate(res)]))
+            eQ = eta if eta is not None else 1.0 / max(c * _lam_max(GP), 1e-12)
+            res = [client.submit(item_task, ib[b], Q_f, P_f, vi[b], GP, eQ, **opts, **on[b])
+                   for b in range(nb_)]
+            vi = [client.submit(operator.getitem, r, 1, **on[b]) for b, r in enumerate(res)]
+            Q_f = client.submit(concat, *[client.submit(operator.getitem, r, 0, **on[b])
+                                          for b, r in enumerate(res)])
+            small = client.gather([client.submit(_small, r, **on[b]) for b, r in enumerate(res)])
+            GQ = _sum([s[0] for s in small])
+            corr = sum(s[1] for s in small)
+            vsum = sum(s[2] for s in small)
+            nnz_v = sum(s[3] for s in small)
+            f = (0.5 * lam1 * (float(np.trace(GP)) + float(np.trace(GQ))) + lam2 * vsum
+                 + 0.5 * float(np.sum(GP * GQ)) + corr)
+            if progress.step(t, f, inner=1, nnz_V=int(nnz_v)):
+                break
+        vfin = [client.submit(v_task, ub[b], P_f, Q_f, vu[b], kind, alpha, eV, lam2, n_threads,
+                              **on[b]) for b in range(nb_)]
+        P, Q = client.gather([P_f, Q_f])
+        vals = client.gather(vfin)
+        structure = client.gather([client.submit(_structure, blk, **on[b]) for b, blk in enumerate(ub)])
+    finally:
+        for f in ub + ib + vu + vi + list(roots):
+            f.release()
+    Vm = _assemble(structure, vals, (m, n))
+    return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
+                     method="csrr", extras={}, U=None, V=Vm, variant="e")
+
+
+def _small(r):
+    return r[2], r[3], r[4], r[5]
+
+
+def _structure(block):
+    return block.indptr, block.indices
+
+
+def _assemble(structure, vals, shape):
+    indptr = [np.zeros(1, dtype=np.int64)]
+    off = 0
+    for (ip, _), _v in zip(structure, vals):
+        indptr.append(ip[1:] + off)
+        off += int(ip[-1])
+    indices = np.concatenate([s[1] for s in structure]) if structure else np.zeros(0, np.int64)
+    data = np.concatenate(vals) if vals else np.zeros(0)
+    V_ = sp.csr_array((data, indices, np.concatenate(indptr)), shape=shape)
+    V_.eliminate_zeros()
+    return V_
+
+
+def _sum(parts):
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def _lam_max(G):
+    return float(np.linalg.eigvalsh(G)[-1]) if G.size else 0.0

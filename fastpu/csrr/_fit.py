@@ -1,0 +1,407 @@
+"""CSRR's fit and objective (the method is described in the package docstring)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._core import validation as Vd
+from fastpu._kernels import csrr as K
+from fastpu.csrr._solvers import (INNER_CAP, _LOSS_CODE, _VARIANTS, _Bilinear, _box_violation,  # noqa: F401
+                            _check_common, _curvature, _fit_bilinear, _fit_dense, _positives,
+                            _sparse_v)
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
+from fastpu._core.dataset import Dataset
+from fastpu._core.hints import ArrayLike, Callback, Seed, Sparse, Threads
+from fastpu._core.factorization import Factorization, accepts_dataset
+
+__all__ = ["CSRRModel", "INNER_CAP", "demo_configs", "fit", "objective"]
+
+
+
+@dataclasses.dataclass(frozen=True)
+class CSRRModel(Factorization):
+    """A fitted CSRR model: score(i, j) = U_ij + V_ij.
+
+    Attributes
+    ----------
+    U : ndarray, shape (m, n) or None
+        The dense low-rank part (variants ``"I"``/``"II"``); ``None`` for ``"e"``, where
+        U = P Qᵀ with ``P = user_factors`` and ``Q = item_factors``.
+    V : scipy.sparse.csr_array, shape (m, n)
+        The sparse part; its stored entries are a subset of the training positives Ω+.
+    variant : str
+        ``"I"``, ``"II"`` or ``"e"``.
+
+    For ``"I"``/``"II"`` the ``user_factors``/``item_factors`` are L·√s and Rᵀ·√s of the
+    last proximal iterate Ũ = L diag(s) R (its rank is ``len(s)``).
+    """
+
+    U: np.ndarray | None = None
+    V: sp.csr_array | None = None
+    variant: str = ""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(number of users, number of items)."""
+        return tuple(self._sparse_part().shape)
+
+    def _sparse_part(self) -> Sparse:
+        if self.V is None:
+            raise ValueError("this CSRRModel has no sparse part (V is None); a CSRR model needs "
+                             "the m×n sparse V that csrr.fit returns")
+        return self.V
+
+    @property
+    def P(self) -> np.ndarray:
+        """User factors (m×k); U = P Qᵀ for variant ``"e"``."""
+        return self.user_factors
+
+    @property
+    def Q(self) -> np.ndarray:
+        """Item factors (n×k); U = P Qᵀ for variant ``"e"``."""
+        return self.item_factors
+
+    def scores(self, users: ArrayLike | None = None) -> np.ndarray:
+        """Dense score rows U[users] + V[users].
+
+        Parameters
+        ----------
+        users : array-like of int, optional
+            Row indices in ``[0, m)`` (all users when ``None``).
+
+        Returns
+        -------
+        ndarray, shape (len(users), n)
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``users`` are not valid row indices.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> from fastpu import csrr
+        >>> Y = sp.random_array((10, 8), density=0.3, random_state=0, format="csr")
+        >>> csrr.fit(Y, variant="e", k=2, n_iter=3).scores([0, 2]).shape
+        (2, 8)
+        """
+        users = Vd.check_users(users, self.shape[0])
+        if self.U is not None:
+            out = np.array(self.U[users], dtype=np.float64)
+        else:
+            out = self.user_factors[users] @ self.item_factors.T
+        Vs = self._sparse_part()[users]
+        rows = np.repeat(np.arange(users.size), np.diff(Vs.indptr))
+        out[rows, Vs.indices] += Vs.data
+        return out
+
+
+# --------------------------------------------------------------------------------- public
+
+
+@accepts_dataset
+def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha: float = 1.3,
+        lam1: float = 1.0, lam2: float = 0.2, eta: float | None = None, loss: str = "I",
+        n_iter: int | None = None, n_inner: int | None = 1, inner_tol: float = 1e-4,
+        restart: str | None = None, svd_method: str = "auto", dense_limit: int | None = None,
+        n_threads: Threads = None, seed: Seed = 0, callback: Callback = None,
+        verbose: bool = False) -> CSRRModel:
+    """Fit CSRR (low rank + sparse, cost-sensitive square loss) to a PU matrix.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        Users × items; every stored entry with a positive value is a positive (binarised).
+    k : int, optional
+        Rank d of U = P Qᵀ in variant ``"e"`` (default 32). Variants ``"I"``/``"II"`` have no
+        fixed rank (the nuclear norm chooses it): leave ``k=None``.
+    variant : {"I", "II", "e"}
+        ``"I"``/``"II"``: Algorithm 1 with loss ℓ^I / ℓ^II and a dense U (nuclear norm,
+        singular value thresholding). ``"e"``: Algorithm 2, U = P Qᵀ of rank ``k``.
+    alpha : float
+        Cost bias α > 0 (α = c_p / c_n; α > 1 weighs missing a positive more). The defaults of
+        ``alpha``, ``lam1`` and ``lam2`` were chosen by ``fastpu.select.tune`` (variant "e") on
+        the training parts of MovieLens-100K and -1M (docs/results/defaults.md).
+    lam1 : float
+        Weight λ1 >= 0 of the nuclear norm (of λ1/2(‖P‖² + ‖Q‖²) for ``"e"``).
+    lam2 : float
+        Weight λ2 >= 0 of ‖V‖₁.
+    eta : float, optional
+        Step size η > 0 used by every block. ``None``: the inverse Lipschitz constant of
+        each step (see the module docstring).
+    loss : {"I", "II"}
+        The loss of variant ``"e"`` (``"I"``/``"II"`` use their own).
+    n_iter : int, optional
+        Outer iterations (default 60 for ``"I"``/``"II"``, 100 for ``"e"``).
+    n_inner : int or None
+        ``"e"`` only: the inner loop of Algorithm 2 (lines 7–11, P and Q passes with V
+        fixed). An int: at most this many passes per outer iteration (default 1, a single
+        pass, which gives more quality per second on MovieLens-100K — see docs/csrr.md).
+        ``None``: the paper's rule, repeat until convergence — until the relative objective
+        change |f_prev − f| / max(1, |f_prev|) of one pass is at most ``inner_tol``, with a
+        safety cap of :data:`INNER_CAP` passes. The passes taken are ``history[t]["inner"]``.
+    inner_tol : float
+        ``"e"`` only: the inner loop stops when that relative objective change is at most
+        ``inner_tol`` (used when ``n_inner`` is ``None`` or above 1).
+    restart : {None, "function"}
+        ``"I"``/``"II"`` only: adaptive momentum restart of the APG driver.
+    svd_method : {"auto", "truncated", "full"}
+        ``"I"``/``"II"`` only: how the singular value thresholding computes its SVD.
+    dense_limit : int, optional
+        ``"I"``/``"II"`` refuse when m·n exceeds it (default
+        :data:`fastpu._validation.DENSE_LIMIT`).
+    n_threads : int, optional
+        numba threads for the kernels (restored afterwards). For ``"I"``/``"II"``, whose time is
+        LAPACK's SVD, it also limits BLAS's threads during the fit; ``None`` (default) leaves
+        BLAS at its own count. On a machine other jobs share, ``n_threads=1`` can be several
+        times faster than BLAS's threads contending for the cores.
+    seed : int
+        Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
+    callback : callable, optional
+        ``callback(info)`` after every outer iteration; returning True stops (it must return
+        None or a bool). ``info["model"]()`` is the current iterate as a :class:`CSRRModel`
+        (copies).
+    verbose : bool
+        Print one line per iteration.
+
+    Returns
+    -------
+    CSRRModel
+        ``U`` (dense, ``"I"``/``"II"``) or ``P``, ``Q`` (``"e"``), ``V`` (CSR on Ω+),
+        ``scores()``, and ``history`` with the objective (10) per iteration.
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not sparse or an argument has the wrong type (a complex ``Y`` or
+        feature matrix included); a ``callback`` that returns something other than None or a
+        bool; a ``verbose`` that is not a bool or an int.
+    ValueError
+        If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
+        ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
+        fit needs (factors, or the dense U) exceeds the available memory
+        (:func:`fastpu._validation.check_alloc`); if ``Y`` has no row or no column (at least
+        one user and one item are expected), or no positive (no stored value > 0).
+    FloatingPointError
+        If the objective becomes non-finite.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If an iteration's objective (10) is above the objective at the start (the iteration
+        diverged: lower ``eta``), or if every score of the result is below 1e-12 (U ≈ 0 and
+        V ≈ 0: ``eta`` too large, or ``lam1``/``lam2`` too large). These read the history and the
+        result only; they change nothing.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> import scipy.sparse as sp
+    >>> Y = sp.random_array((40, 30), density=0.2, random_state=0, format="csr")
+    >>> m = fp.csrr.fit(Y, 4, variant="e", n_iter=5)
+    >>> m.scores([0, 1]).shape, m.V.shape
+    ((2, 30), (40, 30))
+    >>> m1 = fp.csrr.fit(Y, variant="I", lam1=0.5, n_iter=5)
+    >>> m1.U.shape
+    (40, 30)
+    """
+    variant, alpha, lam1, lam2, eta, n_iter_ = _check_common(
+        variant, alpha, lam1, lam2, eta, 1 if n_iter is None else n_iter)
+    if n_iter is None:
+        n_iter_ = 100 if variant == "e" else 60
+    loss = Vd.check_choice(loss, name="loss", choices=("I", "II"))
+    if n_inner is not None:
+        n_inner = Vd.check_int(n_inner, name="n_inner", minimum=1)
+    inner_tol = Vd.check_scalar(inner_tol, name="inner_tol", minimum=0.0)
+    restart = Vd.check_choice(restart, name="restart", choices=(None, "function"))
+    svd_method = Vd.check_choice(svd_method, name="svd_method", choices=("auto", "truncated", "full"))
+    callback = Vd.check_callback(callback)
+    verbose = Vd.check_verbose(verbose)
+    rng = Vd.check_seed(seed)
+    if variant == "e":
+        k = 32 if k is None else Vd.check_k(k)
+    elif k is not None:
+        raise ValueError(f"k is the rank of variant 'e'; variant {variant!r} has no fixed rank, got k={k!r}")
+    data = _positives(Y, fit=True)
+    m, n = data.shape
+    if variant != "e":
+        Vd.check_dense_size(m, n, what=f"CSRR-{variant} (dense U)",
+                            alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
+                            limit=dense_limit)
+    if k is not None:           # variant "e"
+        Vd.check_alloc(8 * k * (6 * (m + n) + 8 * k) + 48 * data.nnz, what="CSRR-e", names=("k",))
+    else:       # U (then Û), the dense Ũ of two iterates, and the SVD's (or Gram's) work
+        Vd.check_alloc(5 * 8 * m * n, what=f"CSRR-{variant} (dense U and its SVD)",
+                       names=("Y's shape", "variant (use 'e')"))
+    params = dict(variant=variant, alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
+                  n_iter=n_iter_, n_inner=n_inner, inner_tol=inner_tol, restart=restart,
+                  svd_method=svd_method, seed=seed if not isinstance(seed, np.random.Generator) else None)
+    progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback,
+                        advice=_advice(eta, alpha, lam1, lam2))
+    # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there unless
+    # n_threads is given (then BLAS gets that many too: on a busy machine its threads contend)
+    with limit_threads(n_threads, blas=1 if variant == "e" else n_threads):
+        if variant == "e":
+            P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
+                                    inner_tol, rng, progress)
+            # scores lie in [0, 2]: below 1e-12 everywhere they are zero for any ranking
+            bound = (math.sqrt(float(np.max(np.einsum("ij,ij->i", P, P), initial=0.0))
+                               * float(np.max(np.einsum("ij,ij->i", Q, Q), initial=0.0)))
+                     + float(np.max(v, initial=0.0)))
+            progress.finish(all_zero=bound < 1e-12,
+                            zero_advice=_zero_advice(data, eta, lam1, lam2))
+            return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
+                             method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
+        Ut, v_tilde, U, v, eta_used, res, box = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
+                                                      restart, svd_method, rng, progress)
+    params["eta_used"] = eta_used
+    progress.finish(all_zero=float(np.max(v, initial=0.0)) + float(np.max(U, initial=0.0)) < 1e-12,
+                    zero_advice=_zero_advice(data, eta, lam1, lam2))
+    root = np.sqrt(Ut.s)
+    hist = progress.history
+    if hist:
+        hist[-1]["box_violation"] = box
+    return CSRRModel(user_factors=np.ascontiguousarray(Ut.left * root),
+                     item_factors=np.ascontiguousarray(Ut.right.T * root),
+                     history=hist, params=params, method="csrr",
+                     extras={"singular_values": Ut.s.copy(), "V_tilde": _sparse_v(data, v_tilde),
+                             "status": res.status},
+                     U=U, V=_sparse_v(data, v), variant=variant)
+
+
+def _advice(eta, alpha, lam1, lam2):
+    """What to change when the objective grows or overflows."""
+    if eta is not None:
+        return (f"lower eta (now {eta:g}) or leave eta=None, the inverse Lipschitz step of each "
+                "block, under which the objective cannot grow")
+    return "pass a smaller eta than the default inverse Lipschitz step, or raise lam1 and lam2"
+
+
+def _zero_advice(data, eta, lam1, lam2):
+    """Advice for an all-zero result; ``None`` (no warning) when Y has no positive to fit."""
+    if data.nnz == 0:
+        return None
+    tip = (f"lower lam1 (now {lam1:g}) and lam2 (now {lam2:g}), which shrink U and V to zero"
+           if (lam1 > 0 or lam2 > 0) else "raise n_iter")
+    if eta is not None:
+        return (f"lower eta (now {eta:g}): a step that large overshoots and the projection onto "
+                f"the box clips everything to 0; or {tip}")
+    return tip
+
+
+
+def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,
+              P: ArrayLike | None = None, Q: ArrayLike | None = None, variant: str = "I",
+              alpha: float = 1.3, lam1: float = 1.0, lam2: float = 0.2,
+              dense_limit: int | None = None) -> float:
+    """The objective (10) of a given (U, V), or its bilinear form for U = P Qᵀ.
+
+    With ``U``: λ1‖U‖_* + λ2‖V‖₁ + Σ_ij ℓ(U_ij + V_ij, A_ij) (nuclear norm by a full SVD —
+    for checking, not for large matrices). With ``P``, ``Q``: λ1/2(‖P‖²_F + ‖Q‖²_F) in
+    place of the nuclear norm, computed in O(|Ω+|k + (m+n)k²) without forming P Qᵀ.
+    The box constraints are not checked.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        The positives (binarised as in :func:`fit`).
+    U : array-like, shape (m, n), optional
+        Dense low-rank part (give either ``U`` or both ``P`` and ``Q``).
+    V : scipy.sparse matrix, shape (m, n), optional
+        Sparse part (zero when ``None``); its stored entries must lie on Y's positives.
+    P, Q : array-like, shapes (m, k) and (n, k), optional
+        Factors with U = P Qᵀ.
+    variant : {"I", "II"}
+        Which loss, ℓ^I or ℓ^II.
+    alpha, lam1, lam2 : float
+        As in :func:`fit`.
+    dense_limit : int, optional
+        Refuse a dense ``U`` above this many entries.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        If an input has the wrong type.
+    ValueError
+        If shapes disagree, both or neither of ``U`` and (``P``, ``Q``) are given, or ``V``
+        has entries off the positives.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu import csrr
+    >>> Y = sp.csr_array(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    >>> csrr.objective(Y, U=np.zeros((2, 2)), variant="I", alpha=2.0)   # α·½·(0 − 1)² twice
+    2.0
+    """
+    variant = Vd.check_choice(variant, name="variant", choices=("I", "II"))
+    alpha = Vd.check_scalar(alpha, name="alpha", minimum=0.0, strict_min=True)
+    lam1 = Vd.check_scalar(lam1, name="lam1", minimum=0.0)
+    lam2 = Vd.check_scalar(lam2, name="lam2", minimum=0.0)
+    data = _positives(Y)
+    m, n = data.shape
+    if (U is None) == (P is None and Q is None) or (U is None and (P is None or Q is None)):
+        raise ValueError("give either U, or both P and Q (U = P Qᵀ)")
+    if V is None:
+        v = np.zeros(data.nnz)
+    else:
+        Vc = Vd.check_csr(V, name="V", shape=(m, n), nonnegative=False)
+        Vc.eliminate_zeros()
+        pattern = data.csr(np.ones(data.nnz))
+        off = Vc - Vc.multiply(pattern)
+        off.eliminate_zeros()
+        if off.nnz:
+            raise ValueError(f"V has {off.nnz} stored entries off the positives of Y; expected V on Ω+ only")
+        v = np.asarray(Vc[data.rows, data.indices]).ravel() if data.nnz else np.zeros(0)
+    kind = _LOSS_CODE[variant]
+    with limit_threads(None, blas=None):
+        if U is not None:
+            Vd.check_dense_size(m, n, what="objective with a dense U", alternative="P and Q",
+                                limit=dense_limit)
+            U = Vd.check_dense(U, name="U", shape=(m, n))
+            up = np.empty(data.nnz)
+            K.gather(data.indptr, data.indices, U, up)
+            g = np.empty(data.nnz)
+            row = np.empty(m)
+            K.positive_terms(data.indptr, up + v, up, kind, alpha, g, row)
+            nuc = float(np.linalg.svd(U, compute_uv=False).sum()) if U.size else 0.0
+            with np.errstate(over="ignore", invalid="ignore"):
+                val = lam1 * nuc + lam2 * float(np.abs(v).sum()) + 0.5 * float(np.sum(U * U)) + float(row.sum())
+            return Vd.check_finite_result(val, what="csrr.objective", names=("U", "V", "alpha", "lam1", "lam2"))
+        P = Vd.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
+        Q = Vd.check_dense(Q, name="Q", shape=(n, P.shape[1]),
+                           shape_from="one row per column of Y, as many columns as P")
+        prob = _Bilinear(data, kind, alpha, lam1, lam2)
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = prob.objective(P, Q, v)
+            val = val - lam2 * float(v.sum()) + lam2 * float(np.abs(v).sum())
+        return Vd.check_finite_result(val, what="csrr.objective", names=("P", "Q", "V", "alpha", "lam1", "lam2"))
+
+
+def demo_configs() -> list[tuple[str, dict[str, Any]]]:
+    """Configurations of ``fit`` for ``fastpu demo`` (MovieLens-100K, 80/20 holdout).
+
+    Returns
+    -------
+    list of (str, dict)
+        ``(label, fit_kwargs)`` pairs; ``fit(Y_train, **kwargs, seed=0, verbose=True)``
+        trains a good model in a few seconds on 2 cores.
+
+    Examples
+    --------
+    >>> from fastpu import csrr
+    >>> [label for label, _ in csrr.demo_configs()]
+    ['CSRR-e']
+    """
+    return [("CSRR-e", dict(variant="e", k=32, alpha=2.0, lam1=1.0, lam2=0.1, n_iter=100))]

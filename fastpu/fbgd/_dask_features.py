@@ -1,0 +1,123 @@
+"""fBGD batch mode with features and/or biases (SVDFeature, eq. 11–13) on a Dask cluster.
+
+With features, the parameters of a side are Θ (d×g) and the embeddings are P = Z Θ; the batch
+gradient ∂J/∂Θ = Zᵀ G, with G the row-separable gradient with respect to the embeddings, is a sum
+over row blocks: Σ_b Z_bᵀ G_b. Per half-step each block's task embeds its rows (P_b = Z_b Θ),
+computes G_b with the same ``side_gradient`` kernel as :func:`fastpu.fbgd.fit` and returns
+Z_bᵀ G_b (d×g); the client adds the blocks' parts and takes the Adagrad step on Θ with the same
+``batch_update`` kernel; then the blocks embed the new Θ and return their partial caches.
+
+Θ travels to the workers once per half-step and d×g partial sums come back — small with real
+features. A side without features (but with the bias columns that features on the other side
+switch on) has Z = [I, 1], so its Θ and its gradient have a row per user: correct, but it moves
+rows·g per half-step through the client. (Plain MF without biases uses :mod:`._fbgd`.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._kernels import fbgd as _k
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
+from fastpu.fbgd._fit import _EPS
+from fastpu.distributed import blocks as _blocks
+from fastpu.fbgd._dask import _loss, _sum, positive_task
+
+
+def feat_block(block, Z):
+    return block, Z
+
+
+def embed_task(fb, theta, n_threads):
+    """(rows P_b = Z_b Θ, partial cache P_bᵀ diag(w) P_b, P_bᵀ w)."""
+    with limit_threads(n_threads):
+        blk, Z = fb
+        P = _blocks.sparse_times(Z, theta)
+        S, s = _blocks.gram(P, blk.rowscale, theta.shape[1])
+        return P, S, s
+
+
+def grad_task(fb, E_full, F, S, s, r_neg, n_threads):
+    """Z_bᵀ G_b for the block, with G_b the gradient with respect to its embedding rows."""
+    with limit_threads(n_threads):
+        blk, Z = fb
+        E = np.ascontiguousarray(E_full[blk.lo:blk.hi])
+        G = np.empty_like(E)
+        if E.shape[0]:
+            _k.side_gradient(blk.indptr, blk.indices, blk.cpos, blk.bpos, E, F, S, s,
+                             blk.rowscale, r_neg, G)
+        return np.asarray(Z.T @ G)
+
+
+def _rows(Z, cuts):
+    return [sp.csr_array(Z[int(cuts[b]):int(cuts[b + 1])]) for b in range(cuts.size - 1)]
+
+
+class _Side:
+    def __init__(self, client, blocks, Z, cuts, workers):
+        self.on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True)
+                   for b in range(len(blocks))]
+        self.fb = [client.submit(feat_block, blk, z, **self.on[b])
+                   for b, (blk, z) in enumerate(zip(blocks, _rows(Z, cuts)))]
+
+    def embed(self, client, theta, n_threads):
+        futs = [client.submit(embed_task, fb, theta, n_threads, pure=False, **self.on[b])
+                for b, fb in enumerate(self.fb)]
+        F_f = client.submit(_blocks.concat_first, *futs, pure=False)
+        parts = client.gather([client.submit(_blocks.drop_first, f, **self.on[b])
+                               for b, f in enumerate(futs)])
+        S, s = _sum(parts)
+        return F_f, S, s
+
+    def grad(self, client, E_f, F_f, S, s, r_neg, n_threads):
+        return _sum_dense(client.gather([client.submit(grad_task, fb, E_f, F_f, S, s, r_neg,
+                                                       n_threads, pure=False, **self.on[b])
+                                         for b, fb in enumerate(self.fb)]))
+
+
+def _sum_dense(parts):
+    out = np.array(parts[0], dtype=np.float64)
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def fit(client, layout, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_neg, lr, reg,
+        adagrad, const, n_iter, n_threads, progress: Progress):
+    """Batch epochs with Θ on the client; returns (P, Q, initial objective)."""
+    user = _Side(client, ub, Zx, layout.ub, layout.workers)
+    item = _Side(client, ib, Zy, layout.ib, layout.workers)
+    held = user.fb + item.fb
+    acc_x, acc_y = np.zeros_like(theta_x), np.zeros_like(theta_y)
+
+    def penalty():
+        if reg == 0.0:
+            return 0.0
+        return reg * (float(np.sum(theta_x[free_x] ** 2)) + float(np.sum(theta_y[free_y] ** 2)))
+
+    try:
+        Q_f, Sq, sq = item.embed(client, theta_y, n_threads)
+        P_f, Sp, sp_ = user.embed(client, theta_x, n_threads)
+        pos = sum(client.gather([client.submit(positive_task, blk, Q_f, P_f, r_neg, n_threads,
+                                               **item.on[b]) for b, blk in enumerate(ib)]))
+        init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos) + penalty()
+        for epoch in range(1, n_iter + 1):
+            gx = user.grad(client, P_f, Q_f, Sq, sq, r_neg, n_threads)
+            _k.batch_update(gx, free_x, theta_x, acc_x, lr, reg, adagrad, _EPS)
+            P_f, Sp, sp_ = user.embed(client, theta_x, n_threads)
+            gy = item.grad(client, Q_f, P_f, Sp, sp_, r_neg, n_threads)
+            _k.batch_update(gy, free_y, theta_y, acc_y, lr, reg, adagrad, _EPS)
+            Q_f, Sq, sq = item.embed(client, theta_y, n_threads)
+            pos = sum(client.gather([client.submit(positive_task, blk, Q_f, P_f, r_neg, n_threads,
+                                                   **item.on[b]) for b, blk in enumerate(ib)]))
+            loss = _loss(Sq, sq, Sp, sp_, r_neg, const, pos)
+            if progress.step(epoch, loss + penalty(), loss=loss):
+                break
+        P, Q = client.gather([P_f, Q_f])
+    finally:
+        for f in held:
+            f.release()
+    return P, Q, init
+

@@ -1,0 +1,470 @@
+"""fBGD's problem (Yuan et al.): canonical inputs, the cached all-pairs loss and its gradients, and
+the epochs of Algorithm 1 (coordinate updates of Appendix B, or batch updates), shared by
+:func:`fastpu.fbgd.fit`, the tensor models and the distributed fit. :mod:`fastpu.fbgd` holds the
+public functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._core import validation as V
+from fastpu._kernels import csr as _csr
+from fastpu._kernels import fbgd as _k
+from fastpu._core.hints import ArrayLike, Sparse
+from fastpu._core.factorization import Factorization
+
+_EPS = 1e-4                 # eq. 24: used where the Adagrad accumulator is still zero
+
+
+# --------------------------------------------------------------------------- boundary
+def _positive_array(value, *, name, Y, minimum):
+    """A per-positive float64 array (original CSR order) from a scalar or ``"values"``."""
+    if isinstance(value, str):
+        if value != "values":
+            raise ValueError(f"{name} must be a real number or 'values' (the stored values of Y), got {value!r}")
+        if minimum is not None and Y.nnz and Y.data.min() < minimum:
+            raise ValueError(
+                f"{name}='values' needs stored values of Y >= {minimum}, got minimum {Y.data.min():g}"
+            )
+        return np.ascontiguousarray(Y.data, dtype=np.float64)
+    value = V.check_scalar(value, name=name, minimum=minimum)
+    return np.full(Y.nnz, value)
+
+
+def _neg_vector(neg_weights, n):
+    w = V.check_vector(neg_weights, name="neg_weights", size=n, default=1.0, nonnegative=True)
+    return w
+
+
+def _neg_row_vector(neg_row_weights, m):
+    """α⁻_x, or ``None`` (all ones, the default path kept bit for bit)."""
+    if neg_row_weights is None:
+        return None
+    return V.check_vector(neg_row_weights, name="neg_row_weights", size=m, nonnegative=True)
+
+
+def _transpose_with_perm(Y):
+    """CSR of Yᵀ (structure only) and perm: its p-th entry is entry perm[p] of Y."""
+    m, n = Y.shape
+    cols = Y.indices
+    perm = np.argsort(cols, kind="stable").astype(np.int64)
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(Y.indptr))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n), out=indptr[1:])
+    return indptr, np.ascontiguousarray(rows[perm]), perm
+
+
+def _feature_csr(Z, *, name, n_rows, of="row"):
+    """Side features as canonical CSR (identity when ``None``)."""
+    Z = V.check_features(Z, name=name, n_rows=n_rows, of=of)
+    if Z is None:
+        return sp.csr_array(
+            (np.ones(n_rows), np.arange(n_rows, dtype=np.int64), np.arange(n_rows + 1, dtype=np.int64)),
+            shape=(n_rows, n_rows),
+        ), False
+    if not sp.issparse(Z):
+        Z = V.check_csr(sp.csr_array(Z), name=name, nonnegative=False)
+    if Z.shape[1] < 1:
+        raise ValueError(f"{name} has no columns; expected at least one feature")
+    return Z, True
+
+
+def _augment(Z, biases):
+    """[Z, 1]: the extra column carries the global bias / the constant-1 coordinate."""
+    if not biases:
+        return Z
+    ones = sp.csr_array(np.ones((Z.shape[0], 1)))
+    return V.check_csr(sp.hstack([Z, ones], format="csr"), name="features", nonnegative=False)
+
+
+class _Problem:
+    """Canonical data of one fBGD problem, built once at the boundary."""
+
+    def __init__(self, Y, Zx, Zy, k, biases, neg, apos, rpos, r_neg, neg_rows=None):
+        self.m, self.n = Y.shape
+        self.Y = Y
+        self.f = k
+        self.biases = biases
+        self.g = k + 2 if biases else k
+        self.Zx, self.Zy = _augment(Zx, biases), _augment(Zy, biases)
+        self.ZxT, self.ZyT = V.transpose_csr(self.Zx), V.transpose_csr(self.Zy)
+        self.neg = np.ascontiguousarray(neg, dtype=np.float64)
+        # α⁻_x of each row (1 by default): the unlabeled pair (x, y) weighs α⁻_x α⁻_y
+        self.arow = np.ones(self.m) if neg_rows is None else np.ascontiguousarray(neg_rows, dtype=np.float64)
+        self.apos, self.rpos, self.r_neg = apos, rpos, float(r_neg)
+        self.aneg = np.ascontiguousarray(self.neg[Y.indices] * np.repeat(self.arow, np.diff(Y.indptr)))
+        # positives seen from each side, per-positive arrays in that side's entry order:
+        # (indptr, indices, α⁺ − α⁻, α⁺ r⁺ − α⁻ r⁻) for the gradients
+        cpos = apos - self.aneg
+        bpos = apos * rpos - self.aneg * self.r_neg
+        self.x_side = (Y.indptr, Y.indices, cpos, bpos)
+        yt_indptr, yt_indices, perm = _transpose_with_perm(Y)
+        self._y_perm = perm         # item-side entry p is Y's entry perm[p]
+        self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(cpos[perm]),
+                       np.ascontiguousarray(bpos[perm]))
+        self.free_x, self.free_y = self._masks()
+
+    def _masks(self):
+        f, g = self.f, self.g
+        fx = np.zeros((self.Zx.shape[1], g), dtype=np.bool_)
+        fy = np.zeros((self.Zy.shape[1], g), dtype=np.bool_)
+        if not self.biases:
+            fx[:] = True
+            fy[:] = True
+            return fx, fy
+        fx[:-1, :f] = True
+        fx[:-1, f] = True          # feature biases w_j
+        fx[-1, f] = True           # global bias w0 (the constant column)
+        fy[:-1, :f] = True
+        fy[:-1, f + 1] = True      # item-side feature biases
+        return fx, fy
+
+    def init_params(self, rng, init_std):
+        f = self.f
+        tx = np.zeros(self.free_x.shape)
+        ty = np.zeros(self.free_y.shape)
+        px, py = self.Zx.shape[1] - self.biases, self.Zy.shape[1] - self.biases
+        tx[:px, :f] = rng.normal(0.0, init_std, size=(px, f))
+        ty[:py, :f] = rng.normal(0.0, init_std, size=(py, f))
+        if self.biases:
+            tx[-1, f + 1] = 1.0    # p_x,f+2 = 1
+            ty[-1, f] = 1.0        # q_y,f+1 = 1
+        return tx, ty
+
+    def _plain_ids(self, side, ZT, free, n_rows):
+        """Whether every row of a side is one parameter with all coordinates free (plain ids
+        without biases), all run by the row-parallel kernel: then its kernel visits every row
+        and can fuse passes over all the positives (``coordinate_rows``)."""
+        segments, _ = self.coordinate_plan(side, ZT, free)
+        return (not _REFERENCE and bool(free.all()) and ZT.shape[0] == n_rows
+                and bool(np.all(np.diff(ZT.indptr) == 1))
+                and np.array_equal(np.sort(ZT.indices), np.arange(n_rows))
+                and all(seg[0] == "rows" for seg in segments))
+
+    def fused_loss_terms(self):
+        """(α⁺, r⁺, α⁻ in the item side's entry order, and the permutation to Y's entry order)
+        when the item side is plain ids, so that its coordinate kernel can sum the positive part
+        of the loss and hand its predictions to the user side; ``None`` otherwise.  Built once
+        per problem."""
+        if "_fused" not in self.__dict__:
+            self._fused = None
+            if self._plain_ids(self.y_side, self.ZyT, self.free_y, self.n):
+                self._fused = (*(np.ascontiguousarray(a[self._y_perm])
+                                 for a in (self.apos, self.rpos, self.aneg)), self._y_perm)
+        return self._fused
+
+    def fused_user_perm(self):
+        """The permutation from Y's entry order to the item side's when the user side is plain
+        ids, so that its coordinate kernel can hand its predictions to the item side; ``None``
+        otherwise.  Built once per problem."""
+        if "_to_items" not in self.__dict__:
+            self._to_items = None
+            if self._plain_ids(self.x_side, self.ZxT, self.free_x, self.m):
+                inv = np.empty_like(self._y_perm)
+                inv[self._y_perm] = np.arange(self._y_perm.size)
+                self._to_items = inv
+        return self._to_items
+
+    def coordinate_plan(self, side, ZT, free):
+        """The segments of :func:`_coordinate_plan` for a side, computed once per problem."""
+        key = (id(ZT), _REFERENCE)
+        plans = self.__dict__.setdefault("_plans", {})
+        if key not in plans:
+            plans[key] = _coordinate_plan(ZT, free, side[0], self.g)
+        return plans[key]
+
+    # embeddings and caches ------------------------------------------------------
+    def embed(self, Z, theta):
+        out = np.empty((Z.shape[0], self.g))
+        _csr.csr_dense(Z.indptr, Z.indices, Z.data, theta, out)
+        return out
+
+    def gram(self, w, B):
+        S = np.empty((self.g, self.g))
+        s = np.empty(self.g)
+        _csr.weighted_gram(B, w, S, s)
+        return S, s
+
+    def loss_at(self, theta_x, theta_y):
+        """Loss (2) at parameters Θ^X, Θ^Y (no penalty)."""
+        P, Q = self.embed(self.Zx, theta_x), self.embed(self.Zy, theta_y)
+        Sq, sq = self.gram(self.neg, Q)
+        Sp, sp_ = self.gram(self.arow, P)
+        return self.loss(P, Q, Sq, sq, Sp, sp_)
+
+    def allpairs(self, Sq, sq, Sp, sp_):
+        """The all-pairs term of loss (2), Σ_xy α⁻_x α⁻_y (r⁻ − r̂_xy)², from the two caches."""
+        const = self.r_neg * self.r_neg * float(self.arow.sum()) * float(self.neg.sum())
+        with np.errstate(over="ignore", invalid="ignore"):   # a diverging run is reported by Progress
+            return float(np.sum(Sq * Sp)) - 2.0 * self.r_neg * float(sq @ sp_) + const
+
+    def loss(self, P, Q, Sq, sq, Sp, sp_, pred=None):
+        """Loss (2) from the caches: all-pairs term + correction on the positives.
+
+        ``pred``, if given, receives p_x · q_y of every positive in Y's entry order.
+        """
+        allpairs = self.allpairs(Sq, sq, Sp, sp_)
+        if pred is None:
+            pred = np.empty(self.Y.nnz)
+        rows = np.empty(self.m)
+        kernel = _k.positive_terms_reference if _REFERENCE else _k.positive_terms
+        kernel(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
+                          P, Q, self.r_neg, pred, rows)
+        return allpairs + float(rows.sum())
+
+
+def _check_embedding_pair(P: ArrayLike, Q: ArrayLike, m: int,
+                          n: int) -> tuple[np.ndarray, np.ndarray]:
+    P = V.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
+    Q = V.check_dense(Q, name="Q", shape=(n, None), shape_from="one row per column of Y")
+    if P.shape[1] != Q.shape[1]:
+        raise ValueError(
+            f"P has {P.shape[1]} columns and Q has {Q.shape[1]}; expected the same embedding size g"
+        )
+    return P, Q
+
+
+# --------------------------------------------------------------------------- training
+def _penalty(reg, prob, theta_x, theta_y):
+    if reg == 0.0:
+        return 0.0
+    # a diverging run overflows here: the objective's check (Progress) names the cause instead
+    with np.errstate(over="ignore", invalid="ignore"):
+        return reg * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
+
+
+def _gradients(prob, theta_x, theta_y):
+    """∂J/∂Θ^X and ∂J/∂Θ^Y of the loss at one point, by the kernels of the batch mode."""
+    P, Q = prob.embed(prob.Zx, theta_x), prob.embed(prob.Zy, theta_y)
+    Sq, sq = prob.gram(prob.neg, Q)
+    Sp, sp_ = prob.gram(prob.arow, P)
+    G_p, G_q = np.empty_like(P), np.empty_like(Q)
+    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
+    _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
+    gx, gy = np.empty_like(theta_x), np.empty_like(theta_y)
+    _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, gx)
+    _csr.csr_dense(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, G_q, gy)
+    return gx, gy
+
+
+_ROW_CHUNKS = 256            # prange iterations of the row-parallel coordinate kernel (equal work)
+_REFERENCE = False           # True: the kernels before issue 13 (serial coordinates, in-order dot
+                             # products), which tests check bit for bit against pinned digests
+
+
+def _coordinate_plan(ZT, free, indptr, g):
+    """Order-preserving segments of one side's parameters for the coordinate update.
+
+    The parameters are visited in their serial order (j = 0, 1, ...).  A maximal run of
+    consecutive parameters with free coordinates that each have exactly one feature entry,
+    all on distinct rows (the one-hot id, the stacked identity of ``[I, Z]``), only touches
+    its own rows: it becomes ``("rows", bounds)``, run by the row-parallel kernel in chunks of
+    about equal work.  Everything else — features shared by several rows, the global bias
+    w0 — is ``("serial", j_lo, j_hi)``.  Parameters without a free coordinate are no-ops and
+    never split a run.  Returns (segments, needs_dots): the serial kernel reads the cached
+    predictions of every row, so they are computed up front when a serial segment exists.
+    """
+    n_par = ZT.shape[0]
+    segments: list[tuple[Any, ...]] = []
+    if _REFERENCE:
+        return [("serial", 0, n_par)], True
+    counts = np.diff(ZT.indptr)
+    act = np.flatnonzero(free.any(axis=1))
+    if act.size == 0:
+        return segments, False
+    single = counts[act] == 1
+    cuts = np.flatnonzero(np.diff(single.astype(np.int8))) + 1
+    for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [act.size]])):
+        lo, hi = int(act[a]), int(act[b - 1]) + 1
+        rows = ZT.indices[ZT.indptr[act[a:b]]] if single[a] else None
+        if rows is None or np.unique(rows).size != rows.size:
+            segments.append(("serial", lo, hi))
+            continue
+        work = np.zeros(hi - lo, dtype=np.int64)
+        work[act[a:b] - lo] = np.diff(indptr)[rows] + g
+        cum = np.concatenate([[0], np.cumsum(work)])
+        n_chunks = min(_ROW_CHUNKS, hi - lo)
+        marks = np.searchsorted(cum, cum[-1] * np.arange(1, n_chunks) / n_chunks)
+        bounds = np.unique(np.concatenate([[0], marks, [hi - lo]])).astype(np.int64) + lo
+        segments.append(("rows", bounds))
+    return segments, any(seg[0] == "serial" for seg in segments)
+
+
+_NO_LOSS = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64), np.empty(0),
+            np.empty(0))
+
+
+def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred,
+                 *, update, lr, reg, adagrad, pred_ready=False, fused=None):
+    """One side's step with the other side's caches (S, s) fixed.
+
+    ``pred_ready``: ``pred`` already holds e_i · f_y of every positive of the side (the loss
+    just computed them at the same point), so the coordinate update need not recompute them.
+    ``fused``: (α⁺, r⁺, α⁻, perm, row_loss, pred_out) for ``coordinate_rows``' fused passes
+    (coordinate updates of plain ids only, :meth:`_Problem.fused_loss_terms` and
+    :meth:`_Problem.fused_user_perm`): the kernel leaves the updated predictions in
+    ``pred_out`` in the other side's entry order, and with a non-empty ``row_loss`` each row's
+    positive part of the loss at the updated point.
+    """
+    if update == "coordinate":
+        segments, needs_dots = prob.coordinate_plan(side, ZT, free)
+        if _REFERENCE or (needs_dots and not pred_ready):
+            _csr.sampled_dots(side[0], side[1], E, F, pred)
+            pred_ready = True
+        FT = np.ascontiguousarray(F.T)
+        for seg in segments:
+            if seg[0] == "rows":
+                _k.coordinate_rows(seg[1], not pred_ready, ZT.indptr, ZT.indices, ZT.data, free,
+                                   theta, accum, *side, pred, E, F, FT, S, s, rowscale, prob.r_neg,
+                                   lr, reg, adagrad, _EPS, *(fused or _NO_LOSS))
+            else:
+                _k.coordinate_side(seg[1], seg[2], ZT.indptr, ZT.indices, ZT.data, free, theta,
+                                   accum, *side, pred, E, FT, S, s, rowscale, prob.r_neg, lr, reg,
+                                   adagrad, _EPS)
+    else:
+        _k.side_gradient(*side, E, F, S, s, rowscale, prob.r_neg, G)
+        _csr.csr_dense(ZT.indptr, ZT.indices, ZT.data, G, grad)
+        _k.batch_update(grad, free, theta, accum, lr, reg, adagrad, _EPS)
+
+
+def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress):
+    """Epochs of Algorithm 1: user side with the item caches, then item side with the user
+    caches; the embeddings are rebuilt exactly (P = Z^X Θ^X) after each side."""
+    acc_x = np.zeros_like(theta_x)
+    acc_y = np.zeros_like(theta_y)
+    Q = prob.embed(prob.Zy, theta_y)
+    Sq, sq = prob.gram(prob.neg, Q)
+    P = prob.embed(prob.Zx, theta_x)
+    Sp, sp_ = prob.gram(prob.arow, P)
+    pred = np.empty(prob.Y.nnz)
+    init = prob.loss(P, Q, Sq, sq, Sp, sp_, pred) + _penalty(reg, prob, theta_x, theta_y)
+    progress.start(init)
+    G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
+    grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
+    opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
+    # plain ids on a side: its coordinate kernel hands the predictions it has moved to the
+    # other side (no fresh dot products there), and on the item side also sums the positive
+    # part of the loss, so no separate pass over the positives per epoch (positive_terms)
+    coordinate = update == "coordinate"
+    fused = prob.fused_loss_terms() if coordinate else None
+    to_items = prob.fused_user_perm() if coordinate else None
+    pred_y = pred if fused is None and to_items is None else np.empty(prob.Y.nnz)
+    no = np.empty(0)
+    row_loss = np.zeros(prob.n) if fused is not None else no
+    x_fused = None if to_items is None else (no, no, no, to_items, no, pred_y)
+    y_fused = None if fused is None else (*fused, row_loss, pred)
+    for epoch in range(1, n_iter + 1):
+        # pred holds P·Q of the positives in Y's entry order: from the previous epoch's loss
+        # (or the initial one), or written by the item side's kernel
+        _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
+                     prob.arow, G_p, grad_x, pred, pred_ready=True, fused=x_fused, **opts)
+        P = prob.embed(prob.Zx, theta_x)
+        Sp, sp_ = prob.gram(prob.arow, P)
+        _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
+                     prob.neg, G_q, grad_y, pred_y, pred_ready=to_items is not None,
+                     fused=y_fused, **opts)
+        Q = prob.embed(prob.Zy, theta_y)
+        Sq, sq = prob.gram(prob.neg, Q)
+        if fused is None:
+            loss = prob.loss(P, Q, Sq, sq, Sp, sp_, pred)
+        else:
+            loss = prob.allpairs(Sq, sq, Sp, sp_) + float(row_loss.sum())
+        total = loss + _penalty(reg, prob, theta_x, theta_y)
+        if progress.step(epoch, total, loss=loss,
+                         model=lambda: Factorization(P.copy(), Q.copy(), method="fbgd")):
+            break
+    return P, Q, init
+
+
+def _result(P, Q, theta_x, theta_y, px, py, k, *, biases, has_ux, has_ix, neg, neg_rows, init,
+            history, params):
+    """The Factorization of a trained fBGD model (single-machine and distributed fits alike)."""
+    extras = dict(V_user=theta_x[:px, :k].copy(), V_item=theta_y[:py, :k].copy(),
+                  neg_weights=neg, neg_row_weights=neg_rows, initial_objective=init)
+    if biases:
+        extras.update(w_user=theta_x[:px, k].copy(), w_item=theta_y[:py, k + 1].copy(),
+                      w0=float(theta_x[px, k]))
+    if has_ux:
+        extras["W"] = extras["V_user"]
+    if has_ix:
+        extras["H"] = extras["V_item"]
+    return Factorization(user_factors=P, item_factors=Q, history=history, params=params,
+                         method="fbgd", extras=extras)
+
+
+# --------------------------------------------------------------------------- weights
+def negative_weights(Y: Sparse, alpha0: float, rho: float) -> np.ndarray:
+    """Frequency-based weights of the unlabeled entries of each item (eq. 22).
+
+    α⁻_y = α0 (e^{z_y} − 1)^ρ / Σ_y' (e^{z_y'} − 1)^ρ with z_y = (positives of item y) / |P|.
+    The weights sum to ``alpha0``; ``rho = 0`` spreads them uniformly, larger ``rho``
+    puts more weight on popular items (their unobserved pairs are likelier true negatives).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        Positives (stored entries); stored values are ignored here.
+    alpha0 : float
+        Total weight of the unlabeled entries of one user, >= 0.
+    rho : float
+        Exponent, >= 0.  With ``rho > 0`` items without any positive get weight 0;
+        when no item has a positive the weights are uniform.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not sparse or ``alpha0``/``rho`` are not real numbers.
+    ValueError
+        If ``alpha0`` or ``rho`` is negative or not finite, or ``Y`` is malformed.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu import fbgd
+    >>> Y = sp.csr_array(np.array([[1, 1, 0], [1, 0, 0]]))
+    >>> w = fbgd.negative_weights(Y, alpha0=3.0, rho=0.0)
+    >>> w.tolist()
+    [1.0, 1.0, 1.0]
+    >>> float(fbgd.negative_weights(Y, alpha0=3.0, rho=1.0).sum())
+    3.0
+    """
+    Y = V.check_csr(Y, name="Y", nonnegative=False)
+    alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
+    rho = V.check_scalar(rho, name="rho", minimum=0.0)
+    return _negative_weights(Y, alpha0, rho)
+
+
+def _negative_weights(Y, alpha0, rho):
+    n = Y.shape[1]
+    if n == 0:
+        return np.zeros(0)
+    counts = np.bincount(Y.indices, minlength=n).astype(np.float64)
+    total = counts.sum()
+    if rho == 0.0 or total == 0.0:
+        return np.full(n, alpha0 / n)
+    seen = counts > 0
+    with np.errstate(over="ignore", under="ignore"):
+        raw = np.expm1(counts / total) ** rho
+    if np.isfinite(raw.sum()) and raw[seen].min() >= np.finfo(np.float64).tiny:
+        return alpha0 * raw / raw.sum()
+    # a huge rho over- or underflows the powers: normalise in log space instead
+    # (the largest term becomes 1), which gives the same weights without NaN
+    lc = np.log(np.expm1(counts[seen] / total))
+    logs = np.full(n, -np.inf)
+    with np.errstate(over="ignore"):
+        logs[seen] = rho * (lc - lc.max())       # <= 0, and exactly 0 for the most popular items
+    raw = np.exp(logs)
+    return alpha0 * raw / raw.sum()
+
+
+def _ident(n):
+    return sp.csr_array((np.ones(n), np.arange(n, dtype=np.int64), np.arange(n + 1, dtype=np.int64)),
+                        shape=(n, n))

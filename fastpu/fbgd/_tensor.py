@@ -1,0 +1,557 @@
+"""fBGD's tensor models (Yuan et al., Appendix A): PITF and rank-f CP over (x, h) pairs × y.
+
+The data are triples (x, h, y): a row object x (user, word), a context h (tag, item,
+context word) and a column y (tag, item, word).  Each (x, h) pair that is present is one
+row of a sparse matrix Y (pairs × |Y|) whose stored entries are the positive triples.
+Appendix A writes both tensor models as a dot product r̂_xhy = p_xh · q_y:
+
+- PITF (eq. 25-26, with V^X, V^H, V^Y shared by the pairwise interactions), g = f + 1:
+  r̂ = ⟨v^X_x, v^H_h⟩ + ⟨v^X_x, v^Y_y⟩ + ⟨v^H_h, v^Y_y⟩,
+  p_xh = (v^X_x + v^H_h, ⟨v^X_x, v^H_h⟩),  q_y = (v^Y_y, 1);
+- CP (eq. 27-28), g = f:  r̂ = Σ_d v^X_x,d v^H_h,d v^Y_y,d,  p_xh = v^X_x ∘ v^H_h,  q_y = v^Y_y.
+
+Loss (2) over every present pair and every y depends on the parameters only through the
+rows of P and Q, so fBGD's caches apply unchanged: S^q = Qᵀ diag(α⁻_y) Q gives ∂J/∂p_xh in
+O(g²) per pair plus the positives, and the chain rule to v^X, v^H is a sum over the pairs
+of each x (each h), local to those rows.  An epoch costs O((|pairs| + |Y|) g² + |P| g +
+(|X| + |H|) f); nothing of size |X|·|H|·|Y| (or pairs × |Y|) is formed.
+
+Public names are re-exported by :mod:`fastpu.fbgd`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._core import validation as V
+from fastpu.fbgd import _problem as fb
+from fastpu._kernels import fbgd as _k
+from fastpu._kernels import fbgd_tensor as _kt
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
+from fastpu._core.factorization import Factorization
+from fastpu._core.hints import ArrayLike, Callback, Seed, Sparse, Threads
+
+__all__ = ["fit_tensor", "pair_model", "tensor_objective", "triples_to_pairs"]
+
+_TENSORS = ("pitf", "cp")
+_OPTIMIZERS = ("adagrad", "gd")
+
+
+# --------------------------------------------------------------------------- boundary
+def _unique_pairs(a, b):
+    """Distinct (a, b) pairs sorted by a then b, and the index of each input's pair."""
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    new = np.ones(a.size, dtype=bool)
+    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    group = np.cumsum(new) - 1
+    inverse = np.empty(a.size, dtype=np.int64)
+    inverse[order] = group
+    return sa[new], sb[new], inverse
+
+
+def _check_pairs(pairs, n_rows, n_x, n_h, names=("n_x", "n_h")):
+    """(px, ph, n_x, n_h): the (x, h) pair of each row of Y, distinct and in range."""
+    if sp.issparse(pairs):
+        raise TypeError("pairs must be a dense integer array of shape (n_pairs, 2), got a sparse matrix")
+    arr = np.asarray(pairs)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"pairs must be integer (x, h) indices, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (n_pairs, 2), got {arr.shape}")
+    if arr.shape[0] != n_rows:
+        raise ValueError(
+            f"pairs has {arr.shape[0]} rows and Y has {n_rows}; expected one (x, h) pair per row of Y"
+        )
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"pairs must be non-negative indices, got minimum {arr.min()}")
+    px = np.ascontiguousarray(arr[:, 0], dtype=np.int64)
+    ph = np.ascontiguousarray(arr[:, 1], dtype=np.int64)
+    sizes = []
+    for name, col, given in ((names[0], px, n_x), (names[1], ph, n_h)):
+        need = int(col.max()) + 1 if col.size else 0
+        if given is None:
+            sizes.append(need)
+            continue
+        given = V.check_int(given, name=name, minimum=0)
+        if given < need:
+            raise ValueError(f"{name} is {given} but pairs uses index {need - 1}; expected {name} >= {need}")
+        sizes.append(given)
+    if px.size:
+        n_distinct = _unique_pairs(px, ph)[0].size
+        if n_distinct != px.size:
+            raise ValueError(
+                f"pairs has {px.size - n_distinct} repeated (x, h) pairs; expected each pair once "
+                "(merge their rows of Y, e.g. with triples_to_pairs)"
+            )
+    return px, ph, sizes[0], sizes[1]
+
+
+def _groups(idx, n):
+    """CSR-like grouping of the rows by their index: rows of group i are rows[indptr[i]:indptr[i+1]]."""
+    rows = np.argsort(idx, kind="stable").astype(np.int64)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(idx, minlength=n), out=indptr[1:])
+    return indptr, rows
+
+
+def _check_factor(A: Any, *, name: str, rows: int, f: int) -> np.ndarray:
+    return V.check_dense(A, name=name, shape=(rows, f))
+
+
+class _Tensor:
+    """The pair structure of a tensor problem (built once) and its embeddings."""
+
+    def __init__(self, px, ph, n_x, n_h, f, tensor):
+        self.px, self.ph, self.n_x, self.n_h, self.f = px, ph, n_x, n_h, f
+        self.pitf = tensor == "pitf"
+        self.g = f + 1 if self.pitf else f
+        self.x_groups = _groups(px, n_x)
+        self.h_groups = _groups(ph, n_h)
+
+    def embed_pairs(self, VX, VH):
+        P = np.empty((self.px.size, self.g))
+        _kt.pair_embed(self.px, self.ph, VX, VH, self.pitf, P)
+        return P
+
+    def embed_items(self, VY):
+        if not self.pitf:
+            return np.ascontiguousarray(VY)
+        return np.ascontiguousarray(np.column_stack([VY, np.ones(VY.shape[0])]))
+
+    def chain(self, G_p, VX, VH):
+        """∂J/∂V^X, ∂J/∂V^H from ∂J/∂P."""
+        gX = np.empty((self.n_x, self.f))
+        gH = np.empty((self.n_h, self.f))
+        _kt.pair_chain(*self.x_groups, self.ph, G_p, VH, self.pitf, gX)
+        _kt.pair_chain(*self.h_groups, self.px, G_p, VX, self.pitf, gH)
+        return gX, gH
+
+
+def _weights(Y, *, alpha0, rho, neg_weights, neg_row_weights, pos_weight, r_pos, r_neg):
+    n = Y.shape[1]
+    if neg_weights is None:
+        if alpha0 is None:
+            alpha0 = 0.5 * n
+        alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
+        rho = V.check_scalar(rho, name="rho", minimum=0.0)
+        neg = fb._negative_weights(Y, alpha0, rho)
+    else:
+        neg = fb._neg_vector(neg_weights, n)
+    neg_rows = fb._neg_row_vector(neg_row_weights, Y.shape[0])
+    apos = fb._positive_array(pos_weight, name="pos_weight", Y=Y, minimum=0.0)
+    rpos = fb._positive_array(r_pos, name="r_pos", Y=Y, minimum=None)
+    r_neg = V.check_scalar(r_neg, name="r_neg")
+    return neg, neg_rows, apos, rpos, r_neg
+
+
+def _problem(Y, g, neg, apos, rpos, r_neg, neg_rows):
+    """fBGD's cached loss over (pairs × items) with free pair and item embeddings."""
+    m, n = Y.shape
+    return fb._Problem(Y, fb._ident(m), fb._ident(n), g, False, neg, apos, rpos, r_neg, neg_rows)
+
+
+# --------------------------------------------------------------------------- helpers
+def triples_to_pairs(x: ArrayLike, h: ArrayLike, y: ArrayLike, values: ArrayLike | None = None, *,
+                     shape: tuple[int, ...] | None = None) -> tuple[Sparse, np.ndarray]:
+    """Positive triples (x, h, y) as fBGD's tensor input: a pairs × y matrix and its (x, h) pairs.
+
+    Parameters
+    ----------
+    x, h, y : array_like of int, shape (nnz,)
+        Index of the row object x, the context h and the column y of each positive triple.
+    values : array_like, shape (nnz,), optional
+        Stored value of each triple (1 when ``None``); repeated triples are summed.
+    shape : tuple of 3 ints, optional
+        (|X|, |H|, |Y|); by default one more than the largest index of each.
+
+    Returns
+    -------
+    Y : scipy.sparse.csr_array, shape (n_pairs, |Y|)
+        Row r holds the positives of the pair ``pairs[r]``.
+    pairs : ndarray of int64, shape (n_pairs, 2)
+        The distinct (x, h) pairs that occur, sorted by x then h.
+
+    Raises
+    ------
+    TypeError
+        If an index array is not integer.
+    ValueError
+        On negative or out-of-range indices, arrays of different lengths, or bad values.
+
+    Examples
+    --------
+    >>> from fastpu import fbgd
+    >>> Y, pairs = fbgd.triples_to_pairs([0, 0, 1], [2, 2, 0], [1, 3, 1])
+    >>> pairs.tolist(), Y.shape
+    ([[0, 2], [1, 0]], (2, 4))
+    >>> Y.toarray().tolist()
+    [[0.0, 1.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0]]
+    """
+    arrays = []
+    for name, a in (("x", x), ("h", h), ("y", y)):
+        a = np.asarray(a)
+        if a.ndim == 0:
+            a = a.reshape(1)
+        if a.dtype.kind not in "iu" and a.size:
+            raise TypeError(f"{name} must be integer indices, got dtype {a.dtype}")
+        if a.ndim != 1:
+            raise ValueError(f"{name} must be a 1-d array of indices, got shape {a.shape}")
+        if a.size and a.min() < 0:
+            raise ValueError(f"{name} must be non-negative indices, got minimum {a.min()}")
+        arrays.append(a.astype(np.int64))
+    x, h, y = arrays
+    if not (x.size == h.size == y.size):
+        raise ValueError(f"x, h and y must have the same length, got {x.size}, {h.size}, {y.size}")
+    if shape is None:
+        shape = tuple(int(a.max()) + 1 if a.size else 0 for a in arrays)
+    else:
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list, np.ndarray)) \
+                or len(tuple(shape)) != 3:
+            raise ValueError(f"shape must be (|X|, |H|, |Y|), got {shape!r}")
+        shape = tuple(V.check_int(s, name="shape", minimum=0) for s in shape)
+        for name, a, s in zip("xhy", arrays, shape):
+            if a.size and a.max() >= s:
+                raise ValueError(f"{name} has index {a.max()}, outside shape {shape}")
+    vals = V.check_vector(values, name="values", size=x.size)
+    ux, uh, row = _unique_pairs(x, h)
+    pairs = np.column_stack([ux, uh]).astype(np.int64)
+    Y = V.check_csr(sp.coo_array((vals, (row, y)), shape=(ux.size, shape[2])), name="Y",
+                    nonnegative=False)
+    return Y, pairs
+
+
+def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, pairs: ArrayLike,
+                     tensor: str = "pitf", neg_weights: ArrayLike | None = None,
+                     neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
+                     r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
+    """Loss (2) of a PITF or CP model over every given (x, h) pair and every y, from the caches.
+
+    J = Σ_P α⁺ (r⁺ − r̂_xhy)² + Σ_U α⁻_xh α⁻_y (r⁻ − r̂_xhy)² with r̂ from eq. 25 (PITF) or
+    eq. 27 (CP), evaluated as p_xh · q_y (eq. 26 / 28) in O((|pairs| + |Y|) g² + |P| g).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (n_pairs, |Y|)
+        Positives: row r holds the y of the positive triples (x, h, y) of ``pairs[r]``.
+    VX, VH, VY : array_like, shapes (|X|, f), (|H|, f), (|Y|, f)
+        The factors V^X, V^H, V^Y of the paper.
+    pairs : array_like of int, shape (n_pairs, 2)
+        The (x, h) pair of each row of Y; each pair once.
+    tensor : {"pitf", "cp"}
+        Pairwise interaction tensor factorisation (eq. 25) or rank-f CP (eq. 27).
+    neg_weights : array_like, shape (|Y|,), optional
+        α⁻_y; ``None`` means 1.
+    neg_row_weights : array_like, shape (n_pairs,), optional
+        α⁻_xh, a weight of the unlabeled triples per (x, h) pair; ``None`` means 1.
+    pos_weight, r_pos : float or "values"
+        α⁺ and r⁺ (a number, or Y's stored values).
+    r_neg : float
+        Target r⁻ of the unlabeled triples.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        On a non-sparse Y or non-integer pairs.
+    ValueError
+        On shape mismatches, repeated pairs, non-finite values or negative weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastpu import fbgd
+    >>> Y, pairs = fbgd.triples_to_pairs([0, 1], [0, 0], [1, 0])
+    >>> ones = np.ones((2, 1))
+    >>> fbgd.tensor_objective(Y, ones, ones[:1], ones, pairs=pairs, tensor="cp")   # every r̂ = 1
+    2.0
+    """
+    Y = V.check_csr(Y, name="Y")
+    tensor = V.check_choice(tensor, name="tensor", choices=_TENSORS)
+    VX = V.check_dense(VX, name="VX")
+    f = VX.shape[1]
+    px, ph, _, n_h = _check_pairs(pairs, Y.shape[0], VX.shape[0], None,
+                                  names=("the number of rows of VX", "n_h"))
+    VH = V.check_dense(VH, name="VH")
+    if VH.shape[0] < n_h:
+        raise ValueError(f"VH has {VH.shape[0]} rows but pairs uses h index {n_h - 1}")
+    try:
+        VH = _check_factor(VH, name="VH", rows=VH.shape[0], f=f)
+    except ValueError as exc:
+        if np.ndim(VH) != 2 or np.shape(VH)[1] == f:
+            raise
+        raise ValueError(f"{exc} (VH, VX and VY have the same number of columns; VX has {f})") from None
+    VY = _check_factor(VY, name="VY", rows=Y.shape[1], f=f)
+    neg, neg_rows, apos, rpos, r_neg = _weights(
+        Y, alpha0=None, rho=0.0, neg_weights=1.0 if neg_weights is None else neg_weights,
+        neg_row_weights=neg_row_weights, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
+    tp = _Tensor(px, ph, VX.shape[0], VH.shape[0], f, tensor)
+    prob = _problem(Y, tp.g, neg, apos, rpos, r_neg, neg_rows)
+    P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
+    Sq, sq = prob.gram(prob.neg, Q)
+    Sp, sp_ = prob.gram(prob.arow, P)
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+    return V.check_finite_result(loss, what="fbgd.tensor_objective",
+                                 names=("VX", "VH", "VY", "neg_weights", "pos_weight", "r_pos", "r_neg"))
+
+
+# --------------------------------------------------------------------------- fit
+def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
+               n_x: int | None = None, n_h: int | None = None, alpha0: float | None = None,
+               rho: float = 0.0, neg_weights: ArrayLike | None = None,
+               neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
+               r_pos: float | str = 1.0, r_neg: float = 0.0, lr: float = 0.05, n_iter: int = 30,
+               optimizer: str = "adagrad", reg: float = 0.0, init_std: float = 0.01,
+               seed: Seed = 0, callback: Callback = None, verbose: bool = False,
+               n_threads: Threads = None) -> Factorization:
+    """Fit fBGD's PITF or CP tensor model (Appendix A) on all positive and unlabeled triples.
+
+    The unlabeled triples are every (x, h, y) with (x, h) one of ``pairs`` and y any column,
+    minus the positives.  Each epoch takes the full gradient of the x-related parameters
+    (V^X and V^H) at one point and steps them, then does the same for V^Y (Algorithm 1's
+    two sides, with the batch update of :func:`fastpu.fbgd.fit`).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (n_pairs, |Y|)
+        Positives: row r lists the y of the positive triples (x, h, y) of the pair
+        ``pairs[r]``; values >= 0 (used with ``pos_weight="values"``/``r_pos="values"``).
+        :func:`triples_to_pairs` builds it from (x, h, y) triples.
+    k : int
+        Latent size f (g = f + 1 for PITF, g = f for CP).
+    pairs : array_like of int, shape (n_pairs, 2)
+        The (x, h) pair of each row of Y, each pair once.  A pair with an empty row of Y
+        still contributes its unlabeled triples.
+    tensor : {"pitf", "cp"}
+        ``"pitf"``: pairwise interaction tensor factorisation with shared factors (eq. 25-26);
+        ``"cp"``: rank-f canonical polyadic decomposition (eq. 27-28).
+    n_x, n_h : int, optional
+        |X| and |H| (rows of V^X and V^H); default one more than the largest index in ``pairs``.
+    alpha0 : float, optional
+        Total weight of the unlabeled triples of one pair (eq. 22); default ``0.5 * |Y|``.
+    rho : float
+        Popularity exponent of eq. 22 (0: uniform α⁻_y).
+    neg_weights : array_like, shape (|Y|,), optional
+        α⁻_y given directly; overrides ``alpha0`` and ``rho``.
+    neg_row_weights : array_like, shape (n_pairs,), optional
+        α⁻_xh, the row-side weight of the unlabeled triples (the paper's α⁻_x with the
+        pairs as rows); the unlabeled triple weighs α⁻_xh α⁻_y.  ``None`` means 1.
+    pos_weight : float or "values"
+        α⁺ of every positive, or Y's stored values.
+    r_pos : float or "values"
+        Target r⁺ of the positives.
+    r_neg : float
+        Target r⁻ of the unlabeled triples.
+    lr : float
+        Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
+    n_iter : int
+        Number of epochs.
+    optimizer : {"adagrad", "gd"}
+        Adagrad per parameter (eq. 24, ε = 1e-4 where the sum is zero) or plain steps.
+    reg : float
+        L2 penalty reg·(‖V^X‖² + ‖V^H‖² + ‖V^Y‖²) (0, as in the paper).
+    init_std : float
+        Standard deviation of the normal initialisation N(0, init_std²) of every factor.
+    seed : int, numpy Generator or None
+        Seed of the initialisation.
+    callback : callable, optional
+        Called with each epoch's history dict; returning True stops training.
+    verbose : bool
+        Print one line per epoch.
+    n_threads : int, optional
+        Threads for the parallel kernels (restored afterwards).
+
+    Returns
+    -------
+    Factorization
+        Over the (x, h)-pair × y matrix: ``user_factors`` = P (one row p_xh per row of Y,
+        g columns) and ``item_factors`` = Q (q_y), so ``scores``, :func:`fastpu.recommend`
+        and :func:`fastpu.evaluate` work on pairs × y exactly as on users × items.
+        ``extras`` holds ``V_x``, ``V_h``, ``V_y`` (V^X, V^H, V^Y), ``pairs``, ``tensor``,
+        ``neg_weights``, ``neg_row_weights`` and ``initial_objective``; :func:`pair_model`
+        scores any other (x, h) pairs.  ``history`` has ``iter``, ``objective``, ``loss``,
+        ``seconds``.
+
+    Raises
+    ------
+    TypeError
+        On wrongly typed arguments (``verbose`` must be a bool or an int).
+    ValueError
+        On bad shapes, repeated or out-of-range pairs, NaN/inf, negative weights,
+        ``reg`` above 1e20, unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory; if
+        ``Y`` has no row or no column, or no positive (no stored nonzero value).
+    FloatingPointError
+        If the objective becomes non-finite (plain ``gd`` with too large ``lr``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastpu import fbgd
+    >>> rng = np.random.default_rng(0)
+    >>> x, h, y = rng.integers(0, 20, 300), rng.integers(0, 10, 300), rng.integers(0, 15, 300)
+    >>> Y, pairs = fbgd.triples_to_pairs(x, h, y, shape=(20, 10, 15))
+    >>> model = fbgd.fit_tensor(Y, 4, pairs=pairs, tensor="pitf", alpha0=3.0, n_iter=5)
+    >>> model.user_factors.shape == (Y.shape[0], 5)      # g = f + 1
+    True
+    >>> model.history[-1]["objective"] < model.extras["initial_objective"]
+    True
+    """
+    Y = V.check_trainable(V.check_csr(Y, name="Y"))
+    k = V.check_k(k)
+    tensor = V.check_choice(tensor, name="tensor", choices=_TENSORS)
+    px, ph, n_x, n_h = _check_pairs(pairs, Y.shape[0], n_x, n_h)
+    # the factors, their gradients and optimizer state, the pair / item embeddings, and the
+    # g × g Gram matrices (g = k + 1 for PITF)
+    V.check_alloc(8 * 4 * ((n_x + n_h + Y.shape[0] + Y.shape[1]) * (k + 1) + (k + 1) ** 2),
+                  what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
+    neg, neg_rows, apos, rpos, r_neg = _weights(
+        Y, alpha0=alpha0, rho=rho, neg_weights=neg_weights, neg_row_weights=neg_row_weights,
+        pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
+    lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
+    optimizer = V.check_choice(optimizer, name="optimizer", choices=_OPTIMIZERS)
+    reg = V.check_penalty(reg, name="reg")
+    init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
+    rng = V.check_seed(seed)
+    callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
+
+    tp = _Tensor(px, ph, n_x, n_h, k, tensor)
+    prob = _problem(Y, tp.g, neg, apos, rpos, r_neg, neg_rows)
+    VX = rng.normal(0.0, init_std, size=(n_x, k))
+    VH = rng.normal(0.0, init_std, size=(n_h, k))
+    VY = rng.normal(0.0, init_std, size=(Y.shape[1], k))
+    params = dict(k=k, tensor=tensor, n_x=n_x, n_h=n_h, alpha0=alpha0, rho=rho,
+                  pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, lr=lr, n_iter=n_iter,
+                  optimizer=optimizer, reg=reg, init_std=init_std,
+                  seed=seed if isinstance(seed, numbers.Integral) else None,
+                  neg_weights="given" if neg_weights is not None else "eq22",
+                  neg_row_weights=None if neg_rows is None else "given")
+    progress = Progress(f"fbgd-{tensor}", verbose=verbose, callback=callback,
+                        advice="lower lr or init_std, or bring the targets r_pos, r_neg and the weights "
+                               "pos_weight, neg_weights, alpha0 to a moderate scale (or raise reg)")
+    with limit_threads(n_threads):
+        P, Q, init = _train(prob, tp, VX, VH, VY, lr=lr, n_iter=n_iter,
+                            adagrad=optimizer == "adagrad", reg=reg, progress=progress)
+    extras = dict(V_x=VX, V_h=VH, V_y=VY, pairs=np.column_stack([px, ph]), tensor=tensor,
+                  neg_weights=neg, neg_row_weights=neg_rows, initial_objective=init)
+    return Factorization(user_factors=P, item_factors=Q, history=progress.history,
+                         params=params, method="fbgd", extras=extras)
+
+
+def _penalty(reg, VX, VH, VY):
+    if reg == 0.0:
+        return 0.0
+    # a diverging run overflows here: the objective's check (Progress) names the cause instead
+    with np.errstate(over="ignore", invalid="ignore"):
+        return reg * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
+
+
+def _gradients(prob, tp, VX, VH, VY):
+    """∂J/∂V^X, ∂J/∂V^H, ∂J/∂V^Y of the loss (no penalty) at one point."""
+    P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
+    Sq, sq = prob.gram(prob.neg, Q)
+    Sp, sp_ = prob.gram(prob.arow, P)
+    G_p, G_q = np.empty_like(P), np.empty_like(Q)
+    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
+    _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
+    gX, gH = tp.chain(G_p, VX, VH)
+    return gX, gH, np.ascontiguousarray(G_q[:, :tp.f])
+
+
+def _train(prob, tp, VX, VH, VY, *, lr, n_iter, adagrad, reg, progress):
+    """Epochs: V^X and V^H from one gradient with the item caches fixed, rebuild P and its
+    caches, then V^Y with the pair caches fixed; in place."""
+    eps = fb._EPS
+    acc_x, acc_h, acc_y = np.zeros_like(VX), np.zeros_like(VH), np.zeros_like(VY)
+    free_x = np.ones(VX.shape, dtype=np.bool_)
+    free_h = np.ones(VH.shape, dtype=np.bool_)
+    free_y = np.ones(VY.shape, dtype=np.bool_)
+    P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
+    Sq, sq = prob.gram(prob.neg, Q)
+    Sp, sp_ = prob.gram(prob.arow, P)
+    init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, VX, VH, VY)
+    G_p, G_q = np.empty_like(P), np.empty_like(Q)
+    for epoch in range(1, n_iter + 1):
+        _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
+        gX, gH = tp.chain(G_p, VX, VH)
+        _k.batch_update(gX, free_x, VX, acc_x, lr, reg, adagrad, eps)
+        _k.batch_update(gH, free_h, VH, acc_h, lr, reg, adagrad, eps)
+        P = tp.embed_pairs(VX, VH)
+        Sp, sp_ = prob.gram(prob.arow, P)
+        _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
+        gY = np.ascontiguousarray(G_q[:, :tp.f])
+        _k.batch_update(gY, free_y, VY, acc_y, lr, reg, adagrad, eps)
+        Q = tp.embed_items(VY)
+        Sq, sq = prob.gram(prob.neg, Q)
+        loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+        total = loss + _penalty(reg, VX, VH, VY)
+        if progress.step(epoch, total, loss=loss):
+            break
+    return P, Q, init
+
+
+# --------------------------------------------------------------------------- scoring
+def pair_model(model: Factorization, pairs: ArrayLike) -> Factorization:
+    """The fitted tensor model as a :class:`~fastpu.Factorization` over any (x, h) pairs.
+
+    Row r of the result is the embedding p_xh of ``pairs[r]`` (eq. 26 / 28), so its
+    ``scores`` are r̂_xhy for every y, and :func:`fastpu.recommend` / :func:`fastpu.evaluate`
+    run on a (pairs × y) matrix of held-out triples, including pairs unseen in training.
+
+    Parameters
+    ----------
+    model : Factorization
+        A result of :func:`fit_tensor`.
+    pairs : array_like of int, shape (n, 2)
+        (x, h) pairs with x < |X| and h < |H| of the fit; repeats allowed.
+
+    Returns
+    -------
+    Factorization
+        ``user_factors`` = P of ``pairs``, ``item_factors`` as fitted, the same ``extras``
+        with ``pairs`` replaced.
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a tensor fit or ``pairs`` is not integer.
+    ValueError
+        If ``pairs`` has the wrong shape or out-of-range indices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastpu import fbgd
+    >>> Y, pairs = fbgd.triples_to_pairs([0, 1, 2], [0, 1, 0], [1, 0, 2])
+    >>> model = fbgd.fit_tensor(Y, 2, pairs=pairs, tensor="cp", n_iter=2)
+    >>> new = fbgd.pair_model(model, [[1, 0], [2, 1]])      # pairs not in Y
+    >>> new.scores().shape
+    (2, 3)
+    """
+    ex = getattr(model, "extras", None)
+    if not isinstance(model, Factorization) or not ex or "V_x" not in ex or "tensor" not in ex:
+        raise TypeError(f"model must be a result of fbgd.fit_tensor, got {type(model).__name__}")
+    arr = np.asarray(pairs)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"pairs must be integer (x, h) indices, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (n, 2), got {arr.shape}")
+    VX, VH = ex["V_x"], ex["V_h"]
+    px = V.check_indices(arr[:, 0], name="pairs[:, 0] (x)", size=VX.shape[0])
+    ph = V.check_indices(arr[:, 1], name="pairs[:, 1] (h)", size=VH.shape[0])
+    tp = _Tensor(px, ph, VX.shape[0], VH.shape[0], VX.shape[1], ex["tensor"])
+    P = tp.embed_pairs(VX, VH)
+    extras = dict(ex, pairs=np.column_stack([px, ph]))
+    return Factorization(user_factors=P, item_factors=model.item_factors, history=model.history,
+                         params=model.params, method=model.method, extras=extras,
+                         item_ids=model.item_ids)

@@ -1,0 +1,13 @@
+"""Judging and choosing models: splits, ranking metrics, search and tuning, comparison, baselines.
+
+- :mod:`.split` — per-user holdout, leave-one-out, validation splits carved from training data;
+- :mod:`.metrics` — precision, recall, nDCG, MAP, MRR, AUC at several cut-offs, rated and sampled
+  variants, the CSRR paper's cost-sensitive measures, and the popularity baseline;
+- :mod:`.select` — random search over a space (:func:`~.select.search`) and tuning with each
+  method's default space (:func:`~.select.tune`), on a validation split of the training data only;
+- :mod:`.compare` — every method tuned on several splits, tabulated;
+- :mod:`.baselines` — WRMF, implicit's ALS and BPR.
+
+The public modules of earlier releases, ``fastpu.split``, ``fastpu.metrics``, ``fastpu.select``,
+``fastpu.compare`` and ``fastpu.baselines``, are these modules under their old names.
+"""

@@ -1,0 +1,296 @@
+"""Standard baselines in fastpu's calling convention, so they can be tuned and compared alike.
+
+- :func:`popularity` — every user ranks items by their training count;
+- :func:`wrmf` — WRMF / implicit ALS (Hu, Koren, Volinsky 2008) expressed through ocmf's square
+  loss with confidence weights: confidence c_ij = 1 + ``alpha`` · r_ij on the positives and 1 on
+  every other entry, target 1 on the positives and 0 elsewhere, λ(‖W‖² + ‖H‖²). This is
+  :func:`fastpu.ocmf.fit` with ``loss="square", rho=1, a_bar=0`` on the matrix ``1 + alpha·Y``:
+  ocmf's Full objective is then term for term the WRMF objective (tested). The `implicit`
+  package's ALS weights a positive by ``alpha · r`` instead of ``1 + alpha · r`` (its solver
+  adds ``(c − 1) y yᵀ`` per positive): on binary data implicit's ``alpha=a`` is ``wrmf``'s
+  ``alpha=a − 1``, and its ``regularization`` is ``lam``;
+- :func:`implicit_als`, :func:`implicit_bpr` — the `implicit` package's ALS and BPR (optional:
+  only when `implicit` is installed), wrapped as ``fit(Y, k, *, ...)`` functions that report
+  every iteration's model to the callback.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._core import validation as V
+from fastpu import ocmf
+from fastpu._core.progress import Progress
+from fastpu._core.threads import _check_threads, limit_threads
+from fastpu.model_selection.metrics import popularity
+from fastpu._core.factorization import Factorization, accepts_dataset
+from fastpu._core.dataset import Dataset
+from fastpu._core.hints import Callback, Seed, Sparse, Threads
+
+__all__ = ["BASELINES", "implicit_als", "implicit_bpr", "popularity", "wrmf", "wrmf_weights"]
+
+
+def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
+    """The confidence matrix 1 + alpha · r on the positives of ``Y`` (its stored values r).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix
+        Observed positives (values are counts, ratings or ones).
+    alpha : float
+        Confidence slope α >= 0.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Same pattern as ``Y``, values 1 + α r.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``Y`` is not a valid non-negative sparse matrix or ``alpha`` is not a finite number >= 0.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu.baselines import wrmf_weights
+    >>> wrmf_weights(sp.csr_array(np.array([[2.0, 0.0]])), 10.0).toarray()
+    array([[21.,  0.]])
+    """
+    Y = V.check_csr(Y, name="Y")
+    alpha = V.check_scalar(alpha, name="alpha", minimum=0.0)
+    C = Y.copy()
+    C.data = 1.0 + alpha * C.data
+    return C
+
+
+_WRMF_OWN = ("alpha", "lam", "n_iter", "seed", "n_threads", "callback", "verbose")
+#: what wrmf sets or fixes: not among the ocmf.fit arguments it passes on
+_WRMF_SETS = {"Y", "k", "loss", "rho", "a_bar", "p", "q", "negatives", *_WRMF_OWN}
+#: the ocmf.fit arguments wrmf passes on (its **ocmf_params)
+_WRMF_PASSED_ON = sorted((V.fit_names(ocmf.fit) or set()) - _WRMF_SETS)
+
+
+def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
+    """Refuse keyword arguments neither wrmf nor ocmf.fit takes, naming them and the accepted ones."""
+    passed_on = _WRMF_PASSED_ON
+    unknown = [key for key in ocmf_params if key not in passed_on]
+    if not unknown:
+        return
+    hint = V.did_you_mean(unknown[0], [*_WRMF_OWN, *passed_on]) if len(unknown) == 1 else ""
+    what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
+            f"unexpected keyword arguments {', '.join(map(repr, unknown))}")
+    raise TypeError(f"wrmf got {what}{hint}; it takes {', '.join(_WRMF_OWN)} and these of "
+                    f"fastpu.ocmf.fit: {', '.join(passed_on)}")
+
+
+@accepts_dataset
+def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, n_iter: int = 15,
+         seed: Seed = 0, n_threads: Threads = None, callback: Callback = None,
+         verbose: bool = False, **ocmf_params: Any) -> Factorization:
+    """WRMF / implicit ALS through ocmf's square loss with confidence weights.
+
+    Minimises Σ_ij c_ij (p_ij − w_i·h_j)² + λ(‖W‖² + ‖H‖²) with p_ij = 1 on the positives and 0
+    elsewhere, c_ij = 1 + α r_ij on the positives and 1 elsewhere (Hu, Koren, Volinsky 2008).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Observed positives; the stored values r_ij scale the confidence (ones for binary data).
+    k : int
+        Rank.
+    alpha : float
+        Confidence slope α: c = 1 + α r on the positives (on binary data implicit's
+        ``alpha=a`` is ``alpha=a - 1`` here; see the module docstring).
+    lam : float
+        Regularisation λ (implicit's ``regularization``).
+    n_iter, seed, n_threads, callback, verbose
+        As in :func:`fastpu.ocmf.fit`.
+    **ocmf_params
+        Further :func:`fastpu.ocmf.fit` arguments (``newton_steps``, ``cg_steps``, ``dtype``, ...).
+
+    Returns
+    -------
+    Factorization
+        ``method`` is ``"wrmf"``; ``params`` records ``alpha`` and ``lam``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`fastpu.ocmf.fit`, and for a loss, ``rho`` or ``a_bar`` that is not WRMF's; a
+        keyword argument that neither wrmf nor :func:`fastpu.ocmf.fit` takes (TypeError naming
+        it and the accepted names, before any work).
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(40, 30, rank=3, density=0.2, seed=0).Y
+    >>> fp.baselines.wrmf(Y, 4, alpha=5.0, n_iter=2).method
+    'wrmf'
+    """
+    for fixed in ("loss", "rho", "a_bar", "p", "q", "negatives"):
+        if fixed in ocmf_params:
+            raise ValueError(f"wrmf fixes {fixed}; use fastpu.ocmf.fit for other formulations")
+    _check_ocmf_params(ocmf_params)
+    try:
+        model = ocmf.fit(wrmf_weights(Y, alpha), k, loss="square", rho=1.0, a_bar=0.0, lam=lam,
+                         n_iter=n_iter, seed=seed, n_threads=n_threads, callback=callback,
+                         verbose=verbose, **ocmf_params)
+    except FloatingPointError as exc:
+        raise FloatingPointError(f"{exc}; for WRMF the weights are 1 + alpha·Y: lower alpha "
+                                 f"(now {float(alpha):g})") from None
+    params = dict(model.params, alpha=float(alpha), lam=float(lam))
+    return Factorization(model.user_factors, model.item_factors, model.history, params, "wrmf",
+                         model.extras)
+
+
+# the keywords wrmf takes, for fastpu.select's checks (its signature shows only **ocmf_params):
+# a misspelt keyword in search("wrmf", ...) is refused before any trial, not at the first one
+wrmf.keyword_names = frozenset({"k", *_WRMF_OWN, *_WRMF_PASSED_ON})  # type: ignore[attr-defined]
+
+
+def _implicit_model(kind: str) -> Any:
+    try:
+        if kind == "als":
+            from implicit.cpu.als import AlternatingLeastSquares as cls
+        else:
+            from implicit.cpu.bpr import BayesianPersonalizedRanking as cls
+    except ImportError:
+        raise ImportError(f"the implicit {kind.upper()} baseline needs the `implicit` package: "
+                          "pip install implicit (or the fastpu[bench] extra)") from None
+    return cls
+
+
+def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_threads: Threads,
+                  callback: Callback, verbose: bool, **kw: Any) -> Factorization:
+    Y = V.check_csr(Y, name="Y")
+    k = V.check_k(k)
+    # float32 factors (BPR adds a bias column) with implicit's work copies, and the k × k Gram
+    V.check_alloc(4 * (3 * sum(Y.shape) * (k + 1) + (k + 1) ** 2), what=f"implicit {kind.upper()}'s factors",
+                  names=("k",))
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
+    seed = V.check_int(seed, name="seed", minimum=0)
+    callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
+    if n_threads is not None:
+        n_threads = _check_threads(n_threads)
+    cls = _implicit_model(kind)      # after the checks: bad arguments are named with or without it
+    steps = ", ".join(kw)            # the step-size parameters to lower when the fit diverges
+    progress = Progress(f"implicit-{kind}", verbose=verbose, callback=callback)
+    stop: list[bool] = []
+
+    def snapshot() -> Factorization:
+        return Factorization(np.array(model.user_factors, dtype=np.float64),
+                             np.array(model.item_factors, dtype=np.float64), method=f"implicit_{kind}")
+
+    def report(it: int, elapsed: float, *extra: Any) -> None:
+        # ALS passes its training loss (None unless asked to compute it), BPR its sample counts
+        loss = extra[0] if kind == "als" and extra[0] is not None else 0.0
+        if not stop and progress.step(it + 1, loss, model=snapshot):
+            stop.append(True)
+            raise StopIteration
+
+    # implicit's BLAS calls should run single-threaded next to its own threads (its authors' advice)
+    with limit_threads(None, blas=1):
+        model = cls(factors=k, iterations=n_iter, random_state=seed,
+                    num_threads=0 if n_threads is None else int(n_threads), dtype=np.float32, **kw)
+        try:
+            model.fit(sp.csr_matrix(Y, dtype=np.float32), show_progress=False, callback=report)
+        except StopIteration:
+            pass
+        except Exception as exc:
+            if type(exc).__name__ != "ModelFitError":        # implicit's "NaN encountered in factors"
+                raise
+            raise FloatingPointError(f"implicit {kind.upper()} diverged ({exc}); lower {steps}") from None
+    out = snapshot()
+    if not (np.isfinite(out.user_factors).all() and np.isfinite(out.item_factors).all()):
+        raise FloatingPointError(f"implicit {kind.upper()} diverged (non-finite factors); lower {steps}")
+    return Factorization(out.user_factors, out.item_factors, progress.history,
+                         dict(k=k, n_iter=n_iter, seed=seed, **kw), f"implicit_{kind}")
+
+
+@accepts_dataset
+def implicit_als(Y: Sparse | Dataset, k: int, *, regularization: float = 0.01, alpha: float = 1.0,
+                 n_iter: int = 15, seed: int = 0, n_threads: Threads = None,
+                 callback: Callback = None, verbose: bool = False) -> Factorization:
+    """implicit's AlternatingLeastSquares (float32, conjugate gradient) as a fastpu fit.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Observed positives (implicit weights them by 1 + alpha · value).
+    k : int
+        Number of factors.
+    regularization, alpha : float
+        implicit's λ and confidence slope.
+    n_iter, seed, n_threads, callback, verbose
+        As every fastpu fit (``callback`` gets ``info["model"]``; the objective reported is 0:
+        implicit computes no loss unless asked to).
+
+    Returns
+    -------
+    Factorization
+
+    Raises
+    ------
+    ImportError
+        If `implicit` is not installed.
+    TypeError, ValueError
+        On bad input.
+
+    Examples
+    --------
+    ``fp.baselines.implicit_als(Y, 64, regularization=0.05, alpha=10.0)`` — with `implicit`
+    installed — returns a :class:`~fastpu.Factorization` that ``fp.evaluate`` and
+    ``fp.recommend`` take like any other.
+    """
+    return _implicit_fit("als", Y, k, n_iter, seed, n_threads, callback, verbose,
+                         regularization=V.check_scalar(regularization, name="regularization", minimum=0.0),
+                         alpha=V.check_scalar(alpha, name="alpha", minimum=0.0))
+
+
+@accepts_dataset
+def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
+                 regularization: float = 0.01, n_iter: int = 100, seed: int = 0,
+                 n_threads: Threads = None, callback: Callback = None,
+                 verbose: bool = False) -> Factorization:
+    """implicit's BayesianPersonalizedRanking as a fastpu fit (see :func:`implicit_als`).
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Observed positives.
+    k : int
+        Number of factors (implicit adds one item-bias column to its factors).
+    learning_rate, regularization : float
+        implicit's SGD step and λ.
+    n_iter, seed, n_threads, callback, verbose
+        As :func:`implicit_als`.
+
+    Returns
+    -------
+    Factorization
+
+    Raises
+    ------
+    ImportError
+        If `implicit` is not installed.
+    TypeError, ValueError
+        On bad input.
+
+    Examples
+    --------
+    ``fp.baselines.implicit_bpr(Y, 64, learning_rate=0.05)`` with `implicit` installed.
+    """
+    return _implicit_fit("bpr", Y, k, n_iter, seed, n_threads, callback, verbose,
+                         learning_rate=V.check_scalar(learning_rate, name="learning_rate", minimum=0.0,
+                                                      strict_min=True),
+                         regularization=V.check_scalar(regularization, name="regularization", minimum=0.0))
+
+
+#: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
+BASELINES: dict[str, Callable[..., Factorization]] = {
+    "wrmf": wrmf, "als": implicit_als, "bpr": implicit_bpr}

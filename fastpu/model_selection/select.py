@@ -1,0 +1,661 @@
+"""Choosing a method's settings on a validation split carved from the training data.
+
+The protocol is the one the four papers use: hold out part of each user's *training*
+positives as a validation set, fit every candidate setting on the rest, evaluate on the
+validation set after every outer iteration, keep the best (setting, iteration) pair, and
+refit on all of the training data with that setting for that many iterations. The test
+split never enters: :func:`search` and :func:`tune` only ever see the matrix they are given.
+With ``split="rows"`` the validation set is whole rows instead (paper 002's multi-label
+protocol: held-out instances, scored from their features by cold start).
+
+- :func:`search` — grid or random search over a space you give;
+- :func:`tune` — the same over a documented default space per method (:data:`SPACES`).
+
+A space maps a ``fit`` parameter name to a list of candidate values (grid search) or to a
+distribution with an ``rvs(random_state=...)`` method such as ``scipy.stats.loguniform(1e-3, 1)``
+(random search). Results are reproducible for a fixed ``seed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import itertools
+import math
+import numbers
+import sys
+import time
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import scipy.stats as stats
+
+from fastpu.model_selection import _rows as R
+from fastpu._core import validation as V
+from fastpu._core.dataset import Dataset
+from fastpu._core.threads import _check_threads
+from fastpu._core.hints import Sparse, Threads
+from fastpu.model_selection.baselines import BASELINES
+from fastpu.model_selection.metrics import METRICS, evaluate
+from fastpu._core.factorization import _brief
+from fastpu.model_selection.split import validation_split
+
+__all__ = ["NAMES", "SPACES", "SearchResult", "default_space", "search", "tune"]
+
+METHODS = ("ocmf", "fbgd", "csrr", "homf")
+#: Every name :func:`search` takes: the four methods and the baselines of :mod:`fastpu.baselines`.
+NAMES = METHODS + tuple(BASELINES)
+
+
+_CALL = "fit(Y, k, *, n_iter, seed, callback, n_threads, ...)"
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    """A fit function's name for messages: its own, a partial's function's, or its class's."""
+    if isinstance(fn, functools.partial):
+        return _callable_name(fn.func)
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any], str]:
+    if callable(method) and not isinstance(method, str):
+        name = _callable_name(method)
+        try:
+            sig = inspect.signature(method)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"method {name}() has no signature the search can read ({exc}); pass a "
+                            f"Python function {_CALL}") from None
+        try:     # what every trial and the refit pass; the searched and fixed names come later
+            sig.bind_partial(None, None, n_iter=1, seed=0, callback=None, n_threads=None)
+        except TypeError as exc:
+            raise TypeError(f"method {name}() must take {_CALL} as the search calls it; {exc}") from None
+        return method, name
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a method name ({', '.join(map(repr, NAMES))}) or a fit "
+                        f"function {_CALL}, got {type(method).__name__} {method!r}")
+    if method not in NAMES:
+        raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
+                         f"got {method!r}{V.did_you_mean(method, set(NAMES))}")
+    if method in BASELINES:
+        return BASELINES[method], method
+    import importlib
+
+    return importlib.import_module(f"fastpu.{method}").fit, method
+
+
+# Default search spaces of :func:`tune`: the fixed settings each trial starts from, and the
+# ranges searched. An entry may be a function of the matrix shape (m, n) where the paper's
+# scale depends on it. The ranges bracket the papers' own grids and the settings chosen on
+# validation splits of the *training* data by the benchmarks (docs/select.md says which).
+SPACES: dict[str, dict[str, Any]] = {
+    "ocmf": dict(
+        fixed=dict(k=64, n_iter=15),
+        space=dict(rho=stats.loguniform(1e-3, 1.0), lam=stats.loguniform(0.1, 100.0)),
+    ),
+    "fbgd": dict(
+        fixed=dict(k=64, n_iter=30),
+        space=dict(alpha0=lambda m, n: stats.loguniform(0.05 * n, 5.0 * n),
+                   rho=stats.uniform(0.0, 1.0), lr=stats.loguniform(0.01, 0.3),
+                   reg=[0.0, 1e-3, 1e-2, 1e-1, 1.0]),
+    ),
+    "csrr": dict(
+        fixed=dict(k=64, variant="e", n_iter=100),
+        space=dict(alpha=stats.loguniform(1.0, 20.0), lam1=stats.loguniform(1e-2, 10.0),
+                   lam2=stats.loguniform(1e-3, 1.0)),
+    ),
+    "homf": dict(
+        fixed=dict(k=64, mode="dense", n_iter=10),
+        space=dict(T=[1, 2, 4, 6, 8], lam=stats.loguniform(1e-4, 1.0), g=["exp", "linear", "step"]),
+    ),
+    # baselines (fastpu.baselines): WRMF through ocmf, and implicit's ALS and BPR
+    "wrmf": dict(
+        fixed=dict(k=64, n_iter=15),
+        space=dict(alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0)),
+    ),
+    # implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its `alpha`
+    # wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins
+    "als": dict(
+        fixed=dict(k=64, n_iter=15),
+        space=dict(alpha=stats.loguniform(1.0, 100.0), regularization=stats.loguniform(1e-2, 100.0)),
+    ),
+    "bpr": dict(
+        fixed=dict(k=64, n_iter=300),
+        space=dict(learning_rate=stats.loguniform(1e-3, 0.1),
+                   regularization=stats.loguniform(1e-4, 0.1)),
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """What :func:`search` and :func:`tune` found.
+
+    Attributes
+    ----------
+    model : Factorization or None
+        The winner refitted on all of ``Y`` for ``best_iter`` outer iterations (``None`` with
+        ``refit=False``).
+    best_params : dict
+        The winning setting (the searched parameters and the fixed ones, ``n_iter`` excluded).
+    best_iter : int
+        The outer iteration at which the winner scored best on the validation split.
+    best_score : float
+        Its validation score.
+    metric : str
+        The metric that was maximised, e.g. ``"ndcg@10"``.
+    trials : list of dict
+        One per trial: ``trial``, ``params``, ``scores`` (validation metric after each outer
+        iteration), ``best_iter``, ``best_score``, ``fit_seconds``, ``eval_seconds`` and
+        ``error`` (``None``, or the message of a fit that failed; its score is ``-inf``).
+    """
+
+    model: Any
+    best_params: dict
+    best_iter: int
+    best_score: float
+    metric: str
+    trials: list
+
+    def __repr__(self) -> str:
+        """A one-line summary: metric, winner, its score and iteration, trials, model or not."""
+        params = ", ".join(f"{k!r}: {_brief(v)}" for k, v in self.best_params.items())
+        model = "none" if self.model is None else f"attached ({type(self.model).__name__})"
+        return (f"SearchResult(metric={self.metric!r}, best_params={{{params}}}, "
+                f"best_iter={self.best_iter}, best_score={self.best_score:.6g}, "
+                f"trials={len(self.trials)}, model={model})")
+
+    def table(self) -> str:
+        """The trials as a markdown table, best first.
+
+        Returns
+        -------
+        str
+        """
+        keys = sorted({k for t in self.trials for k in t["params"]})
+        head = ["trial", *keys, f"best {self.metric}", "best iter", "fit s", "note"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for t in sorted(self.trials, key=lambda t: -t["best_score"]):
+            cells = [str(t["trial"]), *(_fmt(t["params"].get(k)) for k in keys),
+                     f"{t['best_score']:.4f}", str(t["best_iter"]), f"{t['fit_seconds']:.1f}",
+                     t["error"] or ""]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _check_metric(metric: Any) -> tuple[str, int | None]:
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a string such as 'ndcg@10' or 'auc', got {metric!r}")
+    if metric == "auc":
+        return "auc", None
+    name, _, digits = metric.partition("@")
+    k = V.ascii_int(digits)             # ASCII digits only: '²' and '٥' pass str.isdigit()
+    if name not in METRICS or name == "auc" or k is None or k < 1:
+        ranked = [m for m in METRICS if m != "auc"]
+        hint = V.did_you_mean(name, set(ranked)) if name not in METRICS else ""
+        raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
+                         f"and k >= 1, or 'auc'; got {metric!r}{hint}")
+    return name, k
+
+
+def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> None:
+    """Refuse fixed keyword arguments that ``fit`` does not take, before any trial runs.
+
+    ``label`` names the fit in the message (``"ocmf.fit"``); a fit taking ``**kwargs`` passes.
+    ``callback`` is refused for every fit: the search passes its own, which scores each
+    iteration on the validation split.
+    """
+    if "callback" in fixed:
+        raise TypeError(f"{label} got callback=; the search passes its own callback (it scores "
+                        "every outer iteration on the validation split), so give none")
+    names = V.fit_names(fit)
+    if names is None:
+        return
+    unknown = [key for key in fixed if key not in names]
+    if unknown:
+        hint = V.did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
+        raise TypeError(f"{label} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(sorted(names))}")
+
+
+def _is_distribution(v: Any) -> bool:
+    return callable(getattr(v, "rvs", None))
+
+
+def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: int,
+                 n: int) -> dict[str, Any]:
+    """Validate a space against fit's parameters; resolve shape-dependent entries."""
+    if not isinstance(space, dict):
+        raise TypeError(f"space must be a dict of parameter name -> list of values or distribution, "
+                        f"got {type(space).__name__}")
+    if not space:
+        raise ValueError("space is empty; give at least one parameter to search")
+    names = V.fit_names(fit)
+    out: dict[str, Any] = {}
+    for key, val in space.items():
+        if names is not None and key not in names:
+            raise ValueError(f"space has unknown parameter {key!r}{V.did_you_mean(key, names)}; "
+                             f"the fit takes {', '.join(sorted(names))}")
+        if key in fixed:
+            raise ValueError(f"{key!r} is both searched (in space) and fixed (a keyword argument); give it once")
+        if key in ("n_iter", "callback", "verbose", "seed"):
+            raise ValueError(f"space must not search {key!r}: the search sets it (n_iter is chosen "
+                             "as the best iteration)")
+        if callable(val) and not _is_distribution(val):
+            val = val(m, n)
+        if _is_distribution(val):
+            out[key] = val
+            continue
+        if isinstance(val, (str, bytes)) or not hasattr(val, "__len__"):
+            raise TypeError(f"space[{key!r}] must be a list of candidate values or a distribution with "
+                            f"rvs(), got {val!r}")
+        if len(val) == 0:
+            raise ValueError(f"space[{key!r}] is an empty list; give at least one candidate value")
+        out[key] = list(val)
+    return out
+
+
+def _draw(space: dict[str, Any], n_trials: int | None,
+          rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Candidate settings: the whole grid, a sample of it, or random draws."""
+    keys = sorted(space)
+    if all(isinstance(space[k], list) for k in keys):
+        grid = [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
+        if n_trials is None or n_trials >= len(grid):
+            return grid
+        pick = np.sort(rng.choice(len(grid), size=n_trials, replace=False))
+        return [grid[i] for i in pick]
+    if n_trials is None:
+        raise ValueError("n_trials is required when the space holds distributions (random search); "
+                         "give n_trials, or lists only for a grid search")
+    out = []
+    for _ in range(n_trials):
+        trial: dict[str, Any] = {}
+        for k in keys:
+            v = space[k]
+            if isinstance(v, list):
+                trial[k] = v[int(rng.integers(len(v)))]
+            else:
+                trial[k] = _python(v.rvs(random_state=rng))
+        out.append(trial)
+    return out
+
+
+def _python(v: Any) -> Any:
+    """A numpy scalar drawn from a distribution as a plain float or int."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    return v
+
+
+def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[str, Any], *,
+           validation: float | tuple[Any, Any] = 0.2, metric: str = "ndcg@10",
+           n_trials: int | None = None, seed: int = 0, refit: bool = True,
+           split: str = "entries", n_threads: Threads = None, verbose: bool = False,
+           **fixed: Any) -> SearchResult:
+    """Search a method's settings on a validation split carved from ``Y``, keep the best iteration.
+
+    Parameters
+    ----------
+    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"} or callable
+        A method, a baseline of :mod:`fastpu.baselines` (``"als"``/``"bpr"`` need `implicit`),
+        or any function ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the
+        fastpu calling convention (the callback receives ``info["model"]``).
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        The training positives. Nothing else is seen: pass the training part of your split.
+    space : dict
+        Parameter name -> list of candidate values (grid) or a distribution with
+        ``rvs(random_state=...)`` (random search), e.g. ``{"lam": [1, 10], "rho":
+        scipy.stats.loguniform(1e-3, 1)}``.
+    validation : float or (Y_fit, Y_valid) or (rows_fit, rows_valid)
+        With ``split="entries"``: the fraction of each user's positives of ``Y`` held out for
+        validation (per user, as :func:`fastpu.split.holdout`), or an explicit pair of
+        matrices whose sum is ``Y``. With ``split="rows"``: the fraction of the rows of ``Y``
+        that have a positive held out as validation instances (``round(validation · r)`` of
+        those r rows, drawn with ``seed``; rows without a positive are never held out and
+        stay with the fitted rows), or an explicit pair of disjoint row-index arrays.
+    metric : str
+        Validation metric to maximise: ``"<name>@<k>"`` with a name from
+        :data:`fastpu.metrics.METRICS` (e.g. ``"ndcg@10"``, ``"precision@5"``) or ``"auc"``.
+    n_trials : int, optional
+        Number of settings to try. ``None``: the whole grid (the space must hold lists only).
+        Fewer than the grid's size: a random sample of the grid without repetition.
+    seed : int
+        Seeds the validation split, the sampling of settings and every fit.
+    refit : bool
+        Refit the winner on all of ``Y`` for ``best_iter`` iterations (``result.model``).
+    split : {"entries", "rows"}
+        What validation holds out. ``"entries"`` (default): positives of each user, scored
+        with the rest of that user's positives excluded from the ranking. ``"rows"``: whole
+        rows (instances, as in multi-label learning; Yu et al. 2017, Supp-2.2): every trial
+        fits on the other rows and their ``user_features``, and after every outer iteration
+        the validation rows are scored from their features alone by cold start
+        (:func:`fastpu.fold_in` with ``user_features``). Needs ``user_features`` (a keyword
+        argument, else the Dataset's) and a method whose models allow a cold start (ocmf,
+        fbgd; wrmf with ``user_features``). The refit sees all rows and all features.
+    n_threads : int, optional
+        Threads for the fits and the evaluation.
+    verbose : bool
+        Print one line per trial.
+    **fixed
+        Passed to every fit unchanged (``n_iter`` is the largest number of iterations a trial
+        runs; the method's own default otherwise). With ``split="rows"`` the trials receive
+        the fitted rows of ``user_features`` (dense array or sparse matrix, one row per row of
+        ``Y``) and the refit all of it.
+
+    Returns
+    -------
+    SearchResult
+        ``.model`` (the refitted winner), ``.best_params``, ``.best_iter``, ``.best_score``,
+        ``.trials`` (every trial's scores per iteration) and ``.table()``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Unknown method name (ValueError) or metric, a ``method`` that is neither a name nor a
+        callable, or a function that cannot be called as ``fit(Y, k, *, n_iter, seed,
+        callback, n_threads, ...)`` (TypeError, before any trial; a TypeError raised inside
+        such a function is re-raised naming it and the trial, and one that returns None on
+        the refit is a TypeError), a fixed keyword argument (TypeError) or a space that names
+        a parameter (ValueError) the fit does not take (checked before any trial), a
+        ``callback`` keyword (TypeError: the search passes its own), a ``verbose`` that is
+        not a bool or an int (TypeError), an
+        empty candidate list, a parameter both searched and fixed, ``n_trials < 1``, a
+        validation fraction outside (0, 1), or when every trial failed (ValueError: how many,
+        and the first one's error). ``split`` other than
+        "entries"/"rows"; with ``split="rows"``: no ``user_features``, features with the wrong
+        number of rows, a method that does not take them (als, bpr) or cannot start cold
+        from them (csrr, homf), a fraction that holds out no row or every row with a positive,
+        or row indices that overlap, lie outside Y or leave no positive to validate.
+
+    Warns
+    -----
+    UserWarning
+        Once, after the trials, when some (not all) of them failed: a fit raised a ValueError,
+        FloatingPointError or LinAlgError, or gave no finite validation score. The message
+        says how many of how many and the first one's error; those trials are skipped (score
+        ``-inf``, their ``error`` in ``.trials``).
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=0).Y
+    >>> res = fp.select.search("ocmf", Y, {"lam": [0.1, 10.0]}, k=4, n_iter=3, metric="ndcg@5")
+    >>> sorted(res.best_params), 1 <= res.best_iter <= 3, res.model.shape
+    (['k', 'lam'], True, (60, 40))
+
+    Held-out instances, scored from their features (multi-label learning):
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(60, 5))
+    >>> res = fp.select.search("ocmf", Y, {"lam": [0.1, 10.0]}, split="rows", user_features=X,
+    ...                        k=4, n_iter=3, metric="precision@3")
+    >>> res.model.extras["W"].shape
+    (5, 4)
+    """
+    fit, name = _fit_function(method)
+    mname, mk = _check_metric(metric)
+    metric = mname if mk is None else f"{mname}@{mk}"     # 'ndcg@05' is evaluate's 'ndcg@5'
+    if n_trials is not None:
+        n_trials = V.check_int(n_trials, name="n_trials", minimum=1)
+    rng = V.check_seed(seed)
+    verbose = V.check_verbose(verbose)
+    if not isinstance(refit, (bool, np.bool_)):
+        raise TypeError(f"refit must be True or False, got {refit!r}")
+    # what every trial passes on: refused here, not once per trial and then as "every trial failed"
+    if n_threads is not None:
+        _check_threads(n_threads)
+    for key in ("k", "n_iter"):
+        if fixed.get(key) is not None:          # CSRR-I/II take k=None
+            V.check_int(fixed[key], name=key, minimum=1)
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+        raise TypeError(f"seed must be a non-negative integer (every trial is refitted from it), got {seed!r}")
+    split = R.check_split(split)
+    ids = (Y.user_ids, Y.item_ids) if isinstance(Y, Dataset) else (None, None)
+    data = Y
+    Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
+    ks = (mk,) if mk is not None else (1,)
+    wanted = [mname]
+    fit_kw: dict[str, Any] = {}
+    if split == "rows":
+        R.check_method(name, fit)
+        fixed = R.with_features(fixed, data, Y.shape[0])
+        if isinstance(validation, tuple):
+            rows_fit, rows_valid = R.explicit_rows(validation, Y)
+        else:
+            frac = V.check_scalar(validation, name="validation", minimum=0.0, maximum=1.0,
+                                  strict_min=True, strict_max=True)
+            rows_fit, rows_valid = R.holdout_rows(Y, frac, int(seed), name="validation")
+        X = fixed["user_features"]
+        Y_fit, fit_kw["user_features"] = Y[rows_fit], R.take_rows(X, rows_fit)
+        X_valid, Y_valid = R.take_rows(X, rows_valid), Y[rows_valid]
+
+        def score(model: Any) -> dict[str, float]:
+            return R.cold_scores(model, X_valid, Y_valid, ks, wanted, n_threads)
+    elif isinstance(validation, tuple):
+        if len(validation) != 2:
+            raise ValueError(f"validation must be a fraction or a pair (Y_fit, Y_valid), got {len(validation)} items")
+        Y_fit = V.check_csr(validation[0], name="validation[0] (Y_fit)", shape=Y.shape, nonnegative=False)
+        Y_valid = V.check_csr(validation[1], name="validation[1] (Y_valid)", shape=Y.shape, nonnegative=False)
+        union = (Y_fit != 0).astype(np.int8) + (Y_valid != 0).astype(np.int8)
+        if (union.nnz and union.max() > 1) or ((union != 0) != (Y != 0)).nnz:
+            raise ValueError("validation=(Y_fit, Y_valid) must split Y's positives into two disjoint "
+                             "parts; they do not add up to Y")
+    else:
+        frac = V.check_scalar(validation, name="validation", minimum=0.0, maximum=1.0,
+                              strict_min=True, strict_max=True)
+        Y_fit, Y_valid = validation_split(Y, frac, seed=int(seed))
+    if split == "entries":
+        if Y_valid.nnz == 0:
+            raise ValueError("the validation split of Y holds no positives (users need at least 2 "
+                             "positives to give one to validation); lower validation or use more data")
+
+        def score(model: Any) -> dict[str, float]:
+            return evaluate(model, Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
+    # after split="rows"'s own check of the method, whose message says more than this one
+    _check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
+    space = _check_space(space, fit, fixed, *Y.shape)
+    settings = _draw(space, n_trials, rng)
+
+    trials: list[dict[str, Any]] = []
+    for t, setting in enumerate(settings, 1):
+        params = {**fixed, **setting, **fit_kw}
+        shown = ", ".join(f"{p}={_fmt(v)}" for p, v in setting.items())
+        scores: list[float] = []
+        eval_s = [0.0]
+
+        def callback(info, scores=scores, eval_s=eval_s):
+            t0 = time.perf_counter()
+            scores.append(score(info["model"]())[metric])
+            eval_s[0] += time.perf_counter() - t0
+            return False
+
+        k = params.pop("k", None)
+        error = None
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit(Y_fit, k, seed=int(seed), callback=callback, n_threads=n_threads, **params)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+            error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        except TypeError as exc:
+            if isinstance(method, str):
+                raise
+            raise TypeError(f"method {name}() raised on trial {t}/{len(settings)} ({shown}): "
+                            f"{type(exc).__name__}: {exc}") from exc
+        fit_s = time.perf_counter() - t0 - eval_s[0]
+        finite = [s for s in scores if math.isfinite(s)]
+        if finite and error is None:
+            best_i = int(np.argmax(scores)) + 1
+            best = float(scores[best_i - 1])
+        else:
+            best_i, best = 0, -math.inf
+        trials.append(dict(trial=t, params=dict(setting), scores=[float(s) for s in scores],
+                           best_iter=best_i, best_score=best, fit_seconds=fit_s,
+                           eval_seconds=eval_s[0], error=error))
+        if verbose:
+            msg = error or f"best {metric} {best:.4f} at iteration {best_i}"
+            print(f"[select {name}] trial {t}/{len(settings)}  {shown}  {msg}  ({fit_s:.1f}s)",
+                  file=sys.stderr, flush=True)
+
+    ok = [tr for tr in trials if tr["error"] is None and tr["best_iter"] > 0]
+    failed = [tr for tr in trials if tr["error"] is not None or tr["best_iter"] == 0]
+    if failed:
+        tr = failed[0]
+        why = tr["error"] or ("no finite validation score (the fit never called its callback, or "
+                              "every score was NaN or inf)")
+        shown = ", ".join(f"{p}={_fmt(v)}" for p, v in tr["params"].items())
+        first = f"first: trial {tr['trial']} with {shown}: {why}"
+        if not ok:
+            raise ValueError(f"every trial failed ({len(trials)} of {len(trials)} trials of {name}; "
+                             f"{first}); check the space and the fixed arguments")
+        warnings.warn(f"{len(failed)} of {len(trials)} trials of {name} failed and were skipped "
+                      f"({first}); result.trials has every trial's error", UserWarning, stacklevel=2)
+    win = max(ok, key=lambda tr: (tr["best_score"], -tr["trial"]))
+    best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
+    model = None
+    if refit:
+        kw = dict(best_params)
+        k = kw.pop("k", None)
+        model = fit(Y, k, n_iter=win["best_iter"], seed=int(seed), n_threads=n_threads, **kw)
+        if model is None:
+            raise TypeError(f"method {name}() returned None on the refit; a fit function must return "
+                            "the fitted model (or pass refit=False)")
+        if ids[0] is not None:
+            model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
+    return SearchResult(model=model, best_params=best_params, best_iter=win["best_iter"],
+                        best_score=win["best_score"], metric=metric, trials=trials)
+
+
+def _check_name(method: Any, where: str) -> None:
+    """A name of :data:`SPACES`, the methods with a default space."""
+    names = ", ".join(map(repr, SPACES))
+    if callable(method) and not isinstance(method, str):
+        raise TypeError(f"{where} takes a method name ({names}), got the function "
+                        f"{_callable_name(method)}; it has a default space for those only: call "
+                        "fastpu.select.search(fit, Y, space, n_trials=...) with a space of your own")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a method name ({names}), got {type(method).__name__} {method!r}")
+    if method not in SPACES:
+        raise ValueError(f"method must be one of {names}, got {method!r}"
+                         f"{V.did_you_mean(method, set(SPACES))}")
+
+
+def default_space(method: str, Y: Sparse | Dataset | None = None,
+                  **fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The space and fixed settings :func:`tune` uses for ``method``.
+
+    Parameters
+    ----------
+    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"}
+    Y : scipy.sparse matrix, optional
+        Needed where a range scales with the data (fBGD's ``alpha0`` with the number of items).
+    **fixed
+        Keyword arguments the user fixes: they leave the space and override the defaults.
+
+    Returns
+    -------
+    space, fixed : dict, dict
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a ``method`` that is not a string (TypeError) or not one of the names (ValueError).
+
+    Examples
+    --------
+    >>> from fastpu.select import default_space
+    >>> space, fixed = default_space("ocmf", loss="square")
+    >>> sorted(space), fixed["loss"], fixed["k"]
+    (['lam', 'rho'], 'square', 64)
+    """
+    _check_name(method, "default_space")
+    base = SPACES[method]
+    fixed_out = {**base["fixed"], **fixed}
+    space = {k: v for k, v in base["space"].items() if k not in fixed}
+    # a side graph adds the setting that weighs it: HOMF's α, ocmf's λ_g (whose default 0 ignores it)
+    graph_setting = {"homf": ("alpha", stats.uniform(0.0, 1.0)),
+                     "ocmf": ("lam_graph", stats.loguniform(1e-3, 10.0))}.get(method)
+    if graph_setting is not None and graph_setting[0] not in fixed and \
+            (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None):
+        space[graph_setting[0]] = graph_setting[1]
+    if method == "csrr" and fixed_out.get("variant") in ("I", "II"):
+        fixed_out.pop("k", None)
+        fixed_out["n_iter"] = fixed.get("n_iter", 60)
+    if Y is not None:
+        m, n = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False).shape
+        space = {k: (v(m, n) if callable(v) and not _is_distribution(v) else v) for k, v in space.items()}
+    return space, fixed_out
+
+
+def tune(method: str, Y: Sparse | Dataset, *, budget: int = 16,
+         space: dict[str, Any] | None = None, validation: float | tuple[Any, Any] = 0.2,
+         metric: str = "ndcg@10", seed: int = 0, refit: bool = True, split: str = "entries",
+         n_threads: Threads = None, verbose: bool = False, **fixed: Any) -> SearchResult:
+    """Random search over the method's default space (:data:`SPACES`), with ``budget`` trials.
+
+    Keyword arguments the search does not cover are passed to ``fit`` unchanged and leave the
+    space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ's ``rho`` and ``lam``.
+
+    Parameters
+    ----------
+    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"}
+    Y : scipy.sparse matrix or Dataset
+        Training positives only (the validation split is carved from it).
+    budget : int
+        Number of trials.
+    space : dict, optional
+        Replaces the default space (then this is :func:`search` with ``n_trials=budget``); a
+        parameter it searches leaves the default fixed settings (``space={"k": [10, 50]}``
+        searches k instead of fixing it at 64).
+    validation, metric, seed, refit, split, n_threads, verbose
+        As in :func:`search` (``split="rows"``: held-out instances scored from their
+        ``user_features``).
+    **fixed
+        Passed to every fit.
+
+    Returns
+    -------
+    SearchResult
+        The refitted winner is ``.model``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`search` (a keyword argument the method's fit does not take is a TypeError
+        before any trial); ``budget < 1``; a ``method`` that is not one of the names (a
+        function is a TypeError: call :func:`search` with a space of your own).
+
+    Warns
+    -----
+    UserWarning
+        As :func:`search`: once, when some of the trials failed.
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=0).Y
+    >>> res = fp.select.tune("ocmf", Y, budget=2, k=4, n_iter=2, metric="ndcg@5")
+    >>> sorted(res.best_params), res.model.shape
+    (['k', 'lam', 'rho'], (60, 40))
+    """
+    budget = V.check_int(budget, name="budget", minimum=1)
+    _check_name(method, "tune")
+    data = Y.Y if isinstance(Y, Dataset) else Y
+    default, fixed_all = default_space(method, data, **fixed)
+    if space is not None:       # the defaults yield to what the given space searches (e.g. k)
+        fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
+    return search(method, Y, default if space is None else space, validation=validation,
+                  metric=metric, n_trials=budget, seed=seed, refit=refit, split=split,
+                  n_threads=n_threads, verbose=verbose, **fixed_all)
+

@@ -1,0 +1,248 @@
+"""ocmf on a Dask cluster: the row-separable fast path, one task per block and half-step.
+
+With no features and no graph, the sub-problem of one side separates into one k-dimensional
+problem per row (see :mod:`fastpu._kernels.updates`); a row needs only its own entries, the other
+side's factors E, and the k×k / k-vector sums M = Eᵀ diag(q) E, κ = Eᵀ q. A half-step is therefore
+
+1. the other side's factors E, assembled by one task from the previous half-step's blocks and
+   fetched once by every worker that runs a block (worker to worker: the factors never pass
+   through the client until the end); M and κ summed on the client from the k×k partials the
+   previous half-step returned;
+2. one task per row block (on the worker that holds the block): copy the block's rows of the
+   previous factors, run the same ``row_newton`` kernel as the single-machine fit, and return the
+   new rows with their own partial Gram (the next half-step's M, κ), the block's part of the
+   objective and of the regulariser.
+
+Everything a task reads is its block and broadcast inputs, so a re-run gives the same numbers;
+and every input is the output of a task (or the initial factors, held for the whole fit), so a
+result lost with a worker is recomputed from its lineage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from fastpu._core import validation as V
+from fastpu._kernels.losses import LOSS_CODES, SQUARE
+from fastpu._kernels.updates import LOCAL_ENTRIES, row_newton
+from fastpu.ocmf._problem import LOSSES, _resolve_abar, kernel_indices
+from fastpu._core.progress import Progress
+from fastpu._core.threads import limit_threads
+from fastpu._core.factorization import Factorization
+from fastpu.distributed import blocks as _blocks
+
+# parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
+UNSUPPORTED = {"negatives": "full", "fast_path": True}
+IGNORED = ("dense_limit", "neg_ratio")        # only used by the dense / sampled variants
+_NO_Q = np.empty(0)
+
+
+@dataclasses.dataclass
+class OcmfBlock:
+    """A block's loss entries (value: weights·l(1, s) − corr·(ā − s)²) and its rows' weights."""
+
+    lo: int
+    hi: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    labels: np.ndarray
+    weights: np.ndarray
+    corr: np.ndarray
+    w: np.ndarray          # unlabeled weight of each row of the block (p_i for users, q_j for items)
+
+
+def make_block(csr, own_w, other_w):
+    """The ocmf entries of a CSR block: corr = own_w[row] · other_w[col] (same products as ocmf)."""
+    rows = csr.rows()
+    return OcmfBlock(csr.lo, csr.hi, csr.indptr, csr.indices, np.ones(csr.nnz), csr.data,
+                     own_w[rows] * other_w[csr.indices], np.ascontiguousarray(own_w[csr.lo:csr.hi]))
+
+
+def gram_task(block, F, n_threads):
+    """The block's partial (Fᵀ diag(w) F, Fᵀ w) over its own rows of the broadcast factors F."""
+    with limit_threads(n_threads):
+        return _blocks.gram(np.ascontiguousarray(F[block.lo:block.hi]), block.w, F.shape[1])
+
+
+def update_task(block, F, E, M, kappa, kind, abar, lam, nsteps, csteps, n_threads):
+    """New rows lo:hi of F (Newton–CG per row, warm-started from F) and the block's sums.
+
+    Returns (rows, Σ f_i, partial M, partial κ, λ‖rows‖²). F and E are read only.
+    """
+    with limit_threads(n_threads):
+        W = np.array(F[block.lo:block.hi], order="C")
+        k = W.shape[1]
+        f_rows = np.empty(W.shape[0])
+        local_max = max(16, LOCAL_ENTRIES // k)
+        if W.shape[0]:
+            # the kernel's one index type (int32 when it fits); per-entry corr, so no column weights
+            indptr, indices = kernel_indices(block.indptr, block.indices, E.shape[0])
+            row_newton(kind, indptr, indices, block.labels, block.weights, block.corr, _NO_Q,
+                       abar, E, M, kappa, block.w, lam, W, nsteps, csteps, 1e-3, local_max, f_rows,
+                       _NO_Q)
+        Mp, kp = _blocks.gram(W, block.w, k)
+        reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
+        return W, float(f_rows.sum()), Mp, kp, reg
+
+
+def _check_unsupported(params):
+    for name, ok in UNSUPPORTED.items():
+        if name in params and not _same(params[name], ok):
+            raise ValueError(
+                f"fastpu.distributed.fit(method='ocmf') supports the row-separable fast path and "
+                f"features/graphs with TRON (negatives='full', fast_path=True); got "
+                f"{name}={_short(params[name])}. "
+                f"Use fastpu.ocmf.fit on one machine for {name}."
+            )
+
+
+def _same(v, ok):
+    if ok is None:
+        return v is None
+    return isinstance(v, type(ok)) and v == ok
+
+
+def _short(v):
+    return type(v).__name__ if hasattr(v, "shape") else repr(v)
+
+
+def fit(client, layout, k, *, loss, rho, p, q, a_bar, lam, n_iter, newton_steps, cg_steps, init,
+        init_scale, dtype, user_features, item_features, user_graph, item_graph, lam_graph, solver,
+        inner_iter, seed, n_threads, callback, verbose, **other):
+    """Alternating row-block updates; see :func:`fastpu.distributed.fit` (which fills in
+    ``fastpu.ocmf.fit``'s defaults: no default is spelled out here)."""
+    _check_unsupported(other)
+    unknown = set(other) - set(UNSUPPORTED) - set(IGNORED)
+    if unknown:
+        raise TypeError(f"fastpu.distributed.fit(method='ocmf') got unexpected parameters "
+                        f"{sorted(unknown)}; see fastpu.ocmf.fit for the accepted ones")
+    m, n = layout.shape
+    k = V.check_k(k)
+    V.check_choice(loss, name="loss", choices=LOSSES)
+    rho = V.check_scalar(rho, name="rho", minimum=0.0)
+    p = V.check_vector(p, name="p", size=m)
+    q = V.check_vector(q, name="q", size=n)
+    abar = _resolve_abar(loss, a_bar)
+    lam = V.check_penalty(lam, name="lam")
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
+    init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
+    callback = V.check_callback(callback)
+    rng = V.check_seed(seed)
+    fdt = V.check_float_dtype(dtype)
+    X = V.check_features(user_features, name="user_features", n_rows=m)
+    Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
+    lam_g = V.check_penalty(lam_graph, name="lam_graph")
+    Su = V.check_graph(user_graph, name="user_graph", n=m)
+    Sv = V.check_graph(item_graph, name="item_graph", n=n)
+    Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
+    Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
+    coupled = X is not None or Z is not None or Lu is not None or Lv is not None
+    V.check_choice(solver, name="solver", choices=("tron", "gd"))
+    inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
+    if coupled and solver != "tron":
+        raise ValueError("solver='gd' has no distributed form here (use TRON for features and graphs); "
+                         "use solver='tron' (the default), or fastpu.ocmf.fit")
+    if coupled and fdt != np.float64:
+        raise ValueError(f"dtype={fdt.name!r} with features or graphs has no distributed form; use "
+                         "dtype='float64'")
+    du = X.shape[1] if X is not None else m
+    dv = Z.shape[1] if Z is not None else n
+    kind = LOSS_CODES[loss]
+    square = kind == SQUARE
+    nsteps = V.check_int(newton_steps if newton_steps is not None else 1, name="newton_steps", minimum=1)
+    csteps = V.check_int(cg_steps if cg_steps is not None else (3 if square else 4),
+                         name="cg_steps", minimum=1)
+    if init is not None:
+        if not (isinstance(init, tuple) and len(init) == 2):
+            raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
+        W = V.check_dense(init[0], name="init[0] (W0)", shape=(du, k)).astype(fdt, copy=False)
+        H = V.check_dense(init[1], name="init[1] (H0)", shape=(dv, k)).astype(fdt, copy=False)
+    else:                                   # the same draws, in the same order, as fastpu.ocmf.fit
+        scale = init_scale / np.sqrt(k)
+        W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
+        H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
+    params = dict(k=k, loss=loss, rho=rho, a_bar=abar, lam=lam, negatives="full",
+                  n_iter=n_iter, fast_path=True, newton_steps=newton_steps, cg_steps=cg_steps,
+                  init_scale=init_scale, seed=seed, dtype=fdt.name, solver=solver,
+                  inner_iter=inner_iter, user_features=X is not None,
+                  item_features=Z is not None, has_user_graph=user_graph is not None,
+                  has_item_graph=item_graph is not None, lam_graph=lam_g,
+                  distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
+    pw = rho * p
+    const = abar ** 2 * float(pw.sum()) * float(q.sum())
+    sub = dict(allow_other_workers=True)
+    pw_f, q_f = client.scatter([pw, q], broadcast=True, hash=False)
+    if coupled:
+        from fastpu.ocmf import _dask_tron as _ocmf_tron
+        progress = Progress("ocmf", verbose=verbose, callback=callback)
+        try:
+            Wc, Hc, U, Vf = _ocmf_tron.fit(
+                client, layout, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar, kind=kind,
+                const=const,
+                has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw, q=q, pw_f=pw_f, q_f=q_f,
+                n_iter=n_iter, inner_iter=inner_iter, nsteps=nsteps, csteps=csteps,
+                n_threads=n_threads, progress=progress)
+        finally:
+            pw_f.release()
+            q_f.release()
+        extras = {}
+        if X is not None:
+            extras["W"] = Wc
+        if Z is not None:
+            extras["H"] = Hc
+        return Factorization(U, Vf, progress.history, params, "ocmf", extras)
+    ublocks = [client.submit(make_block, c, pw_f, q_f, workers=[_blocks.home(layout.workers, b)], **sub)
+               for b, c in enumerate(layout.user)]
+    iblocks = [client.submit(make_block, c, q_f, pw_f, workers=[_blocks.home(layout.workers, b)], **sub)
+               for b, c in enumerate(layout.item)]
+    progress = Progress("ocmf", verbose=verbose, callback=callback)
+    # the initial factors are the roots of every later task's lineage: held for the whole fit
+    roots = client.scatter([W, H], broadcast=True, hash=False)
+    try:
+        W_f, H_f = roots
+        parts = client.gather([client.submit(gram_task, blk, H_f, n_threads, pure=False,
+                                             workers=[_blocks.home(layout.workers, b)], **sub)
+                               for b, blk in enumerate(iblocks)])
+        M_h, kappa_h = _sum_parts(parts, 0, 1)
+        half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
+        for it in range(1, n_iter + 1):
+            W_f, _, M_w, kappa_w, reg_w = _half_step(client, layout, ublocks, W_f, H_f, M_h,
+                                                     kappa_h, half)
+            H_f, f_h, M_h, kappa_h, _ = _half_step(client, layout, iblocks, H_f, W_f, M_w,
+                                                   kappa_w, half)
+            obj = f_h + const + reg_w
+            if progress.step(it, obj, inner=0):
+                break
+        W, H = client.gather([W_f, H_f])
+    finally:
+        for f in ublocks + iblocks + [pw_f, q_f] + list(roots):
+            f.release()
+    return Factorization(W, H, progress.history, params, "ocmf", {})
+
+
+def _half_step(client, layout, blocks, F_f, E_f, M, kappa, half):
+    """One task per block; the new factors are assembled by a task on a worker (the client gets
+    only the k×k sums) and the next half-step's tasks fetch them once per worker."""
+    on = [dict(workers=[_blocks.home(layout.workers, b)], allow_other_workers=True, pure=False)
+          for b in range(len(blocks))]
+    futs = [client.submit(update_task, blk, F_f, E_f, M, kappa, **half, **on[b])
+            for b, blk in enumerate(blocks)]
+    F_new = client.submit(_blocks.concat_first, *futs, pure=False)
+    res = client.gather([client.submit(_blocks.drop_first, f, **on[b]) for b, f in enumerate(futs)])
+    f = float(sum(r[0] for r in res))
+    M_new, kappa_new = _sum_parts(res, 1, 2)
+    reg = float(sum(r[3] for r in res))
+    return F_new, f, M_new, kappa_new, reg
+
+
+def _sum_parts(parts, iM, ik):
+    """Σ of the blocks' partial Grams, in block order (deterministic)."""
+    M = parts[0][iM].copy()
+    kappa = parts[0][ik].copy()
+    for r in parts[1:]:
+        M += r[iM]
+        kappa += r[ik]
+    return M, kappa
+

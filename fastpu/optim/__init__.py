@@ -1,0 +1,18 @@
+"""Method-agnostic solvers over a problem object, and proximal maps.
+
+- trust-region Newton–CG (:func:`tron`, after LIBLINEAR's ``tron.cpp``) and gradient descent with a
+  backtracking line search (:func:`gd`), over a problem with ``fun``, ``grad`` and ``hessp``;
+- accelerated proximal gradient (:func:`apg`, Beck & Teboulle's FISTA with optional restarts);
+- proximal maps: singular value thresholding (:func:`svt`, :func:`svt_factors`) with a truncated
+  SVD that stops at the threshold, soft-thresholding, projection onto a box.
+
+Every solver returns an :class:`OptimizeResult`. The public modules of earlier releases,
+``fastpu.tron``, ``fastpu.apg`` and ``fastpu.prox``, are these modules under their old names.
+"""
+
+from ._apg import APGResult, apg
+from ._prox import SVTResult, project_box, soft_threshold, svt, svt_factors
+from ._tron import OptimizeResult, gd, tron, trust_region_cg
+
+__all__ = ["APGResult", "OptimizeResult", "SVTResult", "apg", "gd", "project_box",
+           "soft_threshold", "svt", "svt_factors", "tron", "trust_region_cg"]
