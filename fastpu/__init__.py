@@ -86,8 +86,10 @@ if not any(isinstance(f, _MovedModuleFinder) for f in _sys.meta_path):
 # that fits one method does not pay for the others, nor for scipy.stats (select, compare) or
 # dask (distributed). `fastpu.ocmf`, `from fastpu import evaluate` and `import fastpu.homf` work
 # as before; see docs/bench_perf_firstrun.md for the import times.
-_SUBMODULES = frozenset({"csrr", "datasets", "distributed", "fbgd", "homf", "model",
-                         "model_selection", "ocmf", "optim"}) | frozenset(_MOVED)
+from ._core import registry as _registry  # noqa: E402
+
+_SUBMODULES = (frozenset({"datasets", "distributed", "model", "model_selection", "optim"})
+               | frozenset(_registry.names("method")) | frozenset(_MOVED))
 _FUNCTIONS = {"fold_in": "fastpu.model", "evaluate": "fastpu.model_selection.metrics"}
 
 if TYPE_CHECKING:
@@ -116,7 +118,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-__all__ = [
+# the public names; the method packages come from the registry (listed there once)
+__all__ = sorted([
     "ConvergenceWarning",
     "Factorization",
     "apg",
@@ -124,20 +127,16 @@ __all__ = [
     "cache_dir",
     "clear_cache",
     "compare",
-    "csrr",
     "datasets",
     "distributed",
     "evaluate",
     "exceptions",
-    "fbgd",
     "fold_in",
     "get_num_threads",
-    "homf",
     "load",
     "metrics",
     "model",
     "model_selection",
-    "ocmf",
     "optim",
     "prox",
     "recommend",
@@ -147,4 +146,4 @@ __all__ = [
     "similar_users",
     "split",
     "tron",
-]
+] + list(_registry.names("method")))

@@ -88,7 +88,7 @@ def test_blocks_threads_and_no_users_by_items_scores(monkeypatch):
     assert cost_sensitive(M, Ytr, Yte, n_threads=1) == whole
     seen = []
     orig = Factorization.scores
-    monkeypatch.setattr(model_mod, "_block_size", lambda n: 3)
+    monkeypatch.setattr(model_mod, "block_size", lambda n: 3)
     monkeypatch.setattr(Factorization, "scores",
                         lambda self, users=None: seen.append(len(users)) or orig(self, users))
     assert cost_sensitive(M, Ytr, Yte) == whole

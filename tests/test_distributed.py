@@ -525,12 +525,12 @@ def test_distributed_defaults_are_the_single_machine_fits(method):
 
     from fastpu.distributed import _driver, _with_defaults
 
-    driver_fit = _driver(method).fit
-    kw = [p for p in inspect.signature(driver_fit).parameters.values()
+    driver = _driver(method)
+    kw = [p for p in inspect.signature(driver.fit).parameters.values()
           if p.kind is p.KEYWORD_ONLY]
     assert kw and all(p.default is inspect.Parameter.empty for p in kw)
     single = inspect.signature(importlib.import_module(f"fastpu.{method}").fit).parameters
-    filled = _with_defaults(method, driver_fit, {"seed": 7})
+    filled = _with_defaults(method, driver, {"seed": 7})
     assert filled["seed"] == 7                      # a given value is kept
     for p in kw:
         if p.name in ("n_threads", "seed"):
@@ -542,8 +542,10 @@ def test_distributed_defaults_are_the_single_machine_fits(method):
 def test_a_driver_keyword_without_a_single_machine_default_is_refused():
     from fastpu.distributed import _with_defaults
 
-    def driver_fit(client, layout, k, *, rho, not_a_parameter, n_threads):
-        pass
+    class driver:
+        @staticmethod
+        def fit(client, layout, k, *, rho, not_a_parameter, n_threads):
+            pass
 
     with pytest.raises(TypeError, match="'not_a_parameter'.*fastpu.fbgd.fit gives no default"):
-        _with_defaults("fbgd", driver_fit, {})
+        _with_defaults("fbgd", driver, {})

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import fastpu as fp
 from fastpu.model import _fold_in
-from fastpu.model._fold_in import fold_in, new_node_rows, walk_new_rows
+from fastpu.model._fold_in import fold_in
+from fastpu.homf._fold import new_node_rows, walk_new_rows
 from fastpu.csrr import CSRRModel
 from fastpu.model import Factorization
 

@@ -103,7 +103,7 @@ def test_blocks_threads_and_users_subset(monkeypatch):
     M = _model_from_scores(S)
     whole = evaluate(M, Ytr, Yte, k=(2, 5), n_threads=2)
     assert evaluate(M, Ytr, Yte, k=(2, 5), n_threads=1) == whole
-    monkeypatch.setattr(model_mod, "_block_size", lambda n: 3)
+    monkeypatch.setattr(model_mod, "block_size", lambda n: 3)
     assert evaluate(M, Ytr, Yte, k=(2, 5)) == pytest.approx(whole, rel=1e-12)
     sub = evaluate(M, Ytr, Yte, k=2, users=[0, 3, 3])
     want = naive.evaluate(S[[0, 3]], train[[0, 3]], test[[0, 3]], [2])
@@ -116,7 +116,7 @@ def test_nothing_users_by_items_is_allocated_for_topk(monkeypatch):
     M = _model_from_scores(S)
     seen = []
     orig = Factorization.scores
-    monkeypatch.setattr(model_mod, "_block_size", lambda n: 4)
+    monkeypatch.setattr(model_mod, "block_size", lambda n: 4)
     monkeypatch.setattr(Factorization, "scores", lambda self, users=None: seen.append(len(users)) or orig(self, users))
     evaluate(M, sp.csr_array(train * 1.0), sp.csr_array(test * 1.0))
     assert seen and max(seen) <= 4
@@ -194,7 +194,7 @@ def test_evaluate_rated_hand_case_and_blocks(monkeypatch):
     assert r["recall@2"] == pytest.approx((0.5 + 1.0) / 2)
     assert r["map@2"] == pytest.approx(((1 / 2) / 2 + (1 / 2) / 1) / 2)
     assert r["ndcg@2"] == pytest.approx((ndcg0 + ndcg1) / 2)
-    monkeypatch.setattr(model_mod, "_block_size", lambda n: 1)
+    monkeypatch.setattr(model_mod, "block_size", lambda n: 1)
     assert evaluate_rated(M, R, k=2, threshold=4) == pytest.approx(r)
     assert list(evaluate_rated(M, R, k=2, threshold=4, metrics=["map"])) == ["map@2", "n_users"]
     only1 = evaluate_rated(M, R, k=2, threshold=4, users=[1])
@@ -223,7 +223,7 @@ def test_sampled_auc_is_seeded_and_sampled(monkeypatch):
     assert sampled_auc(*args, n_negatives=5, seed=3) == a
     values = {sampled_auc(*args, n_negatives=5, seed=s) for s in range(6)}
     assert len(values) > 1                       # really sampled
-    monkeypatch.setattr(model_mod, "_block_size", lambda n: 3)
+    monkeypatch.setattr(model_mod, "block_size", lambda n: 3)
     assert sampled_auc(*args, n_negatives=5, seed=3) == pytest.approx(a, rel=1e-12)
 
 

@@ -177,7 +177,8 @@ RELAXED = {"fastpu.csrr._solvers", "fastpu.fbgd._problem", "fastpu.fbgd._tensor"
            "fastpu.model._fold_in", "fastpu.homf._walk", "fastpu.ocmf._problem",
            "fastpu.distributed", "fastpu.distributed.*", "fastpu.csrr._fit", "fastpu.fbgd._fit",
            "fastpu.homf._fit", "fastpu.ocmf._dask", "fastpu.ocmf._dask_tron", "fastpu.fbgd._dask",
-           "fastpu.fbgd._dask_features", "fastpu.csrr._dask", "fastpu.homf._dask"}
+           "fastpu.fbgd._dask_features", "fastpu.csrr._dask", "fastpu.homf._dask",
+           "fastpu.ocmf._dask_blocks", "fastpu.fbgd._dask_blocks"}
 
 
 def test_mypy_relaxed_modules_are_the_known_few():

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
 
+from fastpu._core import registry
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, FloatArray, IntArray, PathOrFile
@@ -81,7 +82,7 @@ class Factorization:
                  f"ids={ids}",
                  f"extras={sorted(map(str, self.extras))}"]
         base = {f.name for f in dataclasses.fields(Factorization)}
-        parts += [f"{f.name}={_brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
+        parts += [f"{f.name}={brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
                   if f.name not in base]
         return f"{type(self).__name__}({', '.join(parts)})"
 
@@ -161,12 +162,10 @@ class Factorization:
         >>> load(io.BytesIO(buf.getvalue())).params == model.params
         True
         """
-        from fastpu.model._io import save
-
-        save(self, path)
+        registry.resolve("fastpu.model._io:save")(self, path)
 
 
-def _brief(value: Any) -> str:
+def brief(value: Any) -> str:
     """A short text for a value in a repr: scalars and short strings as they are, arrays and
     matrices as their type and shape, containers as their type and length."""
     if value is None or isinstance(value, (bool, int, float, np.number)):
@@ -225,17 +224,50 @@ def accepts_dataset(fit: _F) -> _F:
     return cast(_F, wrapper)
 
 
-def _block_size(n_items: int) -> int:
+def check_model(model: object) -> Factorization:
+    """``model`` if it is a usable Factorization, else an error naming the part that is not.
+
+    A model from a fit or :func:`fastpu.load` always passes; one built by hand must have
+    2-d real numeric numpy factors with the same number of columns (CSRR's may differ), and
+    ids, where given, one per row of its side.
+    """
+    if not isinstance(model, Factorization):
+        raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load), "
+                        f"got {type(model).__name__}")
+    for side in ("user", "item"):
+        F = getattr(model, f"{side}_factors")
+        name = f"model.{side}_factors"
+        if not isinstance(F, np.ndarray):
+            raise TypeError(f"{name} must be a 2-d numpy array (rows × k), got {type(F).__name__}")
+        V.check_real(F, name=name)
+        if F.dtype.kind not in "fiub":
+            raise TypeError(f"{name} must hold real numbers, got dtype {F.dtype}")
+        if F.ndim != 2:
+            raise ValueError(f"{name} must be 2-d (one row per {side}, k columns), got shape {F.shape}")
+        ids = getattr(model, f"{side}_ids")
+        if ids is not None and len(ids) != F.shape[0]:
+            raise ValueError(f"model.{side}_ids has {len(ids)} ids, expected {F.shape[0]} (one per "
+                             f"row of {name})")
+    uf, itf = model.user_factors, model.item_factors
+    if uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None:
+        raise ValueError(f"model has user_factors of width {uf.shape[1]} and item_factors of width "
+                         f"{itf.shape[1]}; expected the same number of columns (k) on both sides")
+    return model
+
+
+def block_size(n_items: int) -> int:
+    """Users per block of scores (about 64 MiB of float64 scores, 1 to 4096 users)."""
     return max(1, min(4096, _BLOCK_BYTES // (8 * max(1, n_items))))
 
 
 def iter_score_blocks(model: Factorization,
                       users: IntArray) -> Iterator[tuple[IntArray, FloatArray]]:
     """Yield ``(rows, dense scores)`` for ``users`` in memory-bounded blocks."""
-    step = _block_size(model.shape[1])
+    step = block_size(model.shape[1])
     for start in range(0, users.size, step):
         rows = users[start:start + step]
         yield rows, np.ascontiguousarray(model.scores(rows), dtype=np.float64)
 
 
-__all__ = ["Factorization", "accepts_dataset", "iter_score_blocks"]
+__all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "iter_score_blocks",
+           "public_name"]

@@ -59,13 +59,13 @@ def set_num_threads(n: int) -> int:
     >>> old = fp.set_num_threads(1)
     >>> _ = fp.set_num_threads(old)
     """
-    n = _check_threads(n)
+    n = check_threads(n)
     old = numba.get_num_threads()
     numba.set_num_threads(n)
     return old
 
 
-def _check_threads(n: Any) -> int:
+def check_threads(n: Any) -> int:
     limit: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"n_threads must be an integer in [1, {limit}], got {n!r}")
@@ -85,7 +85,7 @@ def limit_threads(n: int | None, *, blas: int | None = 1) -> Iterator[int]:
     for code whose main cost is a BLAS/LAPACK call (CSRR-I/II's SVD).
     """
     if n is not None:
-        n = _check_threads(n)          # before BLAS's limit, which may be the same number
+        n = check_threads(n)          # before BLAS's limit, which may be the same number
     blas_ctx = threadpool_limits(limits=blas, user_api="blas") if blas is not None else contextlib.nullcontext()
     with blas_ctx:
         if n is None:

@@ -613,3 +613,24 @@ def check_finite_result(value: Any, *, what: str, names: tuple[str, ...]) -> flo
             "expected values whose squares and products stay finite"
         )
     return value
+
+
+def check_save_path(path: object, *, name: str = "path", example: str = "model.npz") -> str:
+    """The absolute target path if a file (a model, a table, a plot) can be written there; a
+    clear error otherwise, before any work is done."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path (str or os.PathLike) or a writable file object, "
+                        f"got {type(path).__name__}")
+    if not os.fspath(path):
+        raise ValueError(f"{name} is empty; expected a file name such as {example}")
+    path = os.path.abspath(os.fspath(path))
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise ValueError(f"{name} {path!r} is a directory; expected a file name such as {example}")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{name} {path!r}: the folder {folder!r} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {path!r}: the folder {folder!r} is not writable")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise ValueError(f"{name} {path!r} exists and is not writable")
+    return path

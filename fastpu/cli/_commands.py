@@ -8,22 +8,23 @@ import dataclasses
 import os
 import sys
 import time
-import types
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from fastpu._core import registry
+from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu.datasets._load import NAMES as DATASETS
+from fastpu.datasets import NAMES as DATASETS
 
-METHODS = ("ocmf", "fbgd", "csrr", "homf")
+#: the methods the command line trains (fastpu._core.registry lists them)
+METHODS = registry.names("method")
 
 
-def _module(name: str) -> types.ModuleType:
-    import importlib
-
-    return importlib.import_module(f"fastpu.{name}")
+def _part(method: str, part: str) -> Any:
+    """A part of ``method``'s registry entry (its fit, its demo configurations)."""
+    return registry.get(method).load(part)
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -120,10 +121,10 @@ def _columns(ks: tuple[int, ...]) -> list[tuple[str, str, str]]:
 
 def _fit(method: str, Y_train: Any, kwargs: dict[str, Any], *, seed: int,
          verbose: bool) -> tuple[Any, float]:
-    mod = _module(method)
+    fit = _part(method, "fit")
     kwargs = dict(kwargs)
     t0 = time.perf_counter()
-    model = mod.fit(Y_train, **kwargs, seed=seed, verbose=verbose)
+    model = fit(Y_train, **kwargs, seed=seed, verbose=verbose)
     return model, time.perf_counter() - t0
 
 
@@ -175,18 +176,14 @@ def _start_warmup(wanted: tuple[str, ...], Y_train: Any, force: bool = False) ->
     from fastpu.cli import _warmup
 
     job_list = [(method, label, kw) for method in wanted
-                for label, kw in getattr(_module(method), "demo_configs", lambda: [])()]
+                for label, kw in _part(method, "demo")()]
     return _warmup.start_background(job_list[::-1], Y_train)
 
 
 def _demo_fits(wanted: tuple[str, ...], Y_train: Any, Y_test: Any, ks: tuple[int, ...],
                rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     for method in wanted:
-        configs = getattr(_module(method), "demo_configs", None)
-        if configs is None:
-            print(f"-- {method}: no demo configuration, skipped", file=sys.stderr)
-            continue
-        for label, kwargs in configs():
+        for label, kwargs in _part(method, "demo")():
             print(f"-- training {label}: {_kw_str(kwargs)}", file=sys.stderr, flush=True)
             model, secs = _fit(method, Y_train, kwargs, seed=args.seed, verbose=not args.quiet)
             rows.append(_evaluate_row(label, model, Y_train, Y_test, ks, secs))
@@ -239,13 +236,11 @@ _OWN = {"seed": "--seed (e.g. --seed {value!r})",
 
 def _check_params(parser: argparse.ArgumentParser, method: str, params: dict[str, Any]) -> None:
     """Refuse --param names the method's fit does not take, before any data is loaded."""
-    from fastpu._core import validation as V
-
     for key, option in _OWN.items():
         if key in params:
             parser.error(f"argument --param: {key} is set with {option.format(value=params[key])}, "
                          f"not --param {key}={params[key]!r}")
-    names = V.fit_names(_module(method).fit)
+    names = V.fit_names(_part(method, "fit"))
     if names is None:
         return
     names -= {*_OWN, "callback"}
@@ -262,25 +257,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = dict(args.param or [])
     _check_params(args.parser, args.method, params)
     if args.save:
-        from fastpu.model._io import check_save_path
-
-        check_save_path(args.save, name="--save")     # before training, not after
+        V.check_save_path(args.save, name="--save")     # before training, not after
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     method = args.method
-    if "k" not in params and method in ("ocmf", "fbgd", "homf"):
-        params["k"] = 32
+    entry = registry.get(method)
+    if "k" not in params and entry.default_rank is not None:
+        params["k"] = entry.default_rank
     if args.test_frac > 0:
         Y_train, Y_test = split.holdout(Y, test_frac=args.test_frac, seed=args.seed)
     else:
         Y_train, Y_test = Y, None
-    side = {}
-    if method == "ocmf" and args.side:
-        if data.user_graph is not None:
-            side["user_graph"] = data.user_graph
-        if data.user_features is not None:
-            side["user_features"] = data.user_features
-    elif method == "homf" and args.side and data.user_graph is not None:
-        side["user_graph"] = data.user_graph
+    # the data set's side information the method's fit takes (--side)
+    side = {name: getattr(data, name) for name in entry.side
+            if args.side and getattr(data, name, None) is not None}
     print(f"fastpu run: {method} on {data.name} ({Y.shape[0]}×{Y.shape[1]}, {Y.nnz} positives), "
           f"{_kw_str(params)}{' + side information' if side else ''}", flush=True)
     if args.scheduler or args.workers:       # the same fit on a Dask cluster (fastpu.distributed)
@@ -349,8 +338,7 @@ def _check_shared_ids(model: Any, data: Dataset, source: str) -> None:
 def cmd_recommend(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from fastpu.model._io import load
-    from fastpu.model._serving import recommend
+    from fastpu.model import load, recommend
 
     if not os.path.isfile(args.model):
         raise ValueError(f"--model {args.model!r}: no such file; write one with fastpu run --save")
@@ -406,11 +394,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError(f"--plot {args.plot!r} needs --out (the markdown table written next to "
                          "the chart); add --out FILE.md")
     if args.out:                          # likewise a path that cannot be written
-        from fastpu.model._io import check_save_path
-
-        check_save_path(args.out, name="--out", example="table.md")
+        V.check_save_path(args.out, name="--out", example="table.md")
         if args.plot:
-            check_save_path(args.plot, name="--plot", example="chart.png")
+            V.check_save_path(args.plot, name="--plot", example="chart.png")
             import importlib.util
 
             if importlib.util.find_spec("matplotlib") is None:
@@ -510,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--data", default="ml-100k",
                       help="data set name (" + ", ".join(DATASETS) + ") or a .csv / .npz path")
     cmp_.add_argument("--methods", default="all",
-                      help="'all' or a comma-separated list of popularity, wrmf, als, bpr, " + ", ".join(METHODS))
+                      help="'all' or a comma-separated list of " + ", ".join(registry.names("baseline") + METHODS))
     cmp_.add_argument("--splits", type=int, default=5, help="random per-user splits (default 5)")
     cmp_.add_argument("--budget", type=int, default=16, help="tuning trials per method and split (default 16)")
     cmp_.add_argument("--metric", default="ndcg@10", help="validation metric tuning maximises (default ndcg@10)")
@@ -559,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from fastpu._core.threads import limit_threads
-    from fastpu.datasets._load import DataUnavailable
+    from fastpu.datasets import DataUnavailable
 
     try:
         with limit_threads(args.threads, blas=args.threads):     # --threads bounds BLAS's too

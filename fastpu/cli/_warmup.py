@@ -17,22 +17,22 @@ Timings in docs/bench_perf_firstrun.md.
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import time
 from typing import Any, Sequence
 
+from fastpu._core import registry
+
 __all__ = ["jobs", "run_jobs", "start_background", "warm"]
 
-METHODS = ("ocmf", "fbgd", "csrr", "homf")
+METHODS = registry.names("method")
 
 
 def jobs(methods: Sequence[str] = METHODS) -> list[tuple[str, str, dict[str, Any]]]:
     """(method, label, fit kwargs) of each method's demo configurations and default fit."""
     out = []
     for method in methods:
-        mod = importlib.import_module(f"fastpu.{method}")
-        configs: list[tuple[str, dict[str, Any]]] = getattr(mod, "demo_configs", lambda: [])()
+        configs: list[tuple[str, dict[str, Any]]] = registry.get(method).load("demo")()
         for label, kwargs in [*configs, (f"{method} default", {"k": 8})]:
             out.append((method, label, dict(kwargs)))
     return out
@@ -50,9 +50,9 @@ def run_jobs(job_list: Sequence[tuple[str, str, dict[str, Any]]], Y: Any,
     done = []
     with limit_threads(n_threads):
         for method, label, kwargs in job_list:
-            mod = importlib.import_module(f"fastpu.{method}")
+            fit = registry.get(method).load("fit")
             t0 = time.perf_counter()
-            model = mod.fit(Y, **dict(kwargs, n_iter=1), seed=0)
+            model = fit(Y, **dict(kwargs, n_iter=1), seed=0)
             if Y_test is not None:
                 from fastpu.model_selection.metrics import evaluate
 
@@ -93,7 +93,7 @@ def warm(methods: Sequence[str] = METHODS, processes: int = 2,
     iteration on a small synthetic matrix, so each kernel is compiled by one of them and
     cached for every later process.
     """
-    from fastpu.datasets._load import synthetic
+    from fastpu.datasets import synthetic
     from fastpu.model_selection.split import holdout
 
     t0 = time.perf_counter()

@@ -235,3 +235,15 @@ def _sum(parts):
 
 def _lam_max(G):
     return float(np.linalg.eigvalsh(G)[-1]) if G.size else 0.0
+
+
+#: what has a distributed form (fastpu.distributed.METHODS)
+SUMMARY = "variant='e' (U = P Qᵀ) with n_inner=1"
+
+
+def check(params):
+    """Refuse, in a sentence, a setting with no distributed form."""
+    if params.get("variant", "e") != "e":
+        raise ValueError(f"CSRR-{params['variant']} keeps a dense m×n U (singular value "
+                         "thresholding of the whole matrix) and has no distributed form; use "
+                         "variant='e' (U = P Qᵀ), or fastpu.csrr.fit on one machine")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastpu._core import validation as Vd
 from fastpu._kernels import csrr as K
+from fastpu.csrr._model import CSRRModel
 from fastpu.csrr._solvers import (INNER_CAP, _LOSS_CODE, _VARIANTS, _Bilinear, _box_violation,  # noqa: F401
                             _check_common, _curvature, _fit_bilinear, _fit_dense, _positives,
                             _sparse_v)
@@ -18,89 +17,9 @@ from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, Callback, Seed, Sparse, Threads
-from fastpu._core.factorization import Factorization, accepts_dataset
+from fastpu._core.factorization import accepts_dataset
 
 __all__ = ["CSRRModel", "INNER_CAP", "demo_configs", "fit", "objective"]
-
-
-
-@dataclasses.dataclass(frozen=True)
-class CSRRModel(Factorization):
-    """A fitted CSRR model: score(i, j) = U_ij + V_ij.
-
-    Attributes
-    ----------
-    U : ndarray, shape (m, n) or None
-        The dense low-rank part (variants ``"I"``/``"II"``); ``None`` for ``"e"``, where
-        U = P Qᵀ with ``P = user_factors`` and ``Q = item_factors``.
-    V : scipy.sparse.csr_array, shape (m, n)
-        The sparse part; its stored entries are a subset of the training positives Ω+.
-    variant : str
-        ``"I"``, ``"II"`` or ``"e"``.
-
-    For ``"I"``/``"II"`` the ``user_factors``/``item_factors`` are L·√s and Rᵀ·√s of the
-    last proximal iterate Ũ = L diag(s) R (its rank is ``len(s)``).
-    """
-
-    U: np.ndarray | None = None
-    V: sp.csr_array | None = None
-    variant: str = ""
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(number of users, number of items)."""
-        return tuple(self._sparse_part().shape)
-
-    def _sparse_part(self) -> Sparse:
-        if self.V is None:
-            raise ValueError("this CSRRModel has no sparse part (V is None); a CSRR model needs "
-                             "the m×n sparse V that csrr.fit returns")
-        return self.V
-
-    @property
-    def P(self) -> np.ndarray:
-        """User factors (m×k); U = P Qᵀ for variant ``"e"``."""
-        return self.user_factors
-
-    @property
-    def Q(self) -> np.ndarray:
-        """Item factors (n×k); U = P Qᵀ for variant ``"e"``."""
-        return self.item_factors
-
-    def scores(self, users: ArrayLike | None = None) -> np.ndarray:
-        """Dense score rows U[users] + V[users].
-
-        Parameters
-        ----------
-        users : array-like of int, optional
-            Row indices in ``[0, m)`` (all users when ``None``).
-
-        Returns
-        -------
-        ndarray, shape (len(users), n)
-
-        Raises
-        ------
-        TypeError, ValueError
-            If ``users`` are not valid row indices.
-
-        Examples
-        --------
-        >>> import scipy.sparse as sp
-        >>> from fastpu import csrr
-        >>> Y = sp.random_array((10, 8), density=0.3, random_state=0, format="csr")
-        >>> csrr.fit(Y, variant="e", k=2, n_iter=3).scores([0, 2]).shape
-        (2, 8)
-        """
-        users = Vd.check_users(users, self.shape[0])
-        if self.U is not None:
-            out = np.array(self.U[users], dtype=np.float64)
-        else:
-            out = self.user_factors[users] @ self.item_factors.T
-        Vs = self._sparse_part()[users]
-        rows = np.repeat(np.arange(users.size), np.diff(Vs.indptr))
-        out[rows, Vs.indices] += Vs.data
-        return out
 
 
 # --------------------------------------------------------------------------------- public
@@ -294,7 +213,6 @@ def _zero_advice(data, eta, lam1, lam2):
         return (f"lower eta (now {eta:g}): a step that large overshoots and the projection onto "
                 f"the box clips everything to 0; or {tip}")
     return tip
-
 
 
 def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,

@@ -15,8 +15,8 @@ import scipy.sparse.linalg as spla
 from fastpu._core import validation as Vd
 from fastpu._kernels import csrr as K
 from fastpu._kernels.csr import csr_dense, csr_dense_perm, sampled_dots
-from fastpu.optim._apg import apg
-from fastpu.optim._prox import SVTResult, _svt_factors
+from fastpu.csrr._model import CSRRModel
+from fastpu.optim import SVTResult, apg, svt_operator
 
 _VARIANTS = ("I", "II", "e")
 _LOSS_CODE = {"I": 0, "II": 1}
@@ -27,8 +27,6 @@ INNER_CAP = 100
 
 def _model(**fields):
     """The current iterate as a CSRRModel (for the callback's ``info["model"]``)."""
-    from fastpu.csrr._fit import CSRRModel          # the model type lives with the public API: a late import
-
     return CSRRModel(method="csrr", **fields)
 
 
@@ -139,7 +137,7 @@ class _DenseProblem:
         if d.nnz == 0:              # no positive: U stays 0 (ARPACK refuses a zero operator)
             Ut = _empty_svt(*d.shape)
         else:
-            Ut = _svt_factors(_aslinop(U), U, eta * self.lam1, method=self.svd_method, k0=k0, rng=self.rng)
+            Ut = svt_operator(_aslinop(U), U, eta * self.lam1, method=self.svd_method, k0=k0, rng=self.rng)
         self.rank, self.n_computed = Ut.rank, Ut.n_computed
         v_new = np.empty_like(v)
         K.soft_box(v - eta * g, eta * self.lam2, 0.0, 1.0, v_new)

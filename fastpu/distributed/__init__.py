@@ -13,7 +13,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
-import importlib
 import inspect
 import os
 from typing import Any
@@ -24,19 +23,14 @@ from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, Threads
 from fastpu._core.factorization import Factorization
+from fastpu._core import registry
 from fastpu.distributed import blocks as _blocks
 
 __all__ = ["fit", "METHODS"]
 
-#: methods (and their variants) that have a distributed form
-METHODS = {
-    "ocmf": "the row-separable fast path, and user/item features and graphs with TRON "
-            "(negatives='full')",
-    "fbgd": "update='batch': plain MF, and features/biases (SVDFeature) with Θ updated on the "
-            "client",
-    "homf": "mode='dense' (with or without side graphs), on a scipy.sparse Y",
-    "csrr": "variant='e' (U = P Qᵀ) with n_inner=1",
-}
+#: methods (and their variants) that have a distributed form: each method's Dask form lives in
+#: its package (``fastpu.<method>._dask``), found through the registry
+METHODS = {e.name: e.load("dask").SUMMARY for e in registry.entries("method") if e.dask is not None}
 
 
 def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None,
@@ -55,7 +49,7 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         never passes through the client.
     k : int
         Rank.
-    method : {"ocmf", "fbgd", "homf", "csrr"}
+    method : {"ocmf", "fbgd", "csrr", "homf"}
         ``"ocmf"``: its row-separable fast path, and user/item features and graphs solved by
         TRON driven from the client (``negatives="full"``, ``solver="tron"``).
         ``"fbgd"``: ``update="batch"`` (the default here, where ``fastpu.fbgd.fit``'s default
@@ -106,7 +100,7 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
     >>> distributed.fit(data.Y, 4, method="nmf")
     Traceback (most recent call last):
     ...
-    ValueError: method must be one of ['ocmf', 'fbgd', 'homf', 'csrr'], got 'nmf'
+    ValueError: method must be one of ['ocmf', 'fbgd', 'csrr', 'homf'], got 'nmf'
 
     With a cluster (not run here)::
 
@@ -131,19 +125,21 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         if client is not None:
             raise ValueError("n_workers starts a local cluster; it cannot be combined with client="
                              f"{client!r} (size that cluster where it is started instead)")
-    if pairs and method == "homf":
-        raise TypeError("HOMF builds its random-walk matrix from the whole Y on the client; pass Y "
-                        "as a scipy.sparse matrix (a dask dataframe of pairs is for ocmf and fbgd)")
+    driver = _driver(method)
+    whole = getattr(driver, "WHOLE_MATRIX", False)
+    if pairs and whole:
+        raise TypeError(f"{method} builds its matrices from the whole Y on the client; pass Y as a "
+                        "scipy.sparse matrix (a dask dataframe of pairs is for "
+                        f"{', '.join(m for m in METHODS if not getattr(_driver(m), 'WHOLE_MATRIX', False))})")
     if client is None and n_threads is None:
         n_threads = 1           # the local cluster has one single-thread worker process per core
-    driver = _driver(method)
-    params = _with_defaults(method, driver.fit, params)
+    params = _with_defaults(method, driver, params)
     if "verbose" in params:        # the method's other checks run on the client, after the start
         params["verbose"] = V.check_verbose(params["verbose"])
     with _client(client, n_workers) as c, _lost_data_is_an_error():
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
-        if method == "homf":
+        if whole:
             model = driver.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
         elif pairs:
             layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers)
@@ -179,34 +175,21 @@ def _fit_on_layout(client, layout, driver, k, n_threads, params):
 
 
 def _driver(method):
-    if method == "ocmf":
-        from fastpu.ocmf import _dask as _ocmf
-        return _ocmf
-    if method == "csrr":
-        from fastpu.csrr import _dask as _csrr
-        return _csrr
-    if method == "homf":
-        from fastpu.homf import _dask as _homf
-        return _homf
-    from fastpu.fbgd import _dask as _fbgd
-    return _fbgd
+    """The method's Dask form (its module ``fastpu.<method>._dask``)."""
+    return registry.get(method).load("dask")
 
 
-#: where a distributed fit's default differs from the single-machine fit's: its only form
-_OWN_DEFAULTS = {"homf": {"mode": "dense"}}
-
-
-def _with_defaults(method, driver_fit, params):
-    """``params`` completed with ``fastpu.<method>.fit``'s defaults (``_OWN_DEFAULTS`` aside)
-    for every keyword the distributed fit takes and was not given.
+def _with_defaults(method, driver, params):
+    """``params`` completed with ``fastpu.<method>.fit``'s defaults (the driver's own
+    ``DEFAULTS`` aside) for every keyword the distributed fit takes and was not given.
 
     The drivers spell out no default of their own, so the two fits cannot drift apart: a
     keyword a driver takes that the single-machine fit has no default for is a TypeError here.
     """
-    single = inspect.signature(importlib.import_module(f"fastpu.{method}").fit).parameters
-    own = _OWN_DEFAULTS.get(method, {})
+    single = inspect.signature(registry.get(method).load("fit")).parameters
+    own = getattr(driver, "DEFAULTS", {})
     out = dict(params)
-    for name, par in inspect.signature(driver_fit).parameters.items():
+    for name, par in inspect.signature(driver.fit).parameters.items():
         if par.kind is not par.KEYWORD_ONLY or name in out or name == "n_threads":
             continue
         if name in own:
@@ -222,21 +205,7 @@ def _with_defaults(method, driver_fit, params):
 def _check_method(method, params):
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
-    if method == "ocmf" and params.get("negatives", "full") != "full":
-        raise ValueError(
-            f"negatives={params['negatives']!r} has no distributed form (LR-wLR is dense O(mn), "
-            "sampled negatives are drawn user by user); use negatives='full' (e.g. LR-wSQ) or "
-            "fastpu.ocmf.fit on one machine")
-    if method == "csrr" and params.get("variant", "e") != "e":
-        raise ValueError(f"CSRR-{params['variant']} keeps a dense m×n U (singular value "
-                         "thresholding of the whole matrix) and has no distributed form; use "
-                         "variant='e' (U = P Qᵀ), or fastpu.csrr.fit on one machine")
-    if method == "homf" and params.get("mode", "dense") != "dense":
-        raise ValueError(f"HOMF's mode={params['mode']!r} (the paper's Ω_T) has no distributed "
-                         "form; use mode='dense', or fastpu.homf.fit on one machine")
-    if method == "fbgd" and params.get("update", "batch") != "batch":
-        raise ValueError(f"fbgd's update={params['update']!r} is serial (coordinate order); "
-                         "the distributed fit supports update='batch', or use fastpu.fbgd.fit")
+    _driver(method).check(params)
 
 
 def _describe():

@@ -21,9 +21,9 @@ import scipy.sparse as sp
 from fastpu._kernels import fbgd as _k
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
-from fastpu.fbgd._fit import _EPS
+from fastpu.fbgd._problem import _EPS
 from fastpu.distributed import blocks as _blocks
-from fastpu.fbgd._dask import _loss, _sum, positive_task
+from fastpu.fbgd._dask_blocks import _loss, _sum, positive_task
 
 
 def feat_block(block, Z):

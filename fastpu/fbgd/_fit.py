@@ -6,7 +6,6 @@ import numbers
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu.fbgd._problem import (_ident, _negative_weights, negative_weights, _EPS, _Problem, _augment, _check_embedding_pair,  # noqa: F401

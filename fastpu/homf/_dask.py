@@ -150,3 +150,18 @@ def _sum_mats(parts):
     for p in parts[1:]:
         out += p
     return out
+
+
+#: what has a distributed form (fastpu.distributed.METHODS)
+SUMMARY = "mode='dense' (with or without side graphs), on a scipy.sparse Y"
+#: where the distributed fit's default differs from the single-machine fit's: its only form
+DEFAULTS = {"mode": "dense"}
+#: the fit builds its blocks from the whole Y (the walk matrix), not from a layout of Y
+WHOLE_MATRIX = True
+
+
+def check(params):
+    """Refuse, in a sentence, a setting with no distributed form."""
+    if params.get("mode", "dense") != "dense":
+        raise ValueError(f"HOMF's mode={params['mode']!r} (the paper's Ω_T) has no distributed "
+                         "form; use mode='dense', or fastpu.homf.fit on one machine")

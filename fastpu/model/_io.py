@@ -43,7 +43,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
+from fastpu._core import registry
+from fastpu._core import validation as V
 from fastpu._core.hints import PathOrFile
+from fastpu._core.version import __version__
 
 if TYPE_CHECKING:
     from fastpu._core.factorization import Factorization
@@ -54,10 +57,8 @@ _HEADER_KEY = "__fastpu__"
 _CHECKSUM_KEY = "__checksum__"
 
 # The only classes a model file may name: (module, attribute) inside fastpu.
-_CLASSES = {
-    "Factorization": ("fastpu.model", "Factorization"),
-    "CSRRModel": ("fastpu.csrr", "CSRRModel"),
-}
+_CLASSES = {where.rpartition(":")[2]: where for where in
+            sorted({e.model_class for e in registry.entries()})}
 _ARRAY_KINDS = "biufcUS"
 _SPARSE_PARTS = {"csr": ("data", "indices", "indptr"), "csc": ("data", "indices", "indptr"),
                  "coo": ("data", "row", "col")}
@@ -149,11 +150,7 @@ def _sha(arr: np.ndarray) -> str:
 
 
 def _fastpu_version() -> str:
-    try:
-        import fastpu
-        return str(getattr(fastpu, "__version__", "unknown"))
-    except ImportError:  # pragma: no cover - fastpu is importable whenever this runs
-        return "unknown"
+    return __version__
 
 
 def save(model: Any, path: PathOrFile) -> None:
@@ -195,7 +192,7 @@ def save(model: Any, path: PathOrFile) -> None:
     if hasattr(path, "write"):
         np.savez(path, **payload)
         return
-    path = check_save_path(path)
+    path = V.check_save_path(path)
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".fastpu-", suffix=".npz.tmp", dir=folder)
     try:
@@ -224,31 +221,10 @@ def _check_writable_file(f: Any) -> None:
                          "open(name, 'wb') (or pass the file path)")
 
 
-def check_save_path(path: object, *, name: str = "path", example: str = "model.npz") -> str:
-    """The absolute target path if a model can be written there; a clear error otherwise."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a file path (str or os.PathLike) or a writable file object, "
-                        f"got {type(path).__name__}")
-    if not os.fspath(path):
-        raise ValueError(f"{name} is empty; expected a file name such as {example}")
-    path = os.path.abspath(os.fspath(path))
-    folder = os.path.dirname(path)
-    if os.path.isdir(path):
-        raise ValueError(f"{name} {path!r} is a directory; expected a file name such as {example}")
-    if not os.path.isdir(folder):
-        raise ValueError(f"{name} {path!r}: the folder {folder!r} does not exist; create it first")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {path!r}: the folder {folder!r} is not writable")
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise ValueError(f"{name} {path!r} exists and is not writable")
-    return path
-
-
-
 # ------------------------------------------------------------------------------ decoding
 
 def _class(name: str) -> Any:
-    module, attr = _CLASSES[name]
+    module, _, attr = _CLASSES[name].partition(":")
     return getattr(importlib.import_module(module), attr)
 
 

@@ -18,7 +18,7 @@ from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu._kernels.topk import topk_candidates
 from fastpu._core.hints import ArrayLike, IntArray, Sparse
-from fastpu._core.factorization import Factorization, _block_size, iter_score_blocks
+from fastpu._core.factorization import Factorization, block_size, check_model, iter_score_blocks
 
 __all__ = ["recommend", "similar_items", "similar_users"]
 
@@ -28,37 +28,6 @@ _BASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Factorization))
 
 
 # ----------------------------------------------------------------------------- checks
-
-def check_model(model: object) -> Factorization:
-    """``model`` if it is a usable Factorization, else an error naming the part that is not.
-
-    A model from a fit or :func:`fastpu.load` always passes; one built by hand must have
-    2-d real numeric numpy factors with the same number of columns (CSRR's may differ), and
-    ids, where given, one per row of its side.
-    """
-    if not isinstance(model, Factorization):
-        raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load), "
-                        f"got {type(model).__name__}")
-    for side in ("user", "item"):
-        F = getattr(model, f"{side}_factors")
-        name = f"model.{side}_factors"
-        if not isinstance(F, np.ndarray):
-            raise TypeError(f"{name} must be a 2-d numpy array (rows × k), got {type(F).__name__}")
-        V.check_real(F, name=name)
-        if F.dtype.kind not in "fiub":
-            raise TypeError(f"{name} must hold real numbers, got dtype {F.dtype}")
-        if F.ndim != 2:
-            raise ValueError(f"{name} must be 2-d (one row per {side}, k columns), got shape {F.shape}")
-        ids = getattr(model, f"{side}_ids")
-        if ids is not None and len(ids) != F.shape[0]:
-            raise ValueError(f"model.{side}_ids has {len(ids)} ids, expected {F.shape[0]} (one per "
-                             f"row of {name})")
-    uf, itf = model.user_factors, model.item_factors
-    if uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None:
-        raise ValueError(f"model has user_factors of width {uf.shape[1]} and item_factors of width "
-                         f"{itf.shape[1]}; expected the same number of columns (k) on both sides")
-    return model
-
 
 def _check_finite(F: np.ndarray, name: str) -> None:
     bad = F.size - int(np.count_nonzero(np.isfinite(F)))
@@ -415,7 +384,7 @@ def _similar(model: Factorization, queries: ArrayLike, n: int, ids: bool,
     out_sc = np.full((q.size, n_take), -np.inf)
     if n_take > 0:
         cand = np.arange(N, dtype=np.int64)
-        step = _block_size(N)
+        step = block_size(N)
         for start in range(0, q.size, step):
             block = q[start:start + step]
             S = np.ascontiguousarray(Fn[block] @ Fn.T)

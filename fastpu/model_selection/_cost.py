@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from fastpu._core import validation as V
+from fastpu.model_selection import _scoring as scoring
 from fastpu._core.threads import limit_threads
 from fastpu._core.factorization import Factorization, iter_score_blocks
 from fastpu._core.hints import ArrayLike, IntArray, Sparse, Threads
@@ -108,9 +109,7 @@ def cost_sensitive(model: Factorization, Y_train: Sparse, Y_test: Sparse, *,
     >>> res["recall"], res["specificity"], res["weighted_sum"]
     (0.5, 0.3333333333333333, 0.41666666666666663)
     """
-    from fastpu.model_selection.metrics import _check_model, _finite_block, _relevant
-
-    m, n = _check_model(model)
+    m, n = scoring.model_shape(model)
     Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
                           shape_from="model.shape, users × items")
     Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
@@ -119,7 +118,7 @@ def cost_sensitive(model: Factorization, Y_train: Sparse, Y_test: Sparse, *,
     mu_p = V.check_scalar(mu_p, name="mu_p", minimum=0.0, maximum=1.0)
     c_p = V.check_scalar(c_p, name="c_p", minimum=0.0, maximum=1.0)
     users = np.unique(V.check_users(users, m))
-    rel = _relevant(Y_train, Y_test)
+    rel = scoring.relevant(Y_train, Y_test)
     n_train = np.diff(Y_train.indptr)
     n_rel = np.diff(rel.indptr)
     T_p = int(n_rel[users].sum())
@@ -133,7 +132,7 @@ def cost_sensitive(model: Factorization, Y_train: Sparse, Y_test: Sparse, *,
     M_n = 0
     with limit_threads(n_threads):
         for rows, S in iter_score_blocks(model, users):
-            _finite_block(S)
+            scoring.finite_block(S)
             over = int(np.count_nonzero(S > q))
             r, c = _entries(rows, Y_train.indptr, Y_train.indices)
             over_train = int(np.count_nonzero(S[r, c] > q))

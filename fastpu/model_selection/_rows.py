@@ -16,20 +16,18 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
+from fastpu._core import registry
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu.model._fold_in import fold_in
+from fastpu.model import fold_in
 from fastpu._core.hints import IntArray, Matrix, Sparse, Threads
 from fastpu.model_selection.metrics import evaluate
 
 SPLITS = ("entries", "rows")
 #: Methods refused with split="rows": their fitted models cannot score a row from features.
-NO_COLD_START = {
-    "csrr": "CSRR's user factors are free parameters of the training rows (no map from features)",
-    "homf": "HOMF's user factors come from walks on the training graph (a new row has no edges)",
-}
+NO_COLD_START = {e.name: e.cold_start for e in registry.entries() if e.cold_start is not None}
 #: compare's methods="all" with split="rows": the entries that take user features.
-ALL_ROWS = ("popularity", "ocmf", "fbgd")
+ALL_ROWS = ("popularity",) + tuple(e.name for e in registry.entries("method") if e.cold_start is None)
 
 
 def check_split(split: Any) -> str:

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu import ocmf
 from fastpu._core.progress import Progress
-from fastpu._core.threads import _check_threads, limit_threads
+from fastpu._core.threads import check_threads, limit_threads
 from fastpu.model_selection.metrics import popularity
 from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.dataset import Dataset
@@ -176,7 +176,7 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     callback = V.check_callback(callback)
     verbose = V.check_verbose(verbose)
     if n_threads is not None:
-        n_threads = _check_threads(n_threads)
+        n_threads = check_threads(n_threads)
     cls = _implicit_model(kind)      # after the checks: bad arguments are named with or without it
     steps = ", ".join(kw)            # the step-size parameters to lower when the fit diverges
     progress = Progress(f"implicit-{kind}", verbose=verbose, callback=callback)
@@ -294,3 +294,41 @@ def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
 #: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
 BASELINES: dict[str, Callable[..., Factorization]] = {
     "wrmf": wrmf, "als": implicit_als, "bpr": implicit_bpr}
+
+
+# Default search spaces of :func:`fastpu.select.tune` for the baselines (the registry names them).
+# implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its `alpha`
+# wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins.
+def _spaces() -> dict[str, dict[str, Any]]:
+    import scipy.stats as stats       # on first use: importing this module stays cheap
+
+    return {
+        "wrmf": dict(fixed=dict(k=64, n_iter=15),
+                     space=dict(alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0))),
+        "als": dict(fixed=dict(k=64, n_iter=15),
+                    space=dict(alpha=stats.loguniform(1.0, 100.0),
+                               regularization=stats.loguniform(1e-2, 100.0))),
+        "bpr": dict(fixed=dict(k=64, n_iter=300),
+                    space=dict(learning_rate=stats.loguniform(1e-3, 0.1),
+                               regularization=stats.loguniform(1e-4, 0.1))),
+    }
+
+
+def _space(name: str, fixed: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    base = _spaces()[name]
+    return {k: v for k, v in base["space"].items() if k not in fixed}, {**base["fixed"], **fixed}
+
+
+def wrmf_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(space, fixed settings) of ``tune("wrmf", Y, **fixed)``."""
+    return _space("wrmf", fixed)
+
+
+def als_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(space, fixed settings) of ``tune("als", Y, **fixed)``."""
+    return _space("als", fixed)
+
+
+def bpr_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(space, fixed settings) of ``tune("bpr", Y, **fixed)``."""
+    return _space("bpr", fixed)

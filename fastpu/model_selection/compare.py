@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu.model_selection import _rows as R
+from fastpu._core import registry
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, StrPath, Threads
@@ -32,6 +33,9 @@ from fastpu.model_selection.split import holdout
 __all__ = ["COLUMNS", "CompareResult", "compare"]
 
 #: The columns of the comparison: (header, key of the per-split row).
+#: ``methods="all"``: the baselines that need no optional package, then the methods
+ALL = tuple(e.name for e in registry.entries("baseline") if e.requires is None) + registry.names("method")
+
 COLUMNS = (("P@5", "precision@5"), ("nDCG@10", "ndcg@10"), ("MAP@10", "map@10"), ("AUC", "auc"),
            ("fit s", "fit_seconds"))
 
@@ -116,10 +120,8 @@ class CompareResult:
         ValueError
             If ``path`` is a directory, or its folder does not exist or is not writable.
         """
-        from fastpu.model._io import check_save_path
-
         if not hasattr(path, "write"):       # matplotlib also writes to a binary file object
-            path = check_save_path(path, example="compare.png")
+            path = V.check_save_path(path, example="compare.png")
         try:
             import matplotlib
             matplotlib.use("Agg")
@@ -146,7 +148,7 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str 
              ) -> list[tuple[str, Any, dict[str, Any]]]:
     """(label, method, fixed kwargs) triples from names, tuples or "all"."""
     if methods == "all":
-        methods = R.ALL_ROWS if split == "rows" else ("popularity", "wrmf", "ocmf", "fbgd", "csrr", "homf")
+        methods = R.ALL_ROWS if split == "rows" else ALL
     if isinstance(methods, str):
         methods = tuple(m.strip() for m in methods.split(","))
     if not isinstance(methods, (list, tuple)):
@@ -361,10 +363,11 @@ def _row_features(entries: list[tuple[str, Any, dict[str, Any]]], data: Any,
             continue
         R.check_method(method, _fit_function(method)[0])
         X = fixed.get("user_features")
-        if X is None and method in ("ocmf", "fbgd"):
+        takes_own = method in registry.names("method")     # a method with a cold start (checked above)
+        if X is None and takes_own:
             X = own
         if X is None:
-            where = ("pass a Dataset with user_features, or " if method in ("ocmf", "fbgd")
+            where = ("pass a Dataset with user_features, or " if takes_own
                      else f"{method} is given no features by default; ")
             raise ValueError(f"compare with split='rows': {label!r} ({method}) needs user_features "
                              f"(held-out rows are scored from them); {where}give them in its fixed "

@@ -14,9 +14,9 @@ import warnings
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu.model_selection import _scoring as scoring
 from fastpu.model_selection._cost import cost_sensitive  # CSRR paper's measures (2) and (3), re-exported
 from fastpu._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
 from fastpu._kernels.topk import topk_rows
@@ -32,18 +32,6 @@ _RATED_METRICS = ("precision", "recall", "map", "ndcg")
 
 
 # ----------------------------------------------------------------------------- boundary helpers
-
-def _check_model(model: Any) -> tuple[int, ...]:
-    if isinstance(model, Factorization):     # factors, widths and ids (a hand-built one too)
-        from fastpu.model._serving import check_model
-
-        check_model(model)
-    if not (hasattr(model, "scores") and callable(model.scores) and hasattr(model, "shape")):
-        raise TypeError(
-            f"model must be a fitted fastpu Factorization (with .scores and .shape), got {type(model).__name__}"
-        )
-    return tuple(int(s) for s in model.shape)
-
 
 def _check_ks(k: Any) -> IntArray:
     """Cut-offs as a sorted, duplicate-free int64 array of integers >= 1."""
@@ -75,36 +63,6 @@ def _check_metric_names(metrics: Any, allowed: Sequence[str]) -> tuple[str, ...]
         if name not in allowed:
             raise ValueError(f"metrics: unknown metric {name!r}; expected one of {', '.join(repr(a) for a in allowed)}")
     return tuple(a for a in allowed if a in names)
-
-
-def _pattern(Y: Sparse) -> Sparse:
-    """The 0/1 pattern of a canonical CSR (explicit zeros count as stored)."""
-    return sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=Y.shape)
-
-
-def _relevant(Y_train: Sparse, Y_test: Sparse) -> Sparse:
-    """Canonical CSR pattern of the test entries that are not training entries."""
-    Pt, Ptr = _pattern(Y_test), _pattern(Y_train)
-    R = sp.csr_array(Pt - Pt.multiply(Ptr))
-    R.eliminate_zeros()
-    R.sort_indices()
-    return sp.csr_array(
-        (np.ones(R.nnz), R.indices.astype(np.int64), R.indptr.astype(np.int64)), shape=Y_test.shape
-    )
-
-
-def _finite_block(S: np.ndarray, what: str = "model.scores") -> np.ndarray:
-    if not np.all(np.isfinite(S)):
-        bad = int(S.size - np.isfinite(S).sum())
-        raise ValueError(f"{what} returned {bad} non-finite scores (NaN or inf); expected finite scores")
-    return S
-
-
-def _score_block_rows(n_items: int) -> int:
-    """Users per score block of :func:`fastpu.model.iter_score_blocks` (for the memory check)."""
-    from fastpu import model as _model
-    size = getattr(_model, "_block_size", None)
-    return int(size(n_items)) if callable(size) else 4096
 
 
 def _ideal_dcg(kmax: int) -> np.ndarray:
@@ -193,7 +151,7 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
     >>> res["precision@1"], res["auc"], res["n_users"]
     (0.5, 0.5, 2)
     """
-    m, n = _check_model(model)
+    m, n = scoring.model_shape(model)
     Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
                          shape_from="model.shape, users × items")
     Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
@@ -209,7 +167,7 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
                       "holds out most positives, ignore this", UserWarning, stacklevel=2)
     sel = users
     users = np.unique(V.check_users(users, m))
-    rel = _relevant(Y_train, Y_test)
+    rel = scoring.relevant(Y_train, Y_test)
     n_rel: IntArray = np.diff(rel.indptr)
     users = users[n_rel[users] > 0]
     if users.size == 0:
@@ -226,7 +184,7 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
     ks_rank = np.minimum(ks, kmax)
     nq = ks.size
     # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
-    step = _score_block_rows(n)
+    step = scoring.score_block_rows(n)
     V.check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * nq,
                   what="evaluate (score blocks and top-k lists)", names=("k",))
     hits = np.zeros((users.size, nq), dtype=np.int64)
@@ -237,7 +195,7 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
     with limit_threads(n_threads):
         start = 0
         for rows, S in iter_score_blocks(model, users):
-            _finite_block(S)
+            scoring.finite_block(S)
             sl = slice(start, start + rows.size)
             if want_topk:
                 it = np.empty((rows.size, kmax), dtype=np.int64)
@@ -354,7 +312,7 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     >>> evaluate_rated(model, R, k=2, threshold=4)["precision@2"]
     0.5
     """
-    m, n = _check_model(model)
+    m, n = scoring.model_shape(model)
     R = V.check_csr(Y_test_ratings, name="Y_test_ratings", shape=(m, n), nonnegative=False,
                          shape_from="model.shape, users × items")
     ks = _check_ks(k)
@@ -380,7 +338,7 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     pos0 = 0
     start = 0
     for rows, S in iter_score_blocks(model, users):
-        _finite_block(S)
+        scoring.finite_block(S)
         c = int(counts[start:start + rows.size].sum())
         local = owner[pos0:pos0 + c] - start
         score[pos0:pos0 + c] = S[local, items[pos0:pos0 + c]]
@@ -470,7 +428,7 @@ def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negativ
     >>> sampled_auc(model, Y_train, Y_test, n_negatives=2)
     1.0
     """
-    m, n = _check_model(model)
+    m, n = scoring.model_shape(model)
     Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
                          shape_from="model.shape, users × items")
     Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
@@ -478,7 +436,7 @@ def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negativ
     n_negatives = V.check_int(n_negatives, name="n_negatives", minimum=1)
     rng = V.check_seed(seed)
     users = np.unique(V.check_users(users, m))
-    rel = _relevant(Y_train, Y_test)
+    rel = scoring.relevant(Y_train, Y_test)
     users = users[np.diff(rel.indptr)[users] > 0]
     if users.size == 0:
         raise ValueError("no (selected) user has a test item outside its training items (Y_test minus "
@@ -507,7 +465,7 @@ def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negativ
     neg_scores = np.empty(neg_items.size)
     start = 0
     for rows, S in iter_score_blocks(model, users):
-        _finite_block(S)
+        scoring.finite_block(S)
         b = np.arange(rows.size)
         p_sl = slice(pos_indptr[start], pos_indptr[start + rows.size])
         n_sl = slice(neg_indptr[start], neg_indptr[start + rows.size])

@@ -30,23 +30,22 @@ import warnings
 from typing import Any, Callable
 
 import numpy as np
-import scipy.stats as stats
 
 from fastpu.model_selection import _rows as R
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu._core.threads import _check_threads
+from fastpu._core.threads import check_threads
 from fastpu._core.hints import Sparse, Threads
-from fastpu.model_selection.baselines import BASELINES
+from fastpu._core import registry
 from fastpu.model_selection.metrics import METRICS, evaluate
-from fastpu._core.factorization import _brief
+from fastpu._core.factorization import brief
 from fastpu.model_selection.split import validation_split
 
 __all__ = ["NAMES", "SPACES", "SearchResult", "default_space", "search", "tune"]
 
-METHODS = ("ocmf", "fbgd", "csrr", "homf")
-#: Every name :func:`search` takes: the four methods and the baselines of :mod:`fastpu.baselines`.
-NAMES = METHODS + tuple(BASELINES)
+#: Every name :func:`search` takes: the methods and the baselines of :mod:`fastpu.baselines`
+#: that have a search space (fastpu._core.registry lists them).
+NAMES = tuple(e.name for e in registry.entries() if e.space is not None)
 
 
 _CALL = "fit(Y, k, *, n_iter, seed, callback, n_threads, ...)"
@@ -78,54 +77,25 @@ def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any],
     if method not in NAMES:
         raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
                          f"got {method!r}{V.did_you_mean(method, set(NAMES))}")
-    if method in BASELINES:
-        return BASELINES[method], method
-    import importlib
+    return registry.get(method).load("fit"), method
 
-    return importlib.import_module(f"fastpu.{method}").fit, method
+
+def _spaces() -> dict[str, dict[str, Any]]:
+    """Each name's default space and fixed settings, from its registry entry."""
+    out = {}
+    for name in NAMES:
+        space, fixed = registry.get(name).load("space")()
+        out[name] = dict(fixed=fixed, space=space)
+    return out
 
 
 # Default search spaces of :func:`tune`: the fixed settings each trial starts from, and the
-# ranges searched. An entry may be a function of the matrix shape (m, n) where the paper's
-# scale depends on it. The ranges bracket the papers' own grids and the settings chosen on
-# validation splits of the *training* data by the benchmarks (docs/select.md says which).
-SPACES: dict[str, dict[str, Any]] = {
-    "ocmf": dict(
-        fixed=dict(k=64, n_iter=15),
-        space=dict(rho=stats.loguniform(1e-3, 1.0), lam=stats.loguniform(0.1, 100.0)),
-    ),
-    "fbgd": dict(
-        fixed=dict(k=64, n_iter=30),
-        space=dict(alpha0=lambda m, n: stats.loguniform(0.05 * n, 5.0 * n),
-                   rho=stats.uniform(0.0, 1.0), lr=stats.loguniform(0.01, 0.3),
-                   reg=[0.0, 1e-3, 1e-2, 1e-1, 1.0]),
-    ),
-    "csrr": dict(
-        fixed=dict(k=64, variant="e", n_iter=100),
-        space=dict(alpha=stats.loguniform(1.0, 20.0), lam1=stats.loguniform(1e-2, 10.0),
-                   lam2=stats.loguniform(1e-3, 1.0)),
-    ),
-    "homf": dict(
-        fixed=dict(k=64, mode="dense", n_iter=10),
-        space=dict(T=[1, 2, 4, 6, 8], lam=stats.loguniform(1e-4, 1.0), g=["exp", "linear", "step"]),
-    ),
-    # baselines (fastpu.baselines): WRMF through ocmf, and implicit's ALS and BPR
-    "wrmf": dict(
-        fixed=dict(k=64, n_iter=15),
-        space=dict(alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0)),
-    ),
-    # implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its `alpha`
-    # wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins
-    "als": dict(
-        fixed=dict(k=64, n_iter=15),
-        space=dict(alpha=stats.loguniform(1.0, 100.0), regularization=stats.loguniform(1e-2, 100.0)),
-    ),
-    "bpr": dict(
-        fixed=dict(k=64, n_iter=300),
-        space=dict(learning_rate=stats.loguniform(1e-3, 0.1),
-                   regularization=stats.loguniform(1e-4, 0.1)),
-    ),
-}
+# ranges searched; each method's lives in its package (``fastpu.<method>._tuning``), each
+# baseline's in :mod:`fastpu.baselines`. An entry may be a function of the matrix shape (m, n)
+# where the paper's scale depends on it. The ranges bracket the papers' own grids and the
+# settings chosen on validation splits of the *training* data by the benchmarks (docs/select.md
+# says which).
+SPACES: dict[str, dict[str, Any]] = _spaces()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +130,7 @@ class SearchResult:
 
     def __repr__(self) -> str:
         """A one-line summary: metric, winner, its score and iteration, trials, model or not."""
-        params = ", ".join(f"{k!r}: {_brief(v)}" for k, v in self.best_params.items())
+        params = ", ".join(f"{k!r}: {brief(v)}" for k, v in self.best_params.items())
         model = "none" if self.model is None else f"attached ({type(self.model).__name__})"
         return (f"SearchResult(metric={self.metric!r}, best_params={{{params}}}, "
                 f"best_iter={self.best_iter}, best_score={self.best_score:.6g}, "
@@ -413,7 +383,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         raise TypeError(f"refit must be True or False, got {refit!r}")
     # what every trial passes on: refused here, not once per trial and then as "every trial failed"
     if n_threads is not None:
-        _check_threads(n_threads)
+        check_threads(n_threads)
     for key in ("k", "n_iter"):
         if fixed.get(key) is not None:          # CSRR-I/II take k=None
             V.check_int(fixed[key], name=key, minimum=1)
@@ -580,18 +550,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     (['lam', 'rho'], 'square', 64)
     """
     _check_name(method, "default_space")
-    base = SPACES[method]
-    fixed_out = {**base["fixed"], **fixed}
-    space = {k: v for k, v in base["space"].items() if k not in fixed}
-    # a side graph adds the setting that weighs it: HOMF's α, ocmf's λ_g (whose default 0 ignores it)
-    graph_setting = {"homf": ("alpha", stats.uniform(0.0, 1.0)),
-                     "ocmf": ("lam_graph", stats.loguniform(1e-3, 10.0))}.get(method)
-    if graph_setting is not None and graph_setting[0] not in fixed and \
-            (fixed.get("user_graph") is not None or fixed.get("item_graph") is not None):
-        space[graph_setting[0]] = graph_setting[1]
-    if method == "csrr" and fixed_out.get("variant") in ("I", "II"):
-        fixed_out.pop("k", None)
-        fixed_out["n_iter"] = fixed.get("n_iter", 60)
+    space, fixed_out = registry.get(method).load("space")(**fixed)
     if Y is not None:
         m, n = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False).shape
         space = {k: (v(m, n) if callable(v) and not _is_distribution(v) else v) for k, v in space.items()}

@@ -25,9 +25,9 @@ import scipy.sparse as sp
 from fastpu._kernels.csr import csr_dense, row_scaled_product, sampled_dots
 from fastpu._kernels.losses import entry_losses, entry_values
 from fastpu._core.threads import limit_threads
-from fastpu.optim._tron import tron
+from fastpu.optim import tron
 from fastpu.distributed import blocks as _blocks
-from fastpu.ocmf._dask import _sum_parts, gram_task, make_block, update_task
+from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, update_task
 
 
 def _xmul(X, W):

@@ -16,7 +16,7 @@ from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, Matrix, Seed, Sparse, Threads
 from fastpu._core.factorization import Factorization, accepts_dataset
-from fastpu.optim._tron import gd, tron
+from fastpu.optim import gd, tron
 
 __all__ = ["fit", "objective", "nystrom_features", "NystromMap", "demo_configs",
            "LOSSES", "NEGATIVES", "SOLVERS", "SubProblem"]

@@ -250,12 +250,13 @@ def svt_factors(M: Any, tau: float, *, method: str = "auto", k0: int | None = No
         k0 = V.check_k(k0, name="k0")
     rng = V.check_seed(seed)
     op, dense = _as_operator(M)
-    return _svt_factors(op, dense, tau, method=method, k0=k0, rng=rng)
+    return svt_operator(op, dense, tau, method=method, k0=k0, rng=rng)
 
 
-def _svt_factors(op: Any, dense: FloatArray | None, tau: float, *, method: str, k0: int | None,
+def svt_operator(op: Any, dense: FloatArray | None, tau: float, *, method: str, k0: int | None,
                  rng: np.random.Generator) -> SVTResult:
-    """SVT of a canonical operator (no validation); ``dense`` is the ndarray or None.
+    """SVT of a canonical operator, without validation (for fastpu's own solvers, whose inputs
+    were checked at their boundary); ``dense`` is the ndarray or None.
 
     Truncated: ARPACK with a rank that doubles until the smallest computed singular value is
     at most τ; for a dense matrix the result is accepted only with the certificate of

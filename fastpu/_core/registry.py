@@ -1,0 +1,149 @@
+"""The one list of fastpu's methods and baselines, and where each one's parts live.
+
+Every consumer that handles "each method" reads this list instead of spelling the methods out:
+the command line (its ``--method`` choices, the demo, warm-up), :mod:`fastpu.model_selection`
+(search spaces, ``compare``'s "all"), :func:`fastpu.fold_in` (each method's row solver),
+:func:`fastpu.distributed.fit` (each method's Dask form) and the model file reader (the model
+classes a file may name). Adding a method is adding an entry here and a package beside the others.
+
+An entry names each part by its dotted path (``"package.module:attribute"``) and the part is
+imported on first use, so reading the list imports no method: this module sits at the bottom of
+the layers (docs/layout.md) although what it names sits above it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any
+
+__all__ = ["Entry", "BASELINES", "METHODS", "entries", "get", "names", "resolve"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One method or baseline: its name, what it is, and where its parts live.
+
+    Attributes
+    ----------
+    name : str
+        The name users pass (``fastpu.<name>.fit``, ``method="ocmf"``, ``--method ocmf``).
+    kind : {"method", "baseline"}
+        A published method of its own package, or a baseline for comparisons.
+    summary : str
+        One line for listings and messages.
+    fit : str
+        The fit function, ``fit(Y, k, *, ...)``.
+    needs_rank : bool
+        Whether ``fit`` requires ``k`` (CSRR-I/II choose their rank).
+    default_rank : int or None
+        The rank the command line uses when none is given (None: the fit's own default).
+    fold : str or None
+        The module of the row solver of fold-in and partial fits: ``fold_rows(model, Y_new, X,
+        *, p, q, tol, max_iter, rng, dense_limit) -> (factors, info)``, and optionally
+        ``values_may_be_negative(model) -> bool`` (default: stored values must be >= 0).
+    dask : str or None
+        The module of the Dask form: ``fit(client, layout, k, **params)`` and
+        ``check(params)`` (refuses, in a sentence, a variant with no distributed form).
+    space : str or None
+        ``space(**fixed) -> (space, fixed)``: the default search space of ``tune``.
+    demo : str or None
+        ``demo_configs() -> [(label, fit kwargs), ...]``: ``fastpu demo`` and the warm-up.
+    model_class : str
+        The class of the fitted model, the one a model file may name for this entry.
+    side : tuple of str
+        The side information of a :class:`~fastpu.datasets.Dataset` the command line passes
+        to ``fit`` (``--side``).
+    cold_start : str or None
+        Why held-out rows cannot be scored from their features (``split="rows"``), or None
+        when they can (a fit with ``user_features``).
+    requires : str or None
+        An optional package the entry needs (left out of ``compare``'s "all").
+    """
+
+    name: str
+    kind: str
+    summary: str
+    fit: str
+    needs_rank: bool = True
+    default_rank: int | None = 32
+    fold: str | None = None
+    dask: str | None = None
+    space: str | None = None
+    demo: str | None = None
+    model_class: str = "fastpu._core.factorization:Factorization"
+    side: tuple[str, ...] = ()
+    cold_start: str | None = None
+    requires: str | None = None
+
+    def load(self, part: str) -> Any:
+        """The object the entry's ``part`` names (imported on first use)."""
+        where = getattr(self, part)
+        if where is None:
+            raise LookupError(f"{self.name} has no {part}")
+        return resolve(where)
+
+
+def resolve(where: str) -> Any:
+    """The object at ``"package.module:attribute"`` (or the module, without ``:attribute``),
+    imported on first use. This is how the layers below reach the parts above them that they
+    name (a method's row solver, the model file writer) without importing them: see
+    docs/layout.md."""
+    module, _, attr = where.partition(":")
+    obj = importlib.import_module(module)
+    return getattr(obj, attr) if attr else obj
+
+
+METHODS = (
+    Entry("ocmf", "method", "one-class structured MF with side information (Yu et al.)",
+          fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
+          space="fastpu.ocmf._tuning:space", demo="fastpu.ocmf:demo_configs",
+          side=("user_graph", "user_features")),
+    Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
+          fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",
+          space="fastpu.fbgd._tuning:space", demo="fastpu.fbgd:demo_configs"),
+    Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
+          fit="fastpu.csrr:fit", needs_rank=False, default_rank=None,
+          fold="fastpu.csrr._fold", dask="fastpu.csrr._dask",
+          space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
+          model_class="fastpu.csrr:CSRRModel",
+          cold_start="CSRR's user factors are free parameters of the training rows (no map "
+                     "from features)"),
+    Entry("homf", "method", "HOMF, factorizing a polynomial of a random walk (Shah, Rao, Ding)",
+          fit="fastpu.homf:fit", fold="fastpu.homf._fold", dask="fastpu.homf._dask",
+          space="fastpu.homf._tuning:space", demo="fastpu.homf:demo_configs",
+          side=("user_graph",),
+          cold_start="HOMF's user factors come from walks on the training graph (a new row has "
+                     "no edges)"),
+)
+
+BASELINES = (
+    Entry("popularity", "baseline", "every user scores an item by its number of training positives",
+          fit="fastpu.model_selection.metrics:popularity", needs_rank=False, default_rank=None),
+    Entry("wrmf", "baseline", "WRMF / implicit ALS through ocmf's square loss",
+          fit="fastpu.model_selection.baselines:wrmf",
+          space="fastpu.model_selection.baselines:wrmf_space"),
+    Entry("als", "baseline", "implicit's ALS (when implicit is installed)",
+          fit="fastpu.model_selection.baselines:implicit_als",
+          space="fastpu.model_selection.baselines:als_space", requires="implicit"),
+    Entry("bpr", "baseline", "implicit's BPR (when implicit is installed)",
+          fit="fastpu.model_selection.baselines:implicit_bpr",
+          space="fastpu.model_selection.baselines:bpr_space", requires="implicit"),
+)
+
+_ALL = {e.name: e for e in METHODS + BASELINES}
+
+
+def entries(kind: str | None = None) -> tuple[Entry, ...]:
+    """Every entry, or those of one ``kind`` ("method" or "baseline"), in the listed order."""
+    return tuple(e for e in _ALL.values() if kind is None or e.kind == kind)
+
+
+def names(kind: str | None = None) -> tuple[str, ...]:
+    """The names of :func:`entries`."""
+    return tuple(e.name for e in entries(kind))
+
+
+def get(name: str) -> Entry:
+    """The entry called ``name`` (KeyError when there is none: callers name the choices)."""
+    return _ALL[name]
