@@ -19,7 +19,7 @@ from _common import best_of, hardware, hardware_line, md_table, per_iteration, p
 
 from fastpu import ocmf  # noqa: E402
 from fastpu._kernels.csr import sampled_dots  # noqa: E402,F401
-from fastpu._kernels.updates import LOCAL_ENTRIES  # noqa: E402,F401
+from fastpu._kernels.ocmf import LOCAL_ENTRIES  # noqa: E402,F401
 from fastpu._core.threads import limit_threads  # noqa: E402,F401
 
 FULL = dict(

@@ -456,7 +456,7 @@ def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
 
 def test_bad_arguments(dask_client):
     Y = _matrix(12)
-    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd', 'homf', 'csrr'\], got 'nmf'"):
+    with pytest.raises(ValueError, match=r"method must be one of \['ocmf', 'fbgd', 'csrr', 'homf'\], got 'nmf'"):
         dfit(Y, 2, method="nmf", client=dask_client)
     for variant in ("I", "II"):
         with pytest.raises(ValueError, match=f"CSRR-{variant} keeps a dense m×n U.*variant='e'.*fastpu.csrr.fit"):

@@ -10,7 +10,7 @@ from fastpu.ocmf import _problem as P
 from fastpu._core import validation as V
 from fastpu import ocmf
 from fastpu._kernels.losses import LOSS_CODES
-from fastpu._kernels.updates import row_newton
+from fastpu._kernels.ocmf import row_newton
 
 from strategies import csr_matrices, seeds
 

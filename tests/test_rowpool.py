@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-from fastpu._kernels import updates
+from fastpu._kernels import ocmf as updates
 from fastpu._kernels.losses import LOSS_CODES
 from fastpu._kernels.rowpool import row_blocks, run_rows
 from fastpu._core.threads import limit_threads

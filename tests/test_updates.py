@@ -15,7 +15,7 @@ from hypothesis import given, strategies as st
 
 from fastpu._core import validation as V
 from fastpu._kernels.losses import LOSS_CODES
-from fastpu._kernels.updates import row_newton
+from fastpu._kernels.ocmf import row_newton
 from fastpu._core.threads import limit_threads
 
 from naive import loss as naive_loss

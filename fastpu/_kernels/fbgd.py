@@ -18,11 +18,15 @@ For one row i of a side the gradient of J with respect to its embedding is
 
 No kernel validates its input; ``prange`` (or a thread of :func:`.rowpool.run_rows`) runs
 over rows that own their outputs.
+
+:func:`wls_rows` is fBGD's row problem for fold-in: a weighted least-squares row
+(H0 + Σ_t d_t g_t g_tᵀ) x = b0 + Σ_t e_t g_t, one k×k Cholesky solve per row.
 """
 
 import numba as nb
 import numpy as np
 
+from . import linalg as LA
 from .rowpool import MIN_BLOCK_WORK, run_rows
 
 _JIT = dict(nogil=True, cache=True)
@@ -330,3 +334,40 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                         acc += apos[lo + t] * a * a - aneg[lo + t] * b * b
                 if want_loss:
                     row_loss[i] = acc
+
+
+# ------------------------------------------------------------------ fold-in rows
+
+@nb.njit(parallel=True, **_JIT_DOT)
+def wls_rows(indptr, indices, d, e, E, H0, b0, X_out, ok_out):
+    """X_out[i] solves (H0 + Σ_t d_t E[j_t] E[j_t]ᵀ) x = b0 + Σ_t e_t E[j_t] over row i's entries.
+
+    ``ok_out[i]`` is False when the matrix is not positive definite (the caller then solves that
+    row by a minimum-norm least-squares solve).
+    """
+    m, k = X_out.shape
+    for i in nb.prange(m):
+        lo = indptr[i]
+        nrow = indptr[i + 1] - lo
+        G = np.empty((nrow, k))
+        Gd = np.empty((k, nrow))
+        LA.gather(E, indices, lo, nrow, G)
+        H = np.empty((k, k))
+        L = np.zeros((k, k))
+        b = np.empty(k)
+        x = np.zeros(k)
+        LA.weighted_gram(G, d[lo:lo + nrow], nrow, Gd, H)
+        for a in range(k):
+            b[a] = b0[a]
+            for c in range(k):
+                H[a, c] += H0[a, c]
+        for t in range(nrow):
+            et = e[lo + t]
+            for a in range(k):
+                b[a] += et * G[t, a]
+        ok = LA.cholesky(H, L)
+        if ok:
+            LA.cho_solve(L, b, x)
+        ok_out[i] = ok
+        for a in range(k):
+            X_out[i, a] = x[a]

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from fastpu._core import rows as row_problem
 from fastpu._core import validation as V
-from fastpu._kernels import fold as K
+from fastpu._kernels import csrr as K
 from fastpu._kernels.csr import weighted_gram
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fastpu._core import rows as row_problem
-from fastpu._kernels import fold as K
+from fastpu._kernels import fbgd as K
 from fastpu._kernels.csr import weighted_gram
 
 

@@ -1,7 +1,7 @@
 """ocmf on a Dask cluster: the row-separable fast path, one task per block and half-step.
 
 With no features and no graph, the sub-problem of one side separates into one k-dimensional
-problem per row (see :mod:`fastpu._kernels.updates`); a row needs only its own entries, the other
+problem per row (see :mod:`fastpu._kernels.ocmf`); a row needs only its own entries, the other
 side's factors E, and the k×k / k-vector sums M = Eᵀ diag(q) E, κ = Eᵀ q. A half-step is therefore
 
 1. the other side's factors E, assembled by one task from the previous half-step's blocks and

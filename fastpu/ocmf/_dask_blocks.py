@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from fastpu._core.threads import limit_threads
-from fastpu._kernels.updates import LOCAL_ENTRIES, row_newton
+from fastpu._kernels.ocmf import LOCAL_ENTRIES, row_newton
 from fastpu.distributed import blocks as _blocks
 from fastpu.ocmf._problem import kernel_indices
 

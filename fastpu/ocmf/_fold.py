@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from fastpu._core import rows as row_problem
 from fastpu._core import validation as V
-from fastpu._kernels import fold as K
+from fastpu._kernels import ocmf as K
 from fastpu._kernels.csr import weighted_gram
 from fastpu._kernels.losses import LOSS_CODES, SQUARE
 from fastpu.ocmf._problem import _sample_negatives

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu._kernels.csr import csr_dense, row_scaled_product, sampled_dots, weighted_gram
 from fastpu._kernels.losses import LOSS_CODES, entry_losses, entry_values
-from fastpu._kernels.updates import LOCAL_ENTRIES, row_newton
+from fastpu._kernels.ocmf import LOCAL_ENTRIES, row_newton
 
 LOSSES = tuple(LOSS_CODES)
 NEGATIVES = ("full", "sampled", "full_logistic")
@@ -56,7 +56,7 @@ class _Entries:
 
     value of entry e = (i, j) at score s: weights[e] * l(labels[e], s) - r_e (ā - s)².
 
-    Compact storage (what :func:`fastpu._kernels.updates.row_newton` reads directly): indptr
+    Compact storage (what :func:`fastpu._kernels.ocmf.row_newton` reads directly): indptr
     and indices share one integer type (:func:`index_dtype`, int32 unless the matrix is too
     large); ``labels`` or ``weights`` of length 1 give every entry that value (binary data
     stores neither); an empty ``corr`` means r_e = p_i q_j with the sub-problem's p (rows) and

@@ -1,4 +1,4 @@
-"""Row-separable Newton–CG updates (the fast path of the ocmf sub-problem).
+"""ocmf's row problem: the fit's Newton–CG row updates and fold-in's Newton solve, one objective.
 
 With no features and no graph on the side being updated, the sub-problem splits
 into one k-dimensional problem per row i:
@@ -12,6 +12,12 @@ solved by conjugate gradient from zero (for the square loss one step is the
 warm-started least-squares solve), with a backtracking line search on f_i for
 losses that are not quadratic. Rows are independent: each thread owns a block
 of rows of W, so the result does not depend on the thread count.
+
+Fold-in (:func:`newton_rows`) solves the same f_i to convergence for rows that were not
+trained, from w = 0, by Newton's method with the exact k×k Hessian (a Cholesky solve per
+step). Both read f_i, its per-entry derivatives and its gradient from :func:`_value_grad`, and
+f_i along a step from :func:`_entry_value` and the quadratic part's polynomial: the row
+objective is written once.
 
 How the work is laid out:
 
@@ -40,6 +46,7 @@ All sums are accumulated in float64.
 import numba as nb
 import numpy as np
 
+from . import linalg as LA
 from .losses import SQUARE, loss_derivs, loss_value
 from .rowpool import run_rows
 
@@ -402,3 +409,124 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
                      p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out)
 
     run_rows(block, indptr, W.shape[1], per_thread=_BLOCKS_PER_THREAD)
+
+
+@nb.njit(inline="always", **_JIT)
+def _quad_on_line(M, kappa, abar, p_i, lam, w, mw, step, mstep, alpha):
+    """p_i ((w+αs)ᵀM(w+αs) − 2ā (w+αs)ᵀκ) + λ‖w+αs‖² from M w (mw) and M s (mstep)."""
+    wmw = 0.0
+    smw = 0.0
+    sms = 0.0
+    wk = 0.0
+    sk = 0.0
+    ww = 0.0
+    ws = 0.0
+    ss = 0.0
+    for a in range(w.shape[0]):
+        wmw += w[a] * mw[a]
+        smw += step[a] * mw[a]
+        sms += step[a] * mstep[a]
+        wk += w[a] * kappa[a]
+        sk += step[a] * kappa[a]
+        ww += w[a] * w[a]
+        ws += w[a] * step[a]
+        ss += step[a] * step[a]
+    quad = p_i * (wmw + alpha * (2.0 * smw + alpha * sms) - 2.0 * abar * (wk + alpha * sk))
+    return quad + lam * (ww + alpha * (2.0 * ws + alpha * ss))
+
+
+@nb.njit(parallel=True, **_JIT)
+def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, p, lam, tol,
+                max_iter, W_out, gnorm_out, g0_out, iters_out):
+    """Minimise every row's f_i from w = 0 by Newton's method with a backtracking line search.
+
+    Row i's entries are indptr[i]..indptr[i+1]-1 (item indices[e], label, weight c, correction
+    r; per-entry arrays). Stops when ‖∇f_i‖ ≤ tol ‖∇f_i(0)‖, after ``max_iter`` steps, or when
+    the line search cannot decrease f_i any more (rounding level). Writes the minimiser, the
+    final and initial gradient norms and the number of Newton steps. Each ``prange`` iteration
+    owns one row, so the result does not depend on the thread count.
+    """
+    m, k = W_out.shape
+    for i in nb.prange(m):
+        lo = indptr[i]
+        nrow = indptr[i + 1] - lo
+        p_i = p[i]
+        G = np.empty((nrow, k))
+        Gd = np.empty((k, nrow))
+        LA.gather(E, indices, lo, nrow, G)
+        idx = np.arange(nrow)
+        yl = labels[lo:lo + nrow]
+        wt = weights[lo:lo + nrow]
+        rc = corr[lo:lo + nrow]
+        w = np.zeros(k)
+        g = np.empty(k)
+        gt = np.empty(k)
+        step = np.empty(k)
+        mw = np.empty(k)
+        mstep = np.empty(k)
+        H = np.empty((k, k))
+        L = np.zeros((k, k))
+        s = np.empty(nrow)
+        sd = np.empty(nrow)
+        st = np.empty(nrow)
+        d1 = np.empty(nrow)
+        d2 = np.empty(nrow)
+        f = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, w, s, d1, d2,
+                        g, mw, True)
+        gn = np.sqrt(np.dot(g, g))
+        g0 = gn
+        it = 0
+        while it < max_iter and gn > tol * g0:
+            LA.weighted_gram(G, d2, nrow, Gd, H)
+            for a in range(k):
+                for b in range(k):
+                    H[a, b] += 2.0 * p_i * M[a, b]
+                H[a, a] += 2.0 * lam
+            if not LA.factor_shifted(H, L):
+                break
+            for a in range(k):
+                gt[a] = -g[a]
+            LA.cho_solve(L, gt, step)
+            gs = 0.0
+            for a in range(k):
+                gs += g[a] * step[a]
+            if not gs < 0.0:
+                break
+            # f_i along the step from the step's scores and M step: no pass over E per trial
+            _scores(G, idx, 0, nrow, step, sd)
+            _symv(M, step, mstep)
+            alpha = 1.0
+            accepted = False
+            ft = f
+            for _b in range(60):
+                ft = (_entry_value(kind, nrow, yl, wt, rc, abar, s, sd, alpha)
+                      + _quad_on_line(M, kappa, abar, p_i, lam, w, mw, step, mstep, alpha))
+                # Armijo, or a full Newton step whose decrease is below f's rounding level
+                if ft <= f + 1e-4 * alpha * gs or (
+                        alpha == 1.0 and ft - f <= 1e-13 * (abs(f) + 1.0)):
+                    accepted = True
+                    break
+                alpha *= 0.5
+            if not accepted:
+                break
+            for a in range(k):
+                step[a] = w[a] + alpha * step[a]          # the trial point
+            ft = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, step,
+                             st, d1, d2, gt, mstep, True)
+            gt_norm = np.sqrt(np.dot(gt, gt))
+            if ft > f and gt_norm >= gn:
+                break                      # rounding level: no progress possible
+            for a in range(k):
+                w[a] = step[a]
+                g[a] = gt[a]
+                mw[a] = mstep[a]
+            for t in range(nrow):
+                s[t] = st[t]
+            f = ft
+            gn = gt_norm
+            it += 1
+        for a in range(k):
+            W_out[i, a] = w[a]
+        gnorm_out[i] = gn
+        g0_out[i] = g0
+        iters_out[i] = it
