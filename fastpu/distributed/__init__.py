@@ -126,11 +126,11 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
             raise ValueError("n_workers starts a local cluster; it cannot be combined with client="
                              f"{client!r} (size that cluster where it is started instead)")
     driver = _driver(method)
-    whole = getattr(driver, "WHOLE_MATRIX", False)
+    whole = getattr(driver, "WHOLE_MATRIX", None)      # why the fit needs the whole matrix
     if pairs and whole:
-        raise TypeError(f"{method} builds its matrices from the whole Y on the client; pass Y as a "
-                        "scipy.sparse matrix (a dask dataframe of pairs is for "
-                        f"{', '.join(m for m in METHODS if not getattr(_driver(m), 'WHOLE_MATRIX', False))})")
+        others = [m for m in METHODS if not getattr(_driver(m), "WHOLE_MATRIX", None)]
+        raise TypeError(f"{whole}; pass Y as a scipy.sparse matrix (a dask dataframe of pairs is "
+                        f"for {', '.join(others)})")
     if client is None and n_threads is None:
         n_threads = 1           # the local cluster has one single-thread worker process per core
     params = _with_defaults(method, driver, params)

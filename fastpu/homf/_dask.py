@@ -156,8 +156,8 @@ def _sum_mats(parts):
 SUMMARY = "mode='dense' (with or without side graphs), on a scipy.sparse Y"
 #: where the distributed fit's default differs from the single-machine fit's: its only form
 DEFAULTS = {"mode": "dense"}
-#: the fit builds its blocks from the whole Y (the walk matrix), not from a layout of Y
-WHOLE_MATRIX = True
+#: the fit builds its blocks from the whole Y (the walk matrix), not from a layout of Y: why
+WHOLE_MATRIX = "HOMF builds its random-walk matrix from the whole Y on the client"
 
 
 def check(params):
