@@ -6,6 +6,7 @@ from hypothesis import given, strategies as st
 
 from fastpu import apg as apg_mod
 from fastpu.apg import apg
+from fastpu.optim import CALLBACK, CONVERGED
 from fastpu.prox import project_box, soft_threshold, svt
 
 
@@ -117,10 +118,10 @@ def test_fully_observed_nuclear_norm_is_svt():
 def test_acceleration_beats_ista_and_momentum_schedule():
     A, b = _lasso(5, 60, 40, orthonormal=False)
     prob = Lasso(A, b, 0.1)
-    ref = apg(prob, np.zeros(40), step=1 / prob.L, n_iter=20000, tol=1e-15).objective
+    ref = apg(prob, np.zeros(40), step=1 / prob.L, n_iter=20000, tol=1e-15).fun
     fast = apg(prob, np.zeros(40), step=1 / prob.L, n_iter=200)
     slow = apg(prob, np.zeros(40), step=1 / prob.L, n_iter=200, momentum=False)
-    assert fast.objective - ref < 0.1 * (slow.objective - ref)
+    assert fast.fun - ref < 0.1 * (slow.fun - ref)
     tau, betas = 1.0, []
     for _ in range(5):
         tau_new = (1 + np.sqrt(1 + 4 * tau * tau)) / 2
@@ -139,14 +140,14 @@ def test_extrapolate_hook_projects_and_callback_stops():
     seen = []
     res = apg(Box(A, b, 0.1), np.zeros(4), step=0.01, n_iter=50,
               callback=lambda info: seen.append(info["iter"]) or info["iter"] == 3)
-    assert res.status == "callback" and res.n_iter == 3 and seen == [1, 2, 3]
+    assert res.status == CALLBACK and res.nit == 3 and seen == [1, 2, 3]
     assert np.all(np.abs(res.y) <= 0.1)
 
 
 def test_tol_converges():
     A, b = _lasso(3, 10, 4, orthonormal=True)
     res = apg(Lasso(A, b, 0.1), np.zeros(4), step=1.0, n_iter=100, tol=1e-12)
-    assert res.status == "converged" and res.n_iter < 100
+    assert res.status == CONVERGED and res.nit < 100
 
 
 def test_apg_messages():
@@ -213,4 +214,4 @@ def test_callback_must_return_none_or_a_bool():
                                         r"the fit\), got a numpy array of shape \(4,\)"):
         apg(Lasso(A, b, 0.1), np.zeros(4), step=0.01, n_iter=3, callback=lambda info: info["x"])
     res = apg(Lasso(A, b, 0.1), np.zeros(4), step=0.01, n_iter=3, callback=lambda info: np.True_)
-    assert res.status == "callback" and res.n_iter == 1
+    assert res.status == CALLBACK and res.nit == 1

@@ -69,7 +69,7 @@ def test_tron_stopping_rule(seed):
     assert res.grad_norm == pytest.approx(np.linalg.norm(prob.grad(res.x)))
     # it stops at the first accepted iterate that satisfies the rule
     res_loose = tron(prob, np.zeros(5), tol=0.5)
-    assert res_loose.n_iter <= res.n_iter
+    assert res_loose.nit <= res.nit
 
 
 def test_tron_iteration_limit_and_monotone():
@@ -110,7 +110,7 @@ def test_gd_uses_cheap_line_when_present():
 
     prob.line = line
     res = gd(prob, np.zeros(5), max_iter=3)
-    assert len(calls) == res.n_iter
+    assert len(calls) == res.nit
 
 
 @pytest.mark.parametrize("kw, msg", [(dict(tol=0.0), "tol must be in"), (dict(cg_tol=1.5), "cg_tol"),
@@ -155,3 +155,37 @@ def test_a_non_finite_start_names_fun_or_grad(solver):
         solver(_Quadratic(grad=lambda x: x * np.nan), np.ones(3))
     with pytest.raises(FloatingPointError, match=r"problem.fun at x0 is not finite \(f = inf\)"):
         solver(_Quadratic(fun=lambda x: np.inf), np.ones(3))
+
+
+def test_one_result_type_for_every_solver_and_the_old_names_warn():
+    """tron, gd and apg return the same OptimizeResult; apg's earlier names (objective, n_iter,
+    string statuses) keep working for one release with a DeprecationWarning."""
+    import fastpu.optim as O
+
+    prob = make_problem(0)
+    w0 = np.zeros(prob.A.shape[1])
+    results = [O.tron(prob, w0, tol=1e-3), O.gd(prob, w0, tol=1e-3, max_iter=1000)]
+
+    class Ridge:
+        def grad(self, x):
+            return x - 1.0
+
+        def prox(self, v, step):
+            return v
+
+        def objective(self, x):
+            return 0.5 * float(np.sum((x - 1.0) ** 2))
+
+    results.append(O.apg(Ridge(), np.zeros(3), step=0.5, n_iter=50, tol=1e-12))
+    for res in results:
+        assert type(res) is O.OptimizeResult and res.status == O.CONVERGED and res.success
+        assert isinstance(res.nit, int) and res.fun is not None
+    assert O.APGResult is O.OptimizeResult
+    res = results[2]
+    with pytest.warns(DeprecationWarning, match="use nit"):
+        assert res.n_iter == res.nit
+    with pytest.warns(DeprecationWarning, match="use fun"):
+        assert res.objective == res.fun
+    with pytest.warns(DeprecationWarning, match="status is an int"):
+        assert res.status == "converged" and res.status != "callback"
+    assert repr(O.MAX_ITER) == "1 (max_iter)" and O.Status(3) == O.CALLBACK

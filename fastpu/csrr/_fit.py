@@ -191,7 +191,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
                      item_factors=np.ascontiguousarray(Ut.right.T * root),
                      history=hist, params=params, method="csrr",
                      extras={"singular_values": Ut.s.copy(), "V_tilde": _sparse_v(data, v_tilde),
-                             "status": res.status},
+                             "status": res.status.name},
                      U=U, V=_sparse_v(data, v), variant=variant)
 
 

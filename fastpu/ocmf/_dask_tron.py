@@ -328,4 +328,4 @@ def _update(client, side, F, F_f, E_f, M, kappa, dvec, *, half, lam, lam_g, abar
     if side.L is not None and lam_g > 0:
         B = F if side.X is None else _xmul(side.X, F)
         reg += lam_g * float(np.sum(B * _blocks.sparse_times(side.L, B)))
-    return F, None, res.n_iter, res.fun, lam * reg
+    return F, None, res.nit, res.fun, lam * reg

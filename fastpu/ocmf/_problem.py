@@ -656,4 +656,4 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
             return W, 0, float(f_rows.sum()) + const
     prob = SubProblem(setup, entries, side, _f64(E), p_quad, q_quad)
     res = solve(prob, W.ravel(), max_iter=inner_iter)          # the solvers work on a float64 copy
-    return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.n_iter, res.fun
+    return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.nit, res.fun

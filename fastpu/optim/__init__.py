@@ -12,7 +12,9 @@ Every solver returns an :class:`OptimizeResult`. The public modules of earlier r
 
 from ._apg import APGResult, apg
 from ._prox import SVTResult, project_box, soft_threshold, svt, svt_factors, svt_operator  # noqa: F401 (for fastpu's solvers)
-from ._tron import OptimizeResult, gd, tron, trust_region_cg
+from ._result import CALLBACK, CONVERGED, MAX_ITER, NO_PROGRESS, OptimizeResult, Status
+from ._tron import gd, tron, trust_region_cg
 
-__all__ = ["APGResult", "OptimizeResult", "SVTResult", "apg", "gd", "project_box",
-           "soft_threshold", "svt", "svt_factors", "tron", "trust_region_cg"]
+__all__ = ["APGResult", "CALLBACK", "CONVERGED", "MAX_ITER", "NO_PROGRESS", "OptimizeResult",
+           "SVTResult", "Status", "apg", "gd", "project_box", "soft_threshold", "svt", "svt_factors",
+           "tron", "trust_region_cg"]

@@ -29,7 +29,6 @@ iterates that are numpy arrays.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from typing import Any
@@ -40,49 +39,15 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu._core.progress import callback_stops
 from fastpu._core.hints import Callback
+from fastpu.optim._result import CALLBACK, CONVERGED, MAX_ITER, OptimizeResult
 
 __all__ = ["APGResult", "apg"]
 
 logger = logging.getLogger("fastpu")
 
 
-@dataclasses.dataclass(frozen=True)
-class APGResult:
-    """Outcome of :func:`apg`.
-
-    Attributes
-    ----------
-    x : object
-        The last proximal iterate x_T.
-    y : object
-        The last momentum point y_T (where the next gradient would be taken).
-    objective : float or None
-        F(x_T) when the problem has ``objective``.
-    n_iter : int
-        Iterations run.
-    step : float
-        The final step size (smaller than the initial one after backtracking).
-    n_restarts : int
-        How many times the momentum was reset.
-    status : str
-        ``"max_iter"``, ``"converged"`` (relative objective change below ``tol``) or
-        ``"callback"`` (the callback asked to stop).
-    message : str
-        A sentence describing the status.
-    history : list of dict
-        One dict per iteration: ``iter``, ``objective`` (or None), ``step``, ``beta``,
-        ``restarted``.
-    """
-
-    x: Any
-    y: Any
-    objective: float | None
-    n_iter: int
-    step: float
-    n_restarts: int
-    status: str
-    message: str
-    history: list[dict[str, Any]]
+#: the result of :func:`apg`: the solvers' one result type (its earlier name)
+APGResult = OptimizeResult
 
 
 def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str | None = None,
@@ -124,7 +89,11 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
 
     Returns
     -------
-    APGResult
+    OptimizeResult
+        ``x`` the last proximal iterate, ``fun`` F(x) (None without ``objective``), ``nit`` the
+        iterations run, ``status`` (0 converged: relative objective change below ``tol``, 1
+        iteration limit, 3 stopped by the callback), ``message``, and apg's own ``y`` (the last
+        momentum point), ``step`` (the final step size), ``n_restarts`` and ``history``.
 
     Raises
     ------
@@ -196,7 +165,7 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
     f_x: Any = problem.objective(x) if has_objective else None
     history: list[dict[str, Any]] = []
     n_restarts = 0
-    status, message = "max_iter", f"stopped after n_iter={n_iter} iterations"
+    status, message = MAX_ITER, f"stopped after n_iter={n_iter} iterations"
     t = 0
     for t in range(1, n_iter + 1):
         g = problem.grad(y)
@@ -229,13 +198,13 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
         converged = (tol > 0 and abs(f_new - f_x) <= tol * max(1.0, abs(f_x)))
         x, tau, f_x = x_new, tau_new, f_new
         if callback is not None and callback_stops(callback(dict(info, x=x_new, y=y)), "apg"):
-            status, message = "callback", f"the callback asked to stop at iteration {t}"
+            status, message = CALLBACK, f"the callback asked to stop at iteration {t}"
             break
         if converged:
-            status, message = "converged", f"relative objective change below tol={tol:g} at iteration {t}"
+            status, message = CONVERGED, f"relative objective change below tol={tol:g} at iteration {t}"
             break
     if isinstance(x, np.ndarray) and not np.all(np.isfinite(x)):
         raise FloatingPointError(f"apg: the iterate became non-finite by iteration {t}; lower step "
                                  f"(now {step:g}) or use line_search=True")
-    return APGResult(x=x, y=y, objective=f_x, n_iter=t, step=step, n_restarts=n_restarts,
-                     status=status, message=message, history=history)
+    return OptimizeResult(x=x, fun=f_x, nit=t, status=status, message=message, y=y, step=step,
+                          n_restarts=n_restarts, history=history)

@@ -23,7 +23,6 @@ LIBLINEAR's constants; :func:`gd` is gradient descent with backtracking
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Any, Callable
 
@@ -31,6 +30,7 @@ import numpy as np
 
 from fastpu._core import validation as V
 from fastpu._core.hints import FloatArray
+from fastpu.optim._result import CONVERGED, MAX_ITER, NO_PROGRESS, OptimizeResult
 
 __all__ = ["OptimizeResult", "tron", "gd", "trust_region_cg"]
 
@@ -39,41 +39,6 @@ logger = logging.getLogger("fastpu")
 # LIBLINEAR's trust-region constants (Lin, Weng & Keerthi 2008).
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
-
-
-@dataclasses.dataclass
-class OptimizeResult:
-    """What a solver returns.
-
-    Attributes
-    ----------
-    x : ndarray
-        The final (accepted) point.
-    fun : float
-        Objective at ``x``.
-    grad_norm : float
-        Norm of the gradient at ``x``.
-    n_iter : int
-        Accepted outer iterations.
-    n_inner : int
-        Conjugate-gradient iterations (TRON) or trial step sizes (GD) in total.
-    status : int
-        0 converged (gradient test), 1 iteration limit, 2 no further progress possible.
-    message : str
-        Why it stopped.
-    """
-
-    x: np.ndarray
-    fun: float
-    grad_norm: float
-    n_iter: int
-    n_inner: int
-    status: int
-    message: str
-
-    @property
-    def success(self) -> bool:
-        return self.status == 0
 
 
 def trust_region_cg(hessp: Callable[[FloatArray], FloatArray], g: FloatArray, delta: float, *,
@@ -257,9 +222,9 @@ def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_to
     n_cg_total = 0
     n_acc = 0
     it = 0
-    status, message = 1, "iteration limit reached"
+    status, message = MAX_ITER, "iteration limit reached"
     if gnorm <= tol * gnorm0 or gnorm == 0.0:
-        return OptimizeResult(x, f, gnorm, 0, 0, 0, "gradient is already small enough")
+        return OptimizeResult(x, f, 0, CONVERGED, "gradient is already small enough", grad_norm=gnorm)
     while it < max_iter:
         it += 1
         s, r, n_cg = _trust_region_cg(problem.hessp, g, delta, cg_tol, x.size if max_cg is None else max_cg)
@@ -291,18 +256,18 @@ def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_to
             g = np.asarray(problem.grad(x), dtype=np.float64)
             gnorm = float(np.linalg.norm(g))
             if gnorm <= tol * gnorm0:
-                status, message = 0, "relative gradient norm below tol"
+                status, message = CONVERGED, "relative gradient norm below tol"
                 break
         if f < -1e32:
-            status, message = 2, "objective is unbounded below"
+            status, message = NO_PROGRESS, "objective is unbounded below"
             break
         if actred <= 0 and prered <= 0:
-            status, message = 2, "no reduction predicted or achieved"
+            status, message = NO_PROGRESS, "no reduction predicted or achieved"
             break
         if abs(actred) <= 1e-12 * abs(f) and abs(prered) <= 1e-12 * abs(f):
-            status, message = 2, "reductions below machine precision"
+            status, message = NO_PROGRESS, "reductions below machine precision"
             break
-    return OptimizeResult(x, f, gnorm, n_acc, n_cg_total, status, message)
+    return OptimizeResult(x, f, n_acc, status, message, grad_norm=gnorm, n_inner=n_cg_total)
 
 
 def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: float = 0.5,
@@ -367,8 +332,8 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
     gnorm0 = gnorm = float(np.linalg.norm(g))
     n_trials = 0
     if gnorm == 0.0:
-        return OptimizeResult(x, f, 0.0, 0, 0, 0, "gradient is zero")
-    status, message = 1, "iteration limit reached"
+        return OptimizeResult(x, f, 0, CONVERGED, "gradient is zero", grad_norm=0.0)
+    status, message = MAX_ITER, "iteration limit reached"
     line = getattr(problem, "line", None)
     it = 0
     for it in range(1, max_iter + 1):
@@ -385,7 +350,7 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
                 break
             alpha *= beta
         if not accepted:
-            status, message = 2, "line search failed to find a sufficient decrease"
+            status, message = NO_PROGRESS, "line search failed to find a sufficient decrease"
             it -= 1
             break
         x = x + alpha * d
@@ -393,9 +358,9 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
         g = np.asarray(problem.grad(x), dtype=np.float64)
         gnorm = float(np.linalg.norm(g))
         if gnorm <= tol * gnorm0:
-            status, message = 0, "relative gradient norm below tol"
+            status, message = CONVERGED, "relative gradient norm below tol"
             break
-    return OptimizeResult(x, f, gnorm, it, n_trials, status, message)
+    return OptimizeResult(x, f, it, status, message, grad_norm=gnorm, n_inner=n_trials)
 
 
 def _check_start(problem: Any, x0: Any, tol: float, max_iter: int,
