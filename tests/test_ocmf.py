@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
+from fastpu.ocmf import _check as ocmf_check
 from fastpu.ocmf import _problem as ocmf_problem
 import fastpu as fp
 from fastpu import ocmf
@@ -92,11 +93,14 @@ def test_sampled_objective_equals_reference_on_its_sample(Y, seed, loss):
 
 
 def _subproblems(Y, W, H, kw):
-    setup, _ = ocmf_problem._prepare(Y, loss=kw["loss_name"], rho=kw["rho"], p=kw.get("p"), q=kw.get("q"),
-                             a_bar=kw["a_bar"], X=kw.get("X"), Z=kw.get("Z"),
-                             user_graph=kw.get("user_graph"), item_graph=kw.get("item_graph"),
-                             lam=kw["lam"], lam_graph=kw["lam_graph"], negatives=kw["negatives"],
-                             neg_ratio=1.0, seed=0, lam_w=kw.get("lam_w"), lam_h=kw.get("lam_h"))
+    Y = ocmf_check.check_y(Y, fit=False)
+    model = ocmf_check.check_model(
+        Y.shape, loss=kw["loss_name"], rho=kw["rho"], p=kw.get("p"), q=kw.get("q"),
+        a_bar=kw["a_bar"], user_features=kw.get("X"), item_features=kw.get("Z"),
+        user_graph=kw.get("user_graph"), item_graph=kw.get("item_graph"), lam=kw["lam"],
+        lam_w=kw.get("lam_w"), lam_h=kw.get("lam_h"), lam_graph=kw["lam_graph"],
+        negatives=kw["negatives"], neg_ratio=1.0, dense_limit=None)
+    setup = ocmf_problem.build(Y, model, np.random.default_rng(0))
     E = setup.item.mul(H)
     B = setup.user.mul(W)
     pu = ocmf.SubProblem(setup, setup.entries, setup.user, E, setup.p_quad, setup.q_quad)
@@ -240,7 +244,7 @@ def test_fast_path_and_tron_agree_with_lam_w_lam_h():
     Y = _data(3)
     kw = dict(loss="square", rho=0.2, lam_w=0.1, lam_h=2.0, n_iter=8)
     a = ocmf.fit(Y, 3, newton_steps=6, cg_steps=3, **kw)
-    b = ocmf.fit(Y, 3, fast_path=False, inner_iter=20, **kw)
+    b = ocmf.fit(Y, 3, fast_path=False, n_inner=20, **kw)
     assert a.history[-1]["objective"] == pytest.approx(b.history[-1]["objective"], rel=1e-3)
 
 
@@ -284,7 +288,7 @@ def test_alternating_objective_never_increases(kw):
 def test_fast_path_and_tron_reach_the_same_objective(loss):
     Y = _data(3)
     a = ocmf.fit(Y, 3, loss=loss, rho=0.2, n_iter=8, newton_steps=6, cg_steps=3)
-    b = ocmf.fit(Y, 3, loss=loss, rho=0.2, n_iter=8, fast_path=False, inner_iter=20)
+    b = ocmf.fit(Y, 3, loss=loss, rho=0.2, n_iter=8, fast_path=False, n_inner=20)
     assert a.history[-1]["objective"] == pytest.approx(b.history[-1]["objective"], rel=1e-3)
 
 
@@ -506,3 +510,22 @@ def test_feature_aware_multilabel_on_yeast_beats_label_frequency():
     freq = np.asarray(data.Y[~test].sum(axis=0)).ravel()
     p3_freq = truth[:, np.argsort(-freq)[:3]].mean()
     assert p3 > p3_freq + 0.03, (p3, p3_freq)
+
+
+def test_renamed_parameters_still_work_with_a_deprecation_warning():
+    """inner_iter is n_inner and init_scale=s is init_std=s/√k until the next release: the same
+    model, a DeprecationWarning naming the new name; both names at once is an error."""
+    Y = sp.random_array((30, 20), density=0.2, random_state=0, format="csr")
+    Y.data[:] = 1.0
+    new = ocmf.fit(Y, 4, n_iter=2, n_inner=3, init_std=0.3 / np.sqrt(4), fast_path=False)
+    with pytest.warns(DeprecationWarning, match="inner_iter= is deprecated.*use n_inner="):
+        with pytest.warns(DeprecationWarning, match="init_scale= is deprecated.*use init_std="):
+            old = ocmf.fit(Y, 4, n_iter=2, inner_iter=3, init_scale=0.3, fast_path=False)
+    np.testing.assert_array_equal(new.user_factors, old.user_factors)
+    np.testing.assert_array_equal(new.item_factors, old.item_factors)
+    assert old.params["n_inner"] == 3 and "inner_iter" not in old.params
+    with pytest.raises(TypeError, match="both inner_iter= .* and n_inner="):
+        ocmf.fit(Y, 4, inner_iter=3, n_inner=3)
+    with pytest.raises(ValueError, match="init_scale"):
+        with pytest.warns(DeprecationWarning):
+            ocmf.fit(Y, 4, init_scale=-1.0)

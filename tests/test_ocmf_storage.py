@@ -9,10 +9,19 @@ from hypothesis import given, strategies as st
 from fastpu.ocmf import _problem as P
 from fastpu._core import validation as V
 from fastpu import ocmf
+from fastpu.ocmf import _check as C
 from fastpu._kernels.losses import LOSS_CODES
 from fastpu._kernels.ocmf import row_newton
 
 from strategies import csr_matrices, seeds
+
+
+def _prepare(Y, *, X, Z, seed, **model):
+    """ocmf's boundary and problem: the canonical Y, its checked model, the built setup."""
+    Y = C.check_y(Y, fit=False)
+    m = C.check_model(Y.shape, user_features=X, item_features=Z, lam_w=model.pop("lam_w", None),
+                      lam_h=model.pop("lam_h", None), dense_limit=None, **model)
+    return P.build(Y, m, V.check_seed(seed)), Y
 
 
 def _prep(Y, **kw):
@@ -20,7 +29,7 @@ def _prep(Y, **kw):
                 user_graph=None, item_graph=None, lam=0.5, lam_graph=0.0, negatives="full",
                 neg_ratio=1.0, seed=0)
     args.update(kw)
-    return P._prepare(Y, **args)
+    return _prepare(Y, **args)
 
 
 def _dense_values(ent, a):
@@ -92,12 +101,12 @@ def test_canonical_input_is_read_without_copying_its_data():
     rng = np.random.default_rng(0)
     Y = sp.random(30, 20, density=0.2, format="csr", random_state=1, dtype=np.float64)
     Y.data[:] = rng.uniform(0.5, 2.0, Y.nnz)
-    Yc = P._canonical_y(Y)
+    Yc = C.check_y(Y, fit=False)
     assert np.shares_memory(Yc.data, Y.data)
     assert Yc.indices.dtype == np.int32 and Yc.indptr.dtype == np.int32
     Y32 = sp.csr_matrix((Y.data.astype(np.float32), Y.indices.astype(np.int32),
                          Y.indptr.astype(np.int32)), shape=Y.shape)
-    Yc32 = P._canonical_y(Y32)
+    Yc32 = C.check_y(Y32, fit=False)
     assert np.shares_memory(Yc32.indices, Y32.indices) and np.shares_memory(Yc32.data, Y32.data)
 
 
@@ -105,7 +114,7 @@ def test_non_canonical_input_goes_through_check_csr():
     # unsorted indices with a duplicate: summed and sorted as check_csr does
     Y = sp.csr_array((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 2]), np.array([0, 3, 3])),
                      shape=(2, 3))
-    Yc = P._canonical_y(Y)
+    Yc = C.check_y(Y, fit=False)
     ref = V.check_csr(Y)
     np.testing.assert_array_equal(Yc.indices, ref.indices)
     np.testing.assert_array_equal(Yc.data, ref.data)
@@ -142,7 +151,7 @@ def test_int32_and_int64_indices_give_identical_fits(monkeypatch, loss, dtype):
     Y.data[:] = 1.0
     Y.data[::3] = 2.5                       # weighted: per-entry weights in both orientations
     a = ocmf.fit(Y, 4, loss=loss, rho=0.05, n_iter=3, dtype=dtype, seed=1)
-    monkeypatch.setattr(P, "_INT32_MAX", 0)            # force the int64 fallback
+    monkeypatch.setattr(C, "_INT32_MAX", 0)            # force the int64 fallback
     setup, _ = _prep(Y)
     assert setup.entries.indices.dtype == np.int64 and setup.entries_t.indptr.dtype == np.int64
     b = ocmf.fit(Y, 4, loss=loss, rho=0.05, n_iter=3, dtype=dtype, seed=1)

@@ -171,13 +171,13 @@ def test_a_diverging_fbgd_fit_raises_its_own_error_and_no_numpy_warning(case):
     assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(loss="square", init_scale=1e200), dict(solver="gd"),
+@pytest.mark.parametrize("kw", [dict(), dict(loss="square", init_std=1e200), dict(solver="gd"),
                                 dict(fast_path=False), dict(user_features="normal"), dict(dtype="float32")],
                          ids=["logistic", "square", "gd", "tron", "features", "float32"])
 def test_a_diverging_ocmf_fit_raises_its_own_error_and_no_numpy_warning(kw):
     """Huge starting factors overflow ‖W‖², the row objectives (inf - inf) and TRON's sub-problem:
-    numpy's warnings used to come before fastpu's FloatingPointError naming init_scale."""
-    kw = dict(dict(init_scale=1e100), **kw)
+    numpy's warnings used to come before fastpu's FloatingPointError naming init_std."""
+    kw = dict(dict(init_std=1e100), **kw)
     if kw.get("user_features") == "normal":
         kw["user_features"] = np.random.default_rng(0).normal(size=(30, 3))
     with warnings.catch_warnings(record=True) as caught:
@@ -238,10 +238,10 @@ def test_csrr_all_zero_result_warns():
     assert any("every score is 0; lower lam1" in m for m in msgs)
 
 
-def test_ocmf_init_scale_zero_warns():
-    model, msgs = _convergence_warnings(lambda: fp.ocmf.fit(_Y(), 4, init_scale=0, n_iter=3))
+def test_ocmf_init_std_zero_warns():
+    model, msgs = _convergence_warnings(lambda: fp.ocmf.fit(_Y(), 4, init_std=0, n_iter=3))
     assert not np.any(model.user_factors)
-    assert len(msgs) == 1 and "init_scale=0 starts at W = H = 0" in msgs[0]
+    assert len(msgs) == 1 and "init_std=0 starts at W = H = 0" in msgs[0]
 
 
 def test_fbgd_init_std_zero_warns():
@@ -254,7 +254,7 @@ def test_an_empty_Y_is_refused_without_a_warning():
     test_validation_empty.py for every fit."""
     Y = sp.csr_array((6, 5))
     for call in (lambda: fp.csrr.fit(Y, 2, n_iter=2), lambda: fp.fbgd.fit(Y, 2, init_std=0, n_iter=2),
-                 lambda: fp.ocmf.fit(Y, 2, init_scale=0, loss="square", n_iter=2)):
+                 lambda: fp.ocmf.fit(Y, 2, init_std=0, loss="square", n_iter=2)):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with pytest.raises(ValueError, match="Y has shape 6×5 but no positive entries"):

@@ -209,7 +209,7 @@ def test_explicit_validation_pair_must_split_y(planted):
     # wrmf's signature shows only **ocmf_params; its declared names are checked (was: every
     # trial failed with wrmf's own TypeError, reported once all trials had run)
     (lambda Y, f: select.search("wrmf", Y, {"lam": [1.0]}, k=2, bogus=1),
-     r"wrmf\.fit got unknown keyword argument 'bogus'; it takes .*\binit_scale\b"),
+     r"wrmf\.fit got unknown keyword argument 'bogus'; it takes .*\binit_std\b"),
     (lambda Y, f: select.tune("wrmf", Y, budget=2, lamda=1.0),
      r"wrmf\.fit got unknown keyword argument 'lamda' \(did you mean 'lam'\?\)"),
 ])
@@ -230,8 +230,8 @@ def test_space_key_typo_suggests_the_close_name(planted):
 
 def test_fits_taking_kwargs_still_take_any_fixed_or_searched_name(planted):
     # wrmf passes **ocmf_params on to ocmf: names only ocmf knows are fine in either place
-    res = select.search("wrmf", planted.Y, {"init_scale": [0.05]}, k=2, n_iter=1, inner_iter=2)
-    assert res.best_params["inner_iter"] == 2 and res.best_params["init_scale"] == 0.05
+    res = select.search("wrmf", planted.Y, {"init_std": [0.05]}, k=2, n_iter=1, n_inner=2)
+    assert res.best_params["n_inner"] == 2 and res.best_params["init_std"] == 0.05
 
     def fit(Y, k, **kw):
         return Factorization(np.ones((Y.shape[0], 1)), np.ones((Y.shape[1], 1)))

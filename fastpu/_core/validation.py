@@ -9,11 +9,13 @@ fails these checks may ever reach a kernel.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import numbers
 import os
 import re
-from typing import Any, Callable, Collection, TypeVar
+import warnings
+from typing import Any, Callable, Collection, TypeVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,6 +23,7 @@ import scipy.sparse as sp
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, IntArray, Matrix, Seed, Sparse
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 INDEX_DTYPE = np.int64
 VALUE_DTYPE = np.float64
@@ -331,7 +334,7 @@ def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``.
 
     A fit that passes ``**kwargs`` on (``baselines.wrmf``) can declare the full set as its
-    ``keyword_names`` attribute.
+    ``keyword_names`` attribute. Deprecated names a fit still takes (:func:`renamed`) count.
     """
     declared = getattr(fit, "keyword_names", None)
     if declared is not None:
@@ -339,7 +342,43 @@ def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     params = inspect.signature(fit).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return None
-    return set(params) - {"Y"}
+    return (set(params) - {"Y"}) | set(getattr(fit, "deprecated_names", {}))
+
+
+def renamed(**old: Any) -> Callable[[_F], _F]:
+    """Keep the old names of renamed keyword arguments working for one release, with a warning.
+
+    ``renamed(inner_iter="n_inner")`` passes ``inner_iter=v`` on as ``n_inner=v``;
+    ``renamed(init_scale=("init_std", convert))`` passes ``convert(v, call)``, where ``call``
+    holds the other arguments of the call by name, for a name whose meaning changed with it.
+    Both names at once is a TypeError. The decorated function's ``deprecated_names`` maps each
+    old name to its new one (:func:`fit_names` accepts them).
+    """
+    def decorate(fn: _F) -> _F:
+        sig = inspect.signature(fn)
+        where = getattr(fn, "__qualname__", "fit")
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for name, spec in old.items():
+                if name not in kwargs:
+                    continue
+                new, convert = (spec, None) if isinstance(spec, str) else spec
+                if new in kwargs:
+                    raise TypeError(f"{where}() got both {name}= (its old name) and {new}=; "
+                                    f"give {new} only")
+                value = kwargs.pop(name)
+                warnings.warn(f"{name}= is deprecated and will be removed in the next release: "
+                              f"use {new}= (see the CHANGELOG)", DeprecationWarning, stacklevel=2)
+                if convert is not None:
+                    value = convert(value, sig.bind_partial(*args, **kwargs).arguments)
+                kwargs[new] = value
+            return fn(*args, **kwargs)
+
+        wrapper.deprecated_names = {  # type: ignore[attr-defined]
+            name: spec if isinstance(spec, str) else spec[0] for name, spec in old.items()}
+        return cast(_F, wrapper)
+    return decorate
 
 
 def ascii_int(s: str) -> int | None:

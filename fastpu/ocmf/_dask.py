@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastpu._core import validation as V
-from fastpu._kernels.losses import LOSS_CODES, SQUARE
-from fastpu.ocmf._problem import LOSSES, _resolve_abar
+from fastpu.ocmf._check import check_model, check_run, check_start, check_steps, dims
 from fastpu._core.progress import Progress
 from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
@@ -32,7 +30,7 @@ from fastpu.ocmf import _dask_tron
 from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, update_task
 
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
-UNSUPPORTED = {"negatives": "full", "fast_path": True}
+UNSUPPORTED = {"negatives": "full", "fast_path": True, "lam_w": None, "lam_h": None}
 IGNORED = ("dense_limit", "neg_ratio")        # only used by the dense / sampled variants
 
 
@@ -57,65 +55,47 @@ def _short(v):
     return type(v).__name__ if hasattr(v, "shape") else repr(v)
 
 
-def fit(client, layout, k, *, loss, rho, p, q, a_bar, lam, n_iter, newton_steps, cg_steps, init,
-        init_scale, dtype, user_features, item_features, user_graph, item_graph, lam_graph, solver,
-        inner_iter, seed, n_threads, callback, verbose, **other):
+def fit(client, layout, k, *, user_features, item_features, user_graph, item_graph, loss, rho, p,
+        q, a_bar, lam, lam_graph, solver, n_iter, n_inner, newton_steps, cg_steps, init, init_std,
+        dtype, seed, n_threads, callback, verbose, **other):
     """Alternating row-block updates; see :func:`fastpu.distributed.fit` (which fills in
-    ``fastpu.ocmf.fit``'s defaults: no default is spelled out here)."""
+    ``fastpu.ocmf.fit``'s defaults: no default is spelled out here). The arguments go through
+    the same checks as ``fastpu.ocmf.fit``'s (:mod:`fastpu.ocmf._check`)."""
     _check_unsupported(other)
     unknown = set(other) - set(UNSUPPORTED) - set(IGNORED)
     if unknown:
         raise TypeError(f"fastpu.distributed.fit(method='ocmf') got unexpected parameters "
                         f"{sorted(unknown)}; see fastpu.ocmf.fit for the accepted ones")
-    m, n = layout.shape
-    k = V.check_k(k)
-    V.check_choice(loss, name="loss", choices=LOSSES)
-    rho = V.check_scalar(rho, name="rho", minimum=0.0)
-    p = V.check_vector(p, name="p", size=m)
-    q = V.check_vector(q, name="q", size=n)
-    abar = _resolve_abar(loss, a_bar)
-    lam = V.check_penalty(lam, name="lam")
-    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
-    init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
-    callback = V.check_callback(callback)
-    rng = V.check_seed(seed)
-    fdt = V.check_float_dtype(dtype)
-    X = V.check_features(user_features, name="user_features", n_rows=m)
-    Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
-    lam_g = V.check_penalty(lam_graph, name="lam_graph")
-    Su = V.check_graph(user_graph, name="user_graph", n=m)
-    Sv = V.check_graph(item_graph, name="item_graph", n=n)
-    Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
-    Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
-    coupled = X is not None or Z is not None or Lu is not None or Lv is not None
-    V.check_choice(solver, name="solver", choices=("tron", "gd"))
-    inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
+    run = check_run(k, solver=solver, n_iter=n_iter, n_inner=n_inner, init_std=init_std,
+                    callback=callback, fast_path=True, verbose=verbose, seed=seed, dtype=dtype)
+    model = check_model(layout.shape, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar,
+                        user_features=user_features, item_features=item_features,
+                        user_graph=user_graph, item_graph=item_graph, lam=lam, lam_w=None,
+                        lam_h=None, lam_graph=lam_graph, negatives="full", neg_ratio=1.0,
+                        dense_limit=None)
+    k, n_iter, n_inner, fdt, rng = run.k, run.n_iter, run.n_inner, run.dtype, run.rng
+    abar, rho, p, q, lam, lam_g = model.abar, model.rho, model.p, model.q, model.lam, model.lam_graph
+    X, Z, Lu, Lv = model.user_features, model.item_features, model.L_user, model.L_item
+    coupled = model.coupled
     if coupled and solver != "tron":
         raise ValueError("solver='gd' has no distributed form here (use TRON for features and graphs); "
                          "use solver='tron' (the default), or fastpu.ocmf.fit")
     if coupled and fdt != np.float64:
         raise ValueError(f"dtype={fdt.name!r} with features or graphs has no distributed form; use "
                          "dtype='float64'")
-    du = X.shape[1] if X is not None else m
-    dv = Z.shape[1] if Z is not None else n
-    kind = LOSS_CODES[loss]
-    square = kind == SQUARE
-    nsteps = V.check_int(newton_steps if newton_steps is not None else 1, name="newton_steps", minimum=1)
-    csteps = V.check_int(cg_steps if cg_steps is not None else (3 if square else 4),
-                         name="cg_steps", minimum=1)
-    if init is not None:
-        if not (isinstance(init, tuple) and len(init) == 2):
-            raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
-        W = V.check_dense(init[0], name="init[0] (W0)", shape=(du, k)).astype(fdt, copy=False)
-        H = V.check_dense(init[1], name="init[1] (H0)", shape=(dv, k)).astype(fdt, copy=False)
+    kind = model.kind
+    nsteps, csteps = check_steps(model, newton_steps, cg_steps)
+    start = check_start(init, model, run, layout.shape)
+    if start is not None:
+        W, H = start
     else:                                   # the same draws, in the same order, as fastpu.ocmf.fit
-        scale = init_scale / np.sqrt(k)
-        W = (rng.standard_normal((du, k)) * scale).astype(fdt, copy=False)
-        H = (rng.standard_normal((dv, k)) * scale).astype(fdt, copy=False)
-    params = dict(k=k, loss=loss, rho=rho, a_bar=abar, lam=lam, negatives="full",
+        du, dv = dims(model, layout.shape)
+        W = (rng.standard_normal((du, k)) * run.init_std).astype(fdt, copy=False)
+        H = (rng.standard_normal((dv, k)) * run.init_std).astype(fdt, copy=False)
+    params = dict(k=k, loss=model.loss, rho=rho, a_bar=abar, lam=lam, negatives="full",
                   n_iter=n_iter, fast_path=True, newton_steps=newton_steps, cg_steps=cg_steps,
-                  init_scale=init_scale, seed=seed, dtype=fdt.name, solver=solver,
-                  inner_iter=inner_iter, user_features=X is not None,
+                  init_std=run.init_std, seed=seed, dtype=fdt.name, solver=solver,
+                  n_inner=n_inner, user_features=X is not None,
                   item_features=Z is not None, has_user_graph=user_graph is not None,
                   has_item_graph=item_graph is not None, lam_graph=lam_g,
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
@@ -130,7 +110,7 @@ def fit(client, layout, k, *, loss, rho, p, q, a_bar, lam, n_iter, newton_steps,
                 client, layout, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar, kind=kind,
                 const=const,
                 has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw, q=q, pw_f=pw_f, q_f=q_f,
-                n_iter=n_iter, inner_iter=inner_iter, nsteps=nsteps, csteps=csteps,
+                n_iter=n_iter, n_inner=n_inner, nsteps=nsteps, csteps=csteps,
                 n_threads=n_threads, progress=progress)
         finally:
             pw_f.release()

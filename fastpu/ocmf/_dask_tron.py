@@ -244,7 +244,7 @@ class _Side:
 
 
 def fit(client, layout, setup, W, H, *, lam, lam_g, abar, kind, const, has_quad, pw, q, pw_f,
-        q_f, n_iter, inner_iter, nsteps, csteps, n_threads, progress):
+        q_f, n_iter, n_inner, nsteps, csteps, n_threads, progress):
     """Alternating minimisation; ``setup`` = (X, Z, L_u, L_v) as canonicalised at the boundary."""
     X, Z, Lu, Lv = setup
     user = _Side(client, layout.user, layout.ub, pw_f, q_f, X, Lu, pw, layout.workers)
@@ -256,7 +256,7 @@ def fit(client, layout, setup, W, H, *, lam, lam_g, abar, kind, const, has_quad,
         held += [W_f, H_f]
         half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
         opts = dict(half=half, lam=lam, lam_g=lam_g, abar=abar, kind=kind, const=const,
-                    has_quad=has_quad, inner_iter=inner_iter, n_threads=n_threads)
+                    has_quad=has_quad, n_inner=n_inner, n_threads=n_threads)
         E_f, M, kappa = _latent(client, item, H_f, H, n_threads)
         for it in range(1, n_iter + 1):
             W, W_f, inner_w, _, reg_w = _update(client, user, W, W_f, E_f, M, kappa,
@@ -308,7 +308,7 @@ def _block_gram(blk, B):
 
 
 def _update(client, side, F, F_f, E_f, M, kappa, dvec, *, half, lam, lam_g, abar, kind, const,
-            has_quad, inner_iter, n_threads):
+            has_quad, n_inner, n_threads):
     """Returns (F on the client or None, F's future or None, solver iterations, sub-problem
     value, the side's regulariser λ(‖F‖² + λ_g tr(BᵀLB))). A TRON side's W lives on the
     client; a fast side's rows on the workers."""
@@ -322,7 +322,7 @@ def _update(client, side, F, F_f, E_f, M, kappa, dvec, *, half, lam, lam_g, abar
                 float(sum(r[3] for r in res)))
     prob = DistSubProblem(client, side, E_f, M, kappa, dvec, const, lam, lam_g, abar, kind,
                           has_quad, F.shape[0], F.shape[1], n_threads)
-    res = tron(prob, F.ravel(), max_iter=inner_iter)
+    res = tron(prob, F.ravel(), max_iter=n_inner)
     F = res.x.reshape(F.shape)
     reg = float(np.sum(np.square(F)))
     if side.L is not None and lam_g > 0:

@@ -8,10 +8,12 @@ import numpy as np
 
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu._kernels.losses import SQUARE
 from fastpu.ocmf._nystrom import NystromMap, nystrom_features
-from fastpu.ocmf._problem import (LOSSES, NEGATIVES, SOLVERS, SubProblem, _check_factor,
-                            _full_objective, _latent, _prepare, _side_reg, _update_side)
+from fastpu.ocmf._check import (LOSSES, NEGATIVES, SOLVERS, Model, Run, check_factor,
+                                check_model, check_run, check_start, check_steps, check_y, dims,
+                                std_from_scale)
+from fastpu.ocmf._problem import (SubProblem, _full_objective, _latent, _side_reg, _update_side,
+                                  build)
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, Matrix, Seed, Sparse, Threads
@@ -22,14 +24,13 @@ __all__ = ["fit", "objective", "nystrom_features", "NystromMap", "demo_configs",
            "LOSSES", "NEGATIVES", "SOLVERS", "SubProblem"]
 
 
-def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, loss: str = "logistic", rho: float = 0.01,
+def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | None = None,
+              item_features: Matrix | None = None, user_graph: Matrix | None = None,
+              item_graph: Matrix | None = None, loss: str = "logistic", rho: float = 0.01,
               p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
-              user_features: Matrix | None = None, item_features: Matrix | None = None,
-              user_graph: Matrix | None = None, item_graph: Matrix | None = None, lam: float = 1.0,
-              lam_graph: float = 0.0, negatives: str = "full",
-              neg_ratio: float = 1.0, seed: Seed = 0, dense_limit: int | None = None,
-              n_threads: Threads = None, lam_w: float | None = None,
-              lam_h: float | None = None) -> float:
+              negatives: str = "full", neg_ratio: float = 1.0, lam: float = 1.0,
+              lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
+              dense_limit: int | None = None, seed: Seed = 0, n_threads: Threads = None) -> float:
     """The objective f(W, H) of equation (2), computed in O(|Ω+|k + (m+n)k² + nnz(X, Z, L)k).
 
     Parameters
@@ -38,10 +39,8 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, loss: str = "logistic", 
         Observed positives; the stored values are the weights C_ij (1 for binary data).
     W : array, shape (d, k) with ``user_features`` X (m×d), else (m, k)
     H : array, shape (e, k) with ``item_features`` Z (n×e), else (n, k)
-    loss, rho, p, q, a_bar, user_features, item_features, user_graph, item_graph, lam, lam_graph, negatives, neg_ratio, seed, dense_limit
-        As in :func:`fit`.
-    lam_w, lam_h : float, optional
-        λ_w and λ_h of equation (2), as in :func:`fit` (``None``: ``lam``).
+    user_features, item_features, user_graph, item_graph, loss, rho, p, q, a_bar, negatives, neg_ratio, lam, lam_w, lam_h, lam_graph, dense_limit, seed
+        As in :func:`fit` (``lam_w``, ``lam_h``: λ_w and λ_h of equation (2); ``None``: ``lam``).
     n_threads : int, optional
         Threads for the kernels (restored afterwards).
 
@@ -65,30 +64,35 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, loss: str = "logistic", 
     27.0
     """
     with limit_threads(n_threads):
-        setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
-                            Z=item_features, user_graph=user_graph, item_graph=item_graph, lam=lam,
-                            lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=seed,
-                            dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h)
-        W = _check_factor(W, "W", setup.user.dim)
-        H = _check_factor(H, "H", setup.item.dim, W.shape[1])
+        Y = check_y(Y, fit=False)
+        model = check_model(Y.shape, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar,
+                            user_features=user_features, item_features=item_features,
+                            user_graph=user_graph, item_graph=item_graph, lam=lam, lam_w=lam_w,
+                            lam_h=lam_h, lam_graph=lam_graph, negatives=negatives,
+                            neg_ratio=neg_ratio, dense_limit=dense_limit)
+        setup = build(Y, model, V.check_seed(seed))
+        W = check_factor(W, "W", setup.user.dim)
+        H = check_factor(H, "H", setup.item.dim, W.shape[1])
         return float(V.check_finite_result(_full_objective(setup, W, H), what="ocmf.objective",
                                            names=("W", "H", "Y", "rho", "p", "q", "a_bar",
                                                   "user_features", "item_features", "lam",
                                                   "lam_w", "lam_h")))
 
 
+@V.renamed(inner_iter="n_inner", init_scale=("init_std", std_from_scale))
 @accepts_dataset
-def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.01,
+def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
+        item_features: Matrix | None = None, user_graph: Matrix | None = None,
+        item_graph: Matrix | None = None, loss: str = "logistic", rho: float = 0.01,
         p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
-        user_features: Matrix | None = None, item_features: Matrix | None = None,
-        user_graph: Matrix | None = None, item_graph: Matrix | None = None, lam: float = 1.0,
-        lam_graph: float = 0.0, negatives: str = "full", neg_ratio: float = 1.0,
-        solver: str = "tron", n_iter: int = 15, inner_iter: int = 5, fast_path: bool = True,
+        negatives: str = "full", neg_ratio: float = 1.0, lam: float = 1.0,
+        lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
+        solver: str = "tron", n_iter: int = 15, n_inner: int = 5, fast_path: bool = True,
         newton_steps: int | None = None, cg_steps: int | None = None,
-        init: tuple[ArrayLike, ArrayLike] | None = None, init_scale: float = 0.1,
-        dense_limit: int | None = None, dtype: DTypeLike = "float64", seed: Seed = 0,
-        n_threads: Threads = None, callback: Callback = None, verbose: bool = False,
-        lam_w: float | None = None, lam_h: float | None = None) -> Factorization:
+        init: tuple[ArrayLike, ArrayLike] | None = None, init_std: float | None = None,
+        dtype: DTypeLike = "float64", dense_limit: int | None = None, seed: Seed = 0,
+        n_threads: Threads = None, callback: Callback = None,
+        verbose: bool = False) -> Factorization:
     """Fit one-class structured matrix factorization by alternating minimisation.
 
     Parameters
@@ -97,6 +101,12 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         Observed positives (stored entries); values are the positive weights C_ij.
     k : int
         Rank.
+    user_features : array or sparse matrix, shape (m, d), optional
+        User features X (then ``W`` is d×k and the user factors are X W).
+    item_features : array or sparse matrix, shape (n, e), optional
+        Item features Z (then ``H`` is e×k and the item factors are Z H).
+    user_graph, item_graph : sparse or dense matrix, optional
+        Symmetric non-negative similarities S; the regulariser uses L = D - S.
     loss : {"logistic", "square", "squared_hinge"}
         Loss on the positives: l(1, s).
     rho : float
@@ -106,16 +116,6 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         Per-user and per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
         Target score of unlabeled entries; ``None`` gives -1 for logistic/squared hinge, 0 for square.
-    user_features : array or sparse matrix, shape (m, d), optional
-        User features X (then ``W`` is d×k and the user factors are X W).
-    item_features : array or sparse matrix, shape (n, e), optional
-        Item features Z (then ``H`` is e×k and the item factors are Z H).
-    user_graph, item_graph : sparse or dense matrix, optional
-        Symmetric non-negative similarities S; the regulariser uses L = D - S.
-    lam : float
-        Regularisation λ shared by both sides: the default of ``lam_w`` and ``lam_h``.
-    lam_graph : float
-        Graph weight λ_g (terms λ_w λ_g tr(Bᵀ L_u B) and λ_h λ_g tr(Eᵀ L_v E)).
     negatives : {"full", "sampled", "full_logistic"}
         "full": every unlabeled entry, weighted square loss (the paper's Full approach, linear in
         |Ω+|). "sampled": the loss on Ω+ and ``neg_ratio``·|Ω+_i| unobserved items drawn uniformly
@@ -123,13 +123,22 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         on every entry (LR-wLR), dense O(mnk): refused above ``dense_limit`` entries.
     neg_ratio : float
         Sampled negatives per positive with ``negatives="sampled"``.
+    lam : float
+        Regularisation λ shared by both sides: the default of ``lam_w`` and ``lam_h``.
+    lam_w, lam_h : float, optional
+        The paper's λ_w and λ_h of equation (2): separate regularisation weights of the
+        users' side W (with its graph term) and the items' side H. ``None`` (default): ``lam``,
+        which reproduces the shared-λ model exactly.
+    lam_graph : float
+        Graph weight λ_g (terms λ_w λ_g tr(Bᵀ L_u B) and λ_h λ_g tr(Eᵀ L_v E)).
     solver : {"tron", "gd"}
         Solver of a coupled sub-problem (features or a graph on that side): the trust-region
         Newton method, or gradient descent with the O(|Ω+|k) line search.
     n_iter : int
         Alternating (outer) iterations.
-    inner_iter : int
-        Solver iterations per sub-problem.
+    n_inner : int
+        Solver iterations per coupled sub-problem (was ``inner_iter``, which still works until
+        the next release, with a DeprecationWarning).
     fast_path : bool
         Solve a side with no features and no graph row by row (independent k-dimensional
         Newton–CG problems, in parallel) instead of with ``solver``.
@@ -138,16 +147,18 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         3 for the square loss, 1 and 4 otherwise; the rows are warm-started, and on MovieLens-100K
         more steps change P@5 by less than 0.002 — see docs/ocmf.md).
     init : tuple (W0, H0), optional
-        Starting factors; default small Gaussian noise (``init_scale / sqrt(k)``).
-    init_scale : float
-        Scale of the default initialisation.
-    dense_limit : int, optional
-        Largest m·n the dense ``negatives="full_logistic"`` accepts (default 25,000,000).
+        Starting factors; default Gaussian noise with standard deviation ``init_std``.
+    init_std : float, optional
+        Standard deviation of each entry of the default start; ``None``: 0.1/√k. (The
+        deprecated ``init_scale=s`` still works until the next release and means
+        ``init_std=s/√k``.)
     dtype : {"float64", "float32"}
         Precision in which the factors are stored between side updates and returned.
         "float32" halves their memory and the memory traffic of the fast path, which reads
         them in float32 and still accumulates every sum in float64; coupled sides are solved
         in float64 and rounded back. The objective is always computed in float64.
+    dense_limit : int, optional
+        Largest m·n the dense ``negatives="full_logistic"`` accepts (default 25,000,000).
     seed : int
         Seed of the initialisation and of sampled negatives.
     n_threads : int, optional
@@ -158,10 +169,6 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
         (copies of the factors).
     verbose : bool
         Print one progress line per outer iteration.
-    lam_w, lam_h : float, optional
-        The paper's λ_w and λ_h of equation (2): separate regularisation weights of the
-        users' side W (with its graph term) and the items' side H. ``None`` (default): ``lam``,
-        which reproduces the shared-λ model exactly.
 
     Returns
     -------
@@ -190,7 +197,7 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     -----
     ConvergenceWarning
         If an outer iteration's objective is above the objective of the starting factors, or
-        if W or H comes back all zero (e.g. ``init_scale=0``: W = H = 0 is a stationary
+        if W or H comes back all zero (e.g. ``init_std=0``: W = H = 0 is a stationary
         point). These read the history and the result only; they change nothing.
 
     Examples
@@ -203,102 +210,108 @@ def fit(Y: Sparse | Dataset, k: int, *, loss: str = "logistic", rho: float = 0.0
     >>> [h["iter"] for h in model.history]
     [1, 2, 3]
     """
-    k = V.check_k(k)
-    V.check_choice(solver, name="solver", choices=SOLVERS)
-    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
-    inner_iter = V.check_int(inner_iter, name="inner_iter", minimum=1)
-    init_scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
-    callback = V.check_callback(callback)
-    if not isinstance(fast_path, (bool, np.bool_)):
-        raise TypeError(f"fast_path must be True or False, got {fast_path!r}")
-    fast_path = bool(fast_path)
-    verbose = V.check_verbose(verbose)
-    rng = V.check_seed(seed)
-    fdt = V.check_float_dtype(dtype)
-    params = dict(k=k, loss=loss, rho=rho, a_bar=a_bar, lam=lam, lam_w=lam_w, lam_h=lam_h,
-                  lam_graph=lam_graph,
-                  negatives=negatives, neg_ratio=neg_ratio, solver=solver, n_iter=n_iter,
-                  inner_iter=inner_iter, fast_path=fast_path, newton_steps=newton_steps,
-                  cg_steps=cg_steps, init_scale=init_scale, seed=seed, dtype=fdt.name,
-                  user_features=user_features is not None, item_features=item_features is not None,
-                  has_user_graph=user_graph is not None, has_item_graph=item_graph is not None)
+    run = check_run(k, solver=solver, n_iter=n_iter, n_inner=n_inner, init_std=init_std,
+                    callback=callback, fast_path=fast_path, verbose=verbose, seed=seed, dtype=dtype)
     with limit_threads(n_threads):
-        setup, Y = _prepare(Y, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, X=user_features,
-                            Z=item_features, user_graph=user_graph, item_graph=item_graph, lam=lam,
-                            lam_graph=lam_graph, negatives=negatives, neg_ratio=neg_ratio, seed=rng,
-                            dense_limit=dense_limit, lam_w=lam_w, lam_h=lam_h, fit=True)
-        params["a_bar"] = setup.abar
-        params["lam_w"], params["lam_h"] = setup.user.lam, setup.item.lam
-        square = setup.kind == SQUARE
-        nsteps = V.check_int(newton_steps if newton_steps is not None else 1,
-                             name="newton_steps", minimum=1)
-        csteps = V.check_int(cg_steps if cg_steps is not None else (3 if square else 4),
-                             name="cg_steps", minimum=1)
-        du, dv = setup.user.dim, setup.item.dim
-        m, n = Y.shape
-        V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
-                      names=("k",) + (("user_features",) if user_features is not None else ())
-                      + (("item_features",) if item_features is not None else ()))
-        if init is not None:
-            if not (isinstance(init, tuple) and len(init) == 2):
-                raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
-            # fresh copies (check_dense copies): the fast path updates the factors in place
-            W = _check_factor(init[0], "init[0] (W0)", du, k).astype(fdt, copy=False)
-            H = _check_factor(init[1], "init[1] (H0)", dv, k).astype(fdt, copy=False)
-        else:
-            scale = init_scale / np.sqrt(k)
-            W = _init_factor(rng, du, k, scale, fdt)
-            H = _init_factor(rng, dv, k, scale, fdt)
-        progress = Progress("ocmf", verbose=verbose, callback=callback,
-                            advice=_advice(Y, setup, rho, lam, init_scale, W, H))
-        # the objective at the starting factors: on the row path the first user-side update
-        # evaluates it anyway (each row's first Newton step); otherwise computed here
-        start: list[float] | None = None
-        if fast_path and setup.user.identity and setup.user.L is None:
-            start = []
-        else:
-            progress.start(_full_objective(setup, W, H))
-        solve = _with_advice(tron if solver == "tron" else gd, progress.advice)
-        for it in range(1, n_iter + 1):
-            E = _latent(setup.item, H)
-            W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
-                                         setup.q_quad, fast_path, solve, inner_iter, nsteps, csteps,
-                                         start=start if it == 1 else None)
-            if it == 1 and start is not None:       # f(W0, H0): H is still the starting H
-                progress.start(start[0] + _side_reg(setup, setup.item, H, E))
-            B = _latent(setup.user, W)
-            H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
-                                                 setup.q_quad, setup.p_quad, fast_path, solve,
-                                                 inner_iter, nsteps, csteps)
-            # f(W, H) = the H sub-problem's value + the W side's regulariser
-            obj = sub_value + _side_reg(setup, setup.user, W, B)
-            if progress.step(it, obj, inner=inner_w + inner_h, model=lambda: Factorization(
-                    np.array(_latent(setup.user, W)), np.array(_latent(setup.item, H)),
-                    params=params, method="ocmf", extras=_feature_extras(W, H, user_features,
-                                                                         item_features))):
-                break
-        U = np.ascontiguousarray(_latent(setup.user, W), dtype=fdt)
-        Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=fdt)
-    progress.finish(W, H, zero_advice=_zero_advice(Y, init, init_scale, lam))
+        Y = check_y(Y, fit=True)
+        model = check_model(Y.shape, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar,
+                            user_features=user_features, item_features=item_features,
+                            user_graph=user_graph, item_graph=item_graph, lam=lam, lam_w=lam_w,
+                            lam_h=lam_h, lam_graph=lam_graph, negatives=negatives,
+                            neg_ratio=neg_ratio, dense_limit=dense_limit)
+        steps = check_steps(model, newton_steps, cg_steps)
+        _check_memory(Y.shape, model, run)
+        setup = build(Y, model, run.rng)
+        start = check_start(init, model, run, Y.shape)
+        W, H = start if start is not None else _draw_start(run, dims(model, Y.shape))
+        params = _params(run, model, newton_steps, cg_steps, seed)
+        progress = Progress("ocmf", verbose=run.verbose, callback=run.callback,
+                            advice=_advice(Y, setup, model.rho, model.lam, run.init_std, W, H))
+        W, H = _alternate(setup, W, H, run, steps, progress, params, model)
+        U = np.ascontiguousarray(_latent(setup.user, W), dtype=run.dtype)
+        Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=run.dtype)
+    progress.finish(W, H, zero_advice=_zero_advice(Y, init, run.init_std, model.lam))
     extras = {}
     if q is not None:                      # the item weights: fold_in solves new rows with them
-        extras["q"] = V.check_vector(q, name="q", size=Y.shape[1])
-    if user_features is not None:
-        extras["W"] = W
-    if item_features is not None:
-        extras["H"] = H
-    return Factorization(U if user_features is not None else W, Vf if item_features is not None else H,
+        extras["q"] = model.q
+    extras.update(_feature_extras(W, H, model))
+    return Factorization(U if model.user_features is not None else W,
+                         Vf if model.item_features is not None else H,
                          progress.history, params, "ocmf", extras)
 
 
+def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
+    """Refuse a rank (or feature width) whose factors and work arrays exceed the memory."""
+    du, dv = dims(model, shape)
+    m, n = shape
+    k = run.k
+    V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
+                  names=("k",) + (("user_features",) if model.user_features is not None else ())
+                  + (("item_features",) if model.item_features is not None else ()))
 
-def _feature_extras(W: Any, H: Any, user_features: Any, item_features: Any) -> dict[str, Any]:
-    """Copies of W / H for an iterate with features (fold_in's cold start reads ``extras["W"]``)."""
+
+def _draw_start(run: Run, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The default start: W and H with N(0, init_std²) entries, W drawn first."""
+    return (_init_factor(run.rng, rows[0], run.k, run.init_std, run.dtype),
+            _init_factor(run.rng, rows[1], run.k, run.init_std, run.dtype))
+
+
+def _params(run: Run, model: Model, newton_steps: Any, cg_steps: Any, seed: Any) -> dict[str, Any]:
+    """What the model records of its fit (``Factorization.params``)."""
+    return dict(k=run.k, loss=model.loss, rho=model.rho, a_bar=model.abar, lam=model.lam,
+                lam_w=model.lam_w, lam_h=model.lam_h, lam_graph=model.lam_graph,
+                negatives=model.negatives, neg_ratio=model.neg_ratio, solver=run.solver,
+                n_iter=run.n_iter, n_inner=run.n_inner, fast_path=run.fast_path,
+                newton_steps=newton_steps, cg_steps=cg_steps, init_std=run.init_std,
+                seed=seed, dtype=run.dtype.name,
+                user_features=model.user_features is not None,
+                item_features=model.item_features is not None,
+                has_user_graph=model.user_graph is not None,
+                has_item_graph=model.item_graph is not None)
+
+
+def _alternate(setup: Any, W: np.ndarray, H: np.ndarray, run: Run, steps: tuple[int, int],
+               progress: Progress, params: dict[str, Any], model: Model) -> tuple[Any, Any]:
+    """The solver: W ← argmin, then H ← argmin, ``run.n_iter`` times (or until the callback stops).
+
+    On the row path the first user-side update evaluates f(W0, H0) anyway (each row's first
+    Newton step); otherwise it is computed here before the first update.
+    """
+    nsteps, csteps = steps
+    start: list[float] | None = None
+    if run.fast_path and setup.user.identity and setup.user.L is None:
+        start = []
+    else:
+        progress.start(_full_objective(setup, W, H))
+    solve = _with_advice(tron if run.solver == "tron" else gd, progress.advice)
+    for it in range(1, run.n_iter + 1):
+        E = _latent(setup.item, H)
+        W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
+                                     setup.q_quad, run.fast_path, solve, run.n_inner, nsteps, csteps,
+                                     start=start if it == 1 else None)
+        if it == 1 and start is not None:       # f(W0, H0): H is still the starting H
+            progress.start(start[0] + _side_reg(setup, setup.item, H, E))
+        B = _latent(setup.user, W)
+        H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
+                                             setup.q_quad, setup.p_quad, run.fast_path, solve,
+                                             run.n_inner, nsteps, csteps)
+        # f(W, H) = the H sub-problem's value + the W side's regulariser
+        obj = sub_value + _side_reg(setup, setup.user, W, B)
+        if progress.step(it, obj, inner=inner_w + inner_h, model=lambda: Factorization(
+                np.array(_latent(setup.user, W)), np.array(_latent(setup.item, H)),
+                params=params, method="ocmf", extras=_feature_extras(W, H, model, copy=True))):
+            break
+    return W, H
+
+
+def _feature_extras(W: Any, H: Any, model: Model, copy: bool = False) -> dict[str, Any]:
+    """W / H in ``extras`` for a model with features (fold_in's cold start reads ``extras["W"]``);
+    copies for an iterate."""
     out = {}
-    if user_features is not None:
-        out["W"] = np.array(W)
-    if item_features is not None:
-        out["H"] = np.array(H)
+    if model.user_features is not None:
+        out["W"] = np.array(W) if copy else W
+    if model.item_features is not None:
+        out["H"] = np.array(H) if copy else H
     return out
 
 
@@ -317,7 +330,7 @@ def _init_factor(rng: np.random.Generator, rows: int, k: int, scale: float, dtyp
         b = buf[:min(rows, lo + block) - lo]
         rng.standard_normal(out=b)
         b *= scale
-        with np.errstate(over="ignore"):      # inf in float32: the objective's check names init_scale
+        with np.errstate(over="ignore"):      # inf in float32: the objective's check names init_std
             A[lo:lo + b.shape[0]] = b
     return A
 
@@ -332,13 +345,13 @@ def _with_advice(solve: Callable[..., Any], advice: str) -> Callable[..., Any]:
     return run
 
 
-def _advice(Y: Sparse, setup: Any, rho: float, lam: float, init_scale: float, W: np.ndarray,
+def _advice(Y: Sparse, setup: Any, rho: float, lam: float, init_std: float, W: np.ndarray,
             H: np.ndarray) -> str:
     """What to change when the objective overflows or grows: the largest inputs first."""
     tips = []
     start = max(_max_abs(W), _max_abs(H))
     if start > 1e3:
-        tips.append(f"start from smaller factors (init_scale={init_scale:g}, or init; largest |value| {start:g})")
+        tips.append(f"start from smaller factors (init_std={init_std:g}, or init; largest |value| {start:g})")
     big = float(Y.data.max(initial=0.0))
     if big > 1e3:
         tips.append(f"scale Y's stored values (the weights C_ij, up to {big:g})")
@@ -360,13 +373,13 @@ def _max_abs(A: np.ndarray) -> float:
     return max(float(A.max(initial=0.0)), -float(A.min(initial=0.0)))
 
 
-def _zero_advice(Y: Sparse, init: Any, init_scale: float, lam: float) -> str | None:
+def _zero_advice(Y: Sparse, init: Any, init_std: float, lam: float) -> str | None:
     """Advice for all-zero factors; ``None`` (no warning) when Y has no positive."""
     if Y.nnz == 0:
         return None
-    if init is None and init_scale == 0.0:
-        return ("init_scale=0 starts at W = H = 0, a stationary point the alternating updates "
-                "never leave; use init_scale > 0 (default 0.1)")
+    if init is None and init_std == 0.0:
+        return ("init_std=0 starts at W = H = 0, a stationary point the alternating updates "
+                "never leave; use init_std > 0 (default 0.1/√k)")
     if init is not None:
         return ("a zero factor in init is a stationary point the alternating updates never "
                 f"leave; start from nonzero factors, or lower lam (now {float(lam):g})")

@@ -18,32 +18,15 @@ import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._kernels.csr import csr_dense, row_scaled_product, sampled_dots, weighted_gram
-from fastpu._kernels.losses import LOSS_CODES, entry_losses, entry_values
+from fastpu._kernels.losses import entry_losses, entry_values
+from fastpu.ocmf._check import kernel_indices, index_dtype
 from fastpu._kernels.ocmf import LOCAL_ENTRIES, row_newton
 
-LOSSES = tuple(LOSS_CODES)
-NEGATIVES = ("full", "sampled", "full_logistic")
-SOLVERS = ("tron", "gd")
 
 
 # ----------------------------------------------------------------------------------------------
 # Canonical pieces built once at the boundary
 # ----------------------------------------------------------------------------------------------
-
-_INT32_MAX = int(np.iinfo(np.int32).max)
-
-
-def index_dtype(*sizes: int) -> Any:
-    """The one index type of the entries' kernels: int32 when every row, column and entry count
-    fits in it, else int64 (a second compiled specialisation, for matrices that need it)."""
-    return np.int32 if max(sizes, default=0) <= _INT32_MAX else np.int64
-
-
-def kernel_indices(indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> tuple:
-    """(indptr, indices) of a CSR in :func:`index_dtype` (no copy when they already are)."""
-    dt = index_dtype(indptr.size - 1, n_cols, indices.size)
-    return indptr.astype(dt, copy=False), indices.astype(dt, copy=False)
-
 
 _ONE = np.ones(1)
 _NO_CORR = np.empty(0)
@@ -127,33 +110,6 @@ class _Entries:
                        self.shape)
         self._full = (p_row, q_col, out)
         return out
-
-
-def _canonical_y(Y):
-    """Y checked at the boundary, as CSR with :func:`index_dtype` indices.
-
-    A CSR that is already canonical (sorted, duplicate-free), float32 or float64, finite and
-    non-negative is read as it is: its data are not copied (nothing below writes to them) and
-    its indices only when they are not the kernels' type. Anything else goes through
-    :func:`fastpu._validation.check_csr` (which copies, and raises the errors).
-    """
-    fast = (sp.issparse(Y) and getattr(Y, "format", None) == "csr" and Y.ndim == 2
-            and Y.dtype in (np.float32, np.float64))
-    if fast:
-        V._check_compressed_structure(Y, "Y")
-        nnz = int(Y.indptr[-1])
-        data = np.asarray(Y.data)[:nnz]
-        fast = bool(Y.has_canonical_format) and (
-            nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf))
-    if not fast:
-        Y = V.check_csr(Y, name="Y")
-        nnz, data = Y.nnz, Y.data
-    indptr, indices = kernel_indices(np.asarray(Y.indptr), np.asarray(Y.indices)[:nnz],
-                                     Y.shape[1])
-    out = sp.csr_array((data, indices, indptr), shape=Y.shape, copy=False)
-    # scipy may pick its own index type; the kernels need this one
-    out.indptr, out.indices = indptr, indices
-    return out
 
 
 @dataclasses.dataclass
@@ -262,51 +218,14 @@ class _Setup:
         return self._entries_t
 
 
-def _resolve_abar(loss, a_bar):
-    if a_bar is None:
-        return 0.0 if loss == "square" else -1.0
-    a_bar = V.check_scalar(a_bar, name="a_bar")
-    if abs(a_bar) > 1e150:           # ā² enters the objective: it must be a finite float
-        raise ValueError(f"a_bar={a_bar:g} is too large: the objective uses a_bar² (overflow); "
-                         "expected the target score of unlabeled entries, usually 0 or -1")
-    return a_bar
-
-
-def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, lam_graph,
-             negatives, neg_ratio, seed, dense_limit=None, lam_w=None, lam_h=None, fit=False):
-    Y = _canonical_y(Y)
-    if fit:                         # a fit needs a user, an item and a positive; objective() does not
-        V.check_trainable(Y)
+def build(Y, model, rng):
+    """The problem of a checked model on the canonical Y (:func:`fastpu.ocmf._check.check_y`):
+    the entries that carry a loss term (the positives, or the positives and the sampled or dense
+    negatives), their transpose (on a background thread for large Y), and the two sides."""
     m, n = Y.shape
-    V.check_choice(loss, name="loss", choices=LOSSES)
-    V.check_choice(negatives, name="negatives", choices=NEGATIVES)
-    rho = V.check_scalar(rho, name="rho", minimum=0.0)
-    p = V.check_vector(p, name="p", size=m)
-    q = V.check_vector(q, name="q", size=n)
-    abar = _resolve_abar(loss, a_bar)
-    lam = V.check_penalty(lam, name="lam")
-    lam_w = lam if lam_w is None else V.check_penalty(lam_w, name="lam_w")
-    lam_h = lam if lam_h is None else V.check_penalty(lam_h, name="lam_h")
-    lam_g = V.check_penalty(lam_graph, name="lam_graph")
-    X = V.check_features(X, name="user_features", n_rows=m)
-    Z = V.check_features(Z, name="item_features", n_rows=n, of="column")
-    Su = V.check_graph(user_graph, name="user_graph", n=m)
-    Sv = V.check_graph(item_graph, name="item_graph", n=n)
-    Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
-    Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
-    if dense_limit is not None:
-        V.check_int(dense_limit, name="dense_limit", minimum=0)
-    neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
-    kind = LOSS_CODES[loss]
-    pw = rho * p                                   # unlabeled weight is pw_i * q_j
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = abar * abar * float(np.sum(pw)) * float(np.sum(q))
-    if not (np.isfinite(total) and np.isfinite(pw).all()):
-        raise ValueError(
-            f"the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
-            f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
-            "expected weights rho·p_i·q_j of order 1 or below")
-    if negatives == "full":
+    pw = model.rho * model.p                       # unlabeled weight is pw_i * q_j
+    q, abar = model.q, model.abar
+    if model.negatives == "full":
         data = Y.data
         binary = data.size == 0 or (float(data.min()) == 1.0 and float(data.max()) == 1.0)
         weights = _ONE if binary else np.asarray(data, dtype=np.float64)
@@ -314,9 +233,9 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
         ent = _Entries(Y.indptr, Y.indices, _ONE, weights, _NO_CORR, (m, n))
         p_quad, q_quad = pw, q
     else:
-        if negatives == "full_logistic":
+        if model.negatives == "full_logistic":
             V.check_dense_size(m, n, what='negatives="full_logistic" (LR-wLR)',
-                               alternative='negatives="full" (LR-wSQ)', limit=dense_limit)
+                               alternative='negatives="full" (LR-wSQ)', limit=model.dense_limit)
             # a dense m×n block, then CSR copies of it with their int64 indices
             V.check_alloc(48 * m * n, what='negatives="full_logistic" (LR-wLR)',
                           names=("negatives", "dense_limit"))
@@ -326,7 +245,7 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
             neg = V.check_csr(sp.csr_array(neg), name="negatives", nonnegative=True)
             neg.eliminate_zeros()
         else:
-            neg = _sample_negatives(Y, neg_ratio, V.check_seed(seed))
+            neg = _sample_negatives(Y, model.neg_ratio, rng)
         pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
         both = V.check_csr(pos + 2.0 * neg, name="entries")
         is_pos = both.data == 1.0
@@ -339,8 +258,9 @@ def _prepare(Y, *, loss, rho, p, q, a_bar, X, Z, user_graph, item_graph, lam, la
         ent = _Entries(indptr, indices, labels, weights, _NO_CORR, (m, n))
         p_quad, q_quad = np.zeros(m), np.zeros(n)
     ent_t = _Deferred(ent.transpose) if ent.nnz >= _DEFER_TRANSPOSE_NNZ else ent.transpose()
-    return _Setup(kind, abar, lam, lam_g, ent, ent_t, _side(X, Lu, m, lam_w),
-                  _side(Z, Lv, n, lam_h), p_quad, q_quad), Y
+    return _Setup(model.kind, abar, model.lam, model.lam_graph, ent, ent_t,
+                  _side(model.user_features, model.L_user, m, model.lam_w),
+                  _side(model.item_features, model.L_item, n, model.lam_h), p_quad, q_quad)
 
 
 def _sample_negatives(Y, ratio, rng):
@@ -610,15 +530,6 @@ def _full_objective(setup, W, H):
     return prob.fun(W.ravel()) + _side_reg(setup, setup.item, H, E)
 
 
-def _check_factor(A: Any, name: str, rows: int, k: int | None = None) -> np.ndarray:
-    A = V.check_dense(A, name=name, shape=(rows, k),
-                      shape_from=f"rows: one per row of Y or column of its features ({rows}); columns: k")
-    if A.shape[1] < 1:
-        raise ValueError(f"{name} has no columns; expected k >= 1 columns")
-    return A
-
-
-
 def _gram(E, q):
     """M = Eᵀ diag(q) E and κ = Eᵀ q (a numba kernel: no BLAS pool competing with numba's)."""
     k = E.shape[1]
@@ -627,7 +538,7 @@ def _gram(E, q):
     return M, kappa
 
 
-def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, inner_iter,
+def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, n_inner,
                  nsteps, csteps, start=None):
     """Minimise over one side's W with the other side's latent matrix E fixed.
 
@@ -655,5 +566,5 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, i
                 start.append(float(f0_rows.sum()) + const)
             return W, 0, float(f_rows.sum()) + const
     prob = SubProblem(setup, entries, side, _f64(E), p_quad, q_quad)
-    res = solve(prob, W.ravel(), max_iter=inner_iter)          # the solvers work on a float64 copy
+    res = solve(prob, W.ravel(), max_iter=n_inner)          # the solvers work on a float64 copy
     return res.x.reshape(W.shape).astype(W.dtype, copy=False), res.nit, res.fun

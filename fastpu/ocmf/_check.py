@@ -1,0 +1,234 @@
+"""ocmf's boundary: every argument of ``fit``, ``objective`` and the Dask form, checked once here.
+
+:func:`check_run` checks what drives a fit (rank, solver, iterations, start, precision, seed,
+callback); :func:`check_model` what defines the objective (loss, weights, side information,
+penalties, negatives) against the matrix shape; :func:`check_steps` and :func:`check_start` the
+row solver's steps and the starting factors, which depend on both. Everything below them (the
+problem, the solvers, the kernels) takes the canonical values and checks nothing again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastpu._core import validation as V
+from fastpu._core.hints import ArrayLike, Callback, DTypeLike, Matrix, Seed
+from fastpu._kernels.losses import LOSS_CODES, SQUARE
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def index_dtype(*sizes: int) -> Any:
+    """The one index type of the entries' kernels: int32 when every row, column and entry count
+    fits in it, else int64 (a second compiled specialisation, for matrices that need it)."""
+    return np.int32 if max(sizes, default=0) <= _INT32_MAX else np.int64
+
+
+def kernel_indices(indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> tuple:
+    """(indptr, indices) of a CSR in :func:`index_dtype` (no copy when they already are)."""
+    dt = index_dtype(indptr.size - 1, n_cols, indices.size)
+    return indptr.astype(dt, copy=False), indices.astype(dt, copy=False)
+
+
+def check_y(Y: Any, *, fit: bool) -> Any:
+    """Y checked at the boundary, as CSR with :func:`index_dtype` indices; a fit also needs a
+    user, an item and a positive (``objective`` does not).
+
+    A CSR that is already canonical (sorted, duplicate-free), float32 or float64, finite and
+    non-negative is read as it is: its data are not copied (nothing below writes to them) and
+    its indices only when they are not the kernels' type. Anything else goes through
+    :func:`fastpu._validation.check_csr` (which copies, and raises the errors).
+    """
+    fast = (sp.issparse(Y) and getattr(Y, "format", None) == "csr" and Y.ndim == 2
+            and Y.dtype in (np.float32, np.float64))
+    if fast:
+        V._check_compressed_structure(Y, "Y")
+        nnz = int(Y.indptr[-1])
+        data = np.asarray(Y.data)[:nnz]
+        fast = bool(Y.has_canonical_format) and (
+            nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf))
+    if not fast:
+        Y = V.check_csr(Y, name="Y")
+        nnz, data = Y.nnz, Y.data
+    indptr, indices = kernel_indices(np.asarray(Y.indptr), np.asarray(Y.indices)[:nnz],
+                                     Y.shape[1])
+    out = sp.csr_array((data, indices, indptr), shape=Y.shape, copy=False)
+    # scipy may pick its own index type; the kernels need this one
+    out.indptr, out.indices = indptr, indices
+    if fit:
+        V.check_trainable(out)
+    return out
+
+
+LOSSES = tuple(LOSS_CODES)
+NEGATIVES = ("full", "sampled", "full_logistic")
+SOLVERS = ("tron", "gd")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What drives a fit, checked: rank, solver and its iterations, start, precision, seed."""
+
+    k: int
+    solver: str
+    n_iter: int
+    n_inner: int
+    fast_path: bool
+    init_std: float
+    dtype: np.dtype
+    rng: np.random.Generator
+    callback: Callback
+    verbose: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """What defines the objective, checked against the matrix shape (m, n).
+
+    ``L_user`` / ``L_item`` are the graph Laplacians when the graph weight is positive (else
+    None: a graph with ``lam_graph = 0`` adds nothing).
+    """
+
+    loss: str
+    kind: int
+    abar: float
+    rho: float
+    p: np.ndarray
+    q: np.ndarray
+    user_features: Any
+    item_features: Any
+    user_graph: Any
+    item_graph: Any
+    L_user: Any
+    L_item: Any
+    lam: float
+    lam_w: float
+    lam_h: float
+    lam_graph: float
+    negatives: str
+    neg_ratio: float
+    dense_limit: int | None
+
+    @property
+    def coupled(self) -> bool:
+        """Whether a side has features or a graph (a TRON / GD sub-problem, not rows)."""
+        return any(x is not None for x in (self.user_features, self.item_features, self.L_user,
+                                          self.L_item))
+
+
+def std_from_scale(init_scale: Any, call: dict[str, Any]) -> float:
+    """``init_std`` from the deprecated ``init_scale`` (the standard deviation was
+    init_scale / √k)."""
+    scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
+    return scale / np.sqrt(V.check_k(call.get("k")))
+
+
+def check_run(k: Any, *, solver: Any, n_iter: Any, n_inner: Any, init_std: Any, callback: Any,
+              fast_path: Any, verbose: Any, seed: Seed, dtype: DTypeLike) -> Run:
+    """The arguments that drive a fit (raises on the first bad one, naming it)."""
+    k = V.check_k(k)
+    V.check_choice(solver, name="solver", choices=SOLVERS)
+    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
+    n_inner = V.check_int(n_inner, name="n_inner", minimum=1)
+    # the default start: N(0, (0.1/√k)²) per entry
+    init_std = 0.1 / np.sqrt(k) if init_std is None else \
+        V.check_scalar(init_std, name="init_std", minimum=0.0)
+    callback = V.check_callback(callback)
+    if not isinstance(fast_path, (bool, np.bool_)):
+        raise TypeError(f"fast_path must be True or False, got {fast_path!r}")
+    verbose = V.check_verbose(verbose)
+    rng = V.check_seed(seed)
+    fdt = V.check_float_dtype(dtype)
+    return Run(k, solver, n_iter, n_inner, bool(fast_path), init_std, fdt, rng, callback, verbose)
+
+
+def _resolve_abar(loss: str, a_bar: Any) -> float:
+    if a_bar is None:
+        return 0.0 if loss == "square" else -1.0
+    a_bar = V.check_scalar(a_bar, name="a_bar")
+    if abs(a_bar) > 1e150:           # ā² enters the objective: it must be a finite float
+        raise ValueError(f"a_bar={a_bar:g} is too large: the objective uses a_bar² (overflow); "
+                         "expected the target score of unlabeled entries, usually 0 or -1")
+    return a_bar
+
+
+def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | None,
+                q: ArrayLike | None, a_bar: Any, user_features: Matrix | None,
+                item_features: Matrix | None, user_graph: Matrix | None,
+                item_graph: Matrix | None, lam: Any, lam_w: Any, lam_h: Any, lam_graph: Any,
+                negatives: Any, neg_ratio: Any, dense_limit: Any) -> Model:
+    """The arguments that define the objective, for an m × n matrix."""
+    m, n = shape
+    V.check_choice(loss, name="loss", choices=LOSSES)
+    V.check_choice(negatives, name="negatives", choices=NEGATIVES)
+    rho = V.check_scalar(rho, name="rho", minimum=0.0)
+    p = V.check_vector(p, name="p", size=m)
+    q = V.check_vector(q, name="q", size=n)
+    abar = _resolve_abar(loss, a_bar)
+    lam = V.check_penalty(lam, name="lam")
+    lam_w = lam if lam_w is None else V.check_penalty(lam_w, name="lam_w")
+    lam_h = lam if lam_h is None else V.check_penalty(lam_h, name="lam_h")
+    lam_g = V.check_penalty(lam_graph, name="lam_graph")
+    X = V.check_features(user_features, name="user_features", n_rows=m)
+    Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
+    Su = V.check_graph(user_graph, name="user_graph", n=m)
+    Sv = V.check_graph(item_graph, name="item_graph", n=n)
+    Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
+    Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
+    if dense_limit is not None:
+        V.check_int(dense_limit, name="dense_limit", minimum=0)
+    neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
+    pw = rho * p                                   # unlabeled weight is pw_i * q_j
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = abar * abar * float(np.sum(pw)) * float(np.sum(q))
+    if not (np.isfinite(total) and np.isfinite(pw).all()):
+        raise ValueError(
+            f"the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
+            f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
+            "expected weights rho·p_i·q_j of order 1 or below")
+    return Model(loss, LOSS_CODES[loss], abar, rho, p, q, X, Z, Su, Sv, Lu, Lv, lam, lam_w, lam_h,
+                 lam_g, negatives, neg_ratio, dense_limit)
+
+
+def check_steps(model: Model, newton_steps: Any, cg_steps: Any) -> tuple[int, int]:
+    """Newton and CG steps per row and outer iteration (defaults: 1 and 3 for the square loss,
+    1 and 4 otherwise)."""
+    nsteps = V.check_int(newton_steps if newton_steps is not None else 1,
+                         name="newton_steps", minimum=1)
+    csteps = V.check_int(cg_steps if cg_steps is not None else (3 if model.kind == SQUARE else 4),
+                         name="cg_steps", minimum=1)
+    return nsteps, csteps
+
+
+def dims(model: Model, shape: tuple[int, int]) -> tuple[int, int]:
+    """Rows of W and of H: the feature widths, or m and n without features."""
+    X, Z = model.user_features, model.item_features
+    return (shape[0] if X is None else X.shape[1], shape[1] if Z is None else Z.shape[1])
+
+
+def check_factor(A: Any, name: str, rows: int, k: int | None = None) -> np.ndarray:
+    """A factor (W or H) of ``rows`` rows and ``k`` columns (any k >= 1 when None)."""
+    A = V.check_dense(A, name=name, shape=(rows, k),
+                      shape_from=f"rows: one per row of Y or column of its features ({rows}); columns: k")
+    if A.shape[1] < 1:
+        raise ValueError(f"{name} has no columns; expected k >= 1 columns")
+    return A
+
+
+def check_start(init: Any, model: Model, run: Run, shape: tuple[int, int]) -> tuple[Any, Any] | None:
+    """The starting factors (W0, H0) as fresh copies in the fit's precision, or None (draw them).
+
+    They are fresh copies (check_dense copies): the fast path updates the factors in place.
+    """
+    if init is None:
+        return None
+    if not (isinstance(init, tuple) and len(init) == 2):
+        raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
+    du, dv = dims(model, shape)
+    W = check_factor(init[0], "init[0] (W0)", du, run.k).astype(run.dtype, copy=False)
+    H = check_factor(init[1], "init[1] (H0)", dv, run.k).astype(run.dtype, copy=False)
+    return W, H
