@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 import fastpu as fp
 from fastpu import cli
-from fastpu.model import load
+from fastpu.model import load_model as load
 
 
 def test_demo_prints_a_table_with_the_baseline(monkeypatch, capsys):

@@ -437,9 +437,9 @@ def test_cli_run_on_a_scheduler(dask_client, tmp_path, capsys):
     assert cli.main(argv + ["--scheduler", dask_client.scheduler.address]) == 0
     err = capsys.readouterr().err
     assert "[ocmf] iter   3" in err                 # progress per iteration
-    dist = [h["objective"] for h in fp.load(tmp_path / "f.npz").history]
+    dist = [h["objective"] for h in fp.load_model(tmp_path / "f.npz").history]
     assert cli.main(argv) == 0
-    single = [h["objective"] for h in fp.load(tmp_path / "f.npz").history]
+    single = [h["objective"] for h in fp.load_model(tmp_path / "f.npz").history]
     assert len(dist) == 3
     np.testing.assert_allclose(dist, single, rtol=RTOL)
     # a local cluster of one worker from --workers

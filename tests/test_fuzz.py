@@ -493,7 +493,8 @@ CASES = [
     Case("datasets.read_arff", datasets.read_arff, lambda: dict(path_arff=CTX.arff, path_xml=CTX.xml),
          dict(path_arff="path", path_xml="path")),
     # model files, serving, fold-in
-    Case("load", fp.load, lambda: dict(path=CTX.model_file), dict(path="path")),
+    Case("load_model", fp.load_model, lambda: dict(path=CTX.model_file), dict(path="path")),
+    Case("load", fp.load, lambda: dict(path=CTX.model_file), dict(path="path")),   # deprecated name
     Case("cache_dir", fp.cache_dir, dict, {}),
     # prunes only folders whose installation is gone: safe on the real cache
     Case("clear_cache", fp.clear_cache, dict, dict(stale="bool")),

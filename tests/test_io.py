@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import fastpu as fp
 from fastpu.model import _io
 from fastpu.csrr import CSRRModel
-from fastpu.model import Factorization, load
+from fastpu.model import Factorization, load_model as load
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -425,7 +425,7 @@ def test_a_foreign_file_is_refused_without_pickle_advice(tmp_path):
     path = tmp_path / "notes.py"
     path.write_text("print('hello')\n")
     with pytest.raises(ValueError, match="is not a fastpu model file") as exc:
-        fp.load(path)
+        fp.load_model(path)
     assert "allow_pickle" not in str(exc.value)
 
 

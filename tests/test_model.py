@@ -83,7 +83,7 @@ def test_thread_control_restores_previous_count():
 
 
 def test_save_is_a_method_and_load_gives_the_same_model(tmp_path):
-    from fastpu.model import load
+    from fastpu.model import load_model as load
 
     model = _model()
     model.save(tmp_path / "m.npz")
@@ -97,9 +97,9 @@ def test_save_is_a_method_and_load_gives_the_same_model(tmp_path):
 def test_model_module_exports_the_serving_names():
     from fastpu import model as model_mod
 
-    assert set(model_mod.__all__) == {"Factorization", "fold_in", "load", "recommend", "similar_items",
-                                      "similar_users"}
-    for name in ("load", "recommend", "similar_items", "similar_users"):
+    assert set(model_mod.__all__) == {"Factorization", "fold_in", "load", "load_model", "recommend",
+                                      "similar_items", "similar_users"}
+    for name in ("load_model", "recommend", "similar_items", "similar_users"):
         doc = getattr(model_mod, name).__doc__
         assert all(s in doc for s in ("Parameters", "Returns", "Raises", "Examples")), name
 
@@ -129,3 +129,15 @@ def test_subclass_repr_is_short_too():
     text = repr(model)
     assert len(text) < 500 and text.startswith("CSRRModel(method='csrr', 100 users × 50 items")
     assert "U=<ndarray 100×50>" in text and "V=<csr_array 100×50>" in text and "variant='I'" in text
+
+
+def test_load_is_the_deprecated_name_of_load_model(tmp_path):
+    """fastpu.load (and fastpu.model.load) read a model as before, with a DeprecationWarning that
+    names load_model: datasets.load is the data sets' reader."""
+    model = _model(5, 4)
+    model.save(tmp_path / "m.npz")
+    with pytest.warns(DeprecationWarning, match="use fastpu.load_model"):
+        old = fp.load(tmp_path / "m.npz")
+    new = fp.load_model(tmp_path / "m.npz")
+    np.testing.assert_array_equal(old.user_factors, new.user_factors)
+    assert fp.model.load_model is fp.load_model

@@ -124,7 +124,7 @@ class Factorization:
         return self.user_factors[users] @ self.item_factors.T
 
     def save(self, path: PathOrFile) -> None:
-        """Write the model to one ``.npz`` file that :func:`fastpu.load` reads back exactly.
+        """Write the model to one ``.npz`` file that :func:`fastpu.load_model` reads back exactly.
 
         Everything is kept: factors, extras (sparse parts, feature coefficients), method,
         params, history, user and item ids, and the fastpu version that wrote the file.
@@ -158,8 +158,7 @@ class Factorization:
         >>> model = fp.fbgd.fit(Y, 3, n_iter=2)
         >>> buf = io.BytesIO()
         >>> model.save(buf)
-        >>> from fastpu.model import load
-        >>> load(io.BytesIO(buf.getvalue())).params == model.params
+        >>> fp.load_model(io.BytesIO(buf.getvalue())).params == model.params
         True
         """
         registry.resolve("fastpu.model._io:save")(self, path)
@@ -227,12 +226,12 @@ def accepts_dataset(fit: _F) -> _F:
 def check_model(model: object) -> Factorization:
     """``model`` if it is a usable Factorization, else an error naming the part that is not.
 
-    A model from a fit or :func:`fastpu.load` always passes; one built by hand must have
+    A model from a fit or :func:`fastpu.load_model` always passes; one built by hand must have
     2-d real numeric numpy factors with the same number of columns (CSRR's may differ), and
     ids, where given, one per row of its side.
     """
     if not isinstance(model, Factorization):
-        raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load), "
+        raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load_model), "
                         f"got {type(model).__name__}")
     for side in ("user", "item"):
         F = getattr(model, f"{side}_factors")

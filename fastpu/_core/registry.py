@@ -76,7 +76,7 @@ class Entry:
     cold_start: str | None = None
     requires: str | None = None
 
-    def load(self, part: str) -> Any:
+    def resolve(self, part: str) -> Any:
         """The object the entry's ``part`` names (imported on first use)."""
         where = getattr(self, part)
         if where is None:

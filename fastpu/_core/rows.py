@@ -21,7 +21,7 @@ def need_keys(model: Any, params: tuple = (), extras: tuple = ()) -> None:
                + [f"model.extras[{k!r}]" for k in extras if k not in model.extras])
     if missing:
         raise ValueError(f"fold_in of this {model.method} model needs {', '.join(missing)}, which it "
-                         f"lacks; a model returned by fastpu.{model.method}.fit (or read by fastpu.load) "
+                         f"lacks; a model returned by fastpu.{model.method}.fit (or read by fastpu.load_model) "
                          "has them, so fold in that model rather than one built by hand or edited")
 
 

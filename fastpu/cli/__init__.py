@@ -7,7 +7,7 @@ and prints precision, nDCG and training time next to a popularity baseline.
 ``fastpu run`` does the same for one method on a named data set or the user's
 own CSV (``user,item[,value]``) or ``.npz`` file, with parameters given as
 ``--param name=value``, and can save the model (``--save model.npz``, read back by
-``fastpu.load``).
+``fastpu.load_model``).
 
 ``fastpu recommend --model model.npz --users u1,u2 -n 10`` prints the top items of a
 saved model, by id.

@@ -24,7 +24,7 @@ METHODS = registry.names("method")
 
 def _part(method: str, part: str) -> Any:
     """A part of ``method``'s registry entry (its fit, its demo configurations)."""
-    return registry.get(method).load(part)
+    return registry.get(method).resolve(part)
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -338,11 +338,11 @@ def _check_shared_ids(model: Any, data: Dataset, source: str) -> None:
 def cmd_recommend(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from fastpu.model import load, recommend
+    from fastpu.model import load_model, recommend
 
     if not os.path.isfile(args.model):
         raise ValueError(f"--model {args.model!r}: no such file; write one with fastpu run --save")
-    model = load(args.model)
+    model = load_model(args.model)
     if args.users is None:
         users = None
         by_id = model.user_ids is not None
@@ -483,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--test-frac", type=_parse_frac, default=0.2,
                      help="per-user test fraction for evaluation; 0 trains on everything (default 0.2)")
     run.add_argument("--save", default=None, metavar="FILE",
-                     help="write the fitted model to this .npz file (read it back with fastpu.load "
+                     help="write the fitted model to this .npz file (read it back with fastpu.load_model "
                           "or serve it with fastpu recommend)")
     run.add_argument("--scheduler", default=None, metavar="ADDRESS",
                      help="fit on the Dask cluster at this scheduler address (fastpu.distributed)")

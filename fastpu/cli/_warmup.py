@@ -32,7 +32,7 @@ def jobs(methods: Sequence[str] = METHODS) -> list[tuple[str, str, dict[str, Any
     """(method, label, fit kwargs) of each method's demo configurations and default fit."""
     out = []
     for method in methods:
-        configs: list[tuple[str, dict[str, Any]]] = registry.get(method).load("demo")()
+        configs: list[tuple[str, dict[str, Any]]] = registry.get(method).resolve("demo")()
         for label, kwargs in [*configs, (f"{method} default", {"k": 8})]:
             out.append((method, label, dict(kwargs)))
     return out
@@ -50,7 +50,7 @@ def run_jobs(job_list: Sequence[tuple[str, str, dict[str, Any]]], Y: Any,
     done = []
     with limit_threads(n_threads):
         for method, label, kwargs in job_list:
-            fit = registry.get(method).load("fit")
+            fit = registry.get(method).resolve("fit")
             t0 = time.perf_counter()
             model = fit(Y, **dict(kwargs, n_iter=1), seed=0)
             if Y_test is not None:

@@ -30,7 +30,7 @@ __all__ = ["fit", "METHODS"]
 
 #: methods (and their variants) that have a distributed form: each method's Dask form lives in
 #: its package (``fastpu.<method>._dask``), found through the registry
-METHODS = {e.name: e.load("dask").SUMMARY for e in registry.entries("method") if e.dask is not None}
+METHODS = {e.name: e.resolve("dask").SUMMARY for e in registry.entries("method") if e.dask is not None}
 
 
 def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None,
@@ -176,7 +176,7 @@ def _fit_on_layout(client, layout, driver, k, n_threads, params):
 
 def _driver(method):
     """The method's Dask form (its module ``fastpu.<method>._dask``)."""
-    return registry.get(method).load("dask")
+    return registry.get(method).resolve("dask")
 
 
 def _with_defaults(method, driver, params):
@@ -186,7 +186,7 @@ def _with_defaults(method, driver, params):
     The drivers spell out no default of their own, so the two fits cannot drift apart: a
     keyword a driver takes that the single-machine fit has no default for is a TypeError here.
     """
-    single = inspect.signature(registry.get(method).load("fit")).parameters
+    single = inspect.signature(registry.get(method).resolve("fit")).parameters
     own = getattr(driver, "DEFAULTS", {})
     out = dict(params)
     for name, par in inspect.signature(driver.fit).parameters.items():

@@ -131,7 +131,7 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
         raise TypeError(f"model must be a fastpu Factorization (the result of a fit), got {type(model).__name__}")
     folds = [e.name for e in registry.entries() if e.fold is not None]
     V.check_choice(model.method, name="model.method", choices=folds)
-    solver = registry.get(model.method).load("fold")
+    solver = registry.get(model.method).resolve("fold")
     tol = V.check_scalar(tol, name="tol", minimum=0.0)
     max_iter = V.check_int(max_iter, name="max_iter", minimum=1)
     rng = V.check_seed(seed)

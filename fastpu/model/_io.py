@@ -162,7 +162,7 @@ def save(model: Any, path: PathOrFile) -> None:
     cls = type(model).__name__
     if cls not in _CLASSES or _class(cls) is not type(model):
         raise TypeError(f"cannot save a {cls}: model files hold {', '.join(sorted(_CLASSES))}")
-    # what load() checks, refused here rather than written to a file load() then calls damaged
+    # what load_model() checks, refused here rather than written to a file it then calls damaged
     from fastpu.model._serving import check_model
 
     check_model(model)
@@ -351,7 +351,7 @@ def _open(path: Any) -> tuple[Any, str]:
     return npz, where
 
 
-def load(path: PathOrFile) -> Factorization:
+def load_model(path: PathOrFile) -> Factorization:
     """Read a model written by :meth:`fastpu.Factorization.save`.
 
     Parameters
@@ -382,8 +382,8 @@ def load(path: PathOrFile) -> Factorization:
     >>> Y = fp.datasets.synthetic(20, 15, rank=2, density=0.2, seed=0)
     >>> model = fp.ocmf.fit(Y, 3, n_iter=2)
     >>> buf = io.BytesIO(); model.save(buf); _ = buf.seek(0)
-    >>> from fastpu.model import load
-    >>> same = load(buf)
+    >>> from fastpu.model import load_model
+    >>> same = load_model(buf)
     >>> bool((same.user_factors == model.user_factors).all()), same.method, same.item_ids[:3]
     (True, 'ocmf', array([0, 1, 2]))
     """

@@ -257,7 +257,7 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
     Parameters
     ----------
     model : Factorization
-        Any fitted fastpu model (or one read back with :func:`fastpu.load`).
+        Any fitted fastpu model (or one read back with :func:`fastpu.load_model`).
     Y_seen : scipy.sparse matrix of shape (m, n_items), Dataset, or None
         Items to leave out per user, usually the training matrix (its stored entries;
         values are ignored). A :class:`~fastpu.datasets.Dataset` whose ids differ from the

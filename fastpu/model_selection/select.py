@@ -77,14 +77,14 @@ def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any],
     if method not in NAMES:
         raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
                          f"got {method!r}{V.did_you_mean(method, set(NAMES))}")
-    return registry.get(method).load("fit"), method
+    return registry.get(method).resolve("fit"), method
 
 
 def _spaces() -> dict[str, dict[str, Any]]:
     """Each name's default space and fixed settings, from its registry entry."""
     out = {}
     for name in NAMES:
-        space, fixed = registry.get(name).load("space")()
+        space, fixed = registry.get(name).resolve("space")()
         out[name] = dict(fixed=fixed, space=space)
     return out
 
@@ -550,7 +550,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     (['lam', 'rho'], 'square', 64)
     """
     _check_name(method, "default_space")
-    space, fixed_out = registry.get(method).load("space")(**fixed)
+    space, fixed_out = registry.get(method).resolve("space")(**fixed)
     if Y is not None:
         m, n = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False).shape
         space = {k: (v(m, n) if callable(v) and not _is_distribution(v) else v) for k, v in space.items()}
