@@ -165,9 +165,26 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
                       f"Y_train ({Y_test.nnz} against {Y_train.nnz}): if the two are swapped, every "
                       "score is inflated (evaluate(model, Y_train, Y_test)); for a protocol that "
                       "holds out most positives, ignore this", UserWarning, stacklevel=2)
+    rel = scoring.relevant(Y_train, Y_test)
+    users = _evaluated_users(users, m, rel)
+    # a list longer than the n items holds only empty slots: rank min(k, n) items, and let
+    # precision@k still divide by k
+    kmax = min(int(ks[-1]), n)
+    want_topk = any(name != "auc" for name in selected)
+    want_auc = "auc" in selected
+    step = scoring.score_block_rows(n)
+    # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
+    V.check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * ks.size,
+                  what="evaluate (score blocks and top-k lists)", names=("k",))
+    with limit_threads(n_threads):
+        sums = _rank(model, users, Y_train, rel, ks, kmax, want_topk, want_auc)
+    return _summarise(sums, users, np.diff(rel.indptr), ks, kmax, selected)
+
+
+def _evaluated_users(users: ArrayLike | None, m: int, rel: Sparse) -> IntArray:
+    """The users to evaluate: those asked for (all by default) that have a relevant test item."""
     sel = users
     users = np.unique(V.check_users(users, m))
-    rel = scoring.relevant(Y_train, Y_test)
     n_rel: IntArray = np.diff(rel.indptr)
     users = users[n_rel[users] > 0]
     if users.size == 0:
@@ -176,59 +193,61 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
             f"{'' if sel is None else ' for the selected users'}); expected Y_test to hold "
             "held-out positives for at least one (selected) user"
         )
-    want_topk = any(name != "auc" for name in selected)
-    want_auc = "auc" in selected
-    # a list longer than the n items holds only empty slots: rank min(k, n) items, and let
-    # precision@k still divide by k
-    kmax = min(int(ks[-1]), n)
-    ks_rank = np.minimum(ks, kmax)
-    nq = ks.size
-    # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
-    step = scoring.score_block_rows(n)
-    V.check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * nq,
-                  what="evaluate (score blocks and top-k lists)", names=("k",))
-    hits = np.zeros((users.size, nq), dtype=np.int64)
-    dcg = np.zeros((users.size, nq))
-    ap = np.zeros((users.size, nq))
-    rr = np.zeros((users.size, nq))
-    auc = np.zeros(users.size)
-    with limit_threads(n_threads):
-        start = 0
-        for rows, S in iter_score_blocks(model, users):
-            scoring.finite_block(S)
-            sl = slice(start, start + rows.size)
-            if want_topk:
-                it = np.empty((rows.size, kmax), dtype=np.int64)
-                sc = np.empty((rows.size, kmax))
-                topk_rows(S, Y_train.indptr, Y_train.indices, rows, kmax, it, sc)
-                h = np.zeros((rows.size, nq), dtype=np.int64)
-                d, a, r = (np.zeros((rows.size, nq)) for _ in range(3))
-                topk_metrics(it, rows, rel.indptr, rel.indices, ks_rank, h, d, a, r)
-                hits[sl], dcg[sl], ap[sl], rr[sl] = h, d, a, r
-            if want_auc:
-                # one sort per user of its negatives' scores (training and relevant items
-                # are pushed to the end as NaN; scores were checked finite)
-                neg = S.copy()
-                mask_rows(neg, rows, Y_train.indptr, Y_train.indices, np.nan)
-                mask_rows(neg, rows, rel.indptr, rel.indices, np.nan)
-                neg.sort(axis=1)
-                out = np.empty(rows.size)
-                auc_sorted(S, neg, rows, Y_train.indptr, rel.indptr, rel.indices, out)
-                auc[sl] = out
-            start += rows.size
+    return users
 
+
+def _rank(model: Factorization, users: IntArray, Y_train: Sparse, rel: Sparse, ks: IntArray,
+          kmax: int, want_topk: bool, want_auc: bool) -> dict[str, np.ndarray]:
+    """Per user and cut-off: hits, DCG, average precision and reciprocal rank of the top-kmax
+    unseen items, and the AUC; scores come in blocks of users (nothing users × items)."""
+    nq = ks.size
+    ks_rank = np.minimum(ks, kmax)
+    out = dict(hits=np.zeros((users.size, nq), dtype=np.int64), dcg=np.zeros((users.size, nq)),
+               ap=np.zeros((users.size, nq)), rr=np.zeros((users.size, nq)),
+               auc=np.zeros(users.size))
+    start = 0
+    for rows, S in iter_score_blocks(model, users):
+        scoring.finite_block(S)
+        sl = slice(start, start + rows.size)
+        if want_topk:
+            it = np.empty((rows.size, kmax), dtype=np.int64)
+            sc = np.empty((rows.size, kmax))
+            topk_rows(S, Y_train.indptr, Y_train.indices, rows, kmax, it, sc)
+            h = np.zeros((rows.size, nq), dtype=np.int64)
+            d, a, r = (np.zeros((rows.size, nq)) for _ in range(3))
+            topk_metrics(it, rows, rel.indptr, rel.indices, ks_rank, h, d, a, r)
+            out["hits"][sl], out["dcg"][sl], out["ap"][sl], out["rr"][sl] = h, d, a, r
+        if want_auc:
+            # one sort per user of its negatives' scores (training and relevant items
+            # are pushed to the end as NaN; scores were checked finite)
+            neg = S.copy()
+            mask_rows(neg, rows, Y_train.indptr, Y_train.indices, np.nan)
+            mask_rows(neg, rows, rel.indptr, rel.indices, np.nan)
+            neg.sort(axis=1)
+            au = np.empty(rows.size)
+            auc_sorted(S, neg, rows, Y_train.indptr, rel.indptr, rel.indices, au)
+            out["auc"][sl] = au
+        start += rows.size
+    return out
+
+
+def _summarise(sums: dict[str, np.ndarray], users: IntArray, n_rel: IntArray, ks: IntArray,
+               kmax: int, selected: tuple[str, ...]) -> dict[str, Any]:
+    """The means over users of the selected metrics at every cut-off, and ``n_users``."""
     nr = n_rel[users].astype(np.float64)[:, None]
     kk = ks.astype(np.float64)[None, :]
     per_user = {}
-    if want_topk:
+    if any(name != "auc" for name in selected):
+        hits = sums["hits"]
         prec = hits / kk
         rec = hits / nr
         denom = prec + rec
         f1 = np.divide(2.0 * prec * rec, denom, out=np.zeros_like(denom), where=denom > 0)
         cut = np.minimum(ks[None, :], n_rel[users][:, None])
-        ndcg = dcg / _ideal_dcg(kmax)[cut]
-        mapk = ap / cut
-        per_user = {"precision": prec, "recall": rec, "f1": f1, "ndcg": ndcg, "map": mapk, "mrr": rr}
+        ndcg = sums["dcg"] / _ideal_dcg(kmax)[cut]
+        mapk = sums["ap"] / cut
+        per_user = {"precision": prec, "recall": rec, "f1": f1, "ndcg": ndcg, "map": mapk,
+                    "mrr": sums["rr"]}
     result = {}
     for name in selected:
         if name == "auc":
@@ -236,13 +255,14 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
         means = per_user[name].mean(axis=0)
         for q, kv in enumerate(ks):
             result[f"{name}@{int(kv)}"] = float(means[q])
-    if want_auc:
+    if "auc" in selected:
+        auc = sums["auc"]
         ok = ~np.isnan(auc)
         if ok.any():
             result["auc"] = float(auc[ok].mean())
         else:
             warnings.warn("auc is undefined: no evaluated user has a non-relevant candidate item",
-                          RuntimeWarning, stacklevel=2)
+                          RuntimeWarning, stacklevel=3)
             result["auc"] = float("nan")
     result["n_users"] = int(users.size)
     return result

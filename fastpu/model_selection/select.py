@@ -393,7 +393,39 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     ids = (Y.user_ids, Y.item_ids) if isinstance(Y, Dataset) else (None, None)
     data = Y
     Y = V.check_csr(Y.Y if isinstance(Y, Dataset) else Y, name="Y", nonnegative=False)
-    ks = (mk,) if mk is not None else (1,)
+    holdout, fixed = _holdout(fit, name, data, Y, validation, split, int(seed), fixed,
+                              (mk,) if mk is not None else (1,), mname, metric, n_threads)
+    # after split="rows"'s own check of the method, whose message says more than this one
+    _check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
+    space = _check_space(space, fit, fixed, *Y.shape)
+    settings = _draw(space, n_trials, rng)
+    trials = [_trial(fit, name, isinstance(method, str), t, len(settings), setting, fixed,
+                     holdout, int(seed), n_threads, verbose)
+              for t, setting in enumerate(settings, 1)]
+    win = _winner(trials, name)
+    best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
+    model = _refit(fit, name, Y, best_params, win["best_iter"], int(seed), n_threads,
+                   ids) if refit else None
+    return SearchResult(model=model, best_params=best_params, best_iter=win["best_iter"],
+                        best_score=win["best_score"], metric=metric, trials=trials)
+
+
+@dataclasses.dataclass
+class _Holdout:
+    """The validation split of a search: what every trial fits on (``Y_fit`` and the fit's extra
+    keyword arguments, the fitted rows' features with ``split="rows"``) and how it is scored."""
+
+    Y_fit: Any
+    fit_kw: dict[str, Any]
+    score: Callable[[Any], float]
+    metric: str
+
+
+def _holdout(fit: Callable[..., Any], name: str, data: Any, Y: Any, validation: Any, split: str,
+             seed: int, fixed: dict[str, Any], ks: tuple[int, ...], mname: str, metric: str,
+             n_threads: Threads) -> tuple[_Holdout, dict[str, Any]]:
+    """The validation split carved from ``Y`` (entries of each user, or whole rows), checked,
+    and the scorer of a model on it; ``fixed`` gains the Dataset's features with ``split="rows"``."""
     wanted = [mname]
     fit_kw: dict[str, Any] = {}
     if split == "rows":
@@ -404,14 +436,16 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         else:
             frac = V.check_scalar(validation, name="validation", minimum=0.0, maximum=1.0,
                                   strict_min=True, strict_max=True)
-            rows_fit, rows_valid = R.holdout_rows(Y, frac, int(seed), name="validation")
+            rows_fit, rows_valid = R.holdout_rows(Y, frac, seed, name="validation")
         X = fixed["user_features"]
         Y_fit, fit_kw["user_features"] = Y[rows_fit], R.take_rows(X, rows_fit)
         X_valid, Y_valid = R.take_rows(X, rows_valid), Y[rows_valid]
 
-        def score(model: Any) -> dict[str, float]:
-            return R.cold_scores(model, X_valid, Y_valid, ks, wanted, n_threads)
-    elif isinstance(validation, tuple):
+        def score(model: Any) -> float:
+            return R.cold_scores(model, X_valid, Y_valid, ks, wanted, n_threads)[metric]
+
+        return _Holdout(Y_fit, fit_kw, score, metric), fixed
+    if isinstance(validation, tuple):
         if len(validation) != 2:
             raise ValueError(f"validation must be a fraction or a pair (Y_fit, Y_valid), got {len(validation)} items")
         Y_fit = V.check_csr(validation[0], name="validation[0] (Y_fit)", shape=Y.shape, nonnegative=False)
@@ -423,61 +457,67 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     else:
         frac = V.check_scalar(validation, name="validation", minimum=0.0, maximum=1.0,
                               strict_min=True, strict_max=True)
-        Y_fit, Y_valid = validation_split(Y, frac, seed=int(seed))
-    if split == "entries":
-        if Y_valid.nnz == 0:
-            raise ValueError("the validation split of Y holds no positives (users need at least 2 "
-                             "positives to give one to validation); lower validation or use more data")
+        Y_fit, Y_valid = validation_split(Y, frac, seed=seed)
+    if Y_valid.nnz == 0:
+        raise ValueError("the validation split of Y holds no positives (users need at least 2 "
+                         "positives to give one to validation); lower validation or use more data")
 
-        def score(model: Any) -> dict[str, float]:
-            return evaluate(model, Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)
-    # after split="rows"'s own check of the method, whose message says more than this one
-    _check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
-    space = _check_space(space, fit, fixed, *Y.shape)
-    settings = _draw(space, n_trials, rng)
+    def score_entries(model: Any) -> float:
+        return evaluate(model, Y_fit, Y_valid, k=ks, metrics=wanted, n_threads=n_threads)[metric]
 
-    trials: list[dict[str, Any]] = []
-    for t, setting in enumerate(settings, 1):
-        params = {**fixed, **setting, **fit_kw}
-        shown = ", ".join(f"{p}={_fmt(v)}" for p, v in setting.items())
-        scores: list[float] = []
-        eval_s = [0.0]
+    return _Holdout(Y_fit, fit_kw, score_entries, metric), fixed
 
-        def callback(info, scores=scores, eval_s=eval_s):
-            t0 = time.perf_counter()
-            scores.append(score(info["model"]())[metric])
-            eval_s[0] += time.perf_counter() - t0
-            return False
 
-        k = params.pop("k", None)
-        error = None
+def _trial(fit: Callable[..., Any], name: str, named: bool, t: int, n_trials: int,
+           setting: dict[str, Any], fixed: dict[str, Any], holdout: _Holdout, seed: int,
+           n_threads: Threads, verbose: bool) -> dict[str, Any]:
+    """Fit one setting on the validation split, scoring every outer iteration; a fit that fails
+    with a numerical or value error is recorded (score -inf), a TypeError of a user's function
+    names the trial."""
+    params = {**fixed, **setting, **holdout.fit_kw}
+    shown = ", ".join(f"{p}={_fmt(v)}" for p, v in setting.items())
+    scores: list[float] = []
+    eval_s = [0.0]
+
+    def callback(info: dict[str, Any]) -> bool:
         t0 = time.perf_counter()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fit(Y_fit, k, seed=int(seed), callback=callback, n_threads=n_threads, **params)
-        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
-            error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-        except TypeError as exc:
-            if isinstance(method, str):
-                raise
-            raise TypeError(f"method {name}() raised on trial {t}/{len(settings)} ({shown}): "
-                            f"{type(exc).__name__}: {exc}") from exc
-        fit_s = time.perf_counter() - t0 - eval_s[0]
-        finite = [s for s in scores if math.isfinite(s)]
-        if finite and error is None:
-            best_i = int(np.argmax(scores)) + 1
-            best = float(scores[best_i - 1])
-        else:
-            best_i, best = 0, -math.inf
-        trials.append(dict(trial=t, params=dict(setting), scores=[float(s) for s in scores],
-                           best_iter=best_i, best_score=best, fit_seconds=fit_s,
-                           eval_seconds=eval_s[0], error=error))
-        if verbose:
-            msg = error or f"best {metric} {best:.4f} at iteration {best_i}"
-            print(f"[select {name}] trial {t}/{len(settings)}  {shown}  {msg}  ({fit_s:.1f}s)",
-                  file=sys.stderr, flush=True)
+        scores.append(holdout.score(info["model"]()))
+        eval_s[0] += time.perf_counter() - t0
+        return False
 
+    k = params.pop("k", None)
+    error = None
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit(holdout.Y_fit, k, seed=seed, callback=callback, n_threads=n_threads, **params)
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+        error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    except TypeError as exc:
+        if named:
+            raise
+        raise TypeError(f"method {name}() raised on trial {t}/{n_trials} ({shown}): "
+                        f"{type(exc).__name__}: {exc}") from exc
+    fit_s = time.perf_counter() - t0 - eval_s[0]
+    finite = [s for s in scores if math.isfinite(s)]
+    if finite and error is None:
+        best_i = int(np.argmax(scores)) + 1
+        best = float(scores[best_i - 1])
+    else:
+        best_i, best = 0, -math.inf
+    if verbose:
+        msg = error or f"best {holdout.metric} {best:.4f} at iteration {best_i}"
+        print(f"[select {name}] trial {t}/{n_trials}  {shown}  {msg}  ({fit_s:.1f}s)",
+              file=sys.stderr, flush=True)
+    return dict(trial=t, params=dict(setting), scores=[float(s) for s in scores],
+                best_iter=best_i, best_score=best, fit_seconds=fit_s, eval_seconds=eval_s[0],
+                error=error)
+
+
+def _winner(trials: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The best trial (earliest on ties); failed trials are skipped with one warning, and all
+    of them failing is an error naming the first one's."""
     ok = [tr for tr in trials if tr["error"] is None and tr["best_iter"] > 0]
     failed = [tr for tr in trials if tr["error"] is not None or tr["best_iter"] == 0]
     if failed:
@@ -490,21 +530,22 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
             raise ValueError(f"every trial failed ({len(trials)} of {len(trials)} trials of {name}; "
                              f"{first}); check the space and the fixed arguments")
         warnings.warn(f"{len(failed)} of {len(trials)} trials of {name} failed and were skipped "
-                      f"({first}); result.trials has every trial's error", UserWarning, stacklevel=2)
-    win = max(ok, key=lambda tr: (tr["best_score"], -tr["trial"]))
-    best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
-    model = None
-    if refit:
-        kw = dict(best_params)
-        k = kw.pop("k", None)
-        model = fit(Y, k, n_iter=win["best_iter"], seed=int(seed), n_threads=n_threads, **kw)
-        if model is None:
-            raise TypeError(f"method {name}() returned None on the refit; a fit function must return "
-                            "the fitted model (or pass refit=False)")
-        if ids[0] is not None:
-            model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
-    return SearchResult(model=model, best_params=best_params, best_iter=win["best_iter"],
-                        best_score=win["best_score"], metric=metric, trials=trials)
+                      f"({first}); result.trials has every trial's error", UserWarning, stacklevel=3)
+    return max(ok, key=lambda tr: (tr["best_score"], -tr["trial"]))
+
+
+def _refit(fit: Callable[..., Any], name: str, Y: Any, best_params: dict[str, Any],
+           best_iter: int, seed: int, n_threads: Threads, ids: tuple[Any, Any]) -> Any:
+    """The winner refitted on all of ``Y`` for its best number of iterations, with Y's ids."""
+    kw = dict(best_params)
+    k = kw.pop("k", None)
+    model = fit(Y, k, n_iter=best_iter, seed=seed, n_threads=n_threads, **kw)
+    if model is None:
+        raise TypeError(f"method {name}() returned None on the refit; a fit function must return "
+                        "the fitted model (or pass refit=False)")
+    if ids[0] is not None:
+        model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
+    return model
 
 
 def _check_name(method: Any, where: str) -> None:
