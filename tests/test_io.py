@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -439,3 +440,30 @@ def test_saved_model_gets_the_users_file_permissions(tmp_path):
     finally:
         os.umask(old)
     assert (os.stat(tmp_path / "m.npz").st_mode & 0o777) == 0o644
+
+
+# ------------------------------------------------------------------ files of earlier releases
+
+OLD = pathlib.Path(__file__).resolve().parent / "data" / "models-before-redesign"
+
+
+@pytest.mark.parametrize("name", ["ocmf", "ocmf-ids", "fbgd", "csrr-e", "csrr-I", "homf"])
+def test_model_files_written_before_the_redesign_still_load_and_serve(name):
+    """Files written by fastpu 0.1.0 before the packages moved (issue 25) load into the same
+    model (the digest of every array it holds), and serve and fold in (fBGD's old files name
+    the penalty ``reg``)."""
+    import json
+    import warnings as w
+
+    from test_digests import digest
+
+    model = fp.load_model(OLD / f"{name}.npz")
+    assert digest(model) == json.loads((OLD / "digests.json").read_text())[name]
+    items, _ = fp.recommend(model, None, users=[0, 1], n=3)
+    assert items.shape == (2, 3)
+    if name != "csrr-I":                       # CSRR-I/II have no user factors to fold in
+        rows = sp.csr_array(np.eye(1, model.shape[1]))
+        with w.catch_warnings():
+            w.simplefilter("ignore", RuntimeWarning)
+            new = fp.fold_in(model, rows)
+        assert new.user_factors.shape[0] == 1 and np.all(np.isfinite(new.user_factors))
