@@ -87,7 +87,7 @@ def _kernel_copy(mod, name, mode):
 def _probe_variants():
     """Strict-IEEE and reassociating copies of row_newton and sampled_dots."""
     from fastpu._kernels import csr as csr_mod
-    from fastpu._kernels import ocmf as updates as upd_mod
+    from fastpu._kernels import ocmf as upd_mod
 
     return {f"{name} {mode}": _kernel_copy(mod, name, mode)
             for mod, name in ((upd_mod, "row_newton"), (csr_mod, "sampled_dots"))

@@ -89,7 +89,7 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
              f"table shows the median over all kept iterations. *User graph + TRON* (one fit of "
              f"{cfg['b_iter']} outer iterations per size, median): "
              "a random symmetric user graph with ≈10 neighbours per user (so nnz(L) grows "
-             f"with m), `lam_graph={LAM_GRAPH}`, `solver=\"tron\"`, `inner_iter=5`; the user side "
+             f"with m), `lam_graph={LAM_GRAPH}`, `solver=\"tron\"`, `n_inner=5`; the user side "
              "is solved by TRON over all of W, the item side by the fast path. The last two columns "
              "are the per-iteration work terms the design promises to be linear in.")
     L.append("")

@@ -184,7 +184,8 @@ def child_runtime(rounds):
     import numba as nb
 
     import fastpu as fp
-    from fastpu._kernels import csr, updates
+    from fastpu._kernels import csr
+    from fastpu._kernels import ocmf as updates
     from fastpu.ocmf._problem import _NO_ROWS, _gram, _prepare
     from _common import powerlaw_pu
 
