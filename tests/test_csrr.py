@@ -1,5 +1,7 @@
 """CSRR against the dense references in naive_csrr.py."""
 
+import inspect
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -432,6 +434,14 @@ def test_messages():
     model = csrr.fit(Y, variant="e", k=2, n_iter=1)
     with pytest.raises(ValueError, match=r"users must lie in \[0, 5\)"):
         model.scores([7])
+
+
+def test_fit_signature_in_one_order():
+    """data, model, penalties, solver, run-time (loss was after eta, n_threads before seed)."""
+    assert list(inspect.signature(csrr.fit).parameters) == [
+        "Y", "k", "variant", "loss", "alpha", "lam1", "lam2", "eta", "n_iter", "n_inner",
+        "inner_tol", "restart", "svd_method", "dense_limit", "seed", "n_threads", "callback",
+        "verbose"]
 
 
 def test_variant_e_requires_k_like_every_rank_k_method():
