@@ -1,11 +1,13 @@
 """CSRR against the dense references in naive_csrr.py."""
 
+import inspect
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-from fastpu.csrr import _solvers as csrr_solvers
+from fastpu.csrr import _check as csrr_check, _solvers as csrr_solvers
 import fastpu as fp
 from fastpu import csrr
 from fastpu._kernels import csrr as K
@@ -105,7 +107,7 @@ def test_soft_box_is_clipped_soft_threshold(xs, tau):
 @given(seeds, shapes, st.integers(1, 4), variants, st.floats(0.5, 5.0), st.floats(0, 2), st.floats(0, 2))
 def test_bilinear_objective_and_gradients_match_dense(seed, shape, k, variant, alpha, lam1, lam2):
     Y, A = _pu(seed, *shape)
-    data = csrr_solvers._positives(Y)
+    data = csrr_check.positives(Y)
     rng = np.random.default_rng(seed + 3)
     P, Q = rng.random((shape[0], k)), rng.random((shape[1], k))
     v = rng.random(data.nnz)
@@ -125,7 +127,7 @@ def test_bilinear_objective_and_gradients_match_dense(seed, shape, k, variant, a
 
 def test_bilinear_gradients_finite_differences():
     Y, A = _pu(11, 6, 5, density=0.4)
-    data = csrr_solvers._positives(Y)
+    data = csrr_check.positives(Y)
     rng = np.random.default_rng(0)
     P, Q = rng.random((6, 3)), rng.random((5, 3))
     v = rng.random(data.nnz)
@@ -383,7 +385,7 @@ def test_demo_configs():
 def test_messages():
     Y, _ = _pu(0, 5, 4, density=0.5)
     with pytest.raises(TypeError, match="Y must be a scipy.sparse matrix or array, got ndarray"):
-        csrr.fit(np.eye(3))
+        csrr.fit(np.eye(3), 2)
     with pytest.raises(ValueError, match="unknown variant 'III'; expected one of 'I', 'II', 'e'"):
         csrr.fit(Y, variant="III")
     with pytest.raises(ValueError, match="alpha must be > 0.0, got 0"):
@@ -393,9 +395,9 @@ def test_messages():
     with pytest.raises(ValueError, match="lam2 must be >= 0.0, got -1"):
         csrr.fit(Y, lam2=-1.0)
     with pytest.raises(ValueError, match="eta must be > 0.0, got 0"):
-        csrr.fit(Y, eta=0.0)
+        csrr.fit(Y, 2, eta=0.0)
     with pytest.raises(ValueError, match="n_iter must be >= 1, got 0"):
-        csrr.fit(Y, n_iter=0)
+        csrr.fit(Y, 2, n_iter=0)
     with pytest.raises(ValueError, match="k must be >= 1, got 0"):
         csrr.fit(Y, variant="e", k=0)
     with pytest.raises(ValueError, match="k is the rank of variant 'e'; variant 'I' has no fixed rank"):
@@ -407,15 +409,15 @@ def test_messages():
     with pytest.raises(ValueError, match="unknown svd_method 'qr'"):
         csrr.fit(Y, variant="I", svd_method="qr")
     with pytest.raises(ValueError, match="n_inner must be >= 1, got 0"):
-        csrr.fit(Y, n_inner=0)
+        csrr.fit(Y, 2, n_inner=0)
     with pytest.raises(TypeError, match="n_inner must be an integer"):
-        csrr.fit(Y, n_inner=2.5)
+        csrr.fit(Y, 2, n_inner=2.5)
     with pytest.raises(TypeError, match="callback must be callable or None, got str"):
-        csrr.fit(Y, callback="x")
+        csrr.fit(Y, 2, callback="x")
     with pytest.raises(ValueError, match="Y has 1 negative stored values"):
-        csrr.fit(sp.csr_array(np.array([[1.0, -1.0]])))
+        csrr.fit(sp.csr_array(np.array([[1.0, -1.0]])), 2)
     with pytest.raises(ValueError, match="Y has shape 0×3; expected at least one user and one item"):
-        csrr.fit(sp.csr_array((0, 3)))
+        csrr.fit(sp.csr_array((0, 3)), 2)
     with pytest.raises(ValueError, match=r"CSRR-I \(dense U\) needs a dense 5×4 matrix .* use variant='e'"):
         csrr.fit(Y, variant="I", dense_limit=10)
     with pytest.raises(ValueError, match="give either U, or both P and Q"):
@@ -432,6 +434,72 @@ def test_messages():
     model = csrr.fit(Y, variant="e", k=2, n_iter=1)
     with pytest.raises(ValueError, match=r"users must lie in \[0, 5\)"):
         model.scores([7])
+
+
+def test_fit_signature_in_one_order():
+    """data, model, penalties, solver, run-time (loss was after eta, n_threads before seed)."""
+    assert list(inspect.signature(csrr.fit).parameters) == [
+        "Y", "k", "variant", "loss", "alpha", "lam1", "lam2", "eta", "n_iter", "n_inner",
+        "inner_tol", "restart", "svd_method", "dense_limit", "seed", "n_threads", "callback",
+        "verbose"]
+
+
+def test_variant_e_requires_k_like_every_rank_k_method():
+    """csrr.fit(Y) used to fit CSRR-e at k = 32 without a word (issue 28)."""
+    Y, _ = _pu(0, 6, 5, density=0.5)
+    want = (r"csrr.fit\(\) missing k, the rank of variant 'e' .*: e.g. csrr.fit\(Y, 32\); "
+            r"variants 'I' and 'II' choose their own rank")
+    for call in (lambda: csrr.fit(Y), lambda: csrr.fit(Y, None), lambda: csrr.fit(Y, n_iter=2),
+                 lambda: csrr.fit(Y, variant="e", k=None),
+                 lambda: csrr.fit(fp.datasets.from_pairs([0, 1, 2], [1, 0, 2]))):
+        with pytest.raises(TypeError, match=want):
+            call()
+    # the dense variants choose their rank and still take no k
+    assert csrr.fit(Y, variant="I", n_iter=1).params["k"] is None
+    assert csrr.fit(Y, variant="II", n_iter=1).params["k"] is None
+    assert csrr.fit(Y, 3, n_iter=1).params["k"] == 3
+
+
+def test_y_is_checked_once(monkeypatch):
+    """fit, objective: one check_csr of Y (a Y with stored zeros was canonicalised twice)."""
+    from fastpu._core import validation as V
+    Y = sp.csr_array(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+    Y.data[1] = 0.0                                   # a stored zero is not a positive
+    calls = []
+    real = V.check_csr
+    monkeypatch.setattr(V, "check_csr", lambda A, **kw: calls.append(kw.get("name")) or real(A, **kw))
+    model = csrr.fit(Y, 2, n_iter=2)
+    assert calls == ["Y"] and model.V.nnz <= 2
+    calls.clear()
+    csrr.fit(Y, variant="I", n_iter=2)
+    assert calls == ["Y"]
+    calls.clear()
+    csrr.objective(Y, P=model.P, Q=model.Q)
+    assert calls == ["Y"]
+    np.testing.assert_array_equal(csrr_check.positives(Y).indices, [0, 1])
+    np.testing.assert_array_equal(csrr_check.positives(Y).indptr, [0, 1, 2])
+
+
+def test_the_dask_form_runs_the_same_checks():
+    """fastpu.distributed's CSRR-e goes through csrr._check (it copied fit's preamble before,
+    with its own silent k = 32); the checks raise before the cluster is touched."""
+    from fastpu.distributed import _with_defaults     # first: it loads every Dask form
+    from fastpu.csrr import _dask
+
+    def call(k=None, **given):
+        _dask.fit(None, None, k, n_threads=1, **_with_defaults("csrr", _dask, given))
+
+    with pytest.raises(TypeError, match=r"fastpu.distributed.fit\(\) missing k, the rank of "
+                                        r"variant 'e' .*fastpu.distributed.fit\(Y, 32, method='csrr'\)"):
+        call()
+    with pytest.raises(ValueError, match="alpha must be > 0.0, got 0"):
+        call(3, alpha=0.0)
+    with pytest.raises(ValueError, match="unknown restart 'gradient'"):
+        call(3, restart="gradient")
+    with pytest.raises(ValueError, match="n_inner=None has no distributed form"):
+        call(3, n_inner=None)
+    with pytest.raises(TypeError, match=r"got unexpected parameters \['rho'\]"):
+        call(3, rho=1.0)
 
 
 def test_non_finite_objective_raises():

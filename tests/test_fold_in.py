@@ -360,6 +360,22 @@ def test_csrr_fitted_model_scores_and_recommend():
     assert list(res.user_ids) == list(range(100, 110))
 
 
+def test_csrr_stored_zeros_are_not_positives():
+    """The row solver keeps Y_new's positives (stored values > 0) without a second check."""
+    data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=5)
+    model = fp.csrr.fit(data.Y[:30], 4, variant="e", n_iter=10)
+    Ynew = sp.csr_array(data.Y[30:], dtype=np.float64)
+    Ynew.data = Ynew.data * 3.0                          # weights: csrr binarises them
+    with_zero = Ynew.copy()
+    with_zero.data[::3] = 0.0                            # stored zeros: not positives
+    without = with_zero.copy()
+    without.eliminate_zeros()
+    a, b = fold_in(model, with_zero), fold_in(model, without)
+    np.testing.assert_array_equal(a.user_factors, b.user_factors)
+    np.testing.assert_array_equal(a.V.toarray(), b.V.toarray())
+    assert a.V.nnz <= without.nnz and not np.any(a.V.toarray()[with_zero.toarray() == 0])
+
+
 def test_csrr_dense_variants_refused():
     Y = sp.random_array((10, 8), density=0.3, random_state=0, format="csr")
     model = fp.csrr.fit(Y, variant="I", n_iter=2)

@@ -1,12 +1,14 @@
 """HOMF against dense references written from the paper (tests/naive_homf.py)."""
 
+import inspect
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastpu.homf import _fit as homf_fit, _walk as homf_walk
+from fastpu.homf import _solvers as homf_solvers, _walk as homf_walk
 import fastpu as fp
 from fastpu import homf
 from fastpu._kernels import homf as K
@@ -192,7 +194,7 @@ def test_ridge_columns_equal_lstsq_on_omega(N, b, k, seed, density, lam, dense):
     F = rng.random((N, b)) * (rng.random((N, b)) < dens)
     L = rng.normal(size=(N, k))
     LtL = np.empty((k, k))
-    homf_fit._gram(L, LtL)
+    homf_solvers._gram(L, LtL)
     np.testing.assert_allclose(LtL, L.T @ L, rtol=1e-12, atol=1e-12)
     out = np.empty((b, k))
     loss = np.empty(b)
@@ -412,6 +414,73 @@ A0 = homf.transition_matrix(R0)
 def test_bad_input_is_rejected_with_a_clear_message(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_fit_signature_in_one_order():
+    """data, model, penalty, solver, run-time (g_user_graph, g_item_graph were after verbose)."""
+    assert list(inspect.signature(homf.fit).parameters) == [
+        "Y", "k", "user_graph", "item_graph", "alpha", "T", "g", "g_user_graph", "g_item_graph",
+        "mode", "lam", "n_iter", "block_size", "seed", "n_threads", "callback", "verbose"]
+
+
+@pytest.mark.parametrize("mode", ["exact", "dense"])
+def test_each_argument_is_checked_once(monkeypatch, mode):
+    """Y went through check_csr three times in a fit (fit, transition_matrix, the built A)."""
+    from fastpu._core import validation as V
+    R, _, _, Su, _ = _problem(6, 5, 0.5, 3, graphs=True)
+    calls = []
+    real = V.check_csr
+    monkeypatch.setattr(V, "check_csr", lambda A, **kw: calls.append(kw.get("name")) or real(A, **kw))
+    model = homf.fit(R, 2, T=2, n_iter=1, mode=mode)
+    assert calls == ["Y"]
+    calls.clear()
+    homf.fit(R, 2, T=2, n_iter=1, mode=mode, user_graph=Su, alpha=0.3)
+    assert calls == ["Y", "user_graph"]
+    calls.clear()
+    # the public helpers keep their own checks, at their own boundary
+    A = homf.transition_matrix(R, g="linear")         # fit's default g
+    assert calls == ["R"]
+    B = model.extras["A"]                             # the same A, built by the same code
+    for part in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(A, part), getattr(B, part))
+    calls.clear()
+    homf.objective(model.extras["A"], model.extras["U"], model.extras["V"], 2, 0.1)
+    assert calls == ["A"]
+
+
+def test_the_dask_form_runs_the_same_checks():
+    """fastpu.distributed's HOMF goes through homf._check (it copied fit's preamble before, and
+    took no g_user_graph / g_item_graph); the checks raise before the cluster is touched."""
+    from fastpu.distributed import _with_defaults     # first: it loads every Dask form
+    from fastpu.homf import _dask
+
+    def call(k=2, **given):
+        _dask.fit(None, R0, [], 1, k, n_threads=1, **_with_defaults("homf", _dask, given))
+
+    for k, given, exc, match in [
+            (0, {}, ValueError, "k must be >= 1, got 0"),
+            (2, dict(lam=0.0), ValueError, "lam must be > 0.0, got 0"),
+            (2, dict(block_size=0), ValueError, "block_size must be >= 1, got 0"),
+            (2, dict(g_user_graph="log"), ValueError, "unknown g_user_graph 'log'"),
+            (2, dict(user_graph=np.eye(3)), ValueError, "user_graph has shape 3×3"),
+            (2, dict(alpha=1.5), ValueError, "alpha must be <= 1.0, got 1.5")]:
+        with pytest.raises(exc, match=match):
+            call(k, **given)
+
+
+def test_the_dask_form_takes_the_side_graphs_functions():
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import Client, LocalCluster
+
+    R, _, _, Su, _ = _problem(8, 6, 0.5, 4, graphs=True)
+    kw = dict(T=2, n_iter=2, seed=3, user_graph=Su, alpha=0.4, g="exp", g_user_graph="linear")
+    ref = homf.fit(R, 2, mode="dense", **kw)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        mod = fp.distributed.fit(R, 2, method="homf", client=client, n_threads=1, **kw)
+    np.testing.assert_allclose(mod.extras["A"].toarray(), ref.extras["A"].toarray(), rtol=1e-15)
+    np.testing.assert_allclose(mod.scores(), ref.scores(), rtol=1e-8, atol=1e-12)
+    assert (mod.params["g_user_graph"], mod.params["g_item_graph"]) == ("linear", "exp")
 
 
 def test_subnormal_alpha_is_refused():

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastpu.homf import _fit as homf_fit
+from fastpu.homf import _solvers as homf_solvers
 from fastpu import homf
 from fastpu._kernels import homf as K
 from fastpu._kernels.csr import csr_dense, weighted_gram
@@ -94,7 +94,7 @@ def test_horner_walk_is_the_same_for_any_thread_count_and_chunking(N, k, density
     for threads in (1, 2):
         with limit_threads(threads):
             results.append(_fused(P, T, L, _random_chunks(N, rng)))
-            results.append(_fused(P, T, L, homf_fit._row_chunks(P, 4 * threads)))
+            results.append(_fused(P, T, L, homf_solvers._row_chunks(P, 4 * threads)))
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
 
@@ -118,7 +118,7 @@ def test_horner_walk_groups_of_eight_four_and_the_remainder():
 @given(N=st.integers(0, 60), density=st.floats(0.0, 1.0), seed=seeds, n_chunks=st.integers(1, 20))
 def test_row_chunks_cover_the_rows_in_order_with_about_equal_nonzeros(N, density, seed, n_chunks):
     P = _sparse(N, density, seed, long_rows=True) if N else sp.csr_array((0, 0))
-    cuts = homf_fit._row_chunks(P, n_chunks)
+    cuts = homf_solvers._row_chunks(P, n_chunks)
     assert cuts.dtype == np.int64 and cuts[0] == 0 and cuts[-1] == N
     assert np.all(np.diff(cuts) > 0) or N == 0
     assert len(cuts) - 1 <= max(n_chunks, 1)

@@ -103,7 +103,9 @@ METHODS = (
           fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",
           space="fastpu.fbgd._tuning:space", demo="fastpu.fbgd:demo_configs"),
     Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
-          fit="fastpu.csrr:fit", needs_rank=False, default_rank=None,
+          # k is optional (CSRR-I/II choose their rank) but the default variant "e" needs it:
+          # the command line gives it the usual rank when --param k is not given
+          fit="fastpu.csrr:fit", needs_rank=False, default_rank=32,
           fold="fastpu.csrr._fold", dask="fastpu.csrr._dask",
           space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
           model_class="fastpu.csrr:CSRRModel",

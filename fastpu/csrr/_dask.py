@@ -22,15 +22,15 @@ import operator
 import numpy as np
 import scipy.sparse as sp
 
-from fastpu._core import validation as V
 from fastpu._kernels import csrr as K
 from fastpu._kernels.csr import csr_dense, sampled_dots
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
-from fastpu.csrr._fit import _LOSS_CODE, CSRRModel, _check_common, _curvature
+from fastpu.csrr._check import check_model, check_run
+from fastpu.csrr._fit import _params
+from fastpu.csrr._model import CSRRModel
+from fastpu.csrr._solvers import lam_max, start_factors
 from fastpu.distributed import blocks as _blocks
-
-IGNORED = ("restart", "svd_method", "dense_limit", "inner_tol")   # CSRR-I/II or n_inner > 1 only
 
 
 @dataclasses.dataclass
@@ -121,36 +121,34 @@ def v_task(block, E_full, F, v, kind, alpha, eV, lam2, n_threads):
         return _v_step(block, E, F, v, kind, alpha, eV, lam2)
 
 
-def fit(client, layout, k, *, variant, alpha, lam1, lam2, eta, loss, n_iter, n_inner, seed,
-        n_threads, callback, verbose, **other):
+def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_inner, inner_tol,
+        restart, svd_method, dense_limit, seed, n_threads, callback, verbose, **other):
     """CSRR-e over row blocks; see :func:`fastpu.distributed.fit` (which fills in
-    ``fastpu.csrr.fit``'s defaults: no default is spelled out here)."""
-    unknown = set(other) - set(IGNORED)
-    if unknown:
+    ``fastpu.csrr.fit``'s defaults: no default is spelled out here). The arguments go through
+    the same checks as ``fastpu.csrr.fit``'s (:mod:`fastpu.csrr._check`); ``restart``,
+    ``svd_method`` and ``dense_limit`` belong to CSRR-I/II and ``inner_tol`` to ``n_inner > 1``,
+    so they are checked and recorded only."""
+    del dense_limit                        # CSRR-I/II only, unchecked by the single-machine "e"
+    if other:
         raise TypeError(f"fastpu.distributed.fit(method='csrr') got unexpected parameters "
-                        f"{sorted(unknown)}; see fastpu.csrr.fit for the accepted ones")
-    variant, alpha, lam1, lam2, eta, n_iter = _check_common(variant, alpha, lam1, lam2, eta,
-                                                            100 if n_iter is None else n_iter)
-    loss = V.check_choice(loss, name="loss", choices=("I", "II"))
-    n_inner = V.check_int(n_inner, name="n_inner", minimum=1)
-    if n_inner != 1:
-        raise ValueError(f"n_inner={n_inner} has no distributed form (its inner stopping test "
+                        f"{sorted(other)}; see fastpu.csrr.fit for the accepted ones")
+    model = check_model(variant=variant, loss=loss, alpha=alpha, lam1=lam1, lam2=lam2)
+    run = check_run(k, model, eta=eta, n_iter=n_iter, n_inner=n_inner, inner_tol=inner_tol,
+                    restart=restart, svd_method=svd_method, seed=seed, callback=callback,
+                    verbose=verbose, where="fastpu.distributed.fit",
+                    example="fastpu.distributed.fit(Y, 32, method='csrr')")
+    if run.n_inner != 1:
+        raise ValueError(f"n_inner={run.n_inner} has no distributed form (its inner stopping test "
                          "needs the objective after every pass); use n_inner=1, or fastpu.csrr.fit")
-    callback = V.check_callback(callback)
-    rng = V.check_seed(seed)
-    k = 32 if k is None else V.check_k(k)
     m, n = layout.shape
     if m == 0 or n == 0:
         raise ValueError(f"Y has shape {m}×{n}; expected at least one user and one item")
-    kind = _LOSS_CODE[loss]
-    c = _curvature(kind, alpha)
+    assert run.k is not None                     # variant "e" has a rank (check_rank)
+    k, eta, lam1, lam2, alpha, kind = run.k, run.eta, model.lam1, model.lam2, model.alpha, model.kind
+    c = model.curvature
     hi = 1.0 / math.sqrt(k)
-    P = np.ascontiguousarray(rng.uniform(0.0, hi, size=(m, k)))
-    Q = np.ascontiguousarray(rng.uniform(0.0, hi, size=(n, k)))
-    params = dict(variant="e", alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
-                  n_iter=n_iter, n_inner=1, inner_tol=other.get("inner_tol", 1e-4),
-                  restart=other.get("restart"), svd_method=other.get("svd_method", "auto"),
-                  seed=seed if not isinstance(seed, np.random.Generator) else None,
+    P, Q = start_factors(run.rng, m, n, k)
+    params = dict(_params(model, run, seed),
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
     on = [dict(workers=[_blocks.home(layout.workers, b)], allow_other_workers=True)
           for b in range(layout.n_blocks)]
@@ -162,14 +160,14 @@ def fit(client, layout, k, *, variant, alpha, lam1, lam2, eta, loss, n_iter, n_i
     # the roots of the lineage, held for the whole fit
     roots = client.scatter([P, Q], broadcast=True, hash=False)
     P_f, Q_f = roots
-    progress = Progress("csrr-e", verbose=verbose, callback=callback)
+    progress = Progress("csrr-e", verbose=run.verbose, callback=run.callback)
     eV = eta if eta is not None else 1.0 / c
     opts = dict(hi=hi, lam1=lam1, kind=kind, alpha=alpha, eV=eV, lam2=lam2, n_threads=n_threads)
     try:
         GQ = _sum(client.gather([client.submit(gram_task, blk, Q_f, **on[b])
                                  for b, blk in enumerate(ib)]))
-        for t in range(1, n_iter + 1):
-            eP = eta if eta is not None else 1.0 / max(c * _lam_max(GQ), 1e-12)
+        for t in range(1, run.n_iter + 1):
+            eP = eta if eta is not None else 1.0 / max(c * lam_max(GQ), 1e-12)
             res = [client.submit(side_task, ub[b], P_f, Q_f, vu[b], GQ, eP, v_first=t > 1,
                                  **opts, **on[b]) for b in range(nb_)]
             vu = [client.submit(operator.getitem, r, 1, **on[b]) for b, r in enumerate(res)]
@@ -177,7 +175,7 @@ def fit(client, layout, k, *, variant, alpha, lam1, lam2, eta, loss, n_iter, n_i
                                           for b, r in enumerate(res)])
             GP = _sum(client.gather([client.submit(operator.getitem, r, 2, **on[b])
                                      for b, r in enumerate(res)]))
-            eQ = eta if eta is not None else 1.0 / max(c * _lam_max(GP), 1e-12)
+            eQ = eta if eta is not None else 1.0 / max(c * lam_max(GP), 1e-12)
             res = [client.submit(item_task, ib[b], Q_f, P_f, vi[b], GP, eQ, **opts, **on[b])
                    for b in range(nb_)]
             vi = [client.submit(operator.getitem, r, 1, **on[b]) for b, r in enumerate(res)]
@@ -231,10 +229,6 @@ def _sum(parts):
     for p in parts[1:]:
         out += p
     return out
-
-
-def _lam_max(G):
-    return float(np.linalg.eigvalsh(G)[-1]) if G.size else 0.0
 
 
 #: what has a distributed form (fastpu.distributed.METHODS)

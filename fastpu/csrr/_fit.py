@@ -9,10 +9,10 @@ import numpy as np
 
 from fastpu._core import validation as Vd
 from fastpu._kernels import csrr as K
+from fastpu.csrr._check import (LOSSES, Model, Positives, Run, check_memory, check_model,
+                                check_run, positives)
 from fastpu.csrr._model import CSRRModel
-from fastpu.csrr._solvers import (INNER_CAP, _LOSS_CODE, _VARIANTS, _Bilinear, _box_violation,  # noqa: F401
-                            _check_common, _curvature, _fit_bilinear, _fit_dense, _positives,
-                            _sparse_v)
+from fastpu.csrr._solvers import INNER_CAP, _Bilinear, _fit_bilinear, _fit_dense, _sparse_v
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu._core.dataset import Dataset
@@ -26,11 +26,11 @@ __all__ = ["CSRRModel", "INNER_CAP", "demo_configs", "fit", "objective"]
 
 
 @accepts_dataset
-def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha: float = 1.3,
-        lam1: float = 1.0, lam2: float = 0.2, eta: float | None = None, loss: str = "I",
+def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", loss: str = "I",
+        alpha: float = 1.3, lam1: float = 1.0, lam2: float = 0.2, eta: float | None = None,
         n_iter: int | None = None, n_inner: int | None = 1, inner_tol: float = 1e-4,
         restart: str | None = None, svd_method: str = "auto", dense_limit: int | None = None,
-        n_threads: Threads = None, seed: Seed = 0, callback: Callback = None,
+        seed: Seed = 0, n_threads: Threads = None, callback: Callback = None,
         verbose: bool = False) -> CSRRModel:
     """Fit CSRR (low rank + sparse, cost-sensitive square loss) to a PU matrix.
 
@@ -39,11 +39,14 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     Y : scipy.sparse matrix, shape (m, n)
         Users × items; every stored entry with a positive value is a positive (binarised).
     k : int, optional
-        Rank d of U = P Qᵀ in variant ``"e"`` (default 32). Variants ``"I"``/``"II"`` have no
-        fixed rank (the nuclear norm chooses it): leave ``k=None``.
+        Rank d of U = P Qᵀ, required by variant ``"e"`` (the default variant) as by every
+        rank-k method. Variants ``"I"``/``"II"`` have no fixed rank (the nuclear norm chooses
+        it): leave ``k=None``.
     variant : {"I", "II", "e"}
         ``"I"``/``"II"``: Algorithm 1 with loss ℓ^I / ℓ^II and a dense U (nuclear norm,
         singular value thresholding). ``"e"``: Algorithm 2, U = P Qᵀ of rank ``k``.
+    loss : {"I", "II"}
+        The loss of variant ``"e"`` (``"I"``/``"II"`` use their own).
     alpha : float
         Cost bias α > 0 (α = c_p / c_n; α > 1 weighs missing a positive more). The defaults of
         ``alpha``, ``lam1`` and ``lam2`` were chosen by ``fastpu.select.tune`` (variant "e") on
@@ -55,8 +58,6 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     eta : float, optional
         Step size η > 0 used by every block. ``None``: the inverse Lipschitz constant of
         each step (see the module docstring).
-    loss : {"I", "II"}
-        The loss of variant ``"e"`` (``"I"``/``"II"`` use their own).
     n_iter : int, optional
         Outer iterations (default 60 for ``"I"``/``"II"``, 100 for ``"e"``).
     n_inner : int or None
@@ -76,13 +77,13 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     dense_limit : int, optional
         ``"I"``/``"II"`` refuse when m·n exceeds it (default
         :data:`fastpu._validation.DENSE_LIMIT`).
+    seed : int
+        Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
     n_threads : int, optional
         numba threads for the kernels (restored afterwards). For ``"I"``/``"II"``, whose time is
         LAPACK's SVD, it also limits BLAS's threads during the fit; ``None`` (default) leaves
         BLAS at its own count. On a machine other jobs share, ``n_threads=1`` can be several
         times faster than BLAS's threads contending for the cores.
-    seed : int
-        Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
     callback : callable, optional
         ``callback(info)`` after every outer iteration; returning True stops (it must return
         None or a bool). ``info["model"]()`` is the current iterate as a :class:`CSRRModel`
@@ -99,9 +100,9 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     Raises
     ------
     TypeError
-        If ``Y`` is not sparse or an argument has the wrong type (a complex ``Y`` or
-        feature matrix included); a ``callback`` that returns something other than None or a
-        bool; a ``verbose`` that is not a bool or an int.
+        If ``k`` is missing for variant ``"e"``; if ``Y`` is not sparse or an argument has the
+        wrong type (a complex ``Y`` or feature matrix included); a ``callback`` that returns
+        something other than None or a bool; a ``verbose`` that is not a bool or an int.
     ValueError
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
         ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
@@ -131,58 +132,55 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
     >>> m1.U.shape
     (40, 30)
     """
-    variant, alpha, lam1, lam2, eta, n_iter_ = _check_common(
-        variant, alpha, lam1, lam2, eta, 1 if n_iter is None else n_iter)
-    if n_iter is None:
-        n_iter_ = 100 if variant == "e" else 60
-    loss = Vd.check_choice(loss, name="loss", choices=("I", "II"))
-    if n_inner is not None:
-        n_inner = Vd.check_int(n_inner, name="n_inner", minimum=1)
-    inner_tol = Vd.check_scalar(inner_tol, name="inner_tol", minimum=0.0)
-    restart = Vd.check_choice(restart, name="restart", choices=(None, "function"))
-    svd_method = Vd.check_choice(svd_method, name="svd_method", choices=("auto", "truncated", "full"))
-    callback = Vd.check_callback(callback)
-    verbose = Vd.check_verbose(verbose)
-    rng = Vd.check_seed(seed)
-    if variant == "e":
-        k = 32 if k is None else Vd.check_k(k)
-    elif k is not None:
-        raise ValueError(f"k is the rank of variant 'e'; variant {variant!r} has no fixed rank, got k={k!r}")
-    data = _positives(Y, fit=True)
-    m, n = data.shape
-    if variant != "e":
-        Vd.check_dense_size(m, n, what=f"CSRR-{variant} (dense U)",
-                            alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
-                            limit=dense_limit)
-    if k is not None:           # variant "e"
-        Vd.check_alloc(8 * k * (6 * (m + n) + 8 * k) + 48 * data.nnz, what="CSRR-e", names=("k",))
-    else:       # U (then Û), the dense Ũ of two iterates, and the SVD's (or Gram's) work
-        Vd.check_alloc(5 * 8 * m * n, what=f"CSRR-{variant} (dense U and its SVD)",
-                       names=("Y's shape", "variant (use 'e')"))
-    params = dict(variant=variant, alpha=alpha, lam1=lam1, lam2=lam2, eta=eta, k=k, loss=loss,
-                  n_iter=n_iter_, n_inner=n_inner, inner_tol=inner_tol, restart=restart,
-                  svd_method=svd_method, seed=seed if not isinstance(seed, np.random.Generator) else None)
-    progress = Progress(f"csrr-{variant}", verbose=verbose, callback=callback,
-                        advice=_advice(eta, alpha, lam1, lam2))
+    model = check_model(variant=variant, loss=loss, alpha=alpha, lam1=lam1, lam2=lam2)
+    run = check_run(k, model, eta=eta, n_iter=n_iter, n_inner=n_inner, inner_tol=inner_tol,
+                    restart=restart, svd_method=svd_method, seed=seed, callback=callback,
+                    verbose=verbose)
+    data = positives(Y, fit=True)
+    check_memory(data, model, run, dense_limit)
+    params = _params(model, run, seed)
+    progress = Progress(f"csrr-{model.variant}", verbose=run.verbose, callback=run.callback,
+                        advice=_advice(run.eta))
     # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there unless
     # n_threads is given (then BLAS gets that many too: on a busy machine its threads contend)
-    with limit_threads(n_threads, blas=1 if variant == "e" else n_threads):
-        if variant == "e":
-            P, Q, v = _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter_, k, loss, n_inner,
-                                    inner_tol, rng, progress)
-            # scores lie in [0, 2]: below 1e-12 everywhere they are zero for any ranking
-            bound = (math.sqrt(float(np.max(np.einsum("ij,ij->i", P, P), initial=0.0))
-                               * float(np.max(np.einsum("ij,ij->i", Q, Q), initial=0.0)))
-                     + float(np.max(v, initial=0.0)))
-            progress.finish(all_zero=bound < 1e-12,
-                            zero_advice=_zero_advice(data, eta, lam1, lam2))
-            return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
-                             method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
-        Ut, v_tilde, U, v, eta_used, res, box = _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter_,
-                                                      restart, svd_method, rng, progress)
+    bilinear = model.variant == "e"
+    with limit_threads(n_threads, blas=1 if bilinear else n_threads):
+        if bilinear:
+            P, Q, v = _fit_bilinear(data, model, run, progress)
+        else:
+            dense = _fit_dense(data, model, run, progress)
+    if bilinear:
+        return _bilinear_model(data, P, Q, v, model, run, params, progress)
+    return _dense_model(data, dense, model, run, params, progress)
+
+
+def _params(model: Model, run: Run, seed: Any) -> dict[str, Any]:
+    """What the model records of its fit (``params``); CSRR-I/II add ``eta_used``."""
+    return dict(variant=model.variant, alpha=model.alpha, lam1=model.lam1, lam2=model.lam2,
+                eta=run.eta, k=run.k, loss=model.loss, n_iter=run.n_iter, n_inner=run.n_inner,
+                inner_tol=run.inner_tol, restart=run.restart, svd_method=run.svd_method,
+                seed=seed if not isinstance(seed, np.random.Generator) else None)
+
+
+def _bilinear_model(data: Positives, P: np.ndarray, Q: np.ndarray, v: np.ndarray, model: Model,
+                    run: Run, params: dict[str, Any], progress: Progress) -> CSRRModel:
+    """CSRR-e's result: U = P Qᵀ and V on the positives (warns when every score is ~0)."""
+    # scores lie in [0, 2]: below 1e-12 everywhere they are zero for any ranking
+    bound = (math.sqrt(float(np.max(np.einsum("ij,ij->i", P, P), initial=0.0))
+                       * float(np.max(np.einsum("ij,ij->i", Q, Q), initial=0.0)))
+             + float(np.max(v, initial=0.0)))
+    progress.finish(all_zero=bound < 1e-12, zero_advice=_zero_advice(data, model, run))
+    return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
+                     method="csrr", extras={}, U=None, V=_sparse_v(data, v), variant="e")
+
+
+def _dense_model(data: Positives, dense: tuple[Any, ...], model: Model, run: Run,
+                 params: dict[str, Any], progress: Progress) -> CSRRModel:
+    """CSRR-I/II's result: the paper's output X^T = U^T + V^T, Ũ's factors and Ṽ in extras."""
+    Ut, v_tilde, U, v, eta_used, res, box = dense
     params["eta_used"] = eta_used
     progress.finish(all_zero=float(np.max(v, initial=0.0)) + float(np.max(U, initial=0.0)) < 1e-12,
-                    zero_advice=_zero_advice(data, eta, lam1, lam2))
+                    zero_advice=_zero_advice(data, model, run))
     root = np.sqrt(Ut.s)
     hist = progress.history
     if hist:
@@ -192,10 +190,10 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", alpha:
                      history=hist, params=params, method="csrr",
                      extras={"singular_values": Ut.s.copy(), "V_tilde": _sparse_v(data, v_tilde),
                              "status": res.status.name},
-                     U=U, V=_sparse_v(data, v), variant=variant)
+                     U=U, V=_sparse_v(data, v), variant=model.variant)
 
 
-def _advice(eta, alpha, lam1, lam2):
+def _advice(eta: float | None) -> str:
     """What to change when the objective grows or overflows."""
     if eta is not None:
         return (f"lower eta (now {eta:g}) or leave eta=None, the inverse Lipschitz step of each "
@@ -203,8 +201,9 @@ def _advice(eta, alpha, lam1, lam2):
     return "pass a smaller eta than the default inverse Lipschitz step, or raise lam1 and lam2"
 
 
-def _zero_advice(data, eta, lam1, lam2):
+def _zero_advice(data: Positives, model: Model, run: Run) -> str | None:
     """Advice for an all-zero result; ``None`` (no warning) when Y has no positive to fit."""
+    eta, lam1, lam2 = run.eta, model.lam1, model.lam2
     if data.nnz == 0:
         return None
     tip = (f"lower lam1 (now {lam1:g}) and lam2 (now {lam2:g}), which shrink U and V to zero"
@@ -263,11 +262,9 @@ def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,
     >>> csrr.objective(Y, U=np.zeros((2, 2)), variant="I", alpha=2.0)   # α·½·(0 − 1)² twice
     2.0
     """
-    variant = Vd.check_choice(variant, name="variant", choices=("I", "II"))
-    alpha = Vd.check_scalar(alpha, name="alpha", minimum=0.0, strict_min=True)
-    lam1 = Vd.check_scalar(lam1, name="lam1", minimum=0.0)
-    lam2 = Vd.check_scalar(lam2, name="lam2", minimum=0.0)
-    data = _positives(Y)
+    model = check_model(variant=variant, alpha=alpha, lam1=lam1, lam2=lam2, variants=LOSSES)
+    alpha, lam1, lam2, kind = model.alpha, model.lam1, model.lam2, model.kind
+    data = positives(Y)
     m, n = data.shape
     if (U is None) == (P is None and Q is None) or (U is None and (P is None or Q is None)):
         raise ValueError("give either U, or both P and Q (U = P Qᵀ)")
@@ -282,7 +279,6 @@ def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,
         if off.nnz:
             raise ValueError(f"V has {off.nnz} stored entries off the positives of Y; expected V on Ω+ only")
         v = np.asarray(Vc[data.rows, data.indices]).ravel() if data.nnz else np.zeros(0)
-    kind = _LOSS_CODE[variant]
     with limit_threads(None, blas=None):
         if U is not None:
             Vd.check_dense_size(m, n, what="objective with a dense U", alternative="P and Q",

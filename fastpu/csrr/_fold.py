@@ -33,10 +33,7 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     k = Q.shape[1]
     alpha, lam1, lam2 = float(prm["alpha"]), float(prm["lam1"]), float(prm["lam2"])
     c, target = (alpha, 1.0) if prm.get("loss", "I") == "I" else (1.0, alpha)
-    Yb = sp.csr_array(Y)
-    Yb.data = np.where(Yb.data > 0, 1.0, 0.0)
-    Yb.eliminate_zeros()
-    Yb = V.check_csr(Yb, name="Y_new")
+    Yb = _binary(Y)
     GQ, tmp = np.empty((k, k)), np.empty(k)
     weighted_gram(Q, np.ones(Q.shape[0]), GQ, tmp)
     hi = 1.0 / math.sqrt(k)
@@ -52,3 +49,17 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     info = row_problem.iter_info(pg, g0, it, tol)
     info["V"] = Vnew
     return P, info
+
+
+def _binary(Y: Any) -> Any:
+    """The positives of the canonical Y_new (``fastpu.fold_in`` checked it) as a canonical CSR of
+    ones: stored values <= 0 are not positives."""
+    keep = Y.data > 0
+    m = Y.shape[0]
+    counts = np.bincount(row_problem.rows_of(Y)[keep], minlength=m)
+    indptr = np.zeros(m + 1, dtype=V.INDEX_DTYPE)
+    np.cumsum(counts, out=indptr[1:])
+    indices = np.ascontiguousarray(Y.indices[keep], dtype=V.INDEX_DTYPE)
+    Yb = sp.csr_array((np.ones(indices.size), indices, indptr), shape=Y.shape)
+    Yb.indptr, Yb.indices = indptr, indices      # scipy may pick its own index type
+    return Yb

@@ -1,25 +1,22 @@
-"""CSRR's solvers (Yang, Zhao, Gao, Liu): canonical positives, Algorithm 1 over a dense U
-(CSRR-I/II, accelerated proximal gradient with singular value thresholding) and Algorithm 2 over
-U = P Qᵀ (CSRR-e). :mod:`fastpu.csrr` holds the model type and the public functions.
+"""CSRR's solvers (Yang, Zhao, Gao, Liu): Algorithm 1 over a dense U (CSRR-I/II, accelerated
+proximal gradient with singular value thresholding) and Algorithm 2 over U = P Qᵀ (CSRR-e).
+
+They take the canonical positives and the settings :mod:`fastpu.csrr._check` returns, and check
+nothing again. :mod:`fastpu.csrr` holds the model type and the public functions.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
-import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from fastpu._core import validation as Vd
 from fastpu._kernels import csrr as K
 from fastpu._kernels.csr import csr_dense, csr_dense_perm, sampled_dots
+from fastpu.csrr._check import Model, Run
 from fastpu.csrr._model import CSRRModel
 from fastpu.optim import SVTResult, apg, svt_operator
-
-_VARIANTS = ("I", "II", "e")
-_LOSS_CODE = {"I": 0, "II": 1}
 
 #: Safety cap on CSRR-e's inner P, Q passes per outer iteration when ``n_inner=None``.
 INNER_CAP = 100
@@ -28,69 +25,6 @@ INNER_CAP = 100
 def _model(**fields):
     """The current iterate as a CSRRModel (for the callback's ``info["model"]``)."""
     return CSRRModel(method="csrr", **fields)
-
-
-# --------------------------------------------------------------------------------- inputs
-
-
-@dataclasses.dataclass
-class _Data:
-    """Canonical positives: CSR pattern of Ω+ and its transpose with a permutation."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    shape: tuple
-    rows: np.ndarray          # row of every stored entry
-    t_indptr: np.ndarray
-    t_indices: np.ndarray
-    t_perm: np.ndarray        # transposed entry p' is original entry t_perm[p']
-
-    @property
-    def nnz(self):
-        return self.indices.size
-
-    def csr(self, data):
-        """A CSR matrix with ``data`` on the positives, owning copies of the index arrays: the
-        caller may prune it (``eliminate_zeros`` works in place on the index arrays, and every
-        matrix built from this pattern would see the change)."""
-        return sp.csr_array((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
-
-
-def _positives(Y, *, fit=False):
-    """The positives of Y (stored values > 0); ``fit``: refuse a Y no fit can learn from."""
-    Y = Vd.check_csr(Y, name="Y")
-    if fit:
-        Vd.check_trainable(Y)
-    keep = Y.data > 0
-    if not keep.all():
-        Y = sp.csr_array(Y)
-        Y.data = np.where(keep, Y.data, 0.0)
-        Y.eliminate_zeros()
-        Y = Vd.check_csr(Y, name="Y")
-    m, n = Y.shape
-    if m == 0 or n == 0:
-        raise ValueError(f"Y has shape {m}×{n}; expected at least one user and one item")
-    order = sp.csr_array((np.arange(Y.nnz, dtype=np.float64), Y.indices, Y.indptr), shape=Y.shape)
-    T = Vd.transpose_csr(order)
-    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(Y.indptr))
-    return _Data(Y.indptr, Y.indices, (m, n), rows, T.indptr, T.indices,
-                 T.data.astype(np.int64))
-
-
-def _check_common(variant, alpha, lam1, lam2, eta, n_iter):
-    variant = Vd.check_choice(variant, name="variant", choices=_VARIANTS)
-    alpha = Vd.check_scalar(alpha, name="alpha", minimum=0.0, strict_min=True)
-    lam1 = Vd.check_scalar(lam1, name="lam1", minimum=0.0)
-    lam2 = Vd.check_scalar(lam2, name="lam2", minimum=0.0)
-    if eta is not None:
-        eta = Vd.check_scalar(eta, name="eta", minimum=0.0, strict_min=True)
-    n_iter = Vd.check_int(n_iter, name="n_iter", minimum=1)
-    return variant, alpha, lam1, lam2, eta, n_iter
-
-
-def _curvature(kind, alpha):
-    """Largest second derivative of the loss over positives and unobserved entries."""
-    return max(alpha, 1.0) if kind == 0 else 1.0
 
 
 # --------------------------------------------------------------------------------- I / II
@@ -190,18 +124,22 @@ def _box_violation(D):
     return max(float(np.max(-D, initial=0.0)), float(np.max(D, initial=1.0)) - 1.0)
 
 
-def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_method, rng, progress):
-    kind = _LOSS_CODE[variant]
+def _fit_dense(data, model: Model, run: Run, progress):
+    """Algorithm 1: returns (Ũ, Ṽ values, the momentum point's U and V values, η, the APG
+    result, Ũ's distance to the box)."""
+    eta = run.eta
     if eta is None:
-        eta = 1.0 / (2.0 * _curvature(kind, alpha))
+        eta = 1.0 / (2.0 * model.curvature)
     m, n = data.shape
-    prob = _DenseProblem(data, kind, alpha, lam1, lam2, svd_method, rng)
+    prob = _DenseProblem(data, model.kind, model.alpha, model.lam1, model.lam2, run.svd_method,
+                         run.rng)
     x0 = (_empty_svt(m, n), np.zeros(data.nnz), None)
     progress.start(prob.objective(x0))
     y0 = (prob.buffer, np.zeros(data.nnz))          # the same point (0, 0), stored densely
+    variant = model.variant
 
     def report(info):
-        def model():
+        def iterate():
             (Ut, _, _), (U, v) = info["x"], info["y"]
             root = np.sqrt(Ut.s)
             return _model(user_factors=Ut.left * root, item_factors=Ut.right.T * root,
@@ -209,9 +147,9 @@ def _fit_dense(data, variant, alpha, lam1, lam2, eta, n_iter, restart, svd_metho
 
         return progress.step(info["iter"], info["objective"], rank=prob.rank,
                              svd_computed=prob.n_computed, beta=info["beta"],
-                             restarted=info["restarted"], model=model)
+                             restarted=info["restarted"], model=iterate)
 
-    res = apg(prob, x0, y0=y0, step=eta, n_iter=n_iter, restart=restart, callback=report)
+    res = apg(prob, x0, y0=y0, step=eta, n_iter=run.n_iter, restart=run.restart, callback=report)
     Ut, v, D = res.x
     U, vy = res.y
     return Ut, v, U, vy, eta, res, _box_violation(D)
@@ -274,36 +212,47 @@ class _Bilinear:
         return out
 
 
-def _lam_max(G):
+def lam_max(G):
+    """The largest eigenvalue of a k×k Gram matrix (0 when k = 0)."""
     return float(np.linalg.eigvalsh(G)[-1]) if G.size else 0.0
 
 
-def _fit_bilinear(data, alpha, lam1, lam2, eta, n_iter, k, loss, n_inner, inner_tol, rng, progress):
-    kind = _LOSS_CODE[loss]
-    c = _curvature(kind, alpha)
-    m, n = data.shape
+def start_factors(rng, m, n, k):
+    """P then Q drawn uniformly in [0, 1/√k] (every entry of P Qᵀ in [0, 1])."""
     hi = 1.0 / math.sqrt(k)
     P = np.ascontiguousarray(rng.uniform(0.0, hi, size=(m, k)))
     Q = np.ascontiguousarray(rng.uniform(0.0, hi, size=(n, k)))
+    return P, Q
+
+
+def _fit_bilinear(data, model: Model, run: Run, progress):
+    """Algorithm 2: returns P, Q and V's values on the positives."""
+    assert run.k is not None                     # variant "e" has a rank (check_rank)
+    kind, lam1, lam2, eta, k = model.kind, model.lam1, model.lam2, run.eta, run.k
+    c = model.curvature
+    m, n = data.shape
+    hi = 1.0 / math.sqrt(k)
+    P, Q = start_factors(run.rng, m, n, k)
     v = np.zeros(data.nnz)
-    prob = _Bilinear(data, kind, alpha, lam1, lam2)
+    prob = _Bilinear(data, kind, model.alpha, lam1, lam2)
     gP = np.empty((m, k))
     gQ = np.empty((n, k))
     v_new = np.empty_like(v)
     GQ = Q.T @ Q
     f_prev = prob.objective(P, Q, v, GQ=GQ)
-    until_converged = n_inner is None        # the paper's "repeat … until convergence"
-    n_inner = INNER_CAP if until_converged else n_inner
+    # the paper's "repeat … until convergence" when n_inner is None
+    n_inner = INNER_CAP if run.n_inner is None else run.n_inner
+    inner_tol = run.inner_tol
     progress.start(f_prev)
-    for t in range(1, n_iter + 1):
+    for t in range(1, run.n_iter + 1):
         inner = 0
         f_inner = f_prev
         for inner in range(1, n_inner + 1):
-            eP = eta if eta is not None else 1.0 / max(c * _lam_max(GQ), 1e-12)
+            eP = eta if eta is not None else 1.0 / max(c * lam_max(GQ), 1e-12)
             prob.grad_P(P, Q, v, GQ, gP)
             P = np.clip((P - eP * gP) / (1.0 + eP * lam1), 0.0, hi)
             GP = P.T @ P
-            eQ = eta if eta is not None else 1.0 / max(c * _lam_max(GP), 1e-12)
+            eQ = eta if eta is not None else 1.0 / max(c * lam_max(GP), 1e-12)
             prob.grad_Q(P, Q, v, GP, gQ)
             Q = np.clip((Q - eQ * gQ) / (1.0 + eQ * lam1), 0.0, hi)
             GQ = Q.T @ Q

@@ -7,9 +7,9 @@ P and the whole previous a_{t-1}, assembled by a task and fetched once per worke
 every row, so the rows of the new factor are solved block by block with the Cholesky factor
 computed on the client from the blocks' partial Grams.
 
-The transition matrix A is built on the client from Y (and the side graphs) exactly as
-:func:`fastpu.homf.transition_matrix` does, then its row blocks and those of Aᵀ are sent to the
-workers once.
+The transition matrix A is built on the client from Y (and the side graphs) by the same code as
+:func:`fastpu.homf.fit`'s (the arguments through the same checks, :mod:`fastpu.homf._check`),
+then its row blocks and those of Aᵀ are sent to the workers once.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-from fastpu._core import validation as V
 from fastpu._kernels import homf as _K
 from fastpu._kernels.csr import csr_dense, weighted_gram
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
-from fastpu.homf._fit import DENSE_OBJECTIVE_NOTE, transition_matrix
+from fastpu.homf._check import check_g, check_graph, check_run
+from fastpu.homf._fit import _params
+from fastpu.homf._graph import transition
+from fastpu.homf._solvers import DENSE_OBJECTIVE_NOTE
 from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
 
@@ -68,31 +70,29 @@ def gram_task(block, F, n_threads):
         return G, float(np.sum(Fb * Fb))
 
 
-def fit(client, Y, workers, n_blocks, k, *, T, alpha, user_graph, item_graph, g, lam, n_iter, mode,
-        block_size, seed, n_threads, callback, verbose):
+def fit(client, Y, workers, n_blocks, k, *, user_graph, item_graph, alpha, T, g, g_user_graph,
+        g_item_graph, mode, lam, n_iter, block_size, seed, n_threads, callback, verbose):
     """Dense-mode HOMF over row blocks of A and Aᵀ; see :func:`fastpu.distributed.fit` (which
-    fills in ``fastpu.homf.fit``'s defaults, with ``mode="dense"``)."""
-    del block_size                        # the walk is blocked by rows here
-    k = V.check_k(k)
-    T = V.check_int(T, name="T", minimum=1)
-    lam = V.check_scalar(lam, name="lam", minimum=0.0, strict_min=True)
-    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
-    callback = V.check_callback(callback)
-    rng = V.check_seed(seed)
-    A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g)
+    fills in ``fastpu.homf.fit``'s defaults, with ``mode="dense"``, and checks Y). The other
+    arguments go through the same checks as ``fastpu.homf.fit``'s (:mod:`fastpu.homf._check`);
+    ``block_size`` (exact mode's column blocks) is checked only: the walk is blocked by rows."""
+    run = check_run(k, T=T, lam=lam, n_iter=n_iter, mode=mode, block_size=block_size,
+                    callback=callback, verbose=verbose, seed=seed)
+    g, g1, g3 = check_g(g, g_user_graph, g_item_graph)
+    graph = check_graph(Y.shape, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
+                        g_user_graph=g1, g_item_graph=g3)
+    A = transition(Y, graph)
+    k, T, lam, n_iter = run.k, run.T, run.lam, run.n_iter
     m, n = Y.shape
     N = m + n
-    params = dict(k=k, T=T, alpha=alpha if (user_graph is not None or item_graph is not None) else 0.0,
-                  g=g, lam=lam, n_iter=n_iter, mode=mode, block_size=None, n_threads=n_threads,
-                  seed=seed if not isinstance(seed, np.random.Generator) else None,
-                  user_graph=user_graph is not None, item_graph=item_graph is not None,
+    params = dict(_params(run, graph, alpha=alpha, block_size=None, n_threads=n_threads, seed=seed),
                   distributed=dict(n_blocks=n_blocks, n_workers=len(workers)))
-    U = rng.uniform(0.0, 1.0, size=(N, k))
-    Vf = rng.uniform(0.0, 1.0, size=(N, k))
+    U = run.rng.uniform(0.0, 1.0, size=(N, k))
+    Vf = run.rng.uniform(0.0, 1.0, size=(N, k))
     # blocks of A ("user" side of the layout) and of Aᵀ ("item" side): the N nodes cut in ranges
     layout = _blocks.layout_from_csr(client, A, n_blocks, workers)
     a_blocks, at_blocks = layout.user, layout.item
-    progress = Progress("homf", verbose=verbose, callback=callback)
+    progress = Progress("homf", verbose=run.verbose, callback=run.callback)
     progress.note(DENSE_OBJECTIVE_NOTE)
     on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True, pure=False)
           for b in range(n_blocks)]

@@ -1,28 +1,28 @@
-"""HOMF's fit, objective and transition matrix (the method is described in the package docstring)."""
+"""HOMF's fit, objective and transition matrix (the method is described in the package docstring).
+
+``fit`` reads as: check the arguments (:mod:`fastpu.homf._check`), build the problem (the
+transition matrix A of (3) and its transpose, :mod:`fastpu.homf._graph`), run the solver of the
+mode (:mod:`fastpu.homf._solvers`), wrap the result.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
 
 from fastpu._core import validation as V_
-from fastpu.homf._graph import mixed_blocks
+from fastpu.homf._check import MODES, Graph, Run, check_g, check_graph, check_run, check_y
+from fastpu.homf._graph import transition
+from fastpu.homf._solvers import DENSE_OBJECTIVE_NOTE, dense, exact, squared_error
 from fastpu.homf._walk import _Walker, walk_columns, walk_rows
-from fastpu._kernels import homf as _K
-from fastpu._kernels.csr import weighted_gram
 from fastpu._core.progress import Progress
-from fastpu._core.threads import get_num_threads, limit_threads
+from fastpu._core.threads import limit_threads
 from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, Callback, Matrix, Seed, Sparse, Threads
 
 __all__ = ["transition_matrix", "walk_columns", "walk_rows", "objective", "fit", "demo_configs"]
-
-_G_CHOICES = ("exp", "linear", "step")
-_MODES = ("exact", "dense")
 # Dense column blocks of f_T(A) are kept near this many bytes (three are alive at once):
 # small enough to stay in cache during the walk, large enough to amortise a parallel launch.
 _BLOCK_BYTES = 8 * 2**20
@@ -32,20 +32,9 @@ _BLOCK_BYTES = 8 * 2**20
 #: half an hour or more per iteration above this limit. Raise it (``fastpu.homf.EXACT_LIMIT =
 #: ...``) to run such a pass anyway; mode="dense" costs O(T·nnz(A)·k + N k²) instead.
 EXACT_LIMIT = 10**10
-# printed once by a verbose dense-mode fit, so that a negative objective does not look like a bug
-DENSE_OBJECTIVE_NOTE = ("mode='dense': the objective leaves out the constant ½‖f_T(A)‖²_F, so it "
-                        "can be negative; homf.objective gives the complete value")
 
 
 # --------------------------------------------------------------------------- the graph
-
-def _apply_g(values, g, shift):
-    if g == "exp":
-        return np.exp(values - shift)
-    if g == "linear":
-        return values.copy()
-    return (values > 0).astype(np.float64)
-
 
 def transition_matrix(R: Sparse, user_graph: Matrix | None = None,
                       item_graph: Matrix | None = None, alpha: float = 0.5, g: str = "exp", *,
@@ -111,68 +100,11 @@ def transition_matrix(R: Sparse, user_graph: Matrix | None = None,
     >>> A.toarray()[1]                          # (α·1, (1−α)·3) normalised
     array([0.25, 0.  , 0.  , 0.75])
     """
-    g = V_.check_choice(g, name="g", choices=_G_CHOICES)
-    g1 = g if g_user_graph is None else V_.check_choice(g_user_graph, name="g_user_graph",
-                                                        choices=_G_CHOICES)
-    g3 = g if g_item_graph is None else V_.check_choice(g_item_graph, name="g_item_graph",
-                                                        choices=_G_CHOICES)
-    R = V_.check_csr(R, name="R", nonnegative=(g == "linear"))
-    m, n = R.shape
-    Su = V_.check_graph(user_graph, name="user_graph", n=m)
-    Si = V_.check_graph(item_graph, name="item_graph", n=n)
-    alpha = V_.check_scalar(alpha, name="alpha", minimum=0.0, maximum=1.0)
-    if 0.0 < alpha < np.finfo(np.float64).tiny:
-        raise ValueError(f"alpha={alpha:g} is below the smallest normal float (2.2e-308): the "
-                         "side-graph weights α·g(S) would keep only a few bits; use alpha=0 to "
-                         "leave the side graphs out")
-    if Su is None and Si is None:
-        alpha = 0.0
-    return _transition(R, Su, Si, alpha, g, g1, g3)
-
-
-def _transition(R, Su, Si, alpha, g, g1=None, g3=None):
-    m, n = R.shape
-    g1 = g if g1 is None else g1
-    g3 = g if g3 is None else g3
-    fns = {g} | {fn for S, fn in ((Su, g1), (Si, g3)) if S is not None and alpha > 0}
-    if len(fns) > 1 and "exp" in fns:
-        # Mixed blocks: exp(x − s) would not cancel against a linear or step weight, but a
-        # common factor per row does — every weight of row r is multiplied by exp(−s_r).
-        return _normalise(mixed_blocks(R, Su, Si, alpha, g, g1, g3), m, n)
-    parts = [R.data] + [S.data for S in (Su, Si) if S is not None]
-    shift = max((float(p.max()) for p in parts if p.size), default=0.0) if g == "exp" else 0.0
-
-    def weighted(M, w, fn=g):
-        M = sp.csr_array((w * _apply_g(M.data, fn, shift), M.indices, M.indptr), shape=M.shape)
-        return M
-
-    blocks = [[None, weighted(R, 1.0 - alpha)], [weighted(R, 1.0 - alpha).T, None]]
-    if Su is not None and alpha > 0:
-        blocks[0][0] = weighted(Su, alpha, g1)
-    if Si is not None and alpha > 0:
-        blocks[1][1] = weighted(Si, alpha, g3)
-    return _normalise(blocks, m, n)
-
-
-def _normalise(blocks, m, n):
-    if blocks[0][0] is None:
-        blocks[0][0] = sp.csr_array((m, m))
-    if blocks[1][1] is None:
-        blocks[1][1] = sp.csr_array((n, n))
-    G = sp.csr_array(sp.block_array(blocks, format="csr"))
-    G.eliminate_zeros()
-    deg = np.asarray(G.sum(axis=1)).ravel()
-    inv = np.zeros_like(deg)
-    with np.errstate(over="ignore"):
-        np.divide(1.0, deg, out=inv, where=deg > 0)
-    if np.isinf(inv).any():
-        # a row whose weights are so small (subnormal) that 1/deg overflows: scale it up first
-        G = sp.csr_array(sp.diags_array(np.where(np.isinf(inv), 2.0**600, 1.0)) @ G)
-        deg = np.asarray(G.sum(axis=1)).ravel()
-        inv = np.zeros_like(deg)
-        np.divide(1.0, deg, out=inv, where=deg > 0)
-    A = sp.csr_array(sp.diags_array(inv) @ G)
-    return V_.check_csr(A, name="A")
+    g, g1, g3 = check_g(g, g_user_graph, g_item_graph)
+    R = check_y(R, g=g, name="R")
+    graph = check_graph(R.shape, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
+                        g_user_graph=g1, g_item_graph=g3)
+    return transition(R, graph)
 
 
 # --------------------------------------------------------------------------- walks
@@ -196,18 +128,6 @@ def _check_exact_work(N, block, what, alternative):
 
 
 # --------------------------------------------------------------------------- objective
-
-def _loss(walker, L, Rt, block, dense):
-    """Σ over Ω of (f_T(P) − L Rtᵀ)², column block by column block (Ω = nonzeros or all)."""
-    total = 0.0
-    for start, stop in walker.ranges(block):
-        cols = np.arange(start, stop, dtype=np.int64)
-        Ct = np.ascontiguousarray(walker.columns(cols).T)
-        out = np.empty(cols.size)
-        _K.block_loss(Ct, L, np.ascontiguousarray(Rt[cols]), dense, out)
-        total += float(out.sum())
-    return total
-
 
 def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode: str = "exact",
               m_users: int | None = None, block_size: int | None = None,
@@ -266,7 +186,7 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
     V = V_.check_dense(V, name="V", shape=(N, k), shape_from="one row per node of A, as many columns as U")
     T = V_.check_int(T, name="T", minimum=1)
     lam = V_.check_scalar(lam, name="lam", minimum=0.0)
-    mode = V_.check_choice(mode, name="mode", choices=_MODES)
+    mode = V_.check_choice(mode, name="mode", choices=MODES)
     if m_users is not None:
         m_users = V_.check_int(m_users, name="m_users", minimum=0)
     if block_size is not None:
@@ -275,7 +195,7 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
     _check_exact_work(N, block, "homf.objective", "evaluate a sample of users instead")
     At = V_.transpose_csr(A)
     with limit_threads(n_threads):
-        loss = _loss(_Walker(A, At, T, m_users), U, V, block, mode == "dense")
+        loss = squared_error(_Walker(A, At, T, m_users), U, V, block, mode == "dense")
     with np.errstate(over="ignore", invalid="ignore"):
         val = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
     return V_.check_finite_result(val, what="homf.objective", names=("U", "V", "lam"))
@@ -283,79 +203,13 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
 
 # --------------------------------------------------------------------------- fit
 
-def _gram(U, out):
-    """out = Uᵀ U (the shared, thread-count-independent Gram kernel with unit weights)."""
-    weighted_gram(U, np.ones(U.shape[0]), out, np.empty(U.shape[1]))
-
-
-def _exact_half(walker, L, out, lam, block):
-    """Ridge solve for every column of f_T(P) against fixed L; returns Σ_Ω residual²."""
-    k = L.shape[1]
-    LtL = np.empty((k, k))
-    _gram(L, LtL)
-    total = 0.0
-    for start, stop in walker.ranges(block):
-        cols = np.arange(start, stop, dtype=np.int64)
-        Ct = np.ascontiguousarray(walker.columns(cols).T)
-        sol = np.empty((cols.size, k))
-        loss = np.empty(cols.size)
-        ok = np.empty(cols.size, dtype=np.bool_)
-        _K.ridge_columns(Ct, L, LtL, 2.0 * lam, False, sol, loss, ok)
-        if not ok.all():
-            raise FloatingPointError(
-                "homf: a ridge system was not positive definite; raise lam"
-            )
-        out[start:stop] = sol
-        total += float(loss.sum())
-    return total
-
-
-def _row_chunks(P, n_chunks):
-    """Row cuts 0 = c_0 < ... < c_q = N of P into about ``n_chunks`` ranges of equal nonzeros."""
-    N = P.shape[0]
-    targets = np.linspace(0.0, float(P.indptr[-1]), n_chunks + 1)[1:-1]
-    cuts = np.searchsorted(P.indptr, targets).astype(np.int64)
-    return np.unique(np.concatenate(([0], np.clip(cuts, 0, N), [N])))
-
-
-class _DenseWalk:
-    """f_T(P) L = (1/T) Σ_{l=1}^T P^l L for one P (A or Aᵀ), with its row chunks and buffers."""
-
-    def __init__(self, P, T, bufs):
-        self.P, self.T, self.bufs = P, T, bufs       # bufs: three N×k scratch arrays
-        self.chunks = _row_chunks(P, 4 * max(1, get_num_threads()))
-
-    def __call__(self, L):
-        """f_T(P) L, written into the third buffer (valid until the next call)."""
-        P = self.P
-        first, work, out = self.bufs
-        _K.horner_walk(P.indptr, P.indices, P.data, self.chunks, L, self.T, first, work, out)
-        return out
-
-
-def _dense_half(walk, L, LtL, lam):
-    """New factor for the other side: (f_T(P) L)(LᵀL + 2λI)⁻¹, and ⟨new, f_T(P) L⟩."""
-    return _solve(walk(L), LtL, lam)
-
-
-def _solve(Z, LtL, lam):
-    """Z (LᵀL + 2λI)⁻¹ (a new array) and ⟨that, Z⟩; Z is left as it is."""
-    k = Z.shape[1]
-    S = LtL + 2.0 * lam * np.eye(k)
-    new = Z.copy()
-    # solve in place on newᵀ (Fortran order, so LAPACK takes it without a copy)
-    sol = sla.cho_solve(sla.cho_factor(S, lower=True), new.T, overwrite_b=True, check_finite=False)
-    new = np.ascontiguousarray(sol.T)
-    return new, float(np.vdot(new, Z))
-
-
 @accepts_dataset
-def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
-        user_graph: Matrix | None = None, item_graph: Matrix | None = None, g: str = "linear",
-        lam: float = 3e-4, n_iter: int = 10, mode: str = "exact", block_size: int | None = None,
-        n_threads: Threads = None, seed: Seed = 0, callback: Callback = None,
-        verbose: bool = False, g_user_graph: str | None = None,
-        g_item_graph: str | None = None) -> Factorization:
+def fit(Y: Sparse | Dataset, k: int, *, user_graph: Matrix | None = None,
+        item_graph: Matrix | None = None, alpha: float = 0.5, T: int = 4, g: str = "linear",
+        g_user_graph: str | None = None, g_item_graph: str | None = None, mode: str = "exact",
+        lam: float = 3e-4, n_iter: int = 10, block_size: int | None = None, seed: Seed = 0,
+        n_threads: Threads = None, callback: Callback = None,
+        verbose: bool = False) -> Factorization:
     """Factor f_T(A) of the user-item(-side-graph) random walk: HOMF.
 
     Alternates V ← argmin and U ← argmin of objective (4).  Each is one ridge
@@ -369,12 +223,12 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         Observed user-item entries R (ratings, counts or ones).
     k : int >= 1
         Rank.
-    T : int >= 1
-        Walk length (the paper tunes T in {2, 4, 6, 8}).
-    alpha : float in [0, 1]
-        Weight of the side graphs (forced to 0 when there are none).
     user_graph, item_graph : sparse or dense, optional
         Symmetric non-negative side graphs (m×m, n×n).
+    alpha : float in [0, 1]
+        Weight of the side graphs (forced to 0 when there are none).
+    T : int >= 1
+        Walk length (the paper tunes T in {2, 4, 6, 8}).
     g : {"exp", "linear", "step"}
         Edge weights from stored values (see :func:`transition_matrix`): the paper's g₂ of
         the rating block, and g₁, g₃ of the side-graph blocks unless those are given.
@@ -382,10 +236,9 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         ``lam`` were chosen by ``fastpu.select.tune`` (dense mode, T ∈ {1, 2, 4, 6, 8}) on the
         training parts of MovieLens-100K and -1M (docs/results/defaults.md), where it picked
         T = 4 as well.
-    lam : float > 0
-        Regularisation λ of objective (4); default 3e-4.
-    n_iter : int >= 1
-        Outer iterations (each updates V then U).
+    g_user_graph, g_item_graph : {"exp", "linear", "step"}, optional
+        The paper's g₁ (user-user block α g₁(G_r)) and g₃ (item-item block α g₃(G_c)) of
+        equation (3); ``None`` (default): ``g``.
     mode : {"exact", "dense"}
         ``"exact"``: Ω = nonzeros of f_T(A) (the paper); each half-iteration costs
         O(T · nnz(A) · N + N² k + N · min(|Ω_c|, N − |Ω_c|) · k²) through blocks of
@@ -393,22 +246,23 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         half its nonzeros).  ``"dense"``: every entry
         counts, each half-iteration costs T sparse × (N×k) products plus one k×k
         solve, O(T · nnz(A) · k + N k²) — the fast path.
+    lam : float > 0
+        Regularisation λ of objective (4); default 3e-4.
+    n_iter : int >= 1
+        Outer iterations (each updates V then U).
     block_size : int, optional
         Columns of f_T(A) per block in exact mode (default: 64 to 256, about 8 MiB per block; at
         most m + n are used).
-    n_threads : int, optional
-        numba threads for this call (default: the current setting).
     seed : int, Generator or None
         U and V start uniform on [0, 1) as in the paper.
+    n_threads : int, optional
+        numba threads for this call (default: the current setting).
     callback : callable, optional
         Called with each history dict; return True to stop (None or False to go on; anything
         else is a TypeError). ``info["model"]()`` is the current
         iterate as a :class:`~fastpu.Factorization` (copies of ``U[:m]`` and ``V[m:]``).
     verbose : bool
         Print one line per iteration.
-    g_user_graph, g_item_graph : {"exp", "linear", "step"}, optional
-        The paper's g₁ (user-user block α g₁(G_r)) and g₃ (item-item block α g₃(G_c)) of
-        equation (3); ``None`` (default): ``g``.
 
     Returns
     -------
@@ -451,72 +305,33 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
     >>> model.user_factors.shape, model.item_factors.shape
     ((30, 4), (20, 4))
     """
-    k = V_.check_k(k)
-    T = V_.check_int(T, name="T", minimum=1)
-    lam = V_.check_scalar(lam, name="lam", minimum=0.0, strict_min=True)
-    n_iter = V_.check_int(n_iter, name="n_iter", minimum=1)
-    mode = V_.check_choice(mode, name="mode", choices=_MODES)
-    if block_size is not None:
-        block_size = V_.check_int(block_size, name="block_size", minimum=1)
-    callback = V_.check_callback(callback)
-    verbose = V_.check_verbose(verbose)
-    rng = V_.check_seed(seed)
-    g = V_.check_choice(g, name="g", choices=_G_CHOICES)
-    Y = V_.check_trainable(V_.check_csr(Y, name="Y", nonnegative=(g == "linear")))
-    A = transition_matrix(Y, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
-                          g_user_graph=g_user_graph, g_item_graph=g_item_graph)
+    run = check_run(k, T=T, lam=lam, n_iter=n_iter, mode=mode, block_size=block_size,
+                    callback=callback, verbose=verbose, seed=seed)
+    g, g1, g3 = check_g(g, g_user_graph, g_item_graph)
+    Y = check_y(Y, g=g, fit=True)
+    graph = check_graph(Y.shape, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
+                        g_user_graph=g1, g_item_graph=g3)
     m, n = Y.shape
-    N = m + n
-    params = dict(k=k, T=T, alpha=alpha if (user_graph is not None or item_graph is not None) else 0.0,
-                  g=g, lam=lam, n_iter=n_iter, mode=mode, block_size=block_size,
-                  n_threads=n_threads, seed=seed if not isinstance(seed, np.random.Generator) else None,
-                  user_graph=user_graph is not None, item_graph=item_graph is not None,
-                  g_user_graph=g if g_user_graph is None else g_user_graph,
-                  g_item_graph=g if g_item_graph is None else g_item_graph)
-    block = _block_size(N, block_size)
-    V_.check_alloc(8 * 8 * N * k + 64 * k * k, what="homf.fit (factors U, V and work arrays)", names=("k",))
-    if mode == "exact":
-        _check_exact_work(N, block, 'homf.fit(mode="exact")',
-                          'use mode="dense" (O(T·nnz(A)·k + N·k²) per half-iteration)')
-    U = rng.uniform(0.0, 1.0, size=(N, k))
-    V = rng.uniform(0.0, 1.0, size=(N, k))
+    block = _check_fit_work(m + n, run)
+    params = _params(run, graph, alpha=alpha, block_size=run.block_size, n_threads=n_threads,
+                     seed=seed)
+    A = transition(Y, graph)                 # the problem: A and Aᵀ, whose walks f_T(A) factors
     At = V_.transpose_csr(A)
-    progress = Progress("homf", verbose=verbose, callback=callback,
-                        advice=f"raise lam (now {lam:g}), which keeps the ridge systems well conditioned")
+    U = run.rng.uniform(0.0, 1.0, size=(m + n, run.k))
+    V = run.rng.uniform(0.0, 1.0, size=(m + n, run.k))
+    progress = Progress("homf", verbose=run.verbose, callback=run.callback,
+                        advice=f"raise lam (now {run.lam:g}), which keeps the ridge systems well "
+                               "conditioned")
+
+    def iterate(U: np.ndarray, V: np.ndarray) -> Factorization:
+        return Factorization(U[:m].copy(), V[m:].copy(), params=params, method="homf")
+
     with limit_threads(n_threads):
-        if mode == "exact":
-            cols_walk = _Walker(A, At, T, m)        # columns of f_T(A)
-            rows_walk = _Walker(At, A, T, m)        # rows of f_T(A) = columns of f_T(Aᵀ)
-            for it in range(1, n_iter + 1):
-                # V: columns of f_T(A) against U.  U: rows of f_T(A) = columns of f_T(Aᵀ).
-                loss = _exact_half(cols_walk, U, V, lam, block)
-                obj_v = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
-                loss = _exact_half(rows_walk, V, U, lam, block)
-                obj = 0.5 * loss + lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
-                if progress.step(it, obj, objective_v=obj_v, model=lambda: Factorization(
-                        U[:m].copy(), V[m:].copy(), params=params, method="homf")):
-                    break
+        if run.mode == "exact":
+            U, V = exact(A, At, U, V, run, m, block, progress, iterate)
         else:
-            progress.note(DENSE_OBJECTIVE_NOTE)
-            bufs = tuple(np.empty((N, k)) for _ in range(3))
-            walk_t = _DenseWalk(At, T, bufs)     # f_T(A)ᵀ U = (1/T) Σ (Aᵀ)^l U
-            walk_a = _DenseWalk(A, T, bufs)      # f_T(A) V = (1/T) Σ A^l V
-            UtU = np.empty((k, k))
-            VtV = np.empty((k, k))
-            _gram(U, UtU)
-            for it in range(1, n_iter + 1):
-                V, cross = _dense_half(walk_t, U, UtU, lam)
-                _gram(V, VtV)
-                obj_v = (-cross + 0.5 * float(np.sum(UtU * VtV))
-                         + lam * (float(np.vdot(U, U)) + float(np.vdot(V, V))))
-                U, cross = _dense_half(walk_a, V, VtV, lam)
-                _gram(U, UtU)           # also the next V half's UᵀU
-                obj = (-cross + 0.5 * float(np.sum(UtU * VtV))
-                       + lam * (float(np.vdot(U, U)) + float(np.vdot(V, V))))
-                if progress.step(it, obj, objective_v=obj_v, model=lambda: Factorization(
-                        U[:m].copy(), V[m:].copy(), params=params, method="homf")):
-                    break
-    progress.finish(U, V, zero_advice=None if Y.nnz == 0 else f"lower lam (now {lam:g})")
+            U, V = dense(A, At, U, V, run, progress, iterate)
+    progress.finish(U, V, zero_advice=None if Y.nnz == 0 else f"lower lam (now {run.lam:g})")
     return Factorization(
         user_factors=np.ascontiguousarray(U[:m]),
         item_factors=np.ascontiguousarray(V[m:]),
@@ -525,6 +340,28 @@ def fit(Y: Sparse | Dataset, k: int, *, T: int = 4, alpha: float = 0.5,
         method="homf",
         extras={"U": U, "V": V, "A": A},
     )
+
+
+def _check_fit_work(N: int, run: Run) -> int:
+    """The exact mode's block width, after refusing factors (or an exact pass) too large."""
+    block = _block_size(N, run.block_size)
+    V_.check_alloc(8 * 8 * N * run.k + 64 * run.k * run.k,
+                   what="homf.fit (factors U, V and work arrays)", names=("k",))
+    if run.mode == "exact":
+        _check_exact_work(N, block, 'homf.fit(mode="exact")',
+                          'use mode="dense" (O(T·nnz(A)·k + N·k²) per half-iteration)')
+    return block
+
+
+def _params(run: Run, graph: Graph, *, alpha: Any, block_size: int | None, n_threads: Threads,
+            seed: Seed) -> dict[str, Any]:
+    """What the model records of its fit (``params``): ``alpha`` as given (0 without a side
+    graph), ``seed`` unless it is a Generator."""
+    return dict(k=run.k, T=run.T, alpha=alpha if graph.has_side else 0.0, g=graph.g, lam=run.lam,
+                n_iter=run.n_iter, mode=run.mode, block_size=block_size, n_threads=n_threads,
+                seed=seed if not isinstance(seed, np.random.Generator) else None,
+                user_graph=graph.user_graph is not None, item_graph=graph.item_graph is not None,
+                g_user_graph=graph.g_user_graph, g_item_graph=graph.g_item_graph)
 
 
 def demo_configs() -> list[tuple[str, dict[str, Any]]]:

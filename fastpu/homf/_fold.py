@@ -15,6 +15,7 @@ from fastpu._core import rows as row_problem
 from fastpu._core import validation as V
 from fastpu._kernels.csr import csr_dense, weighted_gram
 from fastpu._kernels.homf import ridge_columns, walk_step
+from fastpu.homf._graph import canonical
 
 _BLOCK_BYTES = 8 * 2**20
 
@@ -51,7 +52,7 @@ def new_node_rows(Y: Any, m: int, g: str, alpha: float) -> Any:
     np.divide(1.0, deg, out=inv, where=deg > 0)
     R = sp.csr_array(sp.diags_array(inv) @ R)
     A_new = sp.hstack([sp.csr_array((Y.shape[0], m)), R], format="csr")
-    return V.check_csr(sp.csr_array(A_new), name="A_new")
+    return canonical(A_new)          # built from the checked Y_new: nothing to check again
 
 
 def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_iter: int,

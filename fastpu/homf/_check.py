@@ -1,0 +1,107 @@
+"""HOMF's boundary: every argument of ``fit``, ``transition_matrix`` and the Dask form, checked
+once here.
+
+:func:`check_run` checks what drives a fit (rank, walk length, λ, iterations, mode, blocks,
+seed, callback); :func:`check_g` the weight functions g₂, g₁, g₃ of the graph (3);
+:func:`check_y` the ratings R (whose check depends on g); :func:`check_graph` the side graphs
+and α against R's shape. Everything below them (the graph's construction, the walks, the
+solvers, the kernels) takes the canonical values and checks nothing again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from fastpu._core import validation as V_
+from fastpu._core.hints import Callback, Matrix, Seed, Sparse
+
+G_CHOICES = ("exp", "linear", "step")
+MODES = ("exact", "dense")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What drives a fit, checked: rank, walk length, λ, iterations, mode, block, seed."""
+
+    k: int
+    T: int
+    lam: float
+    n_iter: int
+    mode: str
+    block_size: int | None
+    rng: np.random.Generator
+    callback: Callback
+    verbose: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Graph:
+    """The settings of the graph (3), checked against R's shape: the side graphs as canonical
+    CSR (or None), α (forced to 0 without a side graph) and g₂, g₁, g₃."""
+
+    user_graph: Sparse | None
+    item_graph: Sparse | None
+    alpha: float
+    g: str
+    g_user_graph: str
+    g_item_graph: str
+
+    @property
+    def has_side(self) -> bool:
+        """Whether a user or an item graph was given."""
+        return self.user_graph is not None or self.item_graph is not None
+
+
+def check_run(k: Any, *, T: Any, lam: Any, n_iter: Any, mode: Any, block_size: Any,
+              callback: Any, verbose: Any, seed: Seed) -> Run:
+    """The arguments that drive a fit (raises on the first bad one, naming it)."""
+    k = V_.check_k(k)
+    T = V_.check_int(T, name="T", minimum=1)
+    lam = V_.check_scalar(lam, name="lam", minimum=0.0, strict_min=True)
+    n_iter = V_.check_int(n_iter, name="n_iter", minimum=1)
+    mode = V_.check_choice(mode, name="mode", choices=MODES)
+    if block_size is not None:
+        block_size = V_.check_int(block_size, name="block_size", minimum=1)
+    callback = V_.check_callback(callback)
+    verbose = V_.check_verbose(verbose)
+    rng = V_.check_seed(seed)
+    return Run(k, T, lam, n_iter, mode, block_size, rng, callback, verbose)
+
+
+def check_g(g: Any, g_user_graph: Any = None, g_item_graph: Any = None) -> tuple[str, str, str]:
+    """(g₂, g₁, g₃): ``g`` and the side graphs' functions (``None``: ``g``)."""
+    g = V_.check_choice(g, name="g", choices=G_CHOICES)
+    g1 = g if g_user_graph is None else V_.check_choice(g_user_graph, name="g_user_graph",
+                                                        choices=G_CHOICES)
+    g3 = g if g_item_graph is None else V_.check_choice(g_item_graph, name="g_item_graph",
+                                                        choices=G_CHOICES)
+    return g, g1, g3
+
+
+def check_y(R: Any, *, g: str, name: str = "Y", fit: bool = False) -> Sparse:
+    """R as canonical CSR: non-negative for ``g="linear"`` (its values are the weights), any
+    finite values otherwise; ``fit`` also refuses an R no fit can learn from."""
+    R = V_.check_csr(R, name=name, nonnegative=(g == "linear"))
+    if fit:
+        V_.check_trainable(R, name=name)
+    return R
+
+
+def check_graph(shape: tuple[int, int], *, user_graph: Matrix | None, item_graph: Matrix | None,
+                alpha: Any, g: str, g_user_graph: str, g_item_graph: str) -> Graph:
+    """The side graphs (m×m, n×n) and α; ``g``, ``g_user_graph``, ``g_item_graph`` as
+    :func:`check_g` returns them."""
+    m, n = shape
+    Su = V_.check_graph(user_graph, name="user_graph", n=m)
+    Si = V_.check_graph(item_graph, name="item_graph", n=n)
+    alpha = V_.check_scalar(alpha, name="alpha", minimum=0.0, maximum=1.0)
+    if 0.0 < alpha < np.finfo(np.float64).tiny:
+        raise ValueError(f"alpha={alpha:g} is below the smallest normal float (2.2e-308): the "
+                         "side-graph weights α·g(S) would keep only a few bits; use alpha=0 to "
+                         "leave the side graphs out")
+    if Su is None and Si is None:
+        alpha = 0.0
+    return Graph(Su, Si, alpha, g, g_user_graph, g_item_graph)
