@@ -405,3 +405,13 @@ def test_each_sub_command_help_opens_with_what_it_does(capsys):
         assert description[:1].isupper() and description.rstrip().endswith(".")
         if opening:
             assert description.strip() == opening
+
+
+@pytest.mark.parametrize("variant, k", [("e", 32), ("I", None)])
+def test_run_csrr_gets_a_rank_only_where_the_variant_has_one(tmp_path, variant, k):
+    """--method csrr without --param k fits variant 'e' at k = 32 and CSRR-I without a rank
+    (it chooses its own; a k would be refused)."""
+    from fastpu._core import registry
+
+    assert registry.get("csrr").rank_for({"variant": variant}) == k
+    assert registry.get("ocmf").rank_for({}) == 32 and registry.get("popularity").rank_for({}) is None

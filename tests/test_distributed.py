@@ -549,3 +549,27 @@ def test_a_driver_keyword_without_a_single_machine_default_is_refused():
 
     with pytest.raises(TypeError, match="'not_a_parameter'.*fastpu.fbgd.fit gives no default"):
         _with_defaults("fbgd", driver, {})
+
+
+def test_homf_with_negative_values_and_g_exp_runs_as_on_one_machine(dask_client):
+    """homf.fit takes any finite stored value with g="exp" (it is an edge weight's argument);
+    the distributed fit did not (it refused negative values for every method)."""
+    Y = _matrix(21).astype(np.float64)
+    Y.data = Y.data - 0.5 * Y.data.max()          # centred: some values below zero
+    assert Y.data.min() < 0
+    ref = fp.homf.fit(Y, 3, mode="dense", g="exp", n_iter=2, seed=4, n_threads=1)
+    mod = dfit(Y, 3, method="homf", g="exp", client=dask_client, n_iter=2, seed=4)
+    np.testing.assert_allclose(mod.user_factors, ref.user_factors, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="negative"):
+        dfit(Y, 3, method="homf", g="linear", client=dask_client, n_iter=1)
+
+
+def test_a_methods_dask_form_imports_first_in_a_fresh_process():
+    """Each method's Dask form can be imported before fastpu.distributed (its front door
+    builds the list of methods on first use, not at import)."""
+    import subprocess
+    import sys
+
+    code = "import fastpu.ocmf._dask, fastpu.csrr._dask, fastpu.fbgd._dask, fastpu.homf._dask"
+    root = __import__("pathlib").Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(root))

@@ -93,10 +93,10 @@ def test_homf_exact_on_a_huge_sparse_matrix_is_refused_at_once():
 
 def test_homf_exact_limit_is_adjustable(monkeypatch):
     Y = _Y()
-    monkeypatch.setattr(fp.homf._fit, "EXACT_LIMIT", 49)          # N = 50: N² = 2500 > 49
+    monkeypatch.setattr(fp.homf, "EXACT_LIMIT", 49)          # N = 50: N² = 2500 > 49
     with pytest.raises(ValueError, match="EXACT_LIMIT = 49"):
         fp.homf.fit(Y, 2, mode="exact", n_iter=1)
-    monkeypatch.setattr(fp.homf._fit, "EXACT_LIMIT", 2500)
+    monkeypatch.setattr(fp.homf, "EXACT_LIMIT", 2500)
     assert np.isfinite(fp.homf.fit(Y, 2, mode="exact", n_iter=1).user_factors).all()
 
 

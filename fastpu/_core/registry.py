@@ -34,10 +34,10 @@ class Entry:
         One line for listings and messages.
     fit : str
         The fit function, ``fit(Y, k, *, ...)``.
-    needs_rank : bool
-        Whether ``fit`` requires ``k`` (CSRR-I/II choose their rank).
-    default_rank : int or None
-        The rank the command line uses when none is given (None: the fit's own default).
+    default_rank : int, str or None
+        The rank the command line uses when none is given: a number, None (the fit takes no
+        rank), or the dotted path of ``default_rank(params) -> int or None`` when it depends on
+        the other parameters (CSRR-I/II choose their own rank). See :meth:`rank_for`.
     fold : str or None
         The module of the row solver of fold-in and partial fits: ``fold_rows(model, Y_new, X,
         *, p, q, tol, max_iter, rng, dense_limit) -> (factors, info)``, and optionally
@@ -65,8 +65,7 @@ class Entry:
     kind: str
     summary: str
     fit: str
-    needs_rank: bool = True
-    default_rank: int | None = 32
+    default_rank: int | str | None = 32
     fold: str | None = None
     dask: str | None = None
     space: str | None = None
@@ -75,6 +74,12 @@ class Entry:
     side: tuple[str, ...] = ()
     cold_start: str | None = None
     requires: str | None = None
+
+    def rank_for(self, params: dict[str, Any]) -> int | None:
+        """The rank to fit with ``params`` when the caller gives none (None: no rank)."""
+        if isinstance(self.default_rank, str):
+            return resolve(self.default_rank)(params)
+        return self.default_rank
 
     def resolve(self, part: str) -> Any:
         """The object the entry's ``part`` names (imported on first use)."""
@@ -105,7 +110,7 @@ METHODS = (
     Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
           # k is optional (CSRR-I/II choose their rank) but the default variant "e" needs it:
           # the command line gives it the usual rank when --param k is not given
-          fit="fastpu.csrr:fit", needs_rank=False, default_rank=32,
+          fit="fastpu.csrr:fit", default_rank="fastpu.csrr._check:default_rank",
           fold="fastpu.csrr._fold", dask="fastpu.csrr._dask",
           space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
           model_class="fastpu.csrr:CSRRModel",
@@ -121,7 +126,7 @@ METHODS = (
 
 BASELINES = (
     Entry("popularity", "baseline", "every user scores an item by its number of training positives",
-          fit="fastpu.model_selection.metrics:popularity", needs_rank=False, default_rank=None),
+          fit="fastpu.model_selection.metrics:popularity", default_rank=None),
     Entry("wrmf", "baseline", "WRMF / implicit ALS through ocmf's square loss",
           fit="fastpu.model_selection.baselines:wrmf",
           space="fastpu.model_selection.baselines:wrmf_space"),

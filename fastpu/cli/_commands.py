@@ -261,8 +261,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     method = args.method
     entry = registry.get(method)
-    if "k" not in params and entry.default_rank is not None:
-        params["k"] = entry.default_rank
+    rank = entry.rank_for(params)
+    if "k" not in params and rank is not None:
+        params["k"] = rank
     if args.test_frac > 0:
         Y_train, Y_test = split.holdout(Y, test_frac=args.test_frac, seed=args.seed)
     else:

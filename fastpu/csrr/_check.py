@@ -74,6 +74,12 @@ def check_model(*, variant: Any, loss: Any = "I", alpha: Any, lam1: Any, lam2: A
     return Model(variant, loss, alpha, lam1, lam2)
 
 
+def default_rank(params: dict[str, Any]) -> int | None:
+    """The rank the command line fits with when none is given: 32 for variant "e", none for
+    CSRR-I/II (they choose their own)."""
+    return 32 if params.get("variant", "e") == "e" else None
+
+
 def check_rank(k: Any, variant: str, *, where: str = "csrr.fit",
                example: str = "csrr.fit(Y, 32)") -> int | None:
     """The rank d of variant "e" (required, as every rank-k method's), None for I/II (which

@@ -28,9 +28,18 @@ from fastpu.distributed import blocks as _blocks
 
 __all__ = ["fit", "METHODS"]
 
-#: methods (and their variants) that have a distributed form: each method's Dask form lives in
-#: its package (``fastpu.<method>._dask``), found through the registry
-METHODS = {e.name: e.resolve("dask").SUMMARY for e in registry.entries("method") if e.dask is not None}
+def _methods() -> dict[str, str]:
+    """The methods (and their variants) that have a distributed form: each method's Dask form
+    lives in its package (``fastpu.<method>._dask``), found through the registry, which says
+    what it covers. Built on first use: a Dask form imports this package's block machinery."""
+    return {e.name: e.resolve("dask").SUMMARY for e in registry.entries("method")
+            if e.dask is not None}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "METHODS":       # METHODS: {method: what has a distributed form}
+        return _methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None,
@@ -114,8 +123,13 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         ids = (Y.user_ids, Y.item_ids)
         Y = Y.Y
     pairs = _is_dask_dataframe(Y)
+    driver = _driver(method)
+    params = _with_defaults(method, driver, params)
     if not pairs:
-        Y = V.check_trainable(V.check_csr(Y, name="Y"))
+        # the method says whether a stored value may be negative (HOMF's g="exp" reads it as
+        # the argument of an edge weight), as its single-machine fit does
+        negative_ok = getattr(driver, "values_may_be_negative", lambda p: False)(params)
+        Y = V.check_trainable(V.check_csr(Y, name="Y", nonnegative=not negative_ok))
         if shape is not None:
             raise TypeError("shape= is only for a dask dataframe of pairs; a sparse Y has its own shape")
     if n_blocks is not None:
@@ -125,15 +139,13 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         if client is not None:
             raise ValueError("n_workers starts a local cluster; it cannot be combined with client="
                              f"{client!r} (size that cluster where it is started instead)")
-    driver = _driver(method)
     whole = getattr(driver, "WHOLE_MATRIX", None)      # why the fit needs the whole matrix
     if pairs and whole:
-        others = [m for m in METHODS if not getattr(_driver(m), "WHOLE_MATRIX", None)]
+        others = [m for m in _methods() if not getattr(_driver(m), "WHOLE_MATRIX", None)]
         raise TypeError(f"{whole}; pass Y as a scipy.sparse matrix (a dask dataframe of pairs is "
                         f"for {', '.join(others)})")
     if client is None and n_threads is None:
         n_threads = 1           # the local cluster has one single-thread worker process per core
-    params = _with_defaults(method, driver, params)
     if "verbose" in params:        # the method's other checks run on the client, after the start
         params["verbose"] = V.check_verbose(params["verbose"])
     with _client(client, n_workers) as c, _lost_data_is_an_error():
@@ -203,13 +215,14 @@ def _with_defaults(method, driver, params):
 
 
 def _check_method(method, params):
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    methods = _methods()
+    if not isinstance(method, str) or method not in methods:
+        raise ValueError(f"method must be one of {list(methods)}, got {method!r}")
     _driver(method).check(params)
 
 
 def _describe():
-    return "; ".join(f"{m}: {v}" for m, v in METHODS.items())
+    return "; ".join(f"{m}: {v}" for m, v in _methods().items())
 
 
 def _is_dask_dataframe(Y):

@@ -22,6 +22,14 @@ The score of user i for item j is ``u_i · v_{m+j}``: the result's ``user_factor
 are ``U[:m]`` and its ``item_factors`` are ``V[m:]``.
 """
 
-from ._fit import demo_configs, fit, objective, transition_matrix, walk_columns, walk_rows  # noqa: F401
+#: Largest N² (N = users + items) for which mode="exact" and :func:`objective` run. Both walk
+#: every column of f_T(A) as a dense N-vector, so a half-iteration touches N² entries whatever
+#: the number of positives: about 18 s per iteration at N² ≈ 1e8 (MovieLens-1M, 2 cores), hence
+#: half an hour or more per iteration above this limit. Raise it (``fastpu.homf.EXACT_LIMIT =
+#: ...``) to run such a pass anyway; mode="dense" costs O(T·nnz(A)·k + N k²) instead.
+EXACT_LIMIT = 10**10
 
-__all__ = ['transition_matrix', 'walk_columns', 'walk_rows', 'objective', 'fit', 'demo_configs']
+from ._fit import demo_configs, fit, objective, transition_matrix, walk_columns, walk_rows  # noqa: E402
+
+__all__ = ['EXACT_LIMIT', 'transition_matrix', 'walk_columns', 'walk_rows', 'objective', 'fit',
+           'demo_configs']

@@ -165,3 +165,9 @@ def check(params):
     if params.get("mode", "dense") != "dense":
         raise ValueError(f"HOMF's mode={params['mode']!r} (the paper's Ω_T) has no distributed "
                          "form; use mode='dense', or fastpu.homf.fit on one machine")
+
+
+def values_may_be_negative(params):
+    """With g = "exp" or "step" a stored value is an edge weight's argument: any finite value is
+    allowed, as in ``fastpu.homf.fit`` (g = "linear" uses the value as the weight)."""
+    return params["g"] != "linear"

@@ -26,12 +26,14 @@ __all__ = ["transition_matrix", "walk_columns", "walk_rows", "objective", "fit",
 # Dense column blocks of f_T(A) are kept near this many bytes (three are alive at once):
 # small enough to stay in cache during the walk, large enough to amortise a parallel launch.
 _BLOCK_BYTES = 8 * 2**20
-#: Largest N² (N = users + items) for which mode="exact" and :func:`objective` run. Both walk
-#: every column of f_T(A) as a dense N-vector, so a half-iteration touches N² entries whatever
-#: the number of positives: about 18 s per iteration at N² ≈ 1e8 (MovieLens-1M, 2 cores), hence
-#: half an hour or more per iteration above this limit. Raise it (``fastpu.homf.EXACT_LIMIT =
-#: ...``) to run such a pass anyway; mode="dense" costs O(T·nnz(A)·k + N k²) instead.
-EXACT_LIMIT = 10**10
+
+
+def _exact_limit() -> float:
+    """``fastpu.homf.EXACT_LIMIT``, read at each call (the package holds the setting a user
+    changes)."""
+    from fastpu import homf
+
+    return homf.EXACT_LIMIT
 
 
 # --------------------------------------------------------------------------- the graph
@@ -117,10 +119,11 @@ def _block_size(N, block_size):
 
 def _check_exact_work(N, block, what, alternative):
     """Refuse an all-columns pass over f_T(A) above EXACT_LIMIT; check one block's memory."""
-    if N * N > EXACT_LIMIT:
+    limit = _exact_limit()
+    if N * N > limit:
         raise ValueError(
             f"{what} walks all {N:,} columns of f_T(A) as dense vectors: {N * N:.3g} entries per "
-            f"pass (N = m + n = {N:,}), above fastpu.homf.EXACT_LIMIT = {EXACT_LIMIT:.3g}, which "
+            f"pass (N = m + n = {N:,}), above fastpu.homf.EXACT_LIMIT = {limit:.3g}, which "
             f"would take hours whatever the number of positives; {alternative}")
     # per block: the walk's three N×b buffers, its transpose and the bipartite sums
     V_.check_alloc(5 * 8 * N * block, what=f"{what} (one block of {block} columns)",
