@@ -59,8 +59,8 @@ def _build(pb):
     Y = V.check_csr(pb["Y"])
     Zx = V.check_csr(pb["Zx"], nonnegative=False)
     Zy = V.check_csr(pb["Zy"], nonnegative=False)
-    apos = fbgd_problem._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
-    rpos = fbgd_problem._positive_array(pb["r_pos"], name="r_pos", Y=Y, minimum=None)
+    apos = fbgd_problem.per_positive(pb["pos_weight"], Y)
+    rpos = fbgd_problem.per_positive(pb["r_pos"], Y)
     prob = fbgd_problem._Problem(Y, Zx, Zy, pb["k"], pb["biases"], pb["neg"], apos, rpos, pb["r_neg"],
                          pb["neg_rows"])
     tx, ty = prob.init_params(pb["rng"], 0.7)
@@ -79,9 +79,9 @@ def _naive_loss(dense, tx, ty, biases):
                            dense["rpos"], dense["neg"], dense["r_neg"], neg_rows=dense["neg_rows"])
 
 
-def _naive_grads(dense, tx, ty, f, biases, reg=0.0):
+def _naive_grads(dense, tx, ty, f, biases, lam=0.0):
     return naive.param_gradients(dense["D"], dense["Zx"], dense["Zy"], tx, ty, f, biases,
-                                 dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"], reg,
+                                 dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"], lam,
                                  dense["neg_rows"])
 
 
@@ -187,12 +187,12 @@ def _check_fd(prob, tx, ty, gx, gy, dense, biases, h):
 
 
 # --------------------------------------------------------------------------- updates
-def _one_run(pb, update, adagrad, n_iter, lr, reg):
+def _one_run(pb, update, adagrad, n_iter, lr, lam):
     prob, tx, ty, dense = _build(pb)
     nx, ny = tx.copy(), ty.copy()
     progress = Progress("test")
     try:
-        fbgd_problem._train(prob, tx, ty, lr=lr, n_iter=n_iter, update=update, adagrad=adagrad, reg=reg,
+        fbgd_problem._train(prob, tx, ty, lr=lr, n_iter=n_iter, update=update, adagrad=adagrad, lam=lam,
                     progress=progress)
     except FloatingPointError:
         # plain gradient steps can diverge on a drawn problem: the epoch that raised has updated
@@ -203,7 +203,7 @@ def _one_run(pb, update, adagrad, n_iter, lr, reg):
     for _ in range(n_iter):
         step(dense["D"], dense["Zx"], dense["Zy"], nx, ny, ax, ay, prob.free_x, prob.free_y,
              pb["k"], pb["biases"], dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"],
-             lr, adagrad, reg, dense["neg_rows"])
+             lr, adagrad, lam, dense["neg_rows"])
     return (tx, ty), (nx, ny), progress
 
 
@@ -216,9 +216,9 @@ def _same_iterates(got, want):
 
 
 @given(problems(), st.sampled_from(["coordinate", "batch"]), st.booleans(), st.sampled_from([0.0, 0.1]))
-def test_epochs_match_naive_algorithm(pb, update, adagrad, reg):
+def test_epochs_match_naive_algorithm(pb, update, adagrad, lam):
     with np.errstate(over="ignore", invalid="ignore"):
-        (tx, ty), (nx, ny), progress = _one_run(pb, update, adagrad, 2, 0.01, reg)
+        (tx, ty), (nx, ny), progress = _one_run(pb, update, adagrad, 2, 0.01, lam)
     _same_iterates(tx, nx)
     _same_iterates(ty, ny)
     finite = np.isfinite(tx).all() and np.isfinite(ty).all()
@@ -371,12 +371,12 @@ def _digest(model):
     return h.hexdigest()[:16]
 
 
-# the defaults of that time, pinned (issue 14 re-chose rho, lr and reg)
-_THEN = dict(rho=0.0, lr=0.05, reg=0.0)
+# the defaults of that time, pinned (issue 14 re-chose rho, lr and lam, then called reg)
+_THEN = dict(rho=0.0, lr=0.05, lam=0.0)
 _GOLDEN = {   # digests of fits made by the code before neg_row_weights existed (commit d6e0d7e)
     "mf_coordinate": (dict(_THEN, k=3, alpha0=4.0, rho=0.5, r_neg=-0.2, n_iter=4, update="coordinate"),
                       "37b140908b9fc929"),
-    "mf_batch": (dict(_THEN, k=3, alpha0=4.0, n_iter=4, update="batch", reg=0.01), "1f540aff9880fed3"),
+    "mf_batch": (dict(_THEN, k=3, alpha0=4.0, n_iter=4, update="batch", lam=0.01), "1f540aff9880fed3"),
     "svdf_coordinate": (dict(_THEN, k=2, features=True, alpha0=3.0, n_iter=3, update="coordinate"),
                         "1e61c881cc81af9a"),
     "svdf_batch_gd": (dict(_THEN, k=2, features=True, alpha0=3.0, n_iter=3, update="batch",
@@ -488,8 +488,8 @@ def test_bad_inputs_get_clear_errors():
         fbgd.fit(Y, 2, optimizer="adam")
     with pytest.raises(ValueError, match=r"lr must be > 0.0, got 0"):
         fbgd.fit(Y, 2, lr=0.0)
-    with pytest.raises(ValueError, match=r"reg must be at most 1e\+20, got 1e\+200"):
-        fbgd.fit(Y, 2, reg=1e200)      # was a run that never moved, with no warning
+    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20, got 1e\+200"):
+        fbgd.fit(Y, 2, lam=1e200)      # was a run that never moved, with no warning
     with pytest.raises(ValueError, match=r"pos_weight must be a real number or 'values'"):
         fbgd.fit(Y, 2, pos_weight="ratings")
     with pytest.raises(ValueError, match=r"pos_weight must be >= 0.0, got -2"):
@@ -533,3 +533,40 @@ def test_a_diverging_plain_gd_run_diverges_like_the_reference():
     assert not (np.isfinite(tx).all() and np.isfinite(ty).all())
     _same_iterates(tx, nx)
     _same_iterates(ty, ny)
+
+
+# --------------------------------------------------------------------------- issue 25: one vocabulary
+def test_reg_is_lam_with_a_deprecation_warning():
+    """reg= is lam= until the next release: the same model, a DeprecationWarning naming lam,
+    params record lam; both names at once is an error. The same for fit_tensor."""
+    Y = _planted(m=20, n=15, seed=13)
+    new = fbgd.fit(Y, 2, n_iter=2, lam=0.05)
+    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
+        old = fbgd.fit(Y, 2, n_iter=2, reg=0.05)
+    np.testing.assert_array_equal(new.user_factors, old.user_factors)
+    np.testing.assert_array_equal(new.item_factors, old.item_factors)
+    assert old.params["lam"] == 0.05 and "reg" not in old.params
+    with pytest.raises(TypeError, match="both reg= .* and lam="):
+        fbgd.fit(Y, 2, reg=0.1, lam=0.1)
+    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20"):
+        with pytest.warns(DeprecationWarning):
+            fbgd.fit(Y, 2, reg=1e30)
+    Y3, pairs = fbgd.triples_to_pairs([0, 1, 2, 2], [0, 1, 0, 1], [1, 0, 2, 2])
+    new = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, lam=0.1)
+    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
+        old = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, reg=0.1)
+    np.testing.assert_array_equal(new.extras["V_x"], old.extras["V_x"])
+    assert old.params["lam"] == 0.1 and "reg" not in old.params
+
+
+def test_signatures_run_data_model_penalties_solver_runtime():
+    import inspect
+
+    order = ["Y", "k", "user_features", "item_features", "alpha0", "rho", "neg_weights",
+             "neg_row_weights", "pos_weight", "r_pos", "r_neg", "biases", "lam", "lr", "n_iter",
+             "update", "optimizer", "init_std", "seed", "n_threads", "callback", "verbose"]
+    assert list(inspect.signature(fbgd.fit).parameters) == order
+    tensor = ["Y", "k", "pairs", "n_x", "n_h", "alpha0", "rho", "neg_weights", "neg_row_weights",
+              "pos_weight", "r_pos", "r_neg", "tensor", "lam", "lr", "n_iter", "optimizer",
+              "init_std", "seed", "n_threads", "callback", "verbose"]
+    assert list(inspect.signature(fbgd.fit_tensor).parameters) == tensor
