@@ -570,3 +570,27 @@ def test_signatures_run_data_model_penalties_solver_runtime():
               "pos_weight", "r_pos", "r_neg", "tensor", "lam", "lr", "n_iter", "optimizer",
               "init_std", "seed", "n_threads", "callback", "verbose"]
     assert list(inspect.signature(fbgd.fit_tensor).parameters) == tensor
+    params = inspect.signature(fbgd.objective).parameters
+    assert list(params) == ["Y", "P", "Q", "neg_weights", "neg_row_weights", "pos_weight", "r_pos",
+                            "r_neg"]
+    assert all(params[p].kind is inspect.Parameter.KEYWORD_ONLY for p in list(params)[3:])
+
+
+def test_objective_options_by_position_still_work_with_a_deprecation_warning():
+    """objective(Y, P, Q, neg_weights, pos_weight, r_pos, r_neg, neg_row_weights) was the old
+    positional order; it gives the same value until the next release, with a warning."""
+    Y = _planted(m=15, n=10, density=0.2, seed=12)
+    rng = np.random.default_rng(3)
+    P, Q = rng.normal(size=(15, 2)), rng.normal(size=(10, 2))
+    neg, rows = rng.uniform(0.1, 1.0, 10), rng.uniform(0.5, 2.0, 15)
+    want = fbgd.objective(Y, P, Q, neg_weights=neg, neg_row_weights=rows, pos_weight=2.0,
+                          r_pos=1.5, r_neg=-0.2)
+    with pytest.warns(DeprecationWarning, match=r"passing neg_weights, pos_weight, r_pos, r_neg, "
+                                                r"neg_row_weights to fbgd.objective\(\) by position"):
+        assert fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows) == want
+    with pytest.warns(DeprecationWarning, match=r"pass neg_weights=, pos_weight= by keyword"):
+        assert fbgd.objective(Y, P, Q, neg, 2.0, r_pos=1.5, r_neg=-0.2, neg_row_weights=rows) == want
+    with pytest.raises(TypeError, match="got multiple values for argument 'neg_weights'"):
+        fbgd.objective(Y, P, Q, neg, neg_weights=neg)
+    with pytest.raises(TypeError):
+        fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows, 1.0)      # more than there ever were

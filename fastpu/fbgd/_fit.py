@@ -9,7 +9,7 @@ import numpy as np
 
 from fastpu._core import validation as V
 from fastpu.fbgd._check import (Model, Run, check_embeddings, check_model, check_run,
-                                check_weights, check_y, identity)
+                                check_weights, check_y, identity, keyword_only)
 from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
                                   per_positive)
 from fastpu._core.progress import Progress
@@ -22,9 +22,10 @@ __all__ = ["demo_configs", "fit", "negative_weights", "objective"]
 
 
 # --------------------------------------------------------------------------- objective
-def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, neg_weights: ArrayLike | None = None,
-              pos_weight: float | str = 1.0, r_pos: float | str = 1.0, r_neg: float = 0.0,
-              neg_row_weights: ArrayLike | None = None) -> float:
+@keyword_only("fbgd.objective", "neg_weights", "pos_weight", "r_pos", "r_neg", "neg_row_weights")
+def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike | None = None,
+              neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
+              r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
     """Loss (2) of embeddings P, Q, computed without forming any m×n array.
 
     J = Σ_P α⁺ (r⁺ − p_x·q_y)² + Σ_U α⁻_x α⁻_y (r⁻ − p_x·q_y)², via the caches
@@ -41,15 +42,19 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, neg_weights: ArrayLike | No
         Column embeddings q_y.
     neg_weights : array_like, shape (n,), optional
         α⁻_y, e.g. from :func:`negative_weights`; ``None`` means 1 for every item.
+    neg_row_weights : array_like, shape (m,), optional
+        α⁻_x, the row-side weight of the unlabeled entries (the paper's α⁻_xy = α⁻_x);
+        the unlabeled entry (x, y) weighs α⁻_x α⁻_y.  ``None`` means 1 for every row.
     pos_weight : float or "values"
         α⁺: one weight for every positive, or ``"values"`` to use Y's stored values.
     r_pos : float or "values"
         Target r⁺ of the positives (or Y's stored values).
     r_neg : float
         Target r⁻ of the unlabeled entries.
-    neg_row_weights : array_like, shape (m,), optional
-        α⁻_x, the row-side weight of the unlabeled entries (the paper's α⁻_xy = α⁻_x);
-        the unlabeled entry (x, y) weighs α⁻_x α⁻_y.  ``None`` means 1 for every row.
+
+    The options after ``Q`` are keyword-only; passing them by position in their former order
+    (``neg_weights, pos_weight, r_pos, r_neg, neg_row_weights``) still works until the next
+    release, with a DeprecationWarning.
 
     Returns
     -------
