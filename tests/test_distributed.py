@@ -179,6 +179,22 @@ def test_fbgd_old_penalty_name_equals_single_machine(dask_client):
         dfit(Y, 3, method="fbgd", client=dask_client, reg=0.1, lam=0.1)
 
 
+@pytest.mark.parametrize("features", [False, True])
+def test_fbgd_warm_start_equals_single_machine(dask_client, features):
+    """init= (the embeddings for plain MF, fbgd.parameters with features) means on the cluster
+    what it means on one machine: the fit goes on from the given parameters."""
+    Y = _matrix(4)
+    X, _ = _features(*Y.shape)
+    kw = dict(alpha0=2.0, lr=0.05, **({"user_features": sp.csr_array(np.abs(X))} if features else {}))
+    first = fp.fbgd.fit(Y, 3, update="batch", n_iter=2, seed=11, n_threads=1, **kw)
+    start = fp.fbgd.parameters(first)
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, init=start, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=2, n_iter=3, init=start, **kw)
+    assert_same(ref, mod)
+    np.testing.assert_allclose(mod.extras["initial_objective"], first.history[-1]["objective"],
+                               rtol=RTOL)
+
+
 HOMF_VARIANTS = {
     "plain": dict(T=3, lam=1e-2),
     "T1": dict(T=1, lam=0.1),

@@ -564,7 +564,7 @@ def test_signatures_run_data_model_penalties_solver_runtime():
 
     order = ["Y", "k", "user_features", "item_features", "alpha0", "rho", "neg_weights",
              "neg_row_weights", "pos_weight", "r_pos", "r_neg", "biases", "lam", "lr", "n_iter",
-             "update", "optimizer", "init_std", "seed", "n_threads", "callback", "verbose"]
+             "update", "optimizer", "init", "init_std", "seed", "n_threads", "callback", "verbose"]
     assert list(inspect.signature(fbgd.fit).parameters) == order
     tensor = ["Y", "k", "pairs", "n_x", "n_h", "alpha0", "rho", "neg_weights", "neg_row_weights",
               "pos_weight", "r_pos", "r_neg", "tensor", "lam", "lr", "n_iter", "optimizer",
@@ -594,3 +594,137 @@ def test_objective_options_by_position_still_work_with_a_deprecation_warning():
         fbgd.objective(Y, P, Q, neg, neg_weights=neg)
     with pytest.raises(TypeError):
         fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows, 1.0)      # more than there ever were
+
+
+# --------------------------------------------------------------------------- warm start (issue 28)
+def _features_problem():
+    Y = _planted(m=30, n=24, seed=14)
+    rng = np.random.default_rng(4)
+    return Y, _random_csr(rng, 30, 5, 0.5, values=True), _random_csr(rng, 24, 4, 0.5, values=True)
+
+
+@pytest.mark.parametrize("features", [False, True])
+def test_plain_batch_steps_continue_a_fit_exactly(features):
+    """Plain gradient steps carry no state: 2 epochs, then 3 from their result, are the 5 epochs
+    of one fit, bit for bit (embeddings for plain MF, fbgd.parameters with features)."""
+    Y, Zx, Zy = _features_problem()
+    kw = dict(alpha0=4.0, update="batch", optimizer="gd", lr=5e-4, lam=0.05, seed=2)
+    if features:
+        kw.update(user_features=Zx, item_features=Zy)
+    five = fbgd.fit(Y, 3, n_iter=5, **kw)
+    two = fbgd.fit(Y, 3, n_iter=2, **kw)
+    start = fbgd.parameters(two) if features else (two.user_factors, two.item_factors)
+    more = fbgd.fit(Y, 3, n_iter=3, init=start, **kw)
+    np.testing.assert_array_equal(more.user_factors, five.user_factors)
+    np.testing.assert_array_equal(more.item_factors, five.item_factors)
+    for key in ("V_user", "V_item") + (("w_user", "w_item", "w0") if features else ()):
+        np.testing.assert_array_equal(more.extras[key], five.extras[key])
+    assert [h["objective"] for h in two.history + more.history] == [h["objective"] for h in five.history]
+    assert more.extras["initial_objective"] == two.history[-1]["objective"]
+
+
+def test_coordinate_steps_continue_a_fit_to_rounding():
+    """The coordinate epochs hand the predictions of the positives from one side's kernel to the
+    other's, where a new fit computes them afresh: the same iterate to rounding."""
+    Y = _planted(m=30, n=24, seed=15)
+    kw = dict(alpha0=4.0, update="coordinate", optimizer="gd", lr=0.002, seed=2)
+    five = fbgd.fit(Y, 3, n_iter=5, **kw)
+    two = fbgd.fit(Y, 3, n_iter=2, **kw)
+    more = fbgd.fit(Y, 3, n_iter=3, init=(two.user_factors, two.item_factors), **kw)
+    np.testing.assert_allclose(more.user_factors, five.user_factors, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(more.item_factors, five.item_factors, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("update", ["coordinate", "batch"])
+def test_adagrad_continues_from_the_point_but_restarts_its_steps(update):
+    """A warm start carries the parameters, not Adagrad's accumulators: the continued fit starts
+    at the previous fit's objective and lowers it, but its first steps are as large as a new
+    fit's, so 2 + 3 epochs are not the 5 epochs of one fit."""
+    Y, Zx, _ = _features_problem()
+    kw = dict(alpha0=4.0, update=update, seed=2, user_features=Zx)
+    five = fbgd.fit(Y, 3, n_iter=5, **kw)
+    two = fbgd.fit(Y, 3, n_iter=2, **kw)
+    more = fbgd.fit(Y, 3, n_iter=3, init=fbgd.parameters(two), **kw)
+    np.testing.assert_allclose(more.extras["initial_objective"], two.history[-1]["objective"],
+                               rtol=1e-12)
+    assert more.history[-1]["objective"] < two.history[-1]["objective"]
+    assert not np.allclose(more.user_factors, five.user_factors)
+
+
+def test_a_warm_start_draws_nothing():
+    Y = _planted(m=20, n=15, seed=16)
+    model = fbgd.fit(Y, 2, n_iter=2)
+    start = (model.user_factors, model.item_factors)
+    a = fbgd.fit(Y, 2, n_iter=2, init=start, seed=1)
+    b = fbgd.fit(Y, 2, n_iter=2, init=start, seed=7, init_std=5.0)
+    np.testing.assert_array_equal(a.user_factors, b.user_factors)
+    np.testing.assert_array_equal(start[0], model.user_factors)      # init is not written to
+
+
+def test_parameters_rebuild_the_embeddings():
+    """P = [Z^X, 1] Θ^X and Q = [Z^Y, 1] Θ^Y (eq. 13): what fbgd.parameters returns is the model."""
+    Y, Zx, Zy = _features_problem()
+    model = fbgd.fit(Y, 3, user_features=Zx, item_features=Zy, n_iter=3)
+    tx, ty = fbgd.parameters(model)
+    assert tx.shape == (6, 5) and ty.shape == (5, 5)
+    ones = np.ones((30, 1)), np.ones((24, 1))
+    np.testing.assert_allclose(np.hstack([Zx.toarray(), ones[0]]) @ tx, model.user_factors, rtol=1e-12)
+    np.testing.assert_allclose(np.hstack([Zy.toarray(), ones[1]]) @ ty, model.item_factors, rtol=1e-12)
+    plain = fbgd.fit(Y, 3, n_iter=2)
+    P0, Q0 = fbgd.parameters(plain)
+    np.testing.assert_array_equal(P0, plain.user_factors)
+    assert P0 is not plain.extras["V_user"]
+    with pytest.raises(TypeError, match="model must be a Factorization returned by fastpu.fbgd.fit, "
+                                        "got a model of fastpu.fbgd.fit_tensor"):
+        Y3, pairs = fbgd.triples_to_pairs([0, 1], [0, 1], [1, 0])
+        fbgd.parameters(fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=1))
+    with pytest.raises(TypeError, match="got a model of method 'ocmf'"):
+        import fastpu as fp
+        fbgd.parameters(fp.ocmf.fit(Y, 2, n_iter=1))
+    with pytest.raises(TypeError, match="got ndarray"):
+        fbgd.parameters(np.ones((3, 3)))
+    import dataclasses
+    edited = dataclasses.replace(model, extras={k: v for k, v in model.extras.items() if k != "w0"})
+    with pytest.raises(ValueError, match=r"model.extras lacks 'w0'"):
+        fbgd.parameters(edited)
+
+
+def test_bad_warm_starts_are_refused_naming_init():
+    Y, Zx, _ = _features_problem()
+    P, Q = np.ones((30, 3)), np.ones((24, 3))
+    with pytest.raises(TypeError, match=r"init must be a tuple \(P0, Q0\) .*got list"):
+        fbgd.fit(Y, 3, init=[P, Q])
+    with pytest.raises(TypeError, match=r"init must be a tuple"):
+        fbgd.fit(Y, 3, init=(P, Q, Q))
+    with pytest.raises(ValueError, match=r"init\[0\] \(P0\) has shape 29×3, expected 30×3 "
+                                         r"\(one row per user, k columns\)"):
+        fbgd.fit(Y, 3, init=(P[:29], Q))
+    with pytest.raises(ValueError, match=r"init\[1\] \(Q0\) has shape 24×2, expected 24×3"):
+        fbgd.fit(Y, 3, init=(P, Q[:, :2]))
+    bad = Q.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"init\[1\] \(Q0\) has 1 non-finite"):
+        fbgd.fit(Y, 3, init=(P, bad))
+    # with biases: the parameter matrices, not the embeddings
+    model = fbgd.fit(Y, 3, user_features=Zx, n_iter=1)
+    with pytest.raises(ValueError, match=r"init\[0\] \(Θ\^X\) has shape 30×5, expected 6×5 \(one row "
+                                         r"per user feature plus the constant feature's row, k \+ 2 "
+                                         r"columns; fastpu.fbgd.parameters\(model\)"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(model.user_factors, model.item_factors))
+    tx, ty = fbgd.parameters(model)
+    with pytest.raises(ValueError, match=r"init\[1\] \(Θ\^Y\) has shape 24×5, expected 25×5 \(one row "
+                                         r"per item plus the constant"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(tx, ty[:-1]))
+    tx[-1, -1] = 2.0                                   # p_x,f+2 must be 1
+    with pytest.raises(ValueError, match=r"init\[0\] \(Θ\^X\) has 1 entries that the bias layout "
+                                         r"of eq. 13 fixes set otherwise; expected its last row "
+                                         r"\[0, …, 0, w0, 1\]"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(tx, ty))
+    tx, ty = fbgd.parameters(model)
+    ty[0, 3] = 0.5                                     # q_y,f+1 = 1 comes from the constant row
+    with pytest.raises(ValueError, match=r"init\[1\] \(Θ\^Y\) has 1 entries .* 0 in its column k \+ 1"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(tx, ty))
+    # features without biases: Θ is the feature embeddings
+    with pytest.raises(ValueError, match=r"init\[0\] \(Θ\^X\) has shape 30×3, expected 5×3 \(one row "
+                                         r"per user feature, k columns\)"):
+        fbgd.fit(Y, 3, user_features=Zx, biases=False, init=(P, Q))

@@ -32,10 +32,14 @@ pairs of each x and each h.
 Both weights of the unlabeled pairs that keep the cached form are available: α⁻_y
 (``neg_weights``, eq. 22) and α⁻_x (``neg_row_weights``); the pair (x, y) weighs
 α⁻_x α⁻_y, and S^p = Pᵀ diag(α⁻_x) P, s^p = Pᵀ α⁻_x.
+
+``fit(..., init=(P0, Q0))`` starts from given parameters instead of random ones: the embeddings
+for plain MF, the parameter matrices Θ^X, Θ^Y with features or biases (:func:`parameters`
+gives them for a fitted model), so that a fit can go on from where another stopped.
 """
 
-from ._fit import demo_configs, fit, negative_weights, objective
+from ._fit import demo_configs, fit, negative_weights, objective, parameters
 from ._tensor import fit_tensor, pair_model, tensor_objective, triples_to_pairs
 
 __all__ = ['demo_configs', 'fit', 'fit_tensor', 'negative_weights', 'objective', 'pair_model',
-           'tensor_objective', 'triples_to_pairs']
+           'parameters', 'tensor_objective', 'triples_to_pairs']

@@ -4,13 +4,14 @@ and the Dask form, checked once here.
 :func:`check_y` checks the positives; :func:`check_run` what drives a fit (rank, step size,
 epochs, update rule, optimizer, start, seed, callback); :func:`check_model` what defines
 ``fit``'s objective (features, biases, the weights and targets of loss (2), the penalty) against
-the matrix shape, and :func:`check_tensor_model` the same for the tensor models. :func:`check_embeddings` and
+the matrix shape, and :func:`check_tensor_model` the same for the tensor models;
+:func:`check_start` a warm start, which depends on both. :func:`check_embeddings` and
 :func:`check_tensor_factors` check the points at which the objectives are evaluated. Everything
 below them (the problem, the epochs, the kernels) takes the canonical values and checks nothing
 again.
 
 The parameter layout of eq. 13 lives here too (:func:`free_masks`, :func:`fixed_entries`): the
-problem trains the free entries.
+problem trains the free entries, and a warm start must hold the fixed ones.
 """
 
 from __future__ import annotations
@@ -224,6 +225,56 @@ def fixed_entries(dx: int, dy: int, f: int, biases: bool) -> tuple[np.ndarray, n
     if biases:
         tx[-1, f + 1] = 1.0    # p_x,f+2 = 1
         ty[-1, f] = 1.0        # q_y,f+1 = 1
+    return tx, ty
+
+
+def _start_side(A: Any, *, i: int, side: str, rows: int, k: int, model: Model,
+                given: bool) -> np.ndarray:
+    """``init[i]``: Θ of one side (``rows`` feature rows: its rows or columns of Y without
+    features), as a fresh float64 copy (the epochs update it in place)."""
+    what = "user" if side == "x" else "item"
+    per = f"{what} feature" if given else what
+    if model.plain:
+        name = f"init[{i}] ({'P0' if side == 'x' else 'Q0'})"
+        expected = f"one row per {what}, k columns"
+    elif not model.biases:
+        name, expected = f"init[{i}] (Θ^{side.upper()})", f"one row per {per}, k columns"
+    else:
+        name = f"init[{i}] (Θ^{side.upper()})"
+        expected = (f"one row per {per} plus the constant feature's row, k + 2 columns; "
+                    "fastpu.fbgd.parameters(model) gives them for a fitted model")
+    g = k + 2 if model.biases else k
+    return V.check_dense(A, name=name, shape=(rows + model.biases, g), shape_from=expected)
+
+
+def check_start(init: Any, model: Model, run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """The starting parameters (Θ^X, Θ^Y) as fresh float64 copies, or None (draw them).
+
+    Without features and biases they are the embeddings (P0, Q0); otherwise the parameter
+    matrices of eq. 13 (:func:`fastpu.fbgd.parameters`), whose fixed entries must hold their
+    values.
+    """
+    if init is None:
+        return None
+    if not (isinstance(init, tuple) and len(init) == 2):
+        raise TypeError("init must be a tuple (P0, Q0) of the starting embeddings (with features "
+                        "or biases the parameter matrices (Θ^X, Θ^Y) of fastpu.fbgd.parameters), "
+                        f"got {type(init).__name__}")
+    dx, dy = model.Zx.shape[1], model.Zy.shape[1]
+    tx = _start_side(init[0], i=0, side="x", rows=dx, k=run.k, model=model, given=model.has_ux)
+    ty = _start_side(init[1], i=1, side="y", rows=dy, k=run.k, model=model, given=model.has_ix)
+    if model.biases:
+        free_x, free_y = free_masks(tx.shape[0], ty.shape[0], run.k, True)
+        want_x, want_y = fixed_entries(tx.shape[0], ty.shape[0], run.k, True)
+        for i, side, T, free, want, row in ((0, "X", tx, free_x, want_x, "[0, …, 0, w0, 1]"),
+                                            (1, "Y", ty, free_y, want_y, "[0, …, 0, 1, 0]")):
+            wrong = int(np.count_nonzero(T[~free] != want[~free]))
+            if wrong:
+                col = "last column" if side == "X" else "column k + 1"
+                raise ValueError(
+                    f"init[{i}] (Θ^{side}) has {wrong} entries that the bias layout of eq. 13 fixes "
+                    f"set otherwise; expected its last row {row} and 0 in its {col} above it "
+                    "(fastpu.fbgd.parameters(model) gives the parameters of a fitted model)")
     return tx, ty
 
 

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from fastpu._core.progress import Progress
-from fastpu.fbgd._check import check_model, check_run, free_masks
+from fastpu.fbgd._check import check_model, check_run, check_start, free_masks
 from fastpu.fbgd._fit import fit_params
 from fastpu.fbgd._problem import _augment, _result, draw_start, eq22
 from fastpu.fbgd import _dask_features
@@ -44,7 +44,7 @@ def _check(other):
 
 
 def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_weights, pos_weight,
-        r_pos, r_neg, biases, lam, lr, n_iter, optimizer, init_std, seed, callback, verbose,
+        r_pos, r_neg, biases, lam, lr, n_iter, optimizer, init, init_std, seed, callback, verbose,
         n_threads, **other):
     """Batch fBGD over row blocks; see :func:`fastpu.distributed.fit` (which fills in
     ``fastpu.fbgd.fit``'s defaults: no default is spelled out here). The arguments go through
@@ -58,6 +58,7 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
     model = check_model(layout.shape, user_features=user_features, item_features=item_features,
                         alpha0=alpha0, rho=rho, neg_weights=neg_weights, neg_row_weights=None,
                         pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, biases=biases, lam=lam)
+    start = check_start(init, model, run)
     k, w, lam = run.k, model.weights, model.lam
     workers = layout.workers
     sub = dict(allow_other_workers=True, pure=False)
@@ -74,7 +75,8 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
     Zx, Zy = model.Zx, model.Zy
     px, py = Zx.shape[1], Zy.shape[1]
     # Θ (features + bias columns), or P and Q for plain MF: the same draws as fbgd.fit's
-    theta_x, theta_y = draw_start(run.rng, px, py, k, model.biases, run.init_std)
+    theta_x, theta_y = start if start is not None else draw_start(run.rng, px, py, k,
+                                                                  model.biases, run.init_std)
     params = dict(fit_params(run, model, update="batch", pos_weight=pos_weight, r_pos=r_pos,
                              seed=seed),
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(workers)))

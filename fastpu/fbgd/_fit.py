@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from fastpu._core import validation as V
-from fastpu.fbgd._check import (Model, Run, check_embeddings, check_model, check_run,
-                                check_weights, check_y, identity, keyword_only)
+from fastpu.fbgd._check import (Model, Run, check_embeddings, check_model, check_run, check_start,
+                                check_weights, check_y, fixed_entries, identity, keyword_only)
 from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
                                   per_positive)
 from fastpu._core.progress import Progress
@@ -18,7 +18,7 @@ from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, Callback, Matrix, Seed, Sparse, Threads
 from fastpu._core.factorization import Factorization, accepts_dataset
 
-__all__ = ["demo_configs", "fit", "negative_weights", "objective"]
+__all__ = ["demo_configs", "fit", "negative_weights", "objective", "parameters"]
 
 
 # --------------------------------------------------------------------------- objective
@@ -101,8 +101,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         neg_weights: ArrayLike | None = None, neg_row_weights: ArrayLike | None = None,
         pos_weight: float | str = 1.0, r_pos: float | str = 1.0, r_neg: float = 0.0,
         biases: bool | None = None, lam: float = 0.1, lr: float = 0.03, n_iter: int = 30,
-        update: str = "coordinate", optimizer: str = "adagrad", init_std: float = 0.01,
-        seed: Seed = 0, n_threads: Threads = None, callback: Callback = None,
+        update: str = "coordinate", optimizer: str = "adagrad",
+        init: tuple[ArrayLike, ArrayLike] | None = None, init_std: float = 0.01, seed: Seed = 0,
+        n_threads: Threads = None, callback: Callback = None,
         verbose: bool = False) -> Factorization:
     """Fit an fBGD embedding model (plain MF or SVDFeature) on all positive and unlabeled pairs.
 
@@ -156,6 +157,17 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     optimizer : {"adagrad", "gd"}
         Adagrad with per-parameter steps γ/√(Σ g²) (ε = 1e-4 where the sum is zero), or
         plain gradient steps (unstable with skewed features, section 4.1).
+    init : tuple (P0, Q0), optional
+        A warm start: the parameters the epochs start from instead of random ones.  Plain MF
+        (no features, no biases): the embeddings P0 (m×k) and Q0 (n×k), e.g. a previous
+        model's ``user_factors`` and ``item_factors``.  With features or biases: the
+        parameter matrices (Θ^X, Θ^Y) of eq. 13, one row per feature (per user or item on a
+        side without features) plus, with biases, the constant feature's row, and k (k + 2
+        with biases) columns; :func:`parameters` gives them for a fitted model, and the
+        entries the bias layout fixes must hold their values.  ``init_std`` and ``seed`` are
+        then unused.  The optimizer's state is not part of the start: Adagrad's accumulators
+        begin at zero, so ``n`` epochs from a model of ``m`` epochs are not ``m + n`` epochs
+        of one fit (plain ``optimizer="gd"`` with ``update="batch"`` is: the same numbers).
     init_std : float
         Standard deviation of the normal initialisation of the embeddings (biases start at 0).
     seed : int, numpy Generator or None
@@ -184,10 +196,11 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     TypeError
         On wrongly typed arguments (complex ``Y``, features or graphs included); a ``callback``
         that returns something other than None or a bool; a ``verbose`` that is not a bool or
-        an int.
+        an int; an ``init`` that is not a tuple of two arrays.
     ValueError
-        On bad shapes, NaN/inf, negative weights or unknown options; ``lam`` above 1e20; if ``Y``
-        has no row or no column (at least one user and one item are expected), or no positive (no stored
+        On bad shapes (``init``'s included, or fixed bias entries of ``init`` set otherwise),
+        NaN/inf, negative weights or unknown options; ``lam`` above 1e20; if ``Y`` has no row
+        or no column (at least one user and one item are expected), or no positive (no stored
         nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``); the message
@@ -211,6 +224,10 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     (2, 30)
     >>> model.history[-1]["objective"] < model.extras["initial_objective"]
     True
+    >>> # five more epochs from where it stopped (a warm start)
+    >>> more = fbgd.fit(Y, 4, alpha0=3.0, n_iter=5, init=(model.user_factors, model.item_factors))
+    >>> bool(np.isclose(more.extras["initial_objective"], model.history[-1]["objective"]))
+    True
     """
     Y = check_y(Y, fit=True)
     run = check_run(k, lr=lr, n_iter=n_iter, update=update, optimizer=optimizer,
@@ -219,9 +236,10 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                         alpha0=alpha0, rho=rho, neg_weights=neg_weights,
                         neg_row_weights=neg_row_weights, pos_weight=pos_weight, r_pos=r_pos,
                         r_neg=r_neg, biases=biases, lam=lam)
+    start = check_start(init, model, run)
     _check_memory(Y.shape, model, run)
     prob = build(Y, model, run.k)
-    theta_x, theta_y = prob.init_params(run.rng, run.init_std)
+    theta_x, theta_y = start if start is not None else prob.init_params(run.rng, run.init_std)
     params = fit_params(run, model, update=run.update, pos_weight=pos_weight, r_pos=r_pos,
                         seed=seed)
     progress = Progress("fbgd", verbose=run.verbose,
@@ -231,7 +249,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         P, Q, initial = _train(prob, theta_x, theta_y, lr=run.lr, n_iter=run.n_iter,
                                update=run.update, adagrad=run.adagrad, lam=model.lam,
                                progress=progress)
-    progress.finish(P, Q, zero_advice=_zero_advice(Y, run, model), stacklevel=5)
+    progress.finish(P, Q, zero_advice=_zero_advice(Y, run, model, init), stacklevel=5)
     return _wrap(P, Q, prob, model, theta_x, theta_y, initial, progress.history, params)
 
 
@@ -300,14 +318,81 @@ def _advice(prob, run, model):
     return "; or ".join(tips)
 
 
-def _zero_advice(Y, run, model):
+def _zero_advice(Y, run, model, init):
     """Advice for an all-zero P or Q; ``None`` (no warning) when Y has no positive."""
     if Y.nnz == 0:
         return None
-    if run.init_std == 0.0:
+    if init is None and run.init_std == 0.0:
         return ("init_std=0 starts every embedding at 0, a stationary point without biases; "
                 "use init_std > 0")
-    return f"lower lam (now {model.lam:g}) or raise lr (now {run.lr:g}) or n_iter"
+    advice = f"lower lam (now {model.lam:g}) or raise lr (now {run.lr:g}) or n_iter"
+    return advice if init is None else f"start from nonzero init, or {advice}"
+
+
+def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
+    """The parameter matrices (Θ^X, Θ^Y) of a model from :func:`fit`: what ``init`` continues.
+
+    P = [Z^X, 1] Θ^X and Q = [Z^Y, 1] Θ^Y (eq. 13; without biases P = Z^X Θ^X): one row per
+    feature (per user or item on a side without features), then with biases the constant
+    feature's row; columns the k latent coordinates, then with biases the user-bias and the
+    item-bias coordinates.  Θ^X's rows are [V_user, w_user, 0] and its last row
+    [0, …, 0, w0, 1]; Θ^Y's [V_item, 0, w_item] and [0, …, 0, 1, 0].  Without features and
+    biases they are copies of ``user_factors`` and ``item_factors``.
+
+    Parameters
+    ----------
+    model : Factorization
+        A result of :func:`fit` (or of its Dask form, or one read by :func:`fastpu.load`).
+
+    Returns
+    -------
+    theta_x, theta_y : ndarray of float64
+        New arrays, shapes (pX [+ 1], k [+ 2]) and (pY [+ 1], k [+ 2]).
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a Factorization of :func:`fit` (a tensor model's are not).
+    ValueError
+        If its ``extras`` lack the parts the matrices are made of (an edited model).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from fastpu import fbgd
+    >>> Y = sp.random_array((40, 30), density=0.15, format="csr", random_state=0)
+    >>> Zx = sp.random_array((40, 5), density=0.4, format="csr", random_state=1)
+    >>> model = fbgd.fit(Y, 4, user_features=Zx, n_iter=3)
+    >>> tx, ty = fbgd.parameters(model)
+    >>> tx.shape, ty.shape                        # 5 features + 1, 30 items + 1; 4 + 2 columns
+    ((6, 6), (31, 6))
+    >>> more = fbgd.fit(Y, 4, user_features=Zx, n_iter=3, init=(tx, ty))
+    """
+    if not isinstance(model, Factorization):
+        raise TypeError(f"model must be a Factorization returned by fastpu.fbgd.fit, got "
+                        f"{type(model).__name__}")
+    if model.method != "fbgd" or "tensor" in model.extras:
+        what = ("a model of fastpu.fbgd.fit_tensor (its factors V_x, V_h, V_y are in extras)"
+                if model.method == "fbgd" else f"a model of method {model.method!r}")
+        raise TypeError(f"model must be a Factorization returned by fastpu.fbgd.fit, got {what}")
+    ex = model.extras
+    biases = bool(model.params.get("biases", "w0" in ex))
+    need = ("V_user", "V_item") + (("w_user", "w_item", "w0") if biases else ())
+    missing = [key for key in need if ex.get(key) is None]
+    if missing:
+        raise ValueError(f"model.extras lacks {', '.join(repr(m) for m in missing)}, which the "
+                         "parameter matrices are made of; pass a model returned by fastpu.fbgd.fit "
+                         "(or read by fastpu.load), not an edited one")
+    Vu, Vi = np.asarray(ex["V_user"], dtype=np.float64), np.asarray(ex["V_item"], dtype=np.float64)
+    px, k = Vu.shape
+    py = Vi.shape[0]
+    tx, ty = fixed_entries(px + biases, py + biases, k, biases)
+    tx[:px, :k], ty[:py, :k] = Vu, Vi
+    if biases:
+        tx[:px, k] = ex["w_user"]
+        tx[px, k] = float(ex["w0"])
+        ty[:py, k + 1] = ex["w_item"]
+    return tx, ty
 
 
 # --------------------------------------------------------------------------- demo
