@@ -118,7 +118,7 @@ def test_ocmf_init_and_float32(dask_client):
 
 FBGD_VARIANTS = {
     "adagrad": dict(alpha0=3.0, lr=0.1),
-    "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, reg=0.01, r_neg=0.1),
+    "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, r_neg=0.1),
     "gd-values": dict(optimizer="gd", lr=0.01, pos_weight="values", r_pos=2.0),
     "given-weights": dict(neg_weights="w", lr=0.05),
 }
@@ -142,7 +142,7 @@ def test_fbgd_batch_equals_single_machine(dask_client, variant, n_blocks):
 
 FBGD_FEATURES = {
     "biases-only": dict(biases=True, alpha0=2.0, lr=0.05),
-    "user-features": dict(user_features="X", alpha0=2.0, lr=0.05, reg=0.01),
+    "user-features": dict(user_features="X", alpha0=2.0, lr=0.05, lam=0.01),
     "both-features": dict(user_features="X", item_features="Z", alpha0=2.0, rho=0.5, lr=0.02),
 }
 
@@ -164,6 +164,35 @@ def test_fbgd_features_equals_single_machine(dask_client, variant, n_blocks):
             assert mod.extras[key] is None, key
             continue
         np.testing.assert_allclose(mod.extras[key], val, rtol=RTOL, atol=1e-12)
+
+
+def test_fbgd_old_penalty_name_equals_single_machine(dask_client):
+    """reg=, lam's old name, means on the cluster what it means on one machine (with its
+    DeprecationWarning); both names at once is an error."""
+    Y = _matrix(4)
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, seed=11, lam=0.02, n_threads=1)
+    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
+        mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=2, n_iter=3, seed=11, reg=0.02)
+    assert_same(ref, mod)
+    assert mod.params["lam"] == 0.02 and "reg" not in mod.params
+    with pytest.raises(TypeError, match=r"got both reg= \(its old name\) and lam="):
+        dfit(Y, 3, method="fbgd", client=dask_client, reg=0.1, lam=0.1)
+
+
+@pytest.mark.parametrize("features", [False, True])
+def test_fbgd_warm_start_equals_single_machine(dask_client, features):
+    """init= (the embeddings for plain MF, fbgd.parameters with features) means on the cluster
+    what it means on one machine: the fit goes on from the given parameters."""
+    Y = _matrix(4)
+    X, _ = _features(*Y.shape)
+    kw = dict(alpha0=2.0, lr=0.05, **({"user_features": sp.csr_array(np.abs(X))} if features else {}))
+    first = fp.fbgd.fit(Y, 3, update="batch", n_iter=2, seed=11, n_threads=1, **kw)
+    start = fp.fbgd.parameters(first)
+    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, init=start, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=2, n_iter=3, init=start, **kw)
+    assert_same(ref, mod)
+    np.testing.assert_allclose(mod.extras["initial_objective"], first.history[-1]["objective"],
+                               rtol=RTOL)
 
 
 HOMF_VARIANTS = {
@@ -484,8 +513,8 @@ def test_bad_arguments(dask_client):
         dfit(Y, 2, lam=1e100, client=dask_client)
     with pytest.raises(ValueError, match=r"lam_graph must be at most 1e\+20"):
         dfit(Y, 2, user_graph=sp.eye(13, format="csr"), lam_graph=1e100, client=dask_client)
-    with pytest.raises(ValueError, match=r"reg must be at most 1e\+20, got 1e\+100"):
-        dfit(Y, 2, method="fbgd", reg=1e100, client=dask_client)
+    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20, got 1e\+100"):
+        dfit(Y, 2, method="fbgd", lam=1e100, client=dask_client)
     with pytest.raises(ValueError, match="solver='gd' has no distributed form"):
         dfit(Y, 2, user_features=np.ones((13, 2)), solver="gd", client=dask_client)
     with pytest.raises(ValueError, match="dtype='float32' with features or graphs has no distributed form"):

@@ -59,8 +59,8 @@ def _build(pb):
     Y = V.check_csr(pb["Y"])
     Zx = V.check_csr(pb["Zx"], nonnegative=False)
     Zy = V.check_csr(pb["Zy"], nonnegative=False)
-    apos = fbgd_problem._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
-    rpos = fbgd_problem._positive_array(pb["r_pos"], name="r_pos", Y=Y, minimum=None)
+    apos = fbgd_problem.per_positive(pb["pos_weight"], Y)
+    rpos = fbgd_problem.per_positive(pb["r_pos"], Y)
     prob = fbgd_problem._Problem(Y, Zx, Zy, pb["k"], pb["biases"], pb["neg"], apos, rpos, pb["r_neg"],
                          pb["neg_rows"])
     tx, ty = prob.init_params(pb["rng"], 0.7)
@@ -79,9 +79,9 @@ def _naive_loss(dense, tx, ty, biases):
                            dense["rpos"], dense["neg"], dense["r_neg"], neg_rows=dense["neg_rows"])
 
 
-def _naive_grads(dense, tx, ty, f, biases, reg=0.0):
+def _naive_grads(dense, tx, ty, f, biases, lam=0.0):
     return naive.param_gradients(dense["D"], dense["Zx"], dense["Zy"], tx, ty, f, biases,
-                                 dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"], reg,
+                                 dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"], lam,
                                  dense["neg_rows"])
 
 
@@ -187,12 +187,12 @@ def _check_fd(prob, tx, ty, gx, gy, dense, biases, h):
 
 
 # --------------------------------------------------------------------------- updates
-def _one_run(pb, update, adagrad, n_iter, lr, reg):
+def _one_run(pb, update, adagrad, n_iter, lr, lam):
     prob, tx, ty, dense = _build(pb)
     nx, ny = tx.copy(), ty.copy()
     progress = Progress("test")
     try:
-        fbgd_problem._train(prob, tx, ty, lr=lr, n_iter=n_iter, update=update, adagrad=adagrad, reg=reg,
+        fbgd_problem._train(prob, tx, ty, lr=lr, n_iter=n_iter, update=update, adagrad=adagrad, lam=lam,
                     progress=progress)
     except FloatingPointError:
         # plain gradient steps can diverge on a drawn problem: the epoch that raised has updated
@@ -203,7 +203,7 @@ def _one_run(pb, update, adagrad, n_iter, lr, reg):
     for _ in range(n_iter):
         step(dense["D"], dense["Zx"], dense["Zy"], nx, ny, ax, ay, prob.free_x, prob.free_y,
              pb["k"], pb["biases"], dense["apos"], dense["rpos"], dense["neg"], dense["r_neg"],
-             lr, adagrad, reg, dense["neg_rows"])
+             lr, adagrad, lam, dense["neg_rows"])
     return (tx, ty), (nx, ny), progress
 
 
@@ -216,9 +216,9 @@ def _same_iterates(got, want):
 
 
 @given(problems(), st.sampled_from(["coordinate", "batch"]), st.booleans(), st.sampled_from([0.0, 0.1]))
-def test_epochs_match_naive_algorithm(pb, update, adagrad, reg):
+def test_epochs_match_naive_algorithm(pb, update, adagrad, lam):
     with np.errstate(over="ignore", invalid="ignore"):
-        (tx, ty), (nx, ny), progress = _one_run(pb, update, adagrad, 2, 0.01, reg)
+        (tx, ty), (nx, ny), progress = _one_run(pb, update, adagrad, 2, 0.01, lam)
     _same_iterates(tx, nx)
     _same_iterates(ty, ny)
     finite = np.isfinite(tx).all() and np.isfinite(ty).all()
@@ -371,12 +371,12 @@ def _digest(model):
     return h.hexdigest()[:16]
 
 
-# the defaults of that time, pinned (issue 14 re-chose rho, lr and reg)
-_THEN = dict(rho=0.0, lr=0.05, reg=0.0)
+# the defaults of that time, pinned (issue 14 re-chose rho, lr and lam, then called reg)
+_THEN = dict(rho=0.0, lr=0.05, lam=0.0)
 _GOLDEN = {   # digests of fits made by the code before neg_row_weights existed (commit d6e0d7e)
     "mf_coordinate": (dict(_THEN, k=3, alpha0=4.0, rho=0.5, r_neg=-0.2, n_iter=4, update="coordinate"),
                       "37b140908b9fc929"),
-    "mf_batch": (dict(_THEN, k=3, alpha0=4.0, n_iter=4, update="batch", reg=0.01), "1f540aff9880fed3"),
+    "mf_batch": (dict(_THEN, k=3, alpha0=4.0, n_iter=4, update="batch", lam=0.01), "1f540aff9880fed3"),
     "svdf_coordinate": (dict(_THEN, k=2, features=True, alpha0=3.0, n_iter=3, update="coordinate"),
                         "1e61c881cc81af9a"),
     "svdf_batch_gd": (dict(_THEN, k=2, features=True, alpha0=3.0, n_iter=3, update="batch",
@@ -488,8 +488,8 @@ def test_bad_inputs_get_clear_errors():
         fbgd.fit(Y, 2, optimizer="adam")
     with pytest.raises(ValueError, match=r"lr must be > 0.0, got 0"):
         fbgd.fit(Y, 2, lr=0.0)
-    with pytest.raises(ValueError, match=r"reg must be at most 1e\+20, got 1e\+200"):
-        fbgd.fit(Y, 2, reg=1e200)      # was a run that never moved, with no warning
+    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20, got 1e\+200"):
+        fbgd.fit(Y, 2, lam=1e200)      # was a run that never moved, with no warning
     with pytest.raises(ValueError, match=r"pos_weight must be a real number or 'values'"):
         fbgd.fit(Y, 2, pos_weight="ratings")
     with pytest.raises(ValueError, match=r"pos_weight must be >= 0.0, got -2"):
@@ -533,3 +533,198 @@ def test_a_diverging_plain_gd_run_diverges_like_the_reference():
     assert not (np.isfinite(tx).all() and np.isfinite(ty).all())
     _same_iterates(tx, nx)
     _same_iterates(ty, ny)
+
+
+# --------------------------------------------------------------------------- issue 25: one vocabulary
+def test_reg_is_lam_with_a_deprecation_warning():
+    """reg= is lam= until the next release: the same model, a DeprecationWarning naming lam,
+    params record lam; both names at once is an error. The same for fit_tensor."""
+    Y = _planted(m=20, n=15, seed=13)
+    new = fbgd.fit(Y, 2, n_iter=2, lam=0.05)
+    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
+        old = fbgd.fit(Y, 2, n_iter=2, reg=0.05)
+    np.testing.assert_array_equal(new.user_factors, old.user_factors)
+    np.testing.assert_array_equal(new.item_factors, old.item_factors)
+    assert old.params["lam"] == 0.05 and "reg" not in old.params
+    with pytest.raises(TypeError, match="both reg= .* and lam="):
+        fbgd.fit(Y, 2, reg=0.1, lam=0.1)
+    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20"):
+        with pytest.warns(DeprecationWarning):
+            fbgd.fit(Y, 2, reg=1e30)
+    Y3, pairs = fbgd.triples_to_pairs([0, 1, 2, 2], [0, 1, 0, 1], [1, 0, 2, 2])
+    new = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, lam=0.1)
+    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
+        old = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, reg=0.1)
+    np.testing.assert_array_equal(new.extras["V_x"], old.extras["V_x"])
+    assert old.params["lam"] == 0.1 and "reg" not in old.params
+
+
+def test_signatures_run_data_model_penalties_solver_runtime():
+    import inspect
+
+    order = ["Y", "k", "user_features", "item_features", "alpha0", "rho", "neg_weights",
+             "neg_row_weights", "pos_weight", "r_pos", "r_neg", "biases", "lam", "lr", "n_iter",
+             "update", "optimizer", "init", "init_std", "seed", "n_threads", "callback", "verbose"]
+    assert list(inspect.signature(fbgd.fit).parameters) == order
+    tensor = ["Y", "k", "pairs", "n_x", "n_h", "alpha0", "rho", "neg_weights", "neg_row_weights",
+              "pos_weight", "r_pos", "r_neg", "tensor", "lam", "lr", "n_iter", "optimizer",
+              "init_std", "seed", "n_threads", "callback", "verbose"]
+    assert list(inspect.signature(fbgd.fit_tensor).parameters) == tensor
+    params = inspect.signature(fbgd.objective).parameters
+    assert list(params) == ["Y", "P", "Q", "neg_weights", "neg_row_weights", "pos_weight", "r_pos",
+                            "r_neg"]
+    assert all(params[p].kind is inspect.Parameter.KEYWORD_ONLY for p in list(params)[3:])
+
+
+def test_objective_options_by_position_still_work_with_a_deprecation_warning():
+    """objective(Y, P, Q, neg_weights, pos_weight, r_pos, r_neg, neg_row_weights) was the old
+    positional order; it gives the same value until the next release, with a warning."""
+    Y = _planted(m=15, n=10, density=0.2, seed=12)
+    rng = np.random.default_rng(3)
+    P, Q = rng.normal(size=(15, 2)), rng.normal(size=(10, 2))
+    neg, rows = rng.uniform(0.1, 1.0, 10), rng.uniform(0.5, 2.0, 15)
+    want = fbgd.objective(Y, P, Q, neg_weights=neg, neg_row_weights=rows, pos_weight=2.0,
+                          r_pos=1.5, r_neg=-0.2)
+    with pytest.warns(DeprecationWarning, match=r"passing neg_weights, pos_weight, r_pos, r_neg, "
+                                                r"neg_row_weights to fbgd.objective\(\) by position"):
+        assert fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows) == want
+    with pytest.warns(DeprecationWarning, match=r"pass neg_weights=, pos_weight= by keyword"):
+        assert fbgd.objective(Y, P, Q, neg, 2.0, r_pos=1.5, r_neg=-0.2, neg_row_weights=rows) == want
+    with pytest.raises(TypeError, match="got multiple values for argument 'neg_weights'"):
+        fbgd.objective(Y, P, Q, neg, neg_weights=neg)
+    with pytest.raises(TypeError):
+        fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows, 1.0)      # more than there ever were
+
+
+# --------------------------------------------------------------------------- warm start (issue 28)
+def _features_problem():
+    Y = _planted(m=30, n=24, seed=14)
+    rng = np.random.default_rng(4)
+    return Y, _random_csr(rng, 30, 5, 0.5, values=True), _random_csr(rng, 24, 4, 0.5, values=True)
+
+
+@pytest.mark.parametrize("features", [False, True])
+def test_plain_batch_steps_continue_a_fit_exactly(features):
+    """Plain gradient steps carry no state: 2 epochs, then 3 from their result, are the 5 epochs
+    of one fit, bit for bit (embeddings for plain MF, fbgd.parameters with features)."""
+    Y, Zx, Zy = _features_problem()
+    kw = dict(alpha0=4.0, update="batch", optimizer="gd", lr=5e-4, lam=0.05, seed=2)
+    if features:
+        kw.update(user_features=Zx, item_features=Zy)
+    five = fbgd.fit(Y, 3, n_iter=5, **kw)
+    two = fbgd.fit(Y, 3, n_iter=2, **kw)
+    start = fbgd.parameters(two) if features else (two.user_factors, two.item_factors)
+    more = fbgd.fit(Y, 3, n_iter=3, init=start, **kw)
+    np.testing.assert_array_equal(more.user_factors, five.user_factors)
+    np.testing.assert_array_equal(more.item_factors, five.item_factors)
+    for key in ("V_user", "V_item") + (("w_user", "w_item", "w0") if features else ()):
+        np.testing.assert_array_equal(more.extras[key], five.extras[key])
+    assert [h["objective"] for h in two.history + more.history] == [h["objective"] for h in five.history]
+    assert more.extras["initial_objective"] == two.history[-1]["objective"]
+
+
+def test_coordinate_steps_continue_a_fit_to_rounding():
+    """The coordinate epochs hand the predictions of the positives from one side's kernel to the
+    other's, where a new fit computes them afresh: the same iterate to rounding."""
+    Y = _planted(m=30, n=24, seed=15)
+    kw = dict(alpha0=4.0, update="coordinate", optimizer="gd", lr=0.002, seed=2)
+    five = fbgd.fit(Y, 3, n_iter=5, **kw)
+    two = fbgd.fit(Y, 3, n_iter=2, **kw)
+    more = fbgd.fit(Y, 3, n_iter=3, init=(two.user_factors, two.item_factors), **kw)
+    np.testing.assert_allclose(more.user_factors, five.user_factors, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(more.item_factors, five.item_factors, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("update", ["coordinate", "batch"])
+def test_adagrad_continues_from_the_point_but_restarts_its_steps(update):
+    """A warm start carries the parameters, not Adagrad's accumulators: the continued fit starts
+    at the previous fit's objective and lowers it, but its first steps are as large as a new
+    fit's, so 2 + 3 epochs are not the 5 epochs of one fit."""
+    Y, Zx, _ = _features_problem()
+    kw = dict(alpha0=4.0, update=update, seed=2, user_features=Zx)
+    five = fbgd.fit(Y, 3, n_iter=5, **kw)
+    two = fbgd.fit(Y, 3, n_iter=2, **kw)
+    more = fbgd.fit(Y, 3, n_iter=3, init=fbgd.parameters(two), **kw)
+    np.testing.assert_allclose(more.extras["initial_objective"], two.history[-1]["objective"],
+                               rtol=1e-12)
+    assert more.history[-1]["objective"] < two.history[-1]["objective"]
+    assert not np.allclose(more.user_factors, five.user_factors)
+
+
+def test_a_warm_start_draws_nothing():
+    Y = _planted(m=20, n=15, seed=16)
+    model = fbgd.fit(Y, 2, n_iter=2)
+    start = (model.user_factors, model.item_factors)
+    a = fbgd.fit(Y, 2, n_iter=2, init=start, seed=1)
+    b = fbgd.fit(Y, 2, n_iter=2, init=start, seed=7, init_std=5.0)
+    np.testing.assert_array_equal(a.user_factors, b.user_factors)
+    np.testing.assert_array_equal(start[0], model.user_factors)      # init is not written to
+
+
+def test_parameters_rebuild_the_embeddings():
+    """P = [Z^X, 1] Θ^X and Q = [Z^Y, 1] Θ^Y (eq. 13): what fbgd.parameters returns is the model."""
+    Y, Zx, Zy = _features_problem()
+    model = fbgd.fit(Y, 3, user_features=Zx, item_features=Zy, n_iter=3)
+    tx, ty = fbgd.parameters(model)
+    assert tx.shape == (6, 5) and ty.shape == (5, 5)
+    ones = np.ones((30, 1)), np.ones((24, 1))
+    np.testing.assert_allclose(np.hstack([Zx.toarray(), ones[0]]) @ tx, model.user_factors, rtol=1e-12)
+    np.testing.assert_allclose(np.hstack([Zy.toarray(), ones[1]]) @ ty, model.item_factors, rtol=1e-12)
+    plain = fbgd.fit(Y, 3, n_iter=2)
+    P0, Q0 = fbgd.parameters(plain)
+    np.testing.assert_array_equal(P0, plain.user_factors)
+    assert P0 is not plain.extras["V_user"]
+    with pytest.raises(TypeError, match="model must be a Factorization returned by fastpu.fbgd.fit, "
+                                        "got a model of fastpu.fbgd.fit_tensor"):
+        Y3, pairs = fbgd.triples_to_pairs([0, 1], [0, 1], [1, 0])
+        fbgd.parameters(fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=1))
+    with pytest.raises(TypeError, match="got a model of method 'ocmf'"):
+        import fastpu as fp
+        fbgd.parameters(fp.ocmf.fit(Y, 2, n_iter=1))
+    with pytest.raises(TypeError, match="got ndarray"):
+        fbgd.parameters(np.ones((3, 3)))
+    import dataclasses
+    edited = dataclasses.replace(model, extras={k: v for k, v in model.extras.items() if k != "w0"})
+    with pytest.raises(ValueError, match=r"model.extras lacks 'w0'"):
+        fbgd.parameters(edited)
+
+
+def test_bad_warm_starts_are_refused_naming_init():
+    Y, Zx, _ = _features_problem()
+    P, Q = np.ones((30, 3)), np.ones((24, 3))
+    with pytest.raises(TypeError, match=r"init must be a tuple \(P0, Q0\) .*got list"):
+        fbgd.fit(Y, 3, init=[P, Q])
+    with pytest.raises(TypeError, match=r"init must be a tuple"):
+        fbgd.fit(Y, 3, init=(P, Q, Q))
+    with pytest.raises(ValueError, match=r"init\[0\] \(P0\) has shape 29×3, expected 30×3 "
+                                         r"\(one row per user, k columns\)"):
+        fbgd.fit(Y, 3, init=(P[:29], Q))
+    with pytest.raises(ValueError, match=r"init\[1\] \(Q0\) has shape 24×2, expected 24×3"):
+        fbgd.fit(Y, 3, init=(P, Q[:, :2]))
+    bad = Q.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"init\[1\] \(Q0\) has 1 non-finite"):
+        fbgd.fit(Y, 3, init=(P, bad))
+    # with biases: the parameter matrices, not the embeddings
+    model = fbgd.fit(Y, 3, user_features=Zx, n_iter=1)
+    with pytest.raises(ValueError, match=r"init\[0\] \(Θ\^X\) has shape 30×5, expected 6×5 \(one row "
+                                         r"per user feature plus the constant feature's row, k \+ 2 "
+                                         r"columns; fastpu.fbgd.parameters\(model\)"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(model.user_factors, model.item_factors))
+    tx, ty = fbgd.parameters(model)
+    with pytest.raises(ValueError, match=r"init\[1\] \(Θ\^Y\) has shape 24×5, expected 25×5 \(one row "
+                                         r"per item plus the constant"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(tx, ty[:-1]))
+    tx[-1, -1] = 2.0                                   # p_x,f+2 must be 1
+    with pytest.raises(ValueError, match=r"init\[0\] \(Θ\^X\) has 1 entries that the bias layout "
+                                         r"of eq. 13 fixes set otherwise; expected its last row "
+                                         r"\[0, …, 0, w0, 1\]"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(tx, ty))
+    tx, ty = fbgd.parameters(model)
+    ty[0, 3] = 0.5                                     # q_y,f+1 = 1 comes from the constant row
+    with pytest.raises(ValueError, match=r"init\[1\] \(Θ\^Y\) has 1 entries .* 0 in its column k \+ 1"):
+        fbgd.fit(Y, 3, user_features=Zx, init=(tx, ty))
+    # features without biases: Θ is the feature embeddings
+    with pytest.raises(ValueError, match=r"init\[0\] \(Θ\^X\) has shape 30×3, expected 5×3 \(one row "
+                                         r"per user feature, k columns\)"):
+        fbgd.fit(Y, 3, user_features=Zx, biases=False, init=(P, Q))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fastpu._core import validation as V
 from fastpu.fbgd import _problem as FP
+from fastpu.fbgd._check import identity
 from fastpu import fbgd
 from fastpu._kernels import fbgd as K
 from fastpu._core.progress import Progress
@@ -58,13 +59,13 @@ def problems(draw):
     return dict(Y=Y, Zx=Zx, Zy=Zy, k=draw(st.integers(1, 3)), biases=draw(st.booleans()),
                 neg=rng.uniform(0.0, 2.0, n), pos_weight=draw(st.sampled_from([1.0, "values"])),
                 r_neg=draw(st.sampled_from([0.0, -0.4])), adagrad=draw(st.booleans()),
-                reg=draw(st.sampled_from([0.0, 0.1])),
+                lam=draw(st.sampled_from([0.0, 0.1])),
                 neg_rows=rng.uniform(0.0, 2.0, m) if draw(st.booleans()) else None, rng=rng)
 
 
 def _build(pb):
     Y = V.check_csr(pb["Y"])
-    apos = FP._positive_array(pb["pos_weight"], name="pos_weight", Y=Y, minimum=0.0)
+    apos = FP.per_positive(pb["pos_weight"], Y)
     rpos = np.ones(Y.nnz)
     prob = FP._Problem(Y, pb["Zx"], pb["Zy"], pb["k"], pb["biases"], pb["neg"], apos, rpos,
                        pb["r_neg"], pb["neg_rows"])
@@ -79,7 +80,7 @@ def _train(prob, tx, ty, pb, n_iter, threads, reference=False, monkeypatch=None)
     with monkeypatch.context() as mp, limit_threads(threads):
         mp.setattr(FP, "_REFERENCE", reference)
         FP._train(prob, tx, ty, lr=0.02, n_iter=n_iter, update="coordinate", adagrad=pb["adagrad"],
-                  reg=pb["reg"], progress=Progress("test"))
+                  lam=pb["lam"], progress=Progress("test"))
     return tx, ty
 
 
@@ -114,7 +115,7 @@ def test_row_parallel_epochs_match_the_dense_appendix_b(pb, threads):
     for _ in range(2):
         naive.coordinate_epoch(D, pb["Zx"].toarray(), pb["Zy"].toarray(), nx, ny, ax, ay,
                                prob.free_x, prob.free_y, pb["k"], pb["biases"], A, R, pb["neg"],
-                               pb["r_neg"], 0.02, pb["adagrad"], pb["reg"], pb["neg_rows"])
+                               pb["r_neg"], 0.02, pb["adagrad"], pb["lam"], pb["neg_rows"])
     np.testing.assert_allclose(got[0], nx, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(got[1], ny, rtol=1e-8, atol=1e-10)
 
@@ -153,10 +154,10 @@ def test_rows_longer_than_the_tile_gather_instead(monkeypatch):
     Y = _csr(sp.csr_array((np.ones(cols.size), cols, np.array([0, cols.size, cols.size])),
                           shape=(2, n)))
     assert Y.indptr[1] > K._TILE_MAX
-    prob = FP._Problem(Y, FP._ident(2), FP._ident(n), 1, False,
+    prob = FP._Problem(Y, identity(2), identity(n), 1, False,
                        np.full(n, 1e-5), np.ones(Y.nnz), np.ones(Y.nnz), 0.0)
     tx, ty = prob.init_params(rng, 0.1)
-    pb = dict(adagrad=True, reg=0.01)
+    pb = dict(adagrad=True, lam=0.01)
     got = _train(prob, tx, ty, pb, 2, 2, monkeypatch=monkeypatch)
     want = _train(prob, tx, ty, pb, 2, 1, reference=True, monkeypatch=monkeypatch)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-9)
@@ -189,7 +190,7 @@ def _train_history(prob, tx, ty, pb, n_iter, fused, threads=1):
             mp.setattr(FP._Problem, "fused_loss_terms", lambda self: None)
             mp.setattr(FP._Problem, "fused_user_perm", lambda self: None)
         FP._train(prob, tx, ty, lr=0.02, n_iter=n_iter, update="coordinate", adagrad=pb["adagrad"],
-                  reg=pb["reg"], progress=progress)
+                  lam=pb["lam"], progress=progress)
     return tx, ty, np.array([h["objective"] for h in progress.history])
 
 
@@ -227,7 +228,7 @@ def test_fused_passes_equal_the_separate_pass_and_the_dense_loss(pb, x_layout, y
     A = sp.csr_array((apos, Y.indices, Y.indptr), shape=Y.shape).toarray()
     Wneg = np.outer(prob.arow, prob.neg)
     dense = float(np.sum(np.where(D, A * (1.0 - R) ** 2, Wneg * (pb["r_neg"] - R) ** 2)))
-    dense += pb["reg"] * (float(np.sum(fx[prob.free_x] ** 2)) + float(np.sum(fy[prob.free_y] ** 2)))
+    dense += pb["lam"] * (float(np.sum(fx[prob.free_x] ** 2)) + float(np.sum(fy[prob.free_y] ** 2)))
     np.testing.assert_allclose(fobj[-1], dense, rtol=1e-10, atol=1e-10 * scale)
 
 
@@ -241,11 +242,11 @@ def test_fused_item_loss_on_an_item_longer_than_the_tile():
     c = np.concatenate([np.zeros(rows.size, dtype=np.int64), [1]])
     Y = _csr(sp.coo_array((np.ones(r.size), (r, c)), shape=(m, 2)).tocsr())
     assert np.diff(FP.V.transpose_csr(Y).indptr)[0] > K._TILE_MAX
-    prob = FP._Problem(Y, FP._ident(m), FP._ident(2), 1, False,
+    prob = FP._Problem(Y, identity(m), identity(2), 1, False,
                        np.full(2, 1e-5), np.ones(Y.nnz), np.ones(Y.nnz), 0.0)
     assert prob.fused_loss_terms() is not None
     tx, ty = prob.init_params(rng, 0.1)
-    pb = dict(adagrad=True, reg=0.01)
+    pb = dict(adagrad=True, lam=0.01)
     fx, fy, fobj = _train_history(prob, tx, ty, pb, 2, True, threads=2)
     sx, sy, sobj = _train_history(prob, tx, ty, pb, 2, False, threads=2)
     np.testing.assert_allclose(fx, sx, rtol=1e-9)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from fastpu._core import validation as V
 import fastpu as fp
 from fastpu.fbgd import _tensor as T
+from fastpu.fbgd._check import check_tensor_model
 from fastpu import fbgd
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
@@ -59,12 +60,12 @@ def tensor_problems(draw):
 
 def _build(pb):
     Y = V.check_csr(pb["Y"])
-    px, ph, n_x, n_h = T._check_pairs(pb["pairs"], Y.shape[0], pb["n_x"], pb["n_h"])
-    tp = T._Tensor(px, ph, n_x, n_h, pb["f"], pb["tensor"])
-    neg, neg_rows, apos, rpos, r_neg = T._weights(
-        Y, alpha0=None, rho=0.0, neg_weights=pb["neg"], neg_row_weights=pb["neg_rows"],
-        pos_weight=pb["pos_weight"], r_pos=pb["r_pos"], r_neg=pb["r_neg"])
-    prob = T._problem(Y, tp.g, neg, apos, rpos, r_neg, neg_rows)
+    model = check_tensor_model(Y.shape, pairs=pb["pairs"], n_x=pb["n_x"], n_h=pb["n_h"],
+                               alpha0=None, rho=0.0, neg_weights=pb["neg"],
+                               neg_row_weights=pb["neg_rows"], pos_weight=pb["pos_weight"],
+                               r_pos=pb["r_pos"], r_neg=pb["r_neg"], tensor=pb["tensor"], lam=0.0)
+    tp = T._Tensor(model.px, model.ph, model.n_x, model.n_h, pb["f"], model.tensor)
+    prob = T._problem(Y, tp.g, model.weights, model.weights.neg)
     return prob, tp
 
 
@@ -74,10 +75,10 @@ def _dense_loss(pb, VX, VH, VY):
                              d["neg"], d["r_neg"], d["neg_pairs"])
 
 
-def _dense_grads(pb, VX, VH, VY, reg=0.0):
+def _dense_grads(pb, VX, VH, VY, lam=0.0):
     d = pb["dense"]
     return naive.tensor_gradients(d["D3"], d["pair_mask"], VX, VH, VY, d["tensor"], d["apos3"],
-                                  d["rpos3"], d["neg"], d["r_neg"], d["neg_pairs"], reg)
+                                  d["rpos3"], d["neg"], d["r_neg"], d["neg_pairs"], lam)
 
 
 # --------------------------------------------------------------------------- eq. 25-28
@@ -136,21 +137,21 @@ def test_gradients_match_finite_differences(pb):
 
 
 @given(tensor_problems(), st.booleans(), st.sampled_from([0.0, 0.1]))
-def test_epochs_match_the_literal_batch_gradient(pb, adagrad, reg):
+def test_epochs_match_the_literal_batch_gradient(pb, adagrad, lam):
     prob, tp = _build(pb)
     VX, VH, VY = pb["VX"].copy(), pb["VH"].copy(), pb["VY"].copy()
     progress = Progress("test")
-    T._train(prob, tp, VX, VH, VY, lr=0.01, n_iter=2, adagrad=adagrad, reg=reg, progress=progress)
+    T._train(prob, tp, VX, VH, VY, lr=0.01, n_iter=2, adagrad=adagrad, lam=lam, progress=progress)
     nX, nH, nY = pb["VX"].copy(), pb["VH"].copy(), pb["VY"].copy()
     accs = [np.zeros_like(nX), np.zeros_like(nH), np.zeros_like(nY)]
     d = pb["dense"]
     for _ in range(2):
         naive.tensor_batch_epoch(d["D3"], d["pair_mask"], nX, nH, nY, accs, d["tensor"], d["apos3"],
-                                 d["rpos3"], d["neg"], d["r_neg"], 0.01, adagrad, d["neg_pairs"], reg)
+                                 d["rpos3"], d["neg"], d["r_neg"], 0.01, adagrad, d["neg_pairs"], lam)
     for got, ref in ((VX, nX), (VH, nH), (VY, nY)):
         np.testing.assert_allclose(got, ref, rtol=1e-8, atol=1e-10)
     objective = progress.history[-1]["objective"]
-    penalty = reg * (np.sum(nX ** 2) + np.sum(nH ** 2) + np.sum(nY ** 2))
+    penalty = lam * (np.sum(nX ** 2) + np.sum(nH ** 2) + np.sum(nY ** 2))
     np.testing.assert_allclose(objective, _dense_loss(pb, nX, nH, nY) + penalty, rtol=1e-8, atol=1e-9)
 
 
@@ -299,8 +300,8 @@ def test_bad_inputs_get_clear_errors():
         fbgd.fit_tensor(Y, 2, pairs=pairs, neg_row_weights=np.ones(2))
     with pytest.raises(ValueError, match=r"neg_weights has shape 2, expected 3"):
         fbgd.fit_tensor(Y, 2, pairs=pairs, neg_weights=np.ones(2))
-    with pytest.raises(ValueError, match=r"reg must be at most 1e\+20, got 1e\+200"):
-        fbgd.fit_tensor(Y, 2, pairs=pairs, reg=1e200)     # the bound fbgd.fit has
+    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20, got 1e\+200"):
+        fbgd.fit_tensor(Y, 2, pairs=pairs, lam=1e200)     # the bound fbgd.fit has
     with pytest.raises(ValueError, match=r"alpha0 must be >= 0.0, got -1"):
         fbgd.fit_tensor(Y, 2, pairs=pairs, alpha0=-1.0)
     with pytest.raises(ValueError, match=r"unknown optimizer 'adam'"):

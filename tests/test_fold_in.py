@@ -179,8 +179,8 @@ def test_ocmf_float32_model_and_empty_rows():
 # ------------------------------------------------------------------------------------ fbgd
 
 @given(Y=csr_matrices(max_rows=5, max_cols=9), f=st.integers(1, 4), seed=seeds,
-       biases=st.booleans(), values=st.booleans(), reg=st.sampled_from([0.01, 1.0]))
-def test_fbgd_equals_dense_least_squares(Y, f, seed, biases, values, reg):
+       biases=st.booleans(), values=st.booleans(), lam=st.sampled_from([0.01, 1.0]))
+def test_fbgd_equals_dense_least_squares(Y, f, seed, biases, values, lam):
     rng = np.random.default_rng(seed)
     n = Y.shape[1]
     g = f + 2 if biases else f
@@ -190,7 +190,7 @@ def test_fbgd_equals_dense_least_squares(Y, f, seed, biases, values, reg):
     neg = rng.uniform(0.1, 2.0, n)
     w0 = float(rng.normal())
     params = dict(k=f, biases=biases, user_features=None, pos_weight="values" if values else 2.0,
-                  r_pos=1.0, r_neg=0.1, reg=reg)
+                  r_pos=1.0, r_neg=0.1, lam=lam)
     model = Factorization(np.zeros((1, g)), Q, params=params, method="fbgd",
                           extras=dict(neg_weights=neg, w0=w0))
     P = fold_in(model, Y).user_factors
@@ -198,13 +198,13 @@ def test_fbgd_equals_dense_least_squares(Y, f, seed, biases, values, reg):
     for i in range(Y.shape[0]):
         C, pos = _dense_row(Y, i)
         apos = C if values else np.full(n, 2.0)
-        ref = nv.fbgd_row_lstsq(Q, pos, apos, 1.0, neg, 0.1, reg, biases=biases, f=f, w0=w0)
+        ref = nv.fbgd_row_lstsq(Q, pos, apos, 1.0, neg, 0.1, lam, biases=biases, f=f, w0=w0)
         np.testing.assert_allclose(P[i], ref, rtol=1e-7, atol=1e-9 * (1 + np.abs(ref).max()))
 
 
 def test_fbgd_fitted_models_and_cold_start():
     data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=3)
-    model = fp.fbgd.fit(data.Y[:30], 4, n_iter=3, alpha0=5.0, rho=0.5, biases=True, reg=0.1)
+    model = fp.fbgd.fit(data.Y[:30], 4, n_iter=3, alpha0=5.0, rho=0.5, biases=True, lam=0.1)
     P = fold_in(model, data.Y[30:]).user_factors
     assert P.shape == (10, 6) and np.all(P[:, -1] == 1.0)
     Q = model.item_factors
@@ -222,11 +222,29 @@ def test_fbgd_fitted_models_and_cold_start():
     assert fold_in(mf, user_features=Zx[30:]).user_factors.shape == (10, 6)
 
 
+def test_fbgd_model_files_of_earlier_releases_still_fold_in(tmp_path):
+    """Until issue 25 fBGD's L2 penalty was params["reg"]; a model file written then holds "reg"
+    and no "lam", and folds in exactly as the same model written today."""
+    data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=5)
+    for biases in (False, True):
+        model = fp.fbgd.fit(data.Y[:30], 3, n_iter=2, alpha0=4.0, lam=0.3, biases=biases)
+        params = {("reg" if key == "lam" else key): v for key, v in model.params.items()}
+        old = dataclasses.replace(model, params=params)
+        old.save(tmp_path / "old.npz")
+        old = fp.load(tmp_path / "old.npz")
+        assert "lam" not in old.params and old.params["reg"] == 0.3
+        np.testing.assert_array_equal(fold_in(old, data.Y[30:]).user_factors,
+                                      fold_in(model, data.Y[30:]).user_factors)
+    neither = dataclasses.replace(model, params={k: v for k, v in params.items() if k != "reg"})
+    with pytest.raises(ValueError, match=r"needs model.params\['lam'\], which it lacks"):
+        fold_in(neither, data.Y[30:])
+
+
 def test_fbgd_item_features_model_folds_in_user_rows():
     """Item features only: users keep free (V_x, w_x) with the bias columns of a real fit."""
     data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=4)
     Zy = sp.random_array((30, 5), density=0.4, random_state=2, format="csr")
-    model = fp.fbgd.fit(data.Y[:30], 3, item_features=Zy, n_iter=3, alpha0=4.0, reg=0.05,
+    model = fp.fbgd.fit(data.Y[:30], 3, item_features=Zy, n_iter=3, alpha0=4.0, lam=0.05,
                         pos_weight="values")
     Ynew = data.Y[30:]
     P = fold_in(model, Ynew).user_factors
@@ -238,9 +256,9 @@ def test_fbgd_item_features_model_folds_in_user_rows():
 
 
 def test_fbgd_singular_rows_fall_back_to_minimum_norm():
-    Q = np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]])    # rank 1: singular with reg = 0
+    Q = np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]])    # rank 1: singular with lam = 0
     params = dict(k=2, biases=False, user_features=None, pos_weight=1.0, r_pos=1.0, r_neg=0.0,
-                  reg=0.0)
+                  lam=0.0)
     model = Factorization(np.zeros((1, 2)), Q, params=params, method="fbgd",
                           extras=dict(neg_weights=np.ones(3)))
     Y = sp.csr_array(np.array([[1.0, 0.0, 0.0]]))

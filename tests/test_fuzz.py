@@ -117,6 +117,9 @@ class _Ctx:
         x, h, y = rng.integers(0, 6, 40), rng.integers(0, 3, 40), rng.integers(0, 5, 40)
         return fp.fbgd.triples_to_pairs(x, h, y, shape=(6, 3, 5))
 
+    def _make_fbgd_model(self):
+        return fp.fbgd.fit(self.Y, K, n_iter=2, biases=True)
+
     def _make_tensor_model(self):
         Y, pairs = self.tensor
         return fp.fbgd.fit_tensor(Y, K, pairs=pairs, tensor="cp", n_iter=2)
@@ -423,10 +426,12 @@ CASES = [
     Case("fbgd.fit", fbgd.fit, _Yk(n_iter=2),
          dict(FIT_COMMON, user_features=("dense", (M, 3)), item_features=("dense", (N, 2)), alpha0="real",
               rho="real", neg_weights=("dense", (N,)), pos_weight="real", r_pos="real", r_neg="real",
-              lr="real", update="choice", optimizer="choice", biases="bool", reg="real", init_std="real")),
+              lr="real", update="choice", optimizer="choice", biases="bool", lam="real", init="any",
+              init_std="real")),
     Case("fbgd.objective", fbgd.objective, lambda: dict(Y=CTX.Y, P=np.ones((M, K)), Q=np.ones((N, K))),
          dict(Y="csr", P=("dense", (M, K)), Q=("dense", (N, K)), neg_weights=("dense", (N,)),
               pos_weight="real", r_pos="real", r_neg="real")),
+    Case("fbgd.parameters", fbgd.parameters, lambda: dict(model=CTX.fbgd_model), dict(model="model")),
     Case("fbgd.negative_weights", fbgd.negative_weights, lambda: dict(Y=CTX.Y, alpha0=2.0, rho=0.5),
          dict(Y="csr", alpha0="real", rho="real")),
     Case("fbgd.demo_configs", fbgd.demo_configs, dict, {}),
@@ -526,7 +531,7 @@ CASES = [
          lambda: dict(Y=CTX.tensor[0], k=K, pairs=CTX.tensor[1], tensor="cp", n_iter=2),
          dict(Y="csr", k="int", pairs=("dense", (15, 2)), tensor="choice", n_x="int", n_h="int",
               alpha0="real", rho="real", neg_weights=("dense", (5,)), pos_weight="real", r_pos="real",
-              r_neg="real", lr="real", n_iter="iters", optimizer="choice", reg="real", init_std="real",
+              r_neg="real", lr="real", n_iter="iters", optimizer="choice", lam="real", init_std="real",
               seed="seed", callback="callable", n_threads="threads", verbose="verbose")),
     Case("fbgd.tensor_objective", fbgd.tensor_objective,
          lambda: dict(Y=CTX.tensor[0], VX=np.ones((6, 1)), VH=np.ones((3, 1)), VY=np.ones((5, 1)),

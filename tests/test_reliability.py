@@ -152,17 +152,17 @@ def _diverging_fbgd_fits():
     return {
         "gd lr=1": lambda: fp.fbgd.fit(_Y(), 4, optimizer="gd", lr=1.0, n_iter=5),
         "gd features": lambda: fp.fbgd.fit(_Y(), 4, user_features=rng.normal(size=(30, 3)) * 100,
-                                           optimizer="gd", lr=10.0, reg=0.1, n_iter=5),
+                                           optimizer="gd", lr=10.0, lam=0.1, n_iter=5),
         "tensor cp": lambda: fp.fbgd.fit_tensor(T, 2, pairs=pairs, tensor="cp", optimizer="gd",
-                                                lr=100.0, reg=0.1, n_iter=8),
+                                                lr=100.0, lam=0.1, n_iter=8),
         "tensor pitf": lambda: fp.fbgd.fit_tensor(T, 2, pairs=pairs, tensor="pitf", optimizer="gd",
-                                                  lr=1.0, reg=0.1, n_iter=8),
+                                                  lr=1.0, lam=0.1, n_iter=8),
     }
 
 
 @pytest.mark.parametrize("case", list(_diverging_fbgd_fits()))
 def test_a_diverging_fbgd_fit_raises_its_own_error_and_no_numpy_warning(case):
-    """The penalty reg·‖Θ‖² overflows first in a diverging run: numpy's 'overflow encountered in
+    """The penalty lam·‖Θ‖² overflows first in a diverging run: numpy's 'overflow encountered in
     square' used to leak before fastpu's own FloatingPointError said what to lower."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -190,7 +190,7 @@ def test_a_diverging_ocmf_fit_raises_its_own_error_and_no_numpy_warning(kw):
 def test_a_diverging_fbgd_fit_still_warns_in_its_own_words():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fp.fbgd.fit(_Y(), 4, lr=1e6, reg=0.1, n_iter=5)
+        fp.fbgd.fit(_Y(), 4, lr=1e6, lam=0.1, n_iter=5)
     assert [w.category for w in caught] == [ConvergenceWarning]
     assert "the iteration diverged" in str(caught[0].message)
 

@@ -77,7 +77,7 @@ def test_grid_sample_without_repetition(planted):
 
 CASES = [
     ("ocmf", dict(k=4, loss="logistic"), {"lam": [0.5, 5.0]}),
-    ("fbgd", dict(k=4, update="batch"), {"reg": [0.0, 0.1]}),
+    ("fbgd", dict(k=4, update="batch"), {"lam": [0.0, 0.1]}),
     ("csrr", dict(k=4, variant="e"), {"lam1": [0.1, 1.0]}),
     ("csrr", dict(variant="I"), {"lam1": [0.5, 2.0]}),
     ("homf", dict(k=4, mode="dense"), {"T": [1, 3]}),

@@ -57,7 +57,7 @@ def test_rows_search_finds_the_planted_lambda(planted):
 
 @pytest.mark.parametrize("method, fixed, space", [
     ("ocmf", dict(k=3, loss="logistic", rho=0.1), {"lam": [0.1, 3.0]}),
-    ("fbgd", dict(k=3, update="batch"), {"reg": [0.0, 0.1]}),
+    ("fbgd", dict(k=3, update="batch"), {"lam": [0.0, 0.1]}),
     ("wrmf", dict(k=3), {"alpha": [1.0, 10.0]}),
 ])
 def test_each_iteration_is_scored_by_cold_start_of_the_fit_rows(planted, method, fixed, space):

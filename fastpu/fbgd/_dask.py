@@ -1,4 +1,6 @@
-"""fBGD (``update="batch"``, plain MF) on a Dask cluster.
+"""fBGD (``update="batch"``) on a Dask cluster: plain MF here, features and biases in
+:mod:`fastpu.fbgd._dask_features`; the arguments go through :mod:`fastpu.fbgd._check` as
+``fastpu.fbgd.fit``'s do.
 
 The batch gradient of one side is row-separable given the other side's caches
 S = Fᵀ diag(w) F and s = Fᵀ w (eq. 6–8 of Yuan et al.), and the Adagrad step is per parameter.
@@ -16,14 +18,14 @@ with a worker is recomputed from its lineage and a re-run gives the same numbers
 
 from __future__ import annotations
 
-import numbers
+import warnings
 
 import numpy as np
 
-from fastpu._core import validation as V
 from fastpu._core.progress import Progress
-from fastpu.fbgd._fit import _OPTIMIZERS
-from fastpu.fbgd._problem import _augment, _feature_csr, _result
+from fastpu.fbgd._check import check_model, check_run, check_start, free_masks
+from fastpu.fbgd._fit import fit_params
+from fastpu.fbgd._problem import _augment, _result, draw_start, eq22
 from fastpu.fbgd import _dask_features
 from fastpu.fbgd._dask_blocks import (_loss, _sum, cache_task, counts_task, make_block,
                                       positive_task, update_task)
@@ -35,102 +37,85 @@ def _check(other):
     if other.get("neg_row_weights") is not None:
         raise ValueError("neg_row_weights (fBGD's α⁻_x) has no distributed form yet; "
                          "use fastpu.fbgd.fit, or leave it at None")
-    unknown = set(other) - {"update", "neg_row_weights"}
+    unknown = set(other) - {"update", "neg_row_weights", "reg"}
     if unknown:
         raise TypeError(f"fastpu.distributed.fit(method='fbgd') got unexpected parameters "
                         f"{sorted(unknown)}; see fastpu.fbgd.fit for the accepted ones")
 
 
 def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_weights, pos_weight,
-        r_pos, r_neg, lr, n_iter, optimizer, biases, reg, init_std, seed, callback, verbose,
+        r_pos, r_neg, biases, lam, lr, n_iter, optimizer, init, init_std, seed, callback, verbose,
         n_threads, **other):
     """Batch fBGD over row blocks; see :func:`fastpu.distributed.fit` (which fills in
-    ``fastpu.fbgd.fit``'s defaults: no default is spelled out here)."""
+    ``fastpu.fbgd.fit``'s defaults: no default is spelled out here). The arguments go through
+    the same checks as ``fastpu.fbgd.fit``'s (:mod:`fastpu.fbgd._check`)."""
     _check(other)
-    m, n = layout.shape
-    k = V.check_k(k)
-    Zx, has_ux = _feature_csr(user_features, name="user_features", n_rows=m)
-    Zy, has_ix = _feature_csr(item_features, name="item_features", n_rows=n, of="column")
+    if "reg" in other:          # its old name (check() refused both and warned): lam is the default
+        lam = other["reg"]
+    m = layout.shape[0]
+    run = check_run(k, lr=lr, n_iter=n_iter, update="batch", optimizer=optimizer,
+                    init_std=init_std, seed=seed, callback=callback, verbose=verbose)
+    model = check_model(layout.shape, user_features=user_features, item_features=item_features,
+                        alpha0=alpha0, rho=rho, neg_weights=neg_weights, neg_row_weights=None,
+                        pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, biases=biases, lam=lam)
+    start = check_start(init, model, run)
+    k, w, lam = run.k, model.weights, model.lam
     workers = layout.workers
     sub = dict(allow_other_workers=True, pure=False)
 
     def on(b):
         return dict(workers=[_blocks.home(workers, b)], **sub)
 
-    if neg_weights is None:
-        alpha0 = 1.0 * n if alpha0 is None else alpha0
-        alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
-        rho = V.check_scalar(rho, name="rho", minimum=0.0)
+    if w.neg is None:           # eq. 22 from the items' positive counts, counted on the workers
         counts = np.concatenate(client.gather([client.submit(counts_task, c, **on(b))
                                                for b, c in enumerate(layout.item)]))
-        neg = _negative_weights(counts, alpha0, rho)
+        neg = eq22(counts, w.alpha0, w.rho)
     else:
-        neg = V.check_vector(neg_weights, name="neg_weights", size=n, default=1.0, nonnegative=True)
-    apos = _scalar_or_values(pos_weight, "pos_weight", 0.0)
-    rpos = _scalar_or_values(r_pos, "r_pos", None)
-    r_neg = V.check_scalar(r_neg, name="r_neg")
-    lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
-    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
-    optimizer = V.check_choice(optimizer, name="optimizer", choices=_OPTIMIZERS)
-    reg = V.check_penalty(reg, name="reg")
-    init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
-    rng = V.check_seed(seed)
-    callback = V.check_callback(callback)
-    adagrad = optimizer == "adagrad"
-    if biases is None:
-        biases = has_ux or has_ix
-    if not isinstance(biases, (bool, np.bool_)):
-        raise TypeError(f"biases must be True, False or None, got {biases!r}")
-    biases = bool(biases)
-    coupled = has_ux or has_ix or biases
-    if coupled:                 # Θ (features + bias columns), the same draws as fbgd's init_params
-        Zxa, Zya = _augment(Zx, biases), _augment(Zy, biases)
-        g = k + 2 if biases else k
-        px, py = Zx.shape[1], Zy.shape[1]
-        theta_x, theta_y = np.zeros((Zxa.shape[1], g)), np.zeros((Zya.shape[1], g))
-        theta_x[:px, :k] = rng.normal(0.0, init_std, size=(px, k))
-        theta_y[:py, :k] = rng.normal(0.0, init_std, size=(py, k))
-        if biases:
-            theta_x[-1, k + 1] = 1.0
-            theta_y[-1, k] = 1.0
-    else:                       # the same draws as fbgd's init_params for plain MF
-        P = np.zeros((m, k))
-        Q = np.zeros((n, k))
-        P[:, :] = rng.normal(0.0, init_std, size=(m, k))
-        Q[:, :] = rng.normal(0.0, init_std, size=(n, k))
-    params = dict(k=k, alpha0=alpha0, rho=rho, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg,
-                  lr=lr, n_iter=n_iter, update="batch", optimizer=optimizer, biases=biases,
-                  reg=reg, init_std=init_std, seed=seed if isinstance(seed, numbers.Integral) else None,
-                  user_features=None if not has_ux else tuple(Zx.shape),
-                  item_features=None if not has_ix else tuple(Zy.shape),
-                  neg_weights="given" if neg_weights is not None else "eq22",
-                  neg_row_weights=None,
+        neg = w.neg
+    Zx, Zy = model.Zx, model.Zy
+    px, py = Zx.shape[1], Zy.shape[1]
+    # Θ (features + bias columns), or P and Q for plain MF: the same draws as fbgd.fit's
+    theta_x, theta_y = start if start is not None else draw_start(run.rng, px, py, k,
+                                                                  model.biases, run.init_std)
+    params = dict(fit_params(run, model, update="batch", pos_weight=pos_weight, r_pos=r_pos,
+                             seed=seed),
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(workers)))
     neg_f = client.scatter(neg, broadcast=True, hash=False)
-    ub = [client.submit(make_block, c, neg_f, apos, rpos, r_neg, False, **on(b))
+    ub = [client.submit(make_block, c, neg_f, w.pos_weight, w.r_pos, w.r_neg, False, **on(b))
           for b, c in enumerate(layout.user)]
-    ib = [client.submit(make_block, c, neg_f, apos, rpos, r_neg, True, **on(b))
+    ib = [client.submit(make_block, c, neg_f, w.pos_weight, w.r_pos, w.r_neg, True, **on(b))
           for b, c in enumerate(layout.item)]
-    const = r_neg * r_neg * m * float(neg.sum())
-    if coupled:
-        free_x, free_y = _masks(Zxa.shape[1], Zya.shape[1], k, biases)
-        progress = Progress("fbgd", verbose=verbose, callback=callback)
+    const = w.r_neg * w.r_neg * m * float(neg.sum())
+    progress = Progress("fbgd", verbose=run.verbose, callback=run.callback)
+    if not model.plain:
+        Zxa, Zya = _augment(Zx, model.biases), _augment(Zy, model.biases)
+        free_x, free_y = free_masks(Zxa.shape[1], Zya.shape[1], k, model.biases)
         try:
-            P, Q, init = _dask_features.fit(
-                client, layout, ub, ib, Zxa, Zya, theta_x, theta_y, free_x, free_y, r_neg=r_neg,
-                lr=lr, reg=reg, adagrad=adagrad, const=const, n_iter=n_iter, n_threads=n_threads,
-                progress=progress)
+            P, Q, init0 = _dask_features.fit(
+                client, layout, ub, ib, Zxa, Zya, theta_x, theta_y, free_x, free_y, r_neg=w.r_neg,
+                lr=run.lr, lam=lam, adagrad=run.adagrad, const=const, n_iter=run.n_iter,
+                n_threads=n_threads, progress=progress)
         finally:
             for f in [neg_f] + ub + ib:
                 f.release()
-        return _result(P, Q, theta_x, theta_y, px, py, k, biases=biases, has_ux=has_ux,
-                       has_ix=has_ix, neg=neg, neg_rows=None, init=init,
-                       history=progress.history, params=params)
+        return _result(P, Q, theta_x, theta_y, px, py, k, biases=model.biases,
+                       has_ux=model.has_ux, has_ix=model.has_ix, neg=neg, neg_rows=None,
+                       init=init0, history=progress.history, params=params)
+    P, Q, init0 = _plain(client, layout, ub, ib, theta_x, theta_y, on, run, lam, w.r_neg, const,
+                         n_threads, progress, [neg_f] + ub + ib)
+    extras = dict(V_user=P.copy(), V_item=Q.copy(), neg_weights=neg, neg_row_weights=None,
+                  initial_objective=init0)
+    return Factorization(user_factors=P, item_factors=Q, history=progress.history, params=params,
+                         method="fbgd", extras=extras)
+
+
+def _plain(client, layout, ub, ib, P, Q, on, run, lam, r_neg, const, n_threads, progress, held):
+    """Plain MF: batch epochs with the factors and their Adagrad accumulators on the workers;
+    releases ``held`` (and its own futures) at the end. Returns (P, Q, initial objective)."""
     prev_p = [None] * layout.n_blocks
     prev_q = [None] * layout.n_blocks
-    progress = Progress("fbgd", verbose=verbose, callback=callback)
     roots = client.scatter([P, Q], broadcast=True, hash=False)
-    futs = [neg_f] + ub + ib + list(roots)
+    futs = held + list(roots)
     try:
         P_f, Q_f = roots
         Sq, sq = _sum(client.gather([client.submit(cache_task, blk, Q_f, n_threads, **on(b))
@@ -139,9 +124,9 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
                                       for b, blk in enumerate(ub)]))
         pos0 = sum(client.gather([client.submit(positive_task, blk, Q_f, P_f, r_neg, n_threads, **on(b))
                                   for b, blk in enumerate(ib)]))
-        init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos0) + _penalty(reg, P, Q)
-        opts = dict(r_neg=r_neg, lr=lr, reg=reg, adagrad=adagrad, n_threads=n_threads)
-        for it in range(1, n_iter + 1):
+        init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos0) + _penalty(lam, P, Q)
+        opts = dict(r_neg=r_neg, lr=run.lr, lam=lam, adagrad=run.adagrad, n_threads=n_threads)
+        for it in range(1, run.n_iter + 1):
             prev_p = [client.submit(update_task, blk, P_f, Q_f, Sq, sq, prev_p[b],
                                     with_loss=False, **opts, **on(b)) for b, blk in enumerate(ub)]
             P_f = client.submit(_blocks.concat_first, *prev_p, pure=False)
@@ -155,33 +140,14 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
             Sq, sq = _sum(res)
             sq_q = sum(r[2] for r in res)
             loss = _loss(Sq, sq, Sp, sp_, r_neg, const, sum(r[3] for r in res))
-            penalty = 0.0 if reg == 0.0 else reg * (sq_p + sq_q)
+            penalty = 0.0 if lam == 0.0 else lam * (sq_p + sq_q)
             if progress.step(it, loss + penalty, loss=loss):
                 break
         P, Q = client.gather([P_f, Q_f])
     finally:
         for f in futs:
             f.release()
-    extras = dict(V_user=P.copy(), V_item=Q.copy(), neg_weights=neg, neg_row_weights=None,
-                  initial_objective=init)
-    return Factorization(user_factors=P, item_factors=Q, history=progress.history, params=params,
-                         method="fbgd", extras=extras)
-
-
-def _masks(dx, dy, f, biases):
-    """The trainable entries of Θ^X, Θ^Y (fbgd's masks: bias columns fixed where eq. 11–13 fix them)."""
-    fx = np.zeros((dx, f + 2 if biases else f), dtype=np.bool_)
-    fy = np.zeros((dy, fx.shape[1]), dtype=np.bool_)
-    if not biases:
-        fx[:] = True
-        fy[:] = True
-        return fx, fy
-    fx[:-1, :f] = True
-    fx[:-1, f] = True
-    fx[-1, f] = True
-    fy[:-1, :f] = True
-    fy[:-1, f + 1] = True
-    return fx, fy
+    return P, Q, init
 
 
 def _small(result):
@@ -189,31 +155,10 @@ def _small(result):
     return result[2], result[3], result[4], result[5]
 
 
-def _negative_weights(counts, alpha0, rho):
-    """Eq. 22 from the items' positive counts (the formula of fastpu.fbgd's own weights)."""
-    n = counts.size
-    if n == 0:
-        return np.zeros(0)
-    total = counts.sum()
-    if rho == 0.0 or total == 0.0:
-        return np.full(n, alpha0 / n)
-    raw = np.expm1(counts / total) ** rho
-    return alpha0 * raw / raw.sum()
-
-
-def _scalar_or_values(value, name, minimum):
-    if isinstance(value, str):
-        if value != "values":
-            raise ValueError(f"{name} must be a real number or 'values' (the stored values of Y), "
-                             f"got {value!r}")
-        return value
-    return V.check_scalar(value, name=name, minimum=minimum)
-
-
-def _penalty(reg, P, Q):
-    if reg == 0.0:
+def _penalty(lam, P, Q):
+    if lam == 0.0:
         return 0.0
-    return reg * (float(np.sum(P ** 2)) + float(np.sum(Q ** 2)))
+    return lam * (float(np.sum(P ** 2)) + float(np.sum(Q ** 2)))
 
 
 #: what has a distributed form (fastpu.distributed.METHODS)
@@ -222,7 +167,15 @@ SUMMARY = ("update='batch': plain MF, and features/biases (SVDFeature) with Θ u
 
 
 def check(params):
-    """Refuse, in a sentence, a setting with no distributed form."""
+    """Refuse, in a sentence, a setting with no distributed form; and take ``reg``, ``lam``'s
+    old name, for one more release (with the warning of ``fastpu.fbgd.fit``)."""
     if params.get("update", "batch") != "batch":
         raise ValueError(f"fbgd's update={params['update']!r} is serial (coordinate order); "
                          "the distributed fit supports update='batch', or use fastpu.fbgd.fit")
+    if "reg" in params:
+        if "lam" in params:
+            raise TypeError("fastpu.distributed.fit(method='fbgd') got both reg= (its old name) "
+                            "and lam=; give lam only")
+        # the caller's caller is the user's call of fastpu.distributed.fit
+        warnings.warn("reg= is deprecated and will be removed in the next release: use lam= (see "
+                      "the CHANGELOG)", DeprecationWarning, stacklevel=4)

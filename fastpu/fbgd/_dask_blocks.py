@@ -62,7 +62,7 @@ def positive_task(block, F, E, r_neg, n_threads):
         return float(rows.sum())
 
 
-def update_task(block, F, E, S, s, prev, r_neg, lr, reg, adagrad, with_loss, n_threads):
+def update_task(block, F, E, S, s, prev, r_neg, lr, lam, adagrad, with_loss, n_threads):
     """One batch step on rows lo:hi of F with the other side's caches (S, s).
 
     ``prev`` is this block's previous result (its Adagrad accumulators), None at the start.
@@ -77,7 +77,7 @@ def update_task(block, F, E, S, s, prev, r_neg, lr, reg, adagrad, with_loss, n_t
             _k.side_gradient(block.indptr, block.indices, block.cpos, block.bpos, theta, E, S, s,
                              block.rowscale, r_neg, G)
             free = np.ones(theta.shape, dtype=np.bool_)
-            _k.batch_update(G, free, theta, accum, lr, reg, adagrad, _EPS)
+            _k.batch_update(G, free, theta, accum, lr, lam, adagrad, _EPS)
         Sp, sp_ = _blocks.gram(theta, block.rowscale, g)
         pos = 0.0
         if with_loss and theta.shape[0]:

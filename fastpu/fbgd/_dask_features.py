@@ -10,7 +10,7 @@ Z_bᵀ G_b (d×g); the client adds the blocks' parts and takes the Adagrad step 
 Θ travels to the workers once per half-step and d×g partial sums come back — small with real
 features. A side without features (but with the bias columns that features on the other side
 switch on) has Z = [I, 1], so its Θ and its gradient have a row per user: correct, but it moves
-rows·g per half-step through the client. (Plain MF without biases uses :mod:`._fbgd`.)
+rows·g per half-step through the client. (Plain MF without biases uses :mod:`fastpu.fbgd._dask`.)
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _sum_dense(parts):
     return out
 
 
-def fit(client, layout, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_neg, lr, reg,
+def fit(client, layout, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_neg, lr, lam,
         adagrad, const, n_iter, n_threads, progress: Progress):
     """Batch epochs with Θ on the client; returns (P, Q, initial objective)."""
     user = _Side(client, ub, Zx, layout.ub, layout.workers)
@@ -93,9 +93,9 @@ def fit(client, layout, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_n
     acc_x, acc_y = np.zeros_like(theta_x), np.zeros_like(theta_y)
 
     def penalty():
-        if reg == 0.0:
+        if lam == 0.0:
             return 0.0
-        return reg * (float(np.sum(theta_x[free_x] ** 2)) + float(np.sum(theta_y[free_y] ** 2)))
+        return lam * (float(np.sum(theta_x[free_x] ** 2)) + float(np.sum(theta_y[free_y] ** 2)))
 
     try:
         Q_f, Sq, sq = item.embed(client, theta_y, n_threads)
@@ -105,10 +105,10 @@ def fit(client, layout, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_n
         init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos) + penalty()
         for epoch in range(1, n_iter + 1):
             gx = user.grad(client, P_f, Q_f, Sq, sq, r_neg, n_threads)
-            _k.batch_update(gx, free_x, theta_x, acc_x, lr, reg, adagrad, _EPS)
+            _k.batch_update(gx, free_x, theta_x, acc_x, lr, lam, adagrad, _EPS)
             P_f, Sp, sp_ = user.embed(client, theta_x, n_threads)
             gy = item.grad(client, Q_f, P_f, Sp, sp_, r_neg, n_threads)
-            _k.batch_update(gy, free_y, theta_y, acc_y, lr, reg, adagrad, _EPS)
+            _k.batch_update(gy, free_y, theta_y, acc_y, lr, lam, adagrad, _EPS)
             Q_f, Sq, sq = item.embed(client, theta_y, n_threads)
             pos = sum(client.gather([client.submit(positive_task, blk, Q_f, P_f, r_neg, n_threads,
                                                    **item.on[b]) for b, blk in enumerate(ib)]))

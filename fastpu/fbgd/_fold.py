@@ -33,19 +33,21 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
             P = np.column_stack([P, bias, np.ones(P.shape[0])])
         return P, {}
     Y = row_problem.need_rows(Y, X, method="fbgd")
-    row_problem.need_keys(model, params=("r_neg", "reg", "pos_weight", "r_pos"),
-               extras=("neg_weights",) + (("w0",) if biases else ()))
+    # the L2 penalty is params["lam"]; model files written before it was renamed hold "reg"
+    penalty = "lam" if "lam" in prm or "reg" not in prm else "reg"
+    row_problem.need_keys(model, params=("r_neg", penalty, "pos_weight", "r_pos"),
+                          extras=("neg_weights",) + (("w0",) if biases else ()))
     Q = row_problem.f64(model.item_factors)
     n = Q.shape[0]
     neg = row_problem.f64(ex["neg_weights"])
     if neg.shape != (n,):
         raise ValueError(f"model.extras['neg_weights'] has shape {neg.shape}, expected ({n},) (one "
                          "per item); fold in a model returned by fastpu.fbgd.fit, not an edited one")
-    r_neg, reg = float(prm["r_neg"]), float(prm["reg"])
+    r_neg, lam = float(prm["r_neg"]), float(prm[penalty])
     apos = _per_positive(prm["pos_weight"], Y)
     rpos = _per_positive(prm["r_pos"], Y)
     if biases:
-        # p_x = [V_x, w_x + w0, 1]: solve for u = (V_x, w_x + w0), penalty reg ‖u − u0‖²
+        # p_x = [V_x, w_x + w0, 1]: solve for u = (V_x, w_x + w0), penalty lam ‖u − u0‖²
         Qt, cvec = np.ascontiguousarray(Q[:, :f + 1]), Q[:, f + 1].copy()
         u0 = np.zeros(f + 1)
         u0[f] = float(ex["w0"])
@@ -54,15 +56,15 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     g = Qt.shape[1]
     H0, sq = np.empty((g, g)), np.empty(g)
     weighted_gram(Qt, neg, H0, sq)
-    H0 += reg * np.eye(g)
-    b0 = Qt.T @ (neg * (r_neg - cvec)) + reg * u0
+    H0 += lam * np.eye(g)
+    b0 = Qt.T @ (neg * (r_neg - cvec)) + lam * u0
     aneg, cy = neg[Y.indices], cvec[Y.indices]
     d = apos - aneg
     e = apos * (rpos - cy) - aneg * (r_neg - cy)
     U = np.empty((Y.shape[0], g))
     ok = np.empty(Y.shape[0], dtype=np.bool_)
     K.wls_rows(Y.indptr, Y.indices, d, e, Qt, H0, b0, U, ok)
-    for i in np.flatnonzero(~ok):           # singular (reg = 0): the minimum-norm minimiser
+    for i in np.flatnonzero(~ok):           # singular (lam = 0): the minimum-norm minimiser
         lo, hi = Y.indptr[i], Y.indptr[i + 1]
         G = Qt[Y.indices[lo:hi]]
         H = H0 + (G.T * d[lo:hi]) @ G

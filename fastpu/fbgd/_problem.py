@@ -1,7 +1,8 @@
-"""fBGD's problem (Yuan et al.): canonical inputs, the cached all-pairs loss and its gradients, and
-the epochs of Algorithm 1 (coordinate updates of Appendix B, or batch updates), shared by
-:func:`fastpu.fbgd.fit`, the tensor models and the distributed fit. :mod:`fastpu.fbgd` holds the
-public functions.
+"""fBGD's problem (Yuan et al.): built from the checked inputs (:mod:`fastpu.fbgd._check`), the
+cached all-pairs loss and its gradients, and the epochs of Algorithm 1 (coordinate updates of
+Appendix B, or batch updates), shared by :func:`fastpu.fbgd.fit`, the tensor models and the
+distributed fit. Nothing here checks an argument again. :mod:`fastpu.fbgd` holds the public
+functions.
 """
 
 from __future__ import annotations
@@ -14,37 +15,19 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu._kernels import csr as _csr
 from fastpu._kernels import fbgd as _k
-from fastpu._core.hints import ArrayLike, Sparse
+from fastpu._core.hints import Sparse
 from fastpu._core.factorization import Factorization
+from fastpu.fbgd._check import fixed_entries, free_masks
 
 _EPS = 1e-4                 # eq. 24: used where the Adagrad accumulator is still zero
 
 
-# --------------------------------------------------------------------------- boundary
-def _positive_array(value, *, name, Y, minimum):
-    """A per-positive float64 array (original CSR order) from a scalar or ``"values"``."""
-    if isinstance(value, str):
-        if value != "values":
-            raise ValueError(f"{name} must be a real number or 'values' (the stored values of Y), got {value!r}")
-        if minimum is not None and Y.nnz and Y.data.min() < minimum:
-            raise ValueError(
-                f"{name}='values' needs stored values of Y >= {minimum}, got minimum {Y.data.min():g}"
-            )
+# --------------------------------------------------------------------------- building
+def per_positive(value, Y):
+    """A per-positive float64 array (Y's entry order) from a checked number or ``"values"``."""
+    if isinstance(value, str):              # "values": Y's stored values
         return np.ascontiguousarray(Y.data, dtype=np.float64)
-    value = V.check_scalar(value, name=name, minimum=minimum)
     return np.full(Y.nnz, value)
-
-
-def _neg_vector(neg_weights, n):
-    w = V.check_vector(neg_weights, name="neg_weights", size=n, default=1.0, nonnegative=True)
-    return w
-
-
-def _neg_row_vector(neg_row_weights, m):
-    """α⁻_x, or ``None`` (all ones, the default path kept bit for bit)."""
-    if neg_row_weights is None:
-        return None
-    return V.check_vector(neg_row_weights, name="neg_row_weights", size=m, nonnegative=True)
 
 
 def _transpose_with_perm(Y):
@@ -58,31 +41,43 @@ def _transpose_with_perm(Y):
     return indptr, np.ascontiguousarray(rows[perm]), perm
 
 
-def _feature_csr(Z, *, name, n_rows, of="row"):
-    """Side features as canonical CSR (identity when ``None``)."""
-    Z = V.check_features(Z, name=name, n_rows=n_rows, of=of)
-    if Z is None:
-        return sp.csr_array(
-            (np.ones(n_rows), np.arange(n_rows, dtype=np.int64), np.arange(n_rows + 1, dtype=np.int64)),
-            shape=(n_rows, n_rows),
-        ), False
-    if not sp.issparse(Z):
-        Z = V.check_csr(sp.csr_array(Z), name=name, nonnegative=False)
-    if Z.shape[1] < 1:
-        raise ValueError(f"{name} has no columns; expected at least one feature")
-    return Z, True
-
-
 def _augment(Z, biases):
-    """[Z, 1]: the extra column carries the global bias / the constant-1 coordinate."""
+    """[Z, 1] as canonical CSR: the extra column carries the global bias / the constant-1
+    coordinate (the last entry of every row)."""
     if not biases:
         return Z
-    ones = sp.csr_array(np.ones((Z.shape[0], 1)))
-    return V.check_csr(sp.hstack([Z, ones], format="csr"), name="features", nonnegative=False)
+    m, d = Z.shape
+    indptr = np.asarray(Z.indptr, dtype=np.int64) + np.arange(m + 1, dtype=np.int64)
+    last = indptr[1:] - 1
+    keep = np.ones(indptr[-1], dtype=np.bool_)
+    keep[last] = False
+    indices = np.empty(indptr[-1], dtype=np.int64)
+    data = np.empty(indptr[-1])
+    indices[keep], data[keep] = Z.indices, Z.data
+    indices[last], data[last] = d, 1.0
+    return sp.csr_array((data, indices, indptr), shape=(m, d + 1))
+
+
+def build(Y, model, k):
+    """The problem of ``fit`` from a checked Y and :class:`~fastpu.fbgd._check.Model`: α⁻_y
+    given or from eq. 22, α⁺ and r⁺ per positive."""
+    w = model.weights
+    neg = w.neg if w.neg is not None else _negative_weights(Y, w.alpha0, w.rho)
+    return _Problem(Y, model.Zx, model.Zy, k, model.biases, neg, per_positive(w.pos_weight, Y),
+                    per_positive(w.r_pos, Y), w.r_neg, w.neg_rows)
+
+
+def draw_start(rng, px, py, f, biases, init_std):
+    """The default start Θ^X, Θ^Y: N(0, init_std²) embeddings of the ``px`` user and ``py`` item
+    features (user side drawn first), biases 0, the fixed entries of eq. 13 at their values."""
+    tx, ty = fixed_entries(px + biases, py + biases, f, biases)
+    tx[:px, :f] = rng.normal(0.0, init_std, size=(px, f))
+    ty[:py, :f] = rng.normal(0.0, init_std, size=(py, f))
+    return tx, ty
 
 
 class _Problem:
-    """Canonical data of one fBGD problem, built once at the boundary."""
+    """Canonical data of one fBGD problem, built once from the checked inputs."""
 
     def __init__(self, Y, Zx, Zy, k, biases, neg, apos, rpos, r_neg, neg_rows=None):
         self.m, self.n = Y.shape
@@ -106,34 +101,11 @@ class _Problem:
         self._y_perm = perm         # item-side entry p is Y's entry perm[p]
         self.y_side = (yt_indptr, yt_indices, np.ascontiguousarray(cpos[perm]),
                        np.ascontiguousarray(bpos[perm]))
-        self.free_x, self.free_y = self._masks()
-
-    def _masks(self):
-        f, g = self.f, self.g
-        fx = np.zeros((self.Zx.shape[1], g), dtype=np.bool_)
-        fy = np.zeros((self.Zy.shape[1], g), dtype=np.bool_)
-        if not self.biases:
-            fx[:] = True
-            fy[:] = True
-            return fx, fy
-        fx[:-1, :f] = True
-        fx[:-1, f] = True          # feature biases w_j
-        fx[-1, f] = True           # global bias w0 (the constant column)
-        fy[:-1, :f] = True
-        fy[:-1, f + 1] = True      # item-side feature biases
-        return fx, fy
+        self.free_x, self.free_y = free_masks(self.Zx.shape[1], self.Zy.shape[1], k, biases)
 
     def init_params(self, rng, init_std):
-        f = self.f
-        tx = np.zeros(self.free_x.shape)
-        ty = np.zeros(self.free_y.shape)
-        px, py = self.Zx.shape[1] - self.biases, self.Zy.shape[1] - self.biases
-        tx[:px, :f] = rng.normal(0.0, init_std, size=(px, f))
-        ty[:py, :f] = rng.normal(0.0, init_std, size=(py, f))
-        if self.biases:
-            tx[-1, f + 1] = 1.0    # p_x,f+2 = 1
-            ty[-1, f] = 1.0        # q_y,f+1 = 1
-        return tx, ty
+        return draw_start(rng, self.Zx.shape[1] - self.biases, self.Zy.shape[1] - self.biases,
+                          self.f, self.biases, init_std)
 
     def _plain_ids(self, side, ZT, free, n_rows):
         """Whether every row of a side is one parameter with all coordinates free (plain ids
@@ -217,24 +189,13 @@ class _Problem:
         return allpairs + float(rows.sum())
 
 
-def _check_embedding_pair(P: ArrayLike, Q: ArrayLike, m: int,
-                          n: int) -> tuple[np.ndarray, np.ndarray]:
-    P = V.check_dense(P, name="P", shape=(m, None), shape_from="one row per row of Y")
-    Q = V.check_dense(Q, name="Q", shape=(n, None), shape_from="one row per column of Y")
-    if P.shape[1] != Q.shape[1]:
-        raise ValueError(
-            f"P has {P.shape[1]} columns and Q has {Q.shape[1]}; expected the same embedding size g"
-        )
-    return P, Q
-
-
 # --------------------------------------------------------------------------- training
-def _penalty(reg, prob, theta_x, theta_y):
-    if reg == 0.0:
+def _penalty(lam, prob, theta_x, theta_y):
+    if lam == 0.0:
         return 0.0
     # a diverging run overflows here: the objective's check (Progress) names the cause instead
     with np.errstate(over="ignore", invalid="ignore"):
-        return reg * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
+        return lam * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
 
 
 def _gradients(prob, theta_x, theta_y):
@@ -299,7 +260,7 @@ _NO_LOSS = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64), 
 
 
 def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred,
-                 *, update, lr, reg, adagrad, pred_ready=False, fused=None):
+                 *, update, lr, lam, adagrad, pred_ready=False, fused=None):
     """One side's step with the other side's caches (S, s) fixed.
 
     ``pred_ready``: ``pred`` already holds e_i · f_y of every positive of the side (the loss
@@ -320,18 +281,18 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
             if seg[0] == "rows":
                 _k.coordinate_rows(seg[1], not pred_ready, ZT.indptr, ZT.indices, ZT.data, free,
                                    theta, accum, *side, pred, E, F, FT, S, s, rowscale, prob.r_neg,
-                                   lr, reg, adagrad, _EPS, *(fused or _NO_LOSS))
+                                   lr, lam, adagrad, _EPS, *(fused or _NO_LOSS))
             else:
                 _k.coordinate_side(seg[1], seg[2], ZT.indptr, ZT.indices, ZT.data, free, theta,
-                                   accum, *side, pred, E, FT, S, s, rowscale, prob.r_neg, lr, reg,
+                                   accum, *side, pred, E, FT, S, s, rowscale, prob.r_neg, lr, lam,
                                    adagrad, _EPS)
     else:
         _k.side_gradient(*side, E, F, S, s, rowscale, prob.r_neg, G)
         _csr.csr_dense(ZT.indptr, ZT.indices, ZT.data, G, grad)
-        _k.batch_update(grad, free, theta, accum, lr, reg, adagrad, _EPS)
+        _k.batch_update(grad, free, theta, accum, lr, lam, adagrad, _EPS)
 
 
-def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress):
+def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, lam, progress):
     """Epochs of Algorithm 1: user side with the item caches, then item side with the user
     caches; the embeddings are rebuilt exactly (P = Z^X Θ^X) after each side."""
     acc_x = np.zeros_like(theta_x)
@@ -341,11 +302,11 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
     P = prob.embed(prob.Zx, theta_x)
     Sp, sp_ = prob.gram(prob.arow, P)
     pred = np.empty(prob.Y.nnz)
-    init = prob.loss(P, Q, Sq, sq, Sp, sp_, pred) + _penalty(reg, prob, theta_x, theta_y)
+    init = prob.loss(P, Q, Sq, sq, Sp, sp_, pred) + _penalty(lam, prob, theta_x, theta_y)
     progress.start(init)
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
     grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
-    opts = dict(update=update, lr=lr, reg=reg, adagrad=adagrad)
+    opts = dict(update=update, lr=lr, lam=lam, adagrad=adagrad)
     # plain ids on a side: its coordinate kernel hands the predictions it has moved to the
     # other side (no fresh dot products there), and on the item side also sums the positive
     # part of the loss, so no separate pass over the positives per epoch (positive_terms)
@@ -373,7 +334,7 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, reg, progress
             loss = prob.loss(P, Q, Sq, sq, Sp, sp_, pred)
         else:
             loss = prob.allpairs(Sq, sq, Sp, sp_) + float(row_loss.sum())
-        total = loss + _penalty(reg, prob, theta_x, theta_y)
+        total = loss + _penalty(lam, prob, theta_x, theta_y)
         if progress.step(epoch, total, loss=loss,
                          model=lambda: Factorization(P.copy(), Q.copy(), method="fbgd")):
             break
@@ -443,10 +404,15 @@ def negative_weights(Y: Sparse, alpha0: float, rho: float) -> np.ndarray:
 
 
 def _negative_weights(Y, alpha0, rho):
-    n = Y.shape[1]
+    """Eq. 22 from Y's positives per item."""
+    return eq22(np.bincount(Y.indices, minlength=Y.shape[1]).astype(np.float64), alpha0, rho)
+
+
+def eq22(counts, alpha0, rho):
+    """Eq. 22 from the items' positive counts (float64): the weights of fit and of its Dask form."""
+    n = counts.size
     if n == 0:
         return np.zeros(0)
-    counts = np.bincount(Y.indices, minlength=n).astype(np.float64)
     total = counts.sum()
     if rho == 0.0 or total == 0.0:
         return np.full(n, alpha0 / n)
@@ -463,8 +429,3 @@ def _negative_weights(Y, alpha0, rho):
         logs[seen] = rho * (lc - lc.max())       # <= 0, and exactly 0 for the most popular items
     raw = np.exp(logs)
     return alpha0 * raw / raw.sum()
-
-
-def _ident(n):
-    return sp.csr_array((np.ones(n), np.arange(n, dtype=np.int64), np.arange(n + 1, dtype=np.int64)),
-                        shape=(n, n))

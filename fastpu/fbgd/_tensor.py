@@ -22,13 +22,15 @@ Public names are re-exported by :mod:`fastpu.fbgd`.
 from __future__ import annotations
 
 import numbers
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
-from fastpu.fbgd import _problem as fb
+from fastpu.fbgd._check import (TENSORS, Run, TensorModel, Weights, check_run,
+                                check_tensor_factors, check_tensor_model, check_weights, check_y,
+                                identity, unique_pairs)
+from fastpu.fbgd._problem import _EPS, _negative_weights, _Problem, per_positive
 from fastpu._kernels import fbgd as _k
 from fastpu._kernels import fbgd_tensor as _kt
 from fastpu._core.progress import Progress
@@ -38,70 +40,14 @@ from fastpu._core.hints import ArrayLike, Callback, Seed, Sparse, Threads
 
 __all__ = ["fit_tensor", "pair_model", "tensor_objective", "triples_to_pairs"]
 
-_TENSORS = ("pitf", "cp")
-_OPTIMIZERS = ("adagrad", "gd")
 
-
-# --------------------------------------------------------------------------- boundary
-def _unique_pairs(a, b):
-    """Distinct (a, b) pairs sorted by a then b, and the index of each input's pair."""
-    order = np.lexsort((b, a))
-    sa, sb = a[order], b[order]
-    new = np.ones(a.size, dtype=bool)
-    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
-    group = np.cumsum(new) - 1
-    inverse = np.empty(a.size, dtype=np.int64)
-    inverse[order] = group
-    return sa[new], sb[new], inverse
-
-
-def _check_pairs(pairs, n_rows, n_x, n_h, names=("n_x", "n_h")):
-    """(px, ph, n_x, n_h): the (x, h) pair of each row of Y, distinct and in range."""
-    if sp.issparse(pairs):
-        raise TypeError("pairs must be a dense integer array of shape (n_pairs, 2), got a sparse matrix")
-    arr = np.asarray(pairs)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"pairs must be integer (x, h) indices, got dtype {arr.dtype}")
-    if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n_pairs, 2), got {arr.shape}")
-    if arr.shape[0] != n_rows:
-        raise ValueError(
-            f"pairs has {arr.shape[0]} rows and Y has {n_rows}; expected one (x, h) pair per row of Y"
-        )
-    if arr.size and arr.min() < 0:
-        raise ValueError(f"pairs must be non-negative indices, got minimum {arr.min()}")
-    px = np.ascontiguousarray(arr[:, 0], dtype=np.int64)
-    ph = np.ascontiguousarray(arr[:, 1], dtype=np.int64)
-    sizes = []
-    for name, col, given in ((names[0], px, n_x), (names[1], ph, n_h)):
-        need = int(col.max()) + 1 if col.size else 0
-        if given is None:
-            sizes.append(need)
-            continue
-        given = V.check_int(given, name=name, minimum=0)
-        if given < need:
-            raise ValueError(f"{name} is {given} but pairs uses index {need - 1}; expected {name} >= {need}")
-        sizes.append(given)
-    if px.size:
-        n_distinct = _unique_pairs(px, ph)[0].size
-        if n_distinct != px.size:
-            raise ValueError(
-                f"pairs has {px.size - n_distinct} repeated (x, h) pairs; expected each pair once "
-                "(merge their rows of Y, e.g. with triples_to_pairs)"
-            )
-    return px, ph, sizes[0], sizes[1]
-
-
+# --------------------------------------------------------------------------- structure
 def _groups(idx, n):
     """CSR-like grouping of the rows by their index: rows of group i are rows[indptr[i]:indptr[i+1]]."""
     rows = np.argsort(idx, kind="stable").astype(np.int64)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(idx, minlength=n), out=indptr[1:])
     return indptr, rows
-
-
-def _check_factor(A: Any, *, name: str, rows: int, f: int) -> np.ndarray:
-    return V.check_dense(A, name=name, shape=(rows, f))
 
 
 class _Tensor:
@@ -133,27 +79,11 @@ class _Tensor:
         return gX, gH
 
 
-def _weights(Y, *, alpha0, rho, neg_weights, neg_row_weights, pos_weight, r_pos, r_neg):
-    n = Y.shape[1]
-    if neg_weights is None:
-        if alpha0 is None:
-            alpha0 = 0.5 * n
-        alpha0 = V.check_scalar(alpha0, name="alpha0", minimum=0.0)
-        rho = V.check_scalar(rho, name="rho", minimum=0.0)
-        neg = fb._negative_weights(Y, alpha0, rho)
-    else:
-        neg = fb._neg_vector(neg_weights, n)
-    neg_rows = fb._neg_row_vector(neg_row_weights, Y.shape[0])
-    apos = fb._positive_array(pos_weight, name="pos_weight", Y=Y, minimum=0.0)
-    rpos = fb._positive_array(r_pos, name="r_pos", Y=Y, minimum=None)
-    r_neg = V.check_scalar(r_neg, name="r_neg")
-    return neg, neg_rows, apos, rpos, r_neg
-
-
-def _problem(Y, g, neg, apos, rpos, r_neg, neg_rows):
+def _problem(Y: Sparse, g: int, weights: Weights, neg: np.ndarray) -> _Problem:
     """fBGD's cached loss over (pairs × items) with free pair and item embeddings."""
     m, n = Y.shape
-    return fb._Problem(Y, fb._ident(m), fb._ident(n), g, False, neg, apos, rpos, r_neg, neg_rows)
+    return _Problem(Y, identity(m), identity(n), g, False, neg, per_positive(weights.pos_weight, Y),
+                    per_positive(weights.r_pos, Y), weights.r_neg, weights.neg_rows)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -219,7 +149,7 @@ def triples_to_pairs(x: ArrayLike, h: ArrayLike, y: ArrayLike, values: ArrayLike
             if a.size and a.max() >= s:
                 raise ValueError(f"{name} has index {a.max()}, outside shape {shape}")
     vals = V.check_vector(values, name="values", size=x.size)
-    ux, uh, row = _unique_pairs(x, h)
+    ux, uh, row = unique_pairs(x, h)
     pairs = np.column_stack([ux, uh]).astype(np.int64)
     Y = V.check_csr(sp.coo_array((vals, (row, y)), shape=(ux.size, shape[2])), name="Y",
                     nonnegative=False)
@@ -227,9 +157,9 @@ def triples_to_pairs(x: ArrayLike, h: ArrayLike, y: ArrayLike, values: ArrayLike
 
 
 def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, pairs: ArrayLike,
-                     tensor: str = "pitf", neg_weights: ArrayLike | None = None,
-                     neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
-                     r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
+                     neg_weights: ArrayLike | None = None, neg_row_weights: ArrayLike | None = None,
+                     pos_weight: float | str = 1.0, r_pos: float | str = 1.0, r_neg: float = 0.0,
+                     tensor: str = "pitf") -> float:
     """Loss (2) of a PITF or CP model over every given (x, h) pair and every y, from the caches.
 
     J = Σ_P α⁺ (r⁺ − r̂_xhy)² + Σ_U α⁻_xh α⁻_y (r⁻ − r̂_xhy)² with r̂ from eq. 25 (PITF) or
@@ -243,8 +173,6 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
         The factors V^X, V^H, V^Y of the paper.
     pairs : array_like of int, shape (n_pairs, 2)
         The (x, h) pair of each row of Y; each pair once.
-    tensor : {"pitf", "cp"}
-        Pairwise interaction tensor factorisation (eq. 25) or rank-f CP (eq. 27).
     neg_weights : array_like, shape (|Y|,), optional
         α⁻_y; ``None`` means 1.
     neg_row_weights : array_like, shape (n_pairs,), optional
@@ -253,6 +181,8 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
         α⁺ and r⁺ (a number, or Y's stored values).
     r_neg : float
         Target r⁻ of the unlabeled triples.
+    tensor : {"pitf", "cp"}
+        Pairwise interaction tensor factorisation (eq. 25) or rank-f CP (eq. 27).
 
     Returns
     -------
@@ -274,27 +204,13 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
     >>> fbgd.tensor_objective(Y, ones, ones[:1], ones, pairs=pairs, tensor="cp")   # every r̂ = 1
     2.0
     """
-    Y = V.check_csr(Y, name="Y")
-    tensor = V.check_choice(tensor, name="tensor", choices=_TENSORS)
-    VX = V.check_dense(VX, name="VX")
-    f = VX.shape[1]
-    px, ph, _, n_h = _check_pairs(pairs, Y.shape[0], VX.shape[0], None,
-                                  names=("the number of rows of VX", "n_h"))
-    VH = V.check_dense(VH, name="VH")
-    if VH.shape[0] < n_h:
-        raise ValueError(f"VH has {VH.shape[0]} rows but pairs uses h index {n_h - 1}")
-    try:
-        VH = _check_factor(VH, name="VH", rows=VH.shape[0], f=f)
-    except ValueError as exc:
-        if np.ndim(VH) != 2 or np.shape(VH)[1] == f:
-            raise
-        raise ValueError(f"{exc} (VH, VX and VY have the same number of columns; VX has {f})") from None
-    VY = _check_factor(VY, name="VY", rows=Y.shape[1], f=f)
-    neg, neg_rows, apos, rpos, r_neg = _weights(
-        Y, alpha0=None, rho=0.0, neg_weights=1.0 if neg_weights is None else neg_weights,
-        neg_row_weights=neg_row_weights, pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
-    tp = _Tensor(px, ph, VX.shape[0], VH.shape[0], f, tensor)
-    prob = _problem(Y, tp.g, neg, apos, rpos, r_neg, neg_rows)
+    Y = check_y(Y, fit=False)
+    tensor = V.check_choice(tensor, name="tensor", choices=TENSORS)
+    VX, VH, VY, px, ph = check_tensor_factors(VX, VH, VY, pairs=pairs, shape=Y.shape)
+    w = check_weights(Y.shape, neg_weights=neg_weights, neg_row_weights=neg_row_weights,
+                      pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
+    tp = _Tensor(px, ph, VX.shape[0], VH.shape[0], VX.shape[1], tensor)
+    prob = _problem(Y, tp.g, w, w.neg if w.neg is not None else np.ones(Y.shape[1]))
     P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
     Sq, sq = prob.gram(prob.neg, Q)
     Sp, sp_ = prob.gram(prob.arow, P)
@@ -305,14 +221,15 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
 
 
 # --------------------------------------------------------------------------- fit
-def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
-               n_x: int | None = None, n_h: int | None = None, alpha0: float | None = None,
-               rho: float = 0.0, neg_weights: ArrayLike | None = None,
-               neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
-               r_pos: float | str = 1.0, r_neg: float = 0.0, lr: float = 0.05, n_iter: int = 30,
-               optimizer: str = "adagrad", reg: float = 0.0, init_std: float = 0.01,
-               seed: Seed = 0, callback: Callback = None, verbose: bool = False,
-               n_threads: Threads = None) -> Factorization:
+@V.renamed(reg="lam")
+def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
+               n_h: int | None = None, alpha0: float | None = None, rho: float = 0.0,
+               neg_weights: ArrayLike | None = None, neg_row_weights: ArrayLike | None = None,
+               pos_weight: float | str = 1.0, r_pos: float | str = 1.0, r_neg: float = 0.0,
+               tensor: str = "pitf", lam: float = 0.0, lr: float = 0.05, n_iter: int = 30,
+               optimizer: str = "adagrad", init_std: float = 0.01, seed: Seed = 0,
+               n_threads: Threads = None, callback: Callback = None,
+               verbose: bool = False) -> Factorization:
     """Fit fBGD's PITF or CP tensor model (Appendix A) on all positive and unlabeled triples.
 
     The unlabeled triples are every (x, h, y) with (x, h) one of ``pairs`` and y any column,
@@ -331,9 +248,6 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     pairs : array_like of int, shape (n_pairs, 2)
         The (x, h) pair of each row of Y, each pair once.  A pair with an empty row of Y
         still contributes its unlabeled triples.
-    tensor : {"pitf", "cp"}
-        ``"pitf"``: pairwise interaction tensor factorisation with shared factors (eq. 25-26);
-        ``"cp"``: rank-f canonical polyadic decomposition (eq. 27-28).
     n_x, n_h : int, optional
         |X| and |H| (rows of V^X and V^H); default one more than the largest index in ``pairs``.
     alpha0 : float, optional
@@ -351,24 +265,28 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
         Target r⁺ of the positives.
     r_neg : float
         Target r⁻ of the unlabeled triples.
+    tensor : {"pitf", "cp"}
+        ``"pitf"``: pairwise interaction tensor factorisation with shared factors (eq. 25-26);
+        ``"cp"``: rank-f canonical polyadic decomposition (eq. 27-28).
+    lam : float
+        L2 penalty lam·(‖V^X‖² + ‖V^H‖² + ‖V^Y‖²) (0, as in the paper).  It was called
+        ``reg``, which still works until the next release, with a DeprecationWarning.
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
     n_iter : int
         Number of epochs.
     optimizer : {"adagrad", "gd"}
         Adagrad per parameter (eq. 24, ε = 1e-4 where the sum is zero) or plain steps.
-    reg : float
-        L2 penalty reg·(‖V^X‖² + ‖V^H‖² + ‖V^Y‖²) (0, as in the paper).
     init_std : float
         Standard deviation of the normal initialisation N(0, init_std²) of every factor.
     seed : int, numpy Generator or None
         Seed of the initialisation.
+    n_threads : int, optional
+        Threads for the parallel kernels (restored afterwards).
     callback : callable, optional
         Called with each epoch's history dict; returning True stops training.
     verbose : bool
         Print one line per epoch.
-    n_threads : int, optional
-        Threads for the parallel kernels (restored afterwards).
 
     Returns
     -------
@@ -387,7 +305,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
         On wrongly typed arguments (``verbose`` must be a bool or an int).
     ValueError
         On bad shapes, repeated or out-of-range pairs, NaN/inf, negative weights,
-        ``reg`` above 1e20, unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory; if
+        ``lam`` above 1e20, unknown options, or factors (``k``, ``n_x``, ``n_h``) too large for the memory; if
         ``Y`` has no row or no column, or no positive (no stored nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``).
@@ -405,55 +323,52 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, tensor: str = "pitf",
     >>> model.history[-1]["objective"] < model.extras["initial_objective"]
     True
     """
-    Y = V.check_trainable(V.check_csr(Y, name="Y"))
-    k = V.check_k(k)
-    tensor = V.check_choice(tensor, name="tensor", choices=_TENSORS)
-    px, ph, n_x, n_h = _check_pairs(pairs, Y.shape[0], n_x, n_h)
-    # the factors, their gradients and optimizer state, the pair / item embeddings, and the
-    # g × g Gram matrices (g = k + 1 for PITF)
-    V.check_alloc(8 * 4 * ((n_x + n_h + Y.shape[0] + Y.shape[1]) * (k + 1) + (k + 1) ** 2),
-                  what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
-    neg, neg_rows, apos, rpos, r_neg = _weights(
-        Y, alpha0=alpha0, rho=rho, neg_weights=neg_weights, neg_row_weights=neg_row_weights,
-        pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
-    lr = V.check_scalar(lr, name="lr", minimum=0.0, strict_min=True)
-    n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
-    optimizer = V.check_choice(optimizer, name="optimizer", choices=_OPTIMIZERS)
-    reg = V.check_penalty(reg, name="reg")
-    init_std = V.check_scalar(init_std, name="init_std", minimum=0.0)
-    rng = V.check_seed(seed)
-    callback = V.check_callback(callback)
-    verbose = V.check_verbose(verbose)
-
-    tp = _Tensor(px, ph, n_x, n_h, k, tensor)
-    prob = _problem(Y, tp.g, neg, apos, rpos, r_neg, neg_rows)
-    VX = rng.normal(0.0, init_std, size=(n_x, k))
-    VH = rng.normal(0.0, init_std, size=(n_h, k))
-    VY = rng.normal(0.0, init_std, size=(Y.shape[1], k))
-    params = dict(k=k, tensor=tensor, n_x=n_x, n_h=n_h, alpha0=alpha0, rho=rho,
-                  pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, lr=lr, n_iter=n_iter,
-                  optimizer=optimizer, reg=reg, init_std=init_std,
-                  seed=seed if isinstance(seed, numbers.Integral) else None,
-                  neg_weights="given" if neg_weights is not None else "eq22",
-                  neg_row_weights=None if neg_rows is None else "given")
-    progress = Progress(f"fbgd-{tensor}", verbose=verbose, callback=callback,
+    Y = check_y(Y, fit=True)
+    run = check_run(k, lr=lr, n_iter=n_iter, update="batch", optimizer=optimizer,
+                    init_std=init_std, seed=seed, callback=callback, verbose=verbose)
+    model = check_tensor_model(Y.shape, pairs=pairs, n_x=n_x, n_h=n_h, alpha0=alpha0, rho=rho,
+                               neg_weights=neg_weights, neg_row_weights=neg_row_weights,
+                               pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, tensor=tensor,
+                               lam=lam)
+    _check_memory(Y.shape, model, run)
+    tp = _Tensor(model.px, model.ph, model.n_x, model.n_h, run.k, model.tensor)
+    w = model.weights
+    prob = _problem(Y, tp.g, w, w.neg if w.neg is not None else _negative_weights(Y, w.alpha0, w.rho))
+    VX, VH, VY = (run.rng.normal(0.0, run.init_std, size=(rows, run.k))
+                  for rows in (model.n_x, model.n_h, Y.shape[1]))
+    params = dict(k=run.k, tensor=model.tensor, n_x=model.n_x, n_h=model.n_h, alpha0=alpha0,
+                  rho=rho, pos_weight=pos_weight, r_pos=r_pos, r_neg=w.r_neg, lr=run.lr,
+                  n_iter=run.n_iter, optimizer=run.optimizer, lam=model.lam,
+                  init_std=run.init_std, seed=seed if isinstance(seed, numbers.Integral) else None,
+                  neg_weights="given" if w.neg is not None else "eq22",
+                  neg_row_weights=None if w.neg_rows is None else "given")
+    progress = Progress(f"fbgd-{model.tensor}", verbose=run.verbose, callback=run.callback,
                         advice="lower lr or init_std, or bring the targets r_pos, r_neg and the weights "
-                               "pos_weight, neg_weights, alpha0 to a moderate scale (or raise reg)")
+                               "pos_weight, neg_weights, alpha0 to a moderate scale (or raise lam)")
     with limit_threads(n_threads):
-        P, Q, init = _train(prob, tp, VX, VH, VY, lr=lr, n_iter=n_iter,
-                            adagrad=optimizer == "adagrad", reg=reg, progress=progress)
-    extras = dict(V_x=VX, V_h=VH, V_y=VY, pairs=np.column_stack([px, ph]), tensor=tensor,
-                  neg_weights=neg, neg_row_weights=neg_rows, initial_objective=init)
+        P, Q, init = _train(prob, tp, VX, VH, VY, lr=run.lr, n_iter=run.n_iter,
+                            adagrad=run.adagrad, lam=model.lam, progress=progress)
+    extras = dict(V_x=VX, V_h=VH, V_y=VY, pairs=np.column_stack([model.px, model.ph]),
+                  tensor=model.tensor, neg_weights=prob.neg, neg_row_weights=w.neg_rows,
+                  initial_objective=init)
     return Factorization(user_factors=P, item_factors=Q, history=progress.history,
                          params=params, method="fbgd", extras=extras)
 
 
-def _penalty(reg, VX, VH, VY):
-    if reg == 0.0:
+def _check_memory(shape: tuple[int, int], model: TensorModel, run: Run) -> None:
+    """Refuse factors, their gradients and optimizer state, the pair / item embeddings and the
+    g × g Gram matrices (g = k + 1 for PITF) that exceed the memory."""
+    k = run.k
+    V.check_alloc(8 * 4 * ((model.n_x + model.n_h + shape[0] + shape[1]) * (k + 1) + (k + 1) ** 2),
+                  what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
+
+
+def _penalty(lam, VX, VH, VY):
+    if lam == 0.0:
         return 0.0
     # a diverging run overflows here: the objective's check (Progress) names the cause instead
     with np.errstate(over="ignore", invalid="ignore"):
-        return reg * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
+        return lam * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
 
 
 def _gradients(prob, tp, VX, VH, VY):
@@ -468,10 +383,10 @@ def _gradients(prob, tp, VX, VH, VY):
     return gX, gH, np.ascontiguousarray(G_q[:, :tp.f])
 
 
-def _train(prob, tp, VX, VH, VY, *, lr, n_iter, adagrad, reg, progress):
+def _train(prob, tp, VX, VH, VY, *, lr, n_iter, adagrad, lam, progress):
     """Epochs: V^X and V^H from one gradient with the item caches fixed, rebuild P and its
     caches, then V^Y with the pair caches fixed; in place."""
-    eps = fb._EPS
+    eps = _EPS
     acc_x, acc_h, acc_y = np.zeros_like(VX), np.zeros_like(VH), np.zeros_like(VY)
     free_x = np.ones(VX.shape, dtype=np.bool_)
     free_h = np.ones(VH.shape, dtype=np.bool_)
@@ -479,22 +394,22 @@ def _train(prob, tp, VX, VH, VY, *, lr, n_iter, adagrad, reg, progress):
     P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
     Sq, sq = prob.gram(prob.neg, Q)
     Sp, sp_ = prob.gram(prob.arow, P)
-    init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(reg, VX, VH, VY)
+    init = prob.loss(P, Q, Sq, sq, Sp, sp_) + _penalty(lam, VX, VH, VY)
     G_p, G_q = np.empty_like(P), np.empty_like(Q)
     for epoch in range(1, n_iter + 1):
         _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
         gX, gH = tp.chain(G_p, VX, VH)
-        _k.batch_update(gX, free_x, VX, acc_x, lr, reg, adagrad, eps)
-        _k.batch_update(gH, free_h, VH, acc_h, lr, reg, adagrad, eps)
+        _k.batch_update(gX, free_x, VX, acc_x, lr, lam, adagrad, eps)
+        _k.batch_update(gH, free_h, VH, acc_h, lr, lam, adagrad, eps)
         P = tp.embed_pairs(VX, VH)
         Sp, sp_ = prob.gram(prob.arow, P)
         _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
         gY = np.ascontiguousarray(G_q[:, :tp.f])
-        _k.batch_update(gY, free_y, VY, acc_y, lr, reg, adagrad, eps)
+        _k.batch_update(gY, free_y, VY, acc_y, lr, lam, adagrad, eps)
         Q = tp.embed_items(VY)
         Sq, sq = prob.gram(prob.neg, Q)
         loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
-        total = loss + _penalty(reg, VX, VH, VY)
+        total = loss + _penalty(lam, VX, VH, VY)
         if progress.step(epoch, total, loss=loss):
             break
     return P, Q, init

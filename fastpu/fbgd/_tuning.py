@@ -12,7 +12,7 @@ SPACE: dict[str, Any] = dict(
     fixed=dict(k=64, n_iter=30),
     space=dict(alpha0=lambda m, n: stats.loguniform(0.05 * n, 5.0 * n),
                rho=stats.uniform(0.0, 1.0), lr=stats.loguniform(0.01, 0.3),
-               reg=[0.0, 1e-3, 1e-2, 1e-1, 1.0]),
+               lam=[0.0, 1e-3, 1e-2, 1e-1, 1.0]),
 )
 
 
