@@ -204,3 +204,17 @@ def md_table(headers, rows):
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
+
+
+def ocmf_setup(Y, *, X=None, Z=None, seed=0, **model):
+    """ocmf's checked Y and built problem (its boundary, then its problem), for benchmarks that
+    time the row sweeps themselves: returns (setup, canonical Y)."""
+    from fastpu.ocmf import _check, _problem
+
+    Yc = _check.check_y(Y, fit=False)
+    kw = dict(loss="logistic", rho=0.01, p=None, q=None, a_bar=None, user_graph=None,
+              item_graph=None, lam=1.0, lam_w=None, lam_h=None, lam_graph=0.0, negatives="full",
+              neg_ratio=1.0, dense_limit=None)
+    kw.update(model)
+    m = _check.check_model(Yc.shape, user_features=X, item_features=Z, **kw)
+    return _problem.build(Yc, m, np.random.default_rng(seed)), Yc

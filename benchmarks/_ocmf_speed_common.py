@@ -15,7 +15,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from _common import best_of, hardware, hardware_line, md_table, per_iteration, powerlaw_pu  # noqa: E402,F401
+from _common import best_of, hardware, hardware_line, md_table, ocmf_setup, per_iteration, powerlaw_pu  # noqa: E402,F401
 
 from fastpu import ocmf  # noqa: E402
 from fastpu._kernels.csr import sampled_dots  # noqa: E402,F401
@@ -48,8 +48,7 @@ def _setup(Y, loss, **kw):
     args = dict(loss=loss, rho=RHO, p=None, q=None, a_bar=None, X=None, Z=None, user_graph=None,
                 item_graph=None, lam=LAM, lam_graph=0.0, negatives="full", neg_ratio=1.0, seed=0)
     args.update(kw)
-    setup, Yc = ocmf._prepare(Y, **args)
-    return setup, Yc
+    return ocmf_setup(Y, **args)
 
 
 

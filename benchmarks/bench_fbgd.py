@@ -37,7 +37,7 @@ from _common import hardware_line, pinned  # noqa: E402
 
 # made with fbgd's defaults before issue 14 re-chose them (alpha0 = 0.5 n, rho = 0, lr = 0.05,
 # reg = 0): pinned so that running this script again reproduces docs/bench_fbgd.md
-_fbgd_fit = pinned(fbgd.fit, rho=0.0, lr=0.05, reg=0.0)
+_fbgd_fit = pinned(fbgd.fit, rho=0.0, lr=0.05, lam=0.0)
 
 
 def fbgd_fit(Y, k, **kwargs):
@@ -197,7 +197,7 @@ def bench_threads(mats, k, n_iter):
 # --------------------------------------------------------------------------- quality
 def grids(n_items, quick):
     f = [dict(alpha0=0.2 * n_items), dict(alpha0=0.5 * n_items), dict(alpha0=1.0 * n_items),
-         dict(alpha0=0.5 * n_items, reg=3.0)]
+         dict(alpha0=0.5 * n_items, lam=3.0)]
     a = [dict(regularization=r, alpha=al) for r, al in itertools.product((0.01, 0.1), (1.0, 10.0))]
     b = [dict(learning_rate=lr, regularization=r) for lr, r in itertools.product((0.01, 0.05), (0.001, 0.01))]
     if quick:

@@ -30,6 +30,7 @@ from _common import hardware_line, md_table  # noqa: E402
 
 import fastpu as fp  # noqa: E402
 from fastpu.fbgd import _problem as FP  # noqa: E402
+from fastpu.fbgd import _check as FC  # noqa: E402
 from fastpu import fbgd  # noqa: E402
 from fastpu._kernels import fbgd as K  # noqa: E402
 from fastpu._core.threads import limit_threads  # noqa: E402
@@ -70,7 +71,7 @@ def fbgd_epochs(Y, threads, epochs, reference=False):
         # the defaults this report was measured with (issue 14 re-chose some defaults later;
         # the work per epoch is the same)
         fbgd.fit(Y, K_FACTORS, n_iter=epochs, update="coordinate", seed=0, n_threads=threads,
-                 alpha0=0.5 * Y.shape[1], rho=0.0, lr=0.05, reg=0.0,
+                 alpha0=0.5 * Y.shape[1], rho=0.0, lr=0.05, lam=0.0,
                  callback=record)
     finally:
         FP._REFERENCE = old
@@ -119,8 +120,8 @@ def interleaved(Y, threads_list, epochs, reps):
 def epoch_pieces(Y, threads, reps=5):
     """Median seconds of each piece of one default coordinate epoch (as fbgd._train runs them)."""
     m, n = Y.shape
-    neg = fbgd._negative_weights(Y, 0.5 * n, 0.0)
-    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(n), K_FACTORS, False, neg,
+    neg = FP._negative_weights(Y, 0.5 * n, 0.0)
+    prob = FP._Problem(Y, FC.identity(m), FC.identity(n), K_FACTORS, False, neg,
                        np.ones(Y.nnz), np.ones(Y.nnz), 0.0, None)
     tx, ty = prob.init_params(np.random.default_rng(0), 0.01)
     ax, ay = np.zeros_like(tx), np.zeros_like(ty)
@@ -128,7 +129,7 @@ def epoch_pieces(Y, threads, reps=5):
     Sq, sq = prob.gram(prob.neg, Q)
     Sp, sp_ = prob.gram(prob.arow, P)
     pred = np.empty(Y.nnz)
-    opts = dict(update="coordinate", lr=0.05, reg=0.0, adagrad=True)
+    opts = dict(update="coordinate", lr=0.05, lam=0.0, adagrad=True)
     state = dict(P=P, Q=Q, Sp=Sp, sp=sp_, Sq=Sq, sq=sq)
     fused, to_items = prob.fused_loss_terms(), prob.fused_user_perm()
     assert fused is not None and to_items is not None, "plain ids: both sides' passes are fused"
@@ -190,8 +191,8 @@ def kernel_ablation(Y, reps=5):
     """
     import numba as nb
     m, n = Y.shape
-    neg = fbgd._negative_weights(Y, 0.5 * n, 0.0)
-    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(n), K_FACTORS, False, neg,
+    neg = FP._negative_weights(Y, 0.5 * n, 0.0)
+    prob = FP._Problem(Y, FC.identity(m), FC.identity(n), K_FACTORS, False, neg,
                        np.ones(Y.nnz), np.ones(Y.nnz), 0.0, None)
     tx, ty = prob.init_params(np.random.default_rng(0), 0.01)
     P, Q = prob.embed(prob.Zx, tx), prob.embed(prob.Zy, ty)

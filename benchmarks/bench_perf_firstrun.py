@@ -186,7 +186,8 @@ def child_runtime(rounds):
     import fastpu as fp
     from fastpu._kernels import csr
     from fastpu._kernels import ocmf as updates
-    from fastpu.ocmf._problem import _NO_ROWS, _gram, _prepare
+    from fastpu.ocmf._check import check_model, check_y
+    from fastpu.ocmf._problem import _NO_ROWS, _gram, build
     from _common import powerlaw_pu
 
     out = {}
@@ -196,9 +197,12 @@ def child_runtime(rounds):
     for loss in ("logistic", "square"):
         k = 32
         model = fp.ocmf.fit(Y, k, loss=loss, n_iter=2, n_threads=THREADS)
-        setup, _ = _prepare(Y, loss=loss, rho=0.01, p=None, q=None, a_bar=None, X=None, Z=None,
-                            user_graph=None, item_graph=None, lam=1.0, lam_graph=0.0,
-                            negatives="full", neg_ratio=1.0, seed=0)
+        Yc = check_y(Y, fit=False)
+        setup = build(Yc, check_model(Yc.shape, loss=loss, rho=0.01, p=None, q=None, a_bar=None,
+                                      user_features=None, item_features=None, user_graph=None,
+                                      item_graph=None, lam=1.0, lam_w=None, lam_h=None,
+                                      lam_graph=0.0, negatives="full", neg_ratio=1.0,
+                                      dense_limit=None), np.random.default_rng(0))
         E, W0 = model.item_factors, model.user_factors
         M_, kap = _gram(E, setup.q_quad)
         ent = setup.entries
@@ -274,6 +278,7 @@ def _runtime_fbgd_homf(nb, rounds):
     """homf's ridge_columns and the small row kernels: row blocks vs prange copies."""
     import fastpu as fp
     import fastpu.fbgd._problem as FP
+    import fastpu.fbgd._check as FC
     from fastpu import fbgd
     from fastpu._kernels import homf as KH
     from _common import powerlaw_pu
@@ -282,8 +287,8 @@ def _runtime_fbgd_homf(nb, rounds):
     # fbgd, user side of a coordinate epoch: 6040 x 3706, 1,000,000 positives, k = 64
     Y = powerlaw_pu(6040, 3706, 1_000_000, seed=2)
     m, n = Y.shape
-    neg = fbgd._negative_weights(Y, 0.5 * n, 0.0)
-    prob = FP._Problem(Y, fbgd._ident(m), fbgd._ident(n), 64, False, neg,
+    neg = FP._negative_weights(Y, 0.5 * n, 0.0)
+    prob = FP._Problem(Y, FC.identity(m), FC.identity(n), 64, False, neg,
                        np.ones(Y.nnz), np.ones(Y.nnz), 0.0, None)
     tx, ty = prob.init_params(np.random.default_rng(0), 0.01)
     P, Q = prob.embed(prob.Zx, tx), prob.embed(prob.Zy, ty)

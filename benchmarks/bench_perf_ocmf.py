@@ -269,12 +269,10 @@ def part_growth(cfg):
 # ------------------------------------------------------------------------------------------
 
 def _setup_of(Y, label):
-    from fastpu.ocmf import _problem as P
+    from _common import ocmf_setup
 
     kw = CONFIGS[label]
-    return P._prepare(Y, loss=kw["loss"], rho=kw["rho"], p=None, q=None, a_bar=None, X=None,
-                      Z=None, user_graph=None, item_graph=None, lam=kw["lam"], lam_graph=0.0,
-                      negatives="full", neg_ratio=1.0, seed=0)[0]
+    return ocmf_setup(Y, loss=kw["loss"], rho=kw["rho"], lam=kw["lam"])[0]
 
 
 def _side_times(setup, label, W0, H0, repeat, ncg=None):

@@ -27,7 +27,7 @@ DATA = {"ml-100k": 1682, "ml-1m": 3706}          # number of items n (fBGD's α0
 METHODS = {   # label in results_compare.py -> {parameter: scale}
     "LR-wSQ": {"rho": "log", "lam": "log"},
     "SQ-wSQ": {"rho": "log", "lam": "log"},
-    "fBGD": {"alpha0/n": "log", "rho": "linear", "lr": "log", "reg": "log"},
+    "fBGD": {"alpha0/n": "log", "rho": "linear", "lr": "log", "lam": "log"},
     "CSRR-e": {"alpha": "log", "lam1": "log", "lam2": "log"},
     "HOMF": {"T": "choice", "lam": "log", "g": "choice"},
 }
@@ -100,8 +100,8 @@ def main():
                     if p == "alpha0/n":
                         v = bp.get("alpha0")
                         v = None if v is None else v / DATA[name]
-                    else:
-                        v = bp.get(p)
+                    else:           # fBGD's penalty was recorded as "reg" before issue 25
+                        v = bp.get(p, bp.get("reg") if (label, p) == ("fBGD", "lam") else None)
                     if v is not None:
                         vals.append(v)
                 every += vals

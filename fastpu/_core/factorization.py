@@ -184,15 +184,6 @@ def brief(value: Any) -> str:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def public_name(fn: Callable[..., Any]) -> str:
-    """How a user calls ``fn``: ``ocmf.fit`` for ``fastpu.ocmf._fit.fit`` (the method package and
-    the function), the bare name for a baseline (``wrmf``)."""
-    parts = [p for p in fn.__module__.split(".") if not p.startswith("_")]
-    if parts[:1] == ["fastpu"] and len(parts) > 1 and parts[1] not in ("model_selection",):
-        return f"{parts[1]}.{fn.__name__}"
-    return fn.__name__
-
-
 def accepts_dataset(fit: _F) -> _F:
     """Let a method's ``fit(Y, k, ...)`` take a :class:`~fastpu.datasets.Dataset` as ``Y``.
 
@@ -201,7 +192,7 @@ def accepts_dataset(fit: _F) -> _F:
     argument the fit does not take is a TypeError naming the closest one it does.
     """
     names = V.fit_names(fit)            # None: it takes **kwargs and checks them itself
-    where = public_name(fit)
+    where = V.public_where(fit)
 
     k_param = inspect.signature(fit).parameters.get("k")
     needs_k = k_param is not None and k_param.default is inspect.Parameter.empty
@@ -268,5 +259,4 @@ def iter_score_blocks(model: Factorization,
         yield rows, np.ascontiguousarray(model.scores(rows), dtype=np.float64)
 
 
-__all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "iter_score_blocks",
-           "public_name"]
+__all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "iter_score_blocks"]

@@ -10,6 +10,7 @@ from typing import IO, Any, Callable
 
 import numpy as np
 
+from fastpu._core import validation as V
 from fastpu._core.hints import Callback
 from fastpu._core.exceptions import ConvergenceWarning
 
@@ -60,8 +61,8 @@ class Progress:
         if self.verbose:
             print(f"[{self.method}] {text}", file=self.stream, flush=True)
 
-    def finish(self, *factors: Any, zero_advice: str | None = None, all_zero: bool | None = None,
-               stacklevel: int = 4) -> list[str]:
+    def finish(self, *factors: Any, zero_advice: str | None = None,
+               all_zero: bool | None = None) -> list[str]:
         """Warn if the objective grew past its start or if every score is zero.
 
         ``factors`` are arrays whose product (or sum) gives the scores: the scores are all
@@ -83,8 +84,8 @@ class Progress:
         if zero_advice and all_zero:
             issued.append(f"{self.method}: the fitted factors are all zero, so every score is 0; "
                           f"{zero_advice}")
-        for msg in issued:
-            warnings.warn(msg, ConvergenceWarning, stacklevel=stacklevel)
+        for msg in issued:       # at the user's call, however many of fastpu's wrappers between
+            warnings.warn(msg, ConvergenceWarning, stacklevel=V.user_stacklevel())
         return issued
 
     def step(self, iter: int, objective: float, *, model: Callable[[], Any] | None = None,

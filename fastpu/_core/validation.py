@@ -345,40 +345,106 @@ def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     return (set(params) - {"Y"}) | set(getattr(fit, "deprecated_names", {}))
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside fastpu (the user's
+    call), however many of fastpu's wrappers lie between (as pandas' ``find_stack_level``)."""
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def rename_arguments(where: str, renames: dict[str, Any], kwargs: dict[str, Any],
+                     call: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with each deprecated name of ``renames`` replaced by its new one, warning once
+    per name (see :func:`renamed`); ``call`` holds the call's other arguments by name."""
+    kwargs = dict(kwargs)
+    for name, spec in renames.items():
+        if name not in kwargs:
+            continue
+        new, convert = (spec, None) if isinstance(spec, str) else spec
+        if new in kwargs:
+            raise TypeError(f"{where}() got both {name}= (its old name) and {new}=; give {new} only")
+        value = kwargs.pop(name)
+        warnings.warn(f"{name}= is deprecated and will be removed in the next release: use "
+                      f"{new}= (see the CHANGELOG)", DeprecationWarning, stacklevel=user_stacklevel())
+        if convert is not None:
+            value = convert(value, {**call, **kwargs})
+        kwargs[new] = value
+    return kwargs
+
+
 def renamed(**old: Any) -> Callable[[_F], _F]:
     """Keep the old names of renamed keyword arguments working for one release, with a warning.
 
     ``renamed(inner_iter="n_inner")`` passes ``inner_iter=v`` on as ``n_inner=v``;
     ``renamed(init_scale=("init_std", convert))`` passes ``convert(v, call)``, where ``call``
     holds the other arguments of the call by name, for a name whose meaning changed with it.
-    Both names at once is a TypeError. The decorated function's ``deprecated_names`` maps each
-    old name to its new one (:func:`fit_names` accepts them).
+    Both names at once is a TypeError. The decorated function's ``renames`` holds the specs
+    (:func:`fastpu.distributed.fit` applies them to the same call on a cluster) and its
+    ``deprecated_names`` maps each old name to its new one (:func:`fit_names` accepts them).
     """
     def decorate(fn: _F) -> _F:
         sig = inspect.signature(fn)
-        where = getattr(fn, "__qualname__", "fit")
+        where = public_where(fn)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for name, spec in old.items():
-                if name not in kwargs:
-                    continue
-                new, convert = (spec, None) if isinstance(spec, str) else spec
-                if new in kwargs:
-                    raise TypeError(f"{where}() got both {name}= (its old name) and {new}=; "
-                                    f"give {new} only")
-                value = kwargs.pop(name)
-                warnings.warn(f"{name}= is deprecated and will be removed in the next release: "
-                              f"use {new}= (see the CHANGELOG)", DeprecationWarning, stacklevel=2)
-                if convert is not None:
-                    value = convert(value, sig.bind_partial(*args, **kwargs).arguments)
-                kwargs[new] = value
+            if any(name in kwargs for name in old):
+                call = sig.bind_partial(*args).arguments
+                kwargs = rename_arguments(where, old, kwargs, call)
             return fn(*args, **kwargs)
 
+        wrapper.renames = dict(old)  # type: ignore[attr-defined]
         wrapper.deprecated_names = {  # type: ignore[attr-defined]
             name: spec if isinstance(spec, str) else spec[0] for name, spec in old.items()}
         return cast(_F, wrapper)
     return decorate
+
+
+def keyword_only(*old_order: str) -> Callable[[_F], _F]:
+    """Keep positional calls of options that became keyword-only working for one release.
+
+    ``old_order`` names the options in the order they were positional after the function's own
+    positional arguments; such a call passes them on by name, with a DeprecationWarning.
+    """
+    def decorate(fn: _F) -> _F:
+        lead = sum(p.kind is p.POSITIONAL_OR_KEYWORD
+                   for p in inspect.signature(fn).parameters.values())
+        where = public_where(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            extra = args[lead:]
+            if extra and len(extra) <= len(old_order):
+                names = old_order[:len(extra)]
+                for name in names:
+                    if name in kwargs:
+                        raise TypeError(f"{where}() got multiple values for argument {name!r}")
+                warnings.warn(f"passing {', '.join(names)} to {where}() by position is deprecated "
+                              "and will stop working in the next release: pass "
+                              f"{', '.join(n + '=' for n in names)} by keyword (see the CHANGELOG)",
+                              DeprecationWarning, stacklevel=user_stacklevel())
+                kwargs.update(zip(names, extra))
+                args = args[:lead]
+            return fn(*args, **kwargs)
+        return cast(_F, wrapper)
+    return decorate
+
+
+def public_where(fn: Callable[..., Any]) -> str:
+    """How a user calls ``fn``: ``ocmf.fit`` for ``fastpu.ocmf._fit.fit`` (the method package and
+    the function), the bare name otherwise (``wrmf``)."""
+    fn = inspect.unwrap(fn)
+    parts = [p for p in getattr(fn, "__module__", "").split(".") if not p.startswith("_")]
+    if parts[:1] == ["fastpu"] and len(parts) > 1 and parts[1] not in ("model_selection",):
+        return f"{parts[1]}.{fn.__name__}"
+    return getattr(fn, "__name__", "fit")
 
 
 def ascii_int(s: str) -> int | None:
@@ -397,7 +463,7 @@ def did_you_mean(key: str, names: Collection[str]) -> str:
 
 # Above this a ridge or graph penalty makes every factor zero to machine precision, and its term
 # swamps the loss's digits (ocmf with lam = 1e100 gave a negative square-loss objective, 1e150 a
-# NaN; fbgd with reg = 1e200 never moved).
+# NaN; fbgd with lam = 1e200 never moved).
 PENALTY_MAX = 1e20
 
 

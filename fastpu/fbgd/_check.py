@@ -17,10 +17,7 @@ problem trains the free entries, and a warm start must hold the fixed ones.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
-import warnings
-from typing import Any, Callable, TypeVar, cast
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -289,35 +286,6 @@ def check_embeddings(P: ArrayLike, Q: ArrayLike, shape: tuple[int, int]) -> tupl
             f"P has {P.shape[1]} columns and Q has {Q.shape[1]}; expected the same embedding size g"
         )
     return P, Q
-
-
-def keyword_only(where: str, *old_order: str) -> Callable[[_F], _F]:
-    """Keep positional calls of options that became keyword-only working for one release.
-
-    ``old_order`` names the options in the order they were positional after the function's own
-    positional arguments; such a call passes them on by name, with a DeprecationWarning.
-    """
-    def decorate(fn: _F) -> _F:
-        lead = sum(p.kind is p.POSITIONAL_OR_KEYWORD
-                   for p in inspect.signature(fn).parameters.values())
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            extra = args[lead:]
-            if extra and len(extra) <= len(old_order):
-                names = old_order[:len(extra)]
-                for name in names:
-                    if name in kwargs:
-                        raise TypeError(f"{where}() got multiple values for argument {name!r}")
-                warnings.warn(f"passing {', '.join(names)} to {where}() by position is deprecated "
-                              "and will stop working in the next release: pass "
-                              f"{', '.join(n + '=' for n in names)} by keyword (see the CHANGELOG)",
-                              DeprecationWarning, stacklevel=2)
-                kwargs.update(zip(names, extra))
-                args = args[:lead]
-            return fn(*args, **kwargs)
-        return cast(_F, wrapper)
-    return decorate
 
 
 # --------------------------------------------------------------------------- tensor models

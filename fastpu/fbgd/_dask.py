@@ -18,7 +18,6 @@ with a worker is recomputed from its lineage and a re-run gives the same numbers
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -37,7 +36,7 @@ def _check(other):
     if other.get("neg_row_weights") is not None:
         raise ValueError("neg_row_weights (fBGD's α⁻_x) has no distributed form yet; "
                          "use fastpu.fbgd.fit, or leave it at None")
-    unknown = set(other) - {"update", "neg_row_weights", "reg"}
+    unknown = set(other) - {"update", "neg_row_weights"}
     if unknown:
         raise TypeError(f"fastpu.distributed.fit(method='fbgd') got unexpected parameters "
                         f"{sorted(unknown)}; see fastpu.fbgd.fit for the accepted ones")
@@ -50,8 +49,6 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
     ``fastpu.fbgd.fit``'s defaults: no default is spelled out here). The arguments go through
     the same checks as ``fastpu.fbgd.fit``'s (:mod:`fastpu.fbgd._check`)."""
     _check(other)
-    if "reg" in other:          # its old name (check() refused both and warned): lam is the default
-        lam = other["reg"]
     m = layout.shape[0]
     run = check_run(k, lr=lr, n_iter=n_iter, update="batch", optimizer=optimizer,
                     init_std=init_std, seed=seed, callback=callback, verbose=verbose)
@@ -167,15 +164,7 @@ SUMMARY = ("update='batch': plain MF, and features/biases (SVDFeature) with Θ u
 
 
 def check(params):
-    """Refuse, in a sentence, a setting with no distributed form; and take ``reg``, ``lam``'s
-    old name, for one more release (with the warning of ``fastpu.fbgd.fit``)."""
+    """Refuse, in a sentence, a setting with no distributed form."""
     if params.get("update", "batch") != "batch":
         raise ValueError(f"fbgd's update={params['update']!r} is serial (coordinate order); "
                          "the distributed fit supports update='batch', or use fastpu.fbgd.fit")
-    if "reg" in params:
-        if "lam" in params:
-            raise TypeError("fastpu.distributed.fit(method='fbgd') got both reg= (its old name) "
-                            "and lam=; give lam only")
-        # the caller's caller is the user's call of fastpu.distributed.fit
-        warnings.warn("reg= is deprecated and will be removed in the next release: use lam= (see "
-                      "the CHANGELOG)", DeprecationWarning, stacklevel=4)

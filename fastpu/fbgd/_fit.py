@@ -9,7 +9,7 @@ import numpy as np
 
 from fastpu._core import validation as V
 from fastpu.fbgd._check import (Model, Run, check_embeddings, check_model, check_run, check_start,
-                                check_weights, check_y, fixed_entries, identity, keyword_only)
+                                check_weights, check_y, fixed_entries, identity)
 from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
                                   per_positive)
 from fastpu._core.progress import Progress
@@ -22,7 +22,7 @@ __all__ = ["demo_configs", "fit", "negative_weights", "objective", "parameters"]
 
 
 # --------------------------------------------------------------------------- objective
-@keyword_only("fbgd.objective", "neg_weights", "pos_weight", "r_pos", "r_neg", "neg_row_weights")
+@V.keyword_only("neg_weights", "pos_weight", "r_pos", "r_neg", "neg_row_weights")
 def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike | None = None,
               neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
               r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
@@ -249,7 +249,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         P, Q, initial = _train(prob, theta_x, theta_y, lr=run.lr, n_iter=run.n_iter,
                                update=run.update, adagrad=run.adagrad, lam=model.lam,
                                progress=progress)
-    progress.finish(P, Q, zero_advice=_zero_advice(Y, run, model, init), stacklevel=5)
+    progress.finish(P, Q, zero_advice=_zero_advice(Y, run, model, init))
     return _wrap(P, Q, prob, model, theta_x, theta_y, initial, progress.history, params)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from fastpu._core import validation as V_
 from fastpu.homf._check import MODES, Graph, Run, check_g, check_graph, check_run, check_y
 from fastpu.homf._graph import transition
-from fastpu.homf._solvers import DENSE_OBJECTIVE_NOTE, dense, exact, squared_error
+from fastpu.homf._solvers import dense, exact, squared_error
 from fastpu.homf._walk import _Walker, walk_columns, walk_rows
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
