@@ -40,7 +40,7 @@ EXAMPLES = {
     ("select.md", 2): None,
 }
 # complete examples tested elsewhere, with the data they need
-TESTED_ELSEWHERE = {("serving.md", 0): "tests/test_serving.py::test_the_serving_page_example_runs"}
+TESTED_ELSEWHERE = {("serving.md", 0): "tests/model/test_serving.py::test_the_serving_page_example_runs"}
 # signatures: every argument with its default, names such as Y and k left to the reader
 SIGNATURES = {("fbgd.md", 0), ("homf.md", 0)}
 # complete examples that need a service this machine does not run

@@ -108,7 +108,7 @@ def test_homf_exact_block_memory_names_block_size(monkeypatch):
 
 
 def test_evaluate_huge_k_ranks_only_the_items_there_are():
-    # k = 10**12 was refused for memory; past n a list holds only empty slots (tests/test_metrics.py)
+    # k = 10**12 was refused for memory; past n a list holds only empty slots (tests/model_selection/test_metrics.py)
     Y = _Y()
     model = fp.ocmf.fit(Y, 2, n_iter=1)
     tr, te = fp.split.holdout(Y, test_frac=0.3, seed=0)

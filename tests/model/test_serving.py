@@ -307,7 +307,7 @@ def test_the_serving_page_example_runs(tmp_path, capsys):
     import pathlib
     import re
 
-    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text()
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text()
     code = re.findall(r"```python\n(.*?)```", page, flags=re.S)[0]
     rng = np.random.default_rng(0)
     users = ["alice", "bob"] + [f"user{i}" for i in range(20)]

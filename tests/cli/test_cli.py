@@ -175,7 +175,7 @@ def test_python_dash_m_fastpu_recommend(tmp_path):
     model = fp.Factorization(np.ones((2, 1)), np.array([[1.0], [2.0]]), user_ids=np.array(["x", "y"]),
                              item_ids=np.array(["p", "q"]))
     model.save(tmp_path / "m.npz")
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     res = subprocess.run([sys.executable, "-m", "fastpu", "recommend", "--model", str(tmp_path / "m.npz"),
                           "--users", "y", "-n", "2"], cwd=root, env=env, capture_output=True, text=True,

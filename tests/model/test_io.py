@@ -444,7 +444,7 @@ def test_saved_model_gets_the_users_file_permissions(tmp_path):
 
 # ------------------------------------------------------------------ files of earlier releases
 
-OLD = pathlib.Path(__file__).resolve().parent / "data" / "models-before-redesign"
+OLD = pathlib.Path(__file__).resolve().parents[1] / "data" / "models-before-redesign"
 
 
 @pytest.mark.parametrize("name", ["ocmf", "ocmf-ids", "fbgd", "csrr-e", "csrr-I", "homf"])

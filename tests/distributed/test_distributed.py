@@ -600,5 +600,5 @@ def test_a_methods_dask_form_imports_first_in_a_fresh_process():
     import sys
 
     code = "import fastpu.ocmf._dask, fastpu.csrr._dask, fastpu.fbgd._dask, fastpu.homf._dask"
-    root = __import__("pathlib").Path(__file__).resolve().parent.parent
+    root = __import__("pathlib").Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(root))
