@@ -371,6 +371,9 @@ def _similar(model: Factorization, queries: ArrayLike, n: int, ids: bool,
         raise TypeError(f"{name} must be the {side}s to find neighbours for, got None")
     q = _positions(model, queries, side=side, name=name, ids=ids)
     F = np.asarray(model.item_factors if side == "item" else model.user_factors, dtype=np.float64)
+    if F.shape[1] == 0:
+        raise ValueError(f"similar_{side}s compares {side} vectors, and this {model.method} model "
+                         f"has none (model.{side}_factors has no columns)")
     _check_finite(F, f"model.{side}_factors")
     # each row divided by its largest |entry| first: the norm of a row of 1e200s (or 1e-200s)
     # would overflow (underflow), and cosines are unchanged by scaling

@@ -9,6 +9,10 @@
   package's ALS weights a positive by ``alpha · r`` instead of ``1 + alpha · r`` (its solver
   adds ``(c − 1) y yᵀ`` per positive): on binary data implicit's ``alpha=a`` is ``wrmf``'s
   ``alpha=a − 1``, and its ``regularization`` is ``lam``;
+- :func:`ease` — EASE (Steck, WWW 2019), the closed-form item-item model B = I − P·diagMat(1/diag P),
+  P = (XᵀX + λI)⁻¹, diag(B) = 0; scores x B;
+- :func:`item_knn` — item-based kNN with cosine similarities, scores x B with B the neighbours'
+  similarities;
 - :func:`implicit_als`, :func:`implicit_bpr` — the `implicit` package's ALS and BPR (optional:
   only when `implicit` is installed), wrapped as ``fit(Y, k, *, ...)`` functions that report
   every iteration's model to the callback.
@@ -21,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
+from fastpu.model_selection._item_item import ItemItemModel, ease, item_knn
 from fastpu._core import validation as V
 from fastpu import ocmf
 from fastpu._core.progress import Progress
@@ -30,7 +35,8 @@ from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Callback, Seed, Sparse, Threads
 
-__all__ = ["BASELINES", "implicit_als", "implicit_bpr", "popularity", "wrmf", "wrmf_weights"]
+__all__ = ["BASELINES", "ItemItemModel", "ease", "implicit_als", "implicit_bpr", "item_knn",
+           "popularity", "wrmf", "wrmf_weights"]
 
 
 def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
@@ -293,7 +299,7 @@ def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
 
 #: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
 BASELINES: dict[str, Callable[..., Factorization]] = {
-    "wrmf": wrmf, "als": implicit_als, "bpr": implicit_bpr}
+    "wrmf": wrmf, "ease": ease, "itemknn": item_knn, "als": implicit_als, "bpr": implicit_bpr}
 
 
 # Default search spaces of :func:`fastpu.select.tune` for the baselines (the registry names them).
