@@ -17,7 +17,8 @@ import dataclasses
 import importlib
 from typing import Any
 
-__all__ = ["Entry", "BASELINES", "METHODS", "entries", "get", "names", "resolve"]
+__all__ = ["Entry", "BASELINES", "DEFAULT_RANK", "METHODS", "RANKS", "entries", "get", "names",
+           "rank_space", "resolve"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +152,17 @@ BASELINES = (
 )
 
 _ALL = {e.name: e for e in METHODS + BASELINES}
+
+#: the ranks ``select.tune`` searches (log scale), and the rank of its first trial
+RANKS = (16, 32, 64, 128, 256, 512)
+DEFAULT_RANK = 64
+
+
+def rank_space(m: int, n: int) -> list[int]:
+    """The ranks of :data:`RANKS` an m × n matrix allows (at most min(m, n); the smallest such
+    rank when none of them fits)."""
+    top = min(m, n)
+    return [r for r in RANKS if r <= top] or [max(1, top)]
 
 
 def entries(kind: str | None = None) -> tuple[Entry, ...]:

@@ -308,14 +308,16 @@ BASELINES: dict[str, Callable[..., Factorization]] = {
 def _spaces() -> dict[str, dict[str, Any]]:
     import scipy.stats as stats       # on first use: importing this module stays cheap
 
+    from fastpu._core.registry import rank_space
+
     return {
-        "wrmf": dict(fixed=dict(k=64, n_iter=15),
-                     space=dict(alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0))),
-        "als": dict(fixed=dict(k=64, n_iter=15),
-                    space=dict(alpha=stats.loguniform(1.0, 100.0),
+        "wrmf": dict(fixed=dict(n_iter=15),
+                     space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0))),
+        "als": dict(fixed=dict(n_iter=15),
+                    space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
                                regularization=stats.loguniform(1e-2, 100.0))),
-        "bpr": dict(fixed=dict(k=64, n_iter=300),
-                    space=dict(learning_rate=stats.loguniform(1e-3, 0.1),
+        "bpr": dict(fixed=dict(n_iter=300),
+                    space=dict(k=rank_space, learning_rate=stats.loguniform(1e-3, 0.1),
                                regularization=stats.loguniform(1e-4, 0.1))),
     }
 
