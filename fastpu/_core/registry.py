@@ -40,9 +40,10 @@ class Entry:
         rank), or the dotted path of ``default_rank(params) -> int or None`` when it depends on
         the other parameters (CSRR-I/II choose their own rank). See :meth:`rank_for`.
     fold : str or None
-        The module of the row solver of fold-in and partial fits: ``fold_rows(model, Y_new, X,
-        *, p, q, tol, max_iter, rng, dense_limit) -> (factors, info)``, and optionally
-        ``values_may_be_negative(model) -> bool`` (default: stored values must be >= 0).
+        The module (or object) of the row solver of fold-in and partial fits:
+        ``fold_rows(model, Y_new, X, *, p, q, tol, max_iter, rng, dense_limit) -> (factors,
+        info)``, and optionally ``values_may_be_negative(model) -> bool`` (default: stored
+        values must be >= 0).
     dask : str or None
         The module of the Dask form: ``fit(client, layout, k, **params)`` and
         ``check(params)`` (refuses, in a sentence, a variant with no distributed form).
@@ -127,9 +128,11 @@ METHODS = (
 
 BASELINES = (
     Entry("popularity", "baseline", "every user scores an item by its number of training positives",
-          fit="fastpu.model_selection.metrics:popularity", default_rank=None),
+          fit="fastpu.model_selection.metrics:popularity", default_rank=None,
+          fold="fastpu.model_selection.baselines:POPULARITY_FOLD"),
     Entry("wrmf", "baseline", "WRMF / implicit ALS through ocmf's square loss",
           fit="fastpu.model_selection.baselines:wrmf",
+          fold="fastpu.model_selection.baselines:WRMF_FOLD",
           space="fastpu.model_selection.baselines:wrmf_space"),
     Entry("ease", "baseline", "EASE, the closed-form item-item model (Steck)",
           fit="fastpu.model_selection.baselines:ease", default_rank=None,

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -340,3 +341,32 @@ def als_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def bpr_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("bpr", Y, **fixed)``."""
     return _space("bpr", fixed)
+
+
+# ----------------------------------------------------------------------------- fold-in rows
+# (the registry's "fold" parts of the baselines: fastpu.fold_in finds them there)
+
+def _wrmf_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """WRMF's new rows: ocmf's row problem on their confidence weights 1 + alpha·r."""
+    import dataclasses
+
+    from fastpu._core import registry
+
+    alpha = float(model.params["alpha"])
+    Yw = None if Y is None else wrmf_weights(Y, alpha)
+    as_ocmf = dataclasses.replace(model, method="ocmf")
+    return registry.get("ocmf").resolve("fold").fold_rows(as_ocmf, Yw, X, **solver)
+
+
+def _popularity_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """New users of the popularity baseline score every item by its count, as every user does."""
+    from fastpu._core import rows as row_problem
+
+    row_problem.no_weights(model, solver.get("p"), solver.get("q"))
+    Y = row_problem.need_rows(Y, X, method="popularity")
+    return np.ones((Y.shape[0], 1)), {}
+
+
+#: the row solvers fold_in uses for WRMF and popularity models (their registry entries' "fold")
+WRMF_FOLD = types.SimpleNamespace(fold_rows=_wrmf_fold_rows)
+POPULARITY_FOLD = types.SimpleNamespace(fold_rows=_popularity_fold_rows)
