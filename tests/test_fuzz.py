@@ -473,6 +473,9 @@ CASES = [
          dict(M=("dense", (4, 3)), tau="real", method="choice", k0="int", seed="seed")),
     # split
     Case("split.holdout", split.holdout, lambda: dict(Y=CTX.Y), dict(Y="csr", test_frac="real", seed="seed")),
+    Case("split.held_out_users", split.held_out_users, lambda: dict(Y=CTX.Y, users_frac=0.3),
+         dict(Y="csr", users_frac="real", test_frac="real", seed="seed"),
+         check=lambda result, caught: None),
     Case("split.leave_one_out", split.leave_one_out, lambda: dict(Y=CTX.Y),
          dict(Y="csr", timestamps="csr", seed="seed")),
     Case("split.validation_split", split.validation_split, lambda: dict(Y_train=CTX.Y),
