@@ -229,6 +229,7 @@ def check_start(init: Any, model: Model, run: Run, shape: tuple[int, int]) -> tu
     if not (isinstance(init, tuple) and len(init) == 2):
         raise TypeError(f"init must be a tuple (W0, H0), got {type(init).__name__}")
     du, dv = dims(model, shape)
-    W = check_factor(init[0], "init[0] (W0)", du, run.k).astype(run.dtype, copy=False)
-    H = check_factor(init[1], "init[1] (H0)", dv, run.k).astype(run.dtype, copy=False)
+    with np.errstate(over="ignore"):        # beyond float32's range: the fit names init
+        W = check_factor(init[0], "init[0] (W0)", du, run.k).astype(run.dtype, copy=False)
+        H = check_factor(init[1], "init[1] (H0)", dv, run.k).astype(run.dtype, copy=False)
     return W, H

@@ -80,9 +80,6 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
     if coupled and solver != "tron":
         raise ValueError("solver='gd' has no distributed form here (use TRON for features and graphs); "
                          "use solver='tron' (the default), or fastpu.ocmf.fit")
-    if coupled and fdt != np.float64:
-        raise ValueError(f"dtype={fdt.name!r} with features or graphs has no distributed form; use "
-                         "dtype='float64'")
     kind = model.kind
     nsteps, csteps = check_steps(model, newton_steps, cg_steps)
     start = check_start(init, model, run, layout.shape)

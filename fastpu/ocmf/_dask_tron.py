@@ -322,8 +322,8 @@ def _update(client, side, F, F_f, E_f, M, kappa, dvec, *, half, lam, lam_g, abar
                 float(sum(r[3] for r in res)))
     prob = DistSubProblem(client, side, E_f, M, kappa, dvec, const, lam, lam_g, abar, kind,
                           has_quad, F.shape[0], F.shape[1], n_threads)
-    res = tron(prob, F.ravel(), max_iter=n_inner)
-    F = res.x.reshape(F.shape)
+    res = tron(prob, F.ravel(), max_iter=n_inner)      # in float64, rounded back as ocmf.fit does
+    F = res.x.reshape(F.shape).astype(F.dtype, copy=False)
     reg = float(np.sum(np.square(F)))
     if side.L is not None and lam_g > 0:
         B = F if side.X is None else _xmul(side.X, F)

@@ -90,7 +90,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         solver: str = "tron", n_iter: int = 15, n_inner: int = 5, fast_path: bool = True,
         newton_steps: int | None = None, cg_steps: int | None = None,
         init: tuple[ArrayLike, ArrayLike] | None = None, init_std: float | None = None,
-        dtype: DTypeLike = "float64", dense_limit: int | None = None, seed: Seed = 0,
+        dtype: DTypeLike = "float32", dense_limit: int | None = None, seed: Seed = 0,
         n_threads: Threads = None, callback: Callback = None,
         verbose: bool = False) -> Factorization:
     """Fit one-class structured matrix factorization by alternating minimisation.
@@ -152,11 +152,14 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Standard deviation of each entry of the default start; ``None``: 0.1/√k. (The
         deprecated ``init_scale=s`` still works until the next release and means
         ``init_std=s/√k``.)
-    dtype : {"float64", "float32"}
-        Precision in which the factors are stored between side updates and returned.
-        "float32" halves their memory and the memory traffic of the fast path, which reads
-        them in float32 and still accumulates every sum in float64; coupled sides are solved
-        in float64 and rounded back. The objective is always computed in float64.
+    dtype : {"float32", "float64"}
+        Precision in which the factors are stored between side updates and returned (default
+        "float32" since issue 27; it was "float64"). The fast path reads them in float32 — half
+        the memory and the memory traffic of float64 — and accumulates every sum in float64;
+        coupled sides are solved in float64 and rounded back. The objective is always computed
+        in float64. On MovieLens-100K and -1M the float32 and float64 fits rank alike (the
+        same P@5 and nDCG@10 to four decimals); pass "float64" for the factors of a fit to
+        compare with float64 references to rounding.
     dense_limit : int, optional
         Largest m·n the dense ``negatives="full_logistic"`` accepts (default 25,000,000).
     seed : int
@@ -224,6 +227,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         setup = build(Y, model, run.rng)
         start = check_start(init, model, run, Y.shape)
         W, H = start if start is not None else _draw_start(run, dims(model, Y.shape))
+        _check_finite_start(W, H, run, from_init=start is not None)
         params = _params(run, model, newton_steps, cg_steps, seed)
         progress = Progress("ocmf", verbose=run.verbose, callback=run.callback,
                             advice=_advice(Y, setup, model.rho, model.lam, run.init_std, W, H))
@@ -248,6 +252,18 @@ def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
     V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
                   names=("k",) + (("user_features",) if model.user_features is not None else ())
                   + (("item_features",) if model.item_features is not None else ()))
+
+
+def _check_finite_start(W: np.ndarray, H: np.ndarray, run: Run, *, from_init: bool) -> None:
+    """Refuse starting factors that are not finite in the fit's precision (a float32 start
+    overflows above 3.4e38)."""
+    for F in (W, H):
+        if not np.isfinite(F).all():
+            where = "init" if from_init else f"the drawn start (init_std={run.init_std:g})"
+            raise FloatingPointError(
+                f"ocmf: the starting factors are not finite in {run.dtype.name} ({where}); "
+                f"start from smaller factors{'' if from_init else ' (lower init_std)'}, or pass "
+                "dtype='float64'")
 
 
 def _draw_start(run: Run, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -298,8 +314,8 @@ def _alternate(setup: Any, W: np.ndarray, H: np.ndarray, run: Run, steps: tuple[
         # f(W, H) = the H sub-problem's value + the W side's regulariser
         obj = sub_value + _side_reg(setup, setup.user, W, B)
         if progress.step(it, obj, inner=inner_w + inner_h, model=lambda: Factorization(
-                np.array(_latent(setup.user, W)), np.array(_latent(setup.item, H)),
-                params=params, method="ocmf", extras=_feature_extras(W, H, model, copy=True))):
+                np.array(_latent(setup.user, W), dtype=run.dtype),
+                np.array(_latent(setup.item, H), dtype=run.dtype), params=params, method="ocmf", extras=_feature_extras(W, H, model, copy=True))):
             break
     return W, H
 

@@ -91,6 +91,7 @@ def test_ocmf_features_tron_equals_single_machine(dask_client, variant, n_blocks
     named = {"X": X, "Z": Z, "Su": Su + Su.T, "Sv": Sv + Sv.T}
     kw = {key: named.get(v, v) if isinstance(v, str) else v
           for key, v in OCMF_FEATURES[variant].items()}
+    kw["dtype"] = "float64"          # float64 factors: equal to 1e-12 (float32: below)
     ref = fp.ocmf.fit(Y, 3, n_iter=3, seed=7, n_threads=1, **kw)
     mod = dfit(Y, 3, client=dask_client, n_blocks=n_blocks, n_iter=3, seed=7, **kw)
     assert_same(ref, mod)
@@ -517,8 +518,13 @@ def test_bad_arguments(dask_client):
         dfit(Y, 2, method="fbgd", lam=1e100, client=dask_client)
     with pytest.raises(ValueError, match="solver='gd' has no distributed form"):
         dfit(Y, 2, user_features=np.ones((13, 2)), solver="gd", client=dask_client)
-    with pytest.raises(ValueError, match="dtype='float32' with features or graphs has no distributed form"):
-        dfit(Y, 2, item_features=np.ones((9, 2)), dtype="float32", client=dask_client)
+    # float32 (the default) with features: the coupled side solved in float64, rounded back,
+    # as ocmf.fit does
+    Z = np.random.default_rng(5).normal(size=(Y.shape[1], 2))
+    ref = fp.ocmf.fit(Y, 2, item_features=Z, n_iter=2, seed=1, n_threads=1)
+    mod = dfit(Y, 2, item_features=Z, client=dask_client, n_iter=2, seed=1)
+    assert mod.extras["H"].dtype == np.float32
+    np.testing.assert_allclose(mod.user_factors, ref.user_factors, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="user_features has 12 rows"):
         dfit(Y, 2, user_features=np.ones((12, 2)), client=dask_client)
     with pytest.raises(ValueError, match="update='coordinate' is serial.*update='batch'"):

@@ -141,7 +141,7 @@ def test_ocmf_fitted_model_with_graph_and_item_features():
     G = sp.random_array((30, 30), density=0.1, random_state=1, format="csr")
     G = G + G.T
     model = fp.ocmf.fit(data.Y[:30], 3, loss="logistic", rho=0.1, user_graph=G, lam_graph=0.5,
-                        item_features=Z, n_iter=3, lam=0.5)
+                        item_features=Z, n_iter=3, lam=0.5, dtype="float64")
     Ynew = data.Y[30:]
     W = fold_in(model, Ynew).user_factors
     E = np.asarray(model.item_factors, float)
@@ -157,7 +157,7 @@ def test_ocmf_fitted_model_with_graph_and_item_features():
 def test_ocmf_cold_start_from_user_features():
     data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=2)
     X = np.random.default_rng(1).normal(size=(40, 6))
-    model = fp.ocmf.fit(data.Y[:30], 3, user_features=X[:30], n_iter=2)
+    model = fp.ocmf.fit(data.Y[:30], 3, user_features=X[:30], n_iter=2, dtype="float64")
     res = fold_in(model, user_features=X[30:])
     np.testing.assert_allclose(res.user_factors, X[30:] @ model.extras["W"], rtol=1e-12)
     again = fold_in(model, user_features=sp.csr_array(X[:30])).user_factors

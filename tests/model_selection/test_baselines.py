@@ -48,9 +48,10 @@ def test_wrmf_fit_minimises_the_wrmf_objective_as_exact_als_does():
     Y = sp.csr_array(R)
     W0, H0 = rng.normal(size=(m, k)) * 0.1, rng.normal(size=(n, k)) * 0.1
     model = baselines.wrmf(Y, k, alpha=alpha, lam=lam, n_iter=30, init=(W0, H0), cg_steps=k)
-    # the recorded objective is the WRMF objective of the returned factors
+    # the recorded objective is the WRMF objective of the returned factors (float32 factors,
+    # the default: the fit's sums round in float32, the dense reference's in float64)
     got = _wrmf_dense(Y, model.user_factors, model.item_factors, alpha, lam)
-    assert model.history[-1]["objective"] == pytest.approx(got, rel=1e-10)
+    assert model.history[-1]["objective"] == pytest.approx(got, rel=1e-6)
     # exact alternating least squares from the same start reaches the same value (the fast
     # path's CG stops at a 1e-3 relative residual, so the iterates agree only to that order)
     C, P = 1.0 + alpha * R, (R != 0).astype(float)

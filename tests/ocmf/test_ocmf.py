@@ -316,8 +316,8 @@ def test_float32_factors_follow_the_float64_run(kw):
     if kw.pop("graph", False):
         S = sp.random(Y.shape[0], Y.shape[0], density=0.1, random_state=3)
         kw["user_graph"] = S + S.T
-    a = ocmf.fit(Y, 4, n_iter=5, lam=0.5, **kw)
-    b = ocmf.fit(Y, 4, n_iter=5, lam=0.5, dtype="float32", **kw)
+    a = ocmf.fit(Y, 4, n_iter=5, lam=0.5, dtype="float64", **kw)
+    b = ocmf.fit(Y, 4, n_iter=5, lam=0.5, **kw)          # float32, the default
     assert b.user_factors.dtype == np.float32 and b.item_factors.dtype == np.float32
     assert b.params["dtype"] == "float32" and a.params["dtype"] == "float64"
     obj_a = np.array([h["objective"] for h in a.history])
@@ -360,9 +360,12 @@ def test_features_give_factors_as_products_and_scores():
     X, Z = rng.normal(size=(40, 3)), sp.random(30, 4, density=0.5, random_state=1, format="csr")
     model = ocmf.fit(Y, 2, user_features=X, item_features=Z, n_iter=2)
     assert model.W.shape == (3, 2) and model.H.shape == (4, 2)
-    np.testing.assert_allclose(model.user_factors, X @ model.W)
-    np.testing.assert_allclose(model.item_factors, Z @ model.H)
-    np.testing.assert_allclose(model.scores([0, 5]), (X @ model.W @ (Z @ model.H).T)[[0, 5]])
+    # the factors are stored in the fit's dtype (float32 by default): equal up to its rounding
+    assert model.user_factors.dtype == model.item_factors.dtype == np.float32
+    np.testing.assert_allclose(model.user_factors, X @ model.W, rtol=1e-6)
+    np.testing.assert_allclose(model.item_factors, Z @ model.H, rtol=1e-6)
+    np.testing.assert_allclose(model.scores([0, 5]), (X @ model.W @ (Z @ model.H).T)[[0, 5]],
+                               rtol=1e-5)
 
 
 def test_logistic_learns_planted_structure():
