@@ -42,6 +42,12 @@ class Entry:
         The module of the row solver of fold-in and partial fits: ``fold_rows(model, Y_new, X,
         *, p, q, tol, max_iter, rng, dense_limit) -> (factors, info)``, and optionally
         ``values_may_be_negative(model) -> bool`` (default: stored values must be >= 0).
+    partial : str or None
+        What partial fits (:func:`fastpu.partial_fit_users`, ``partial_fit_items``) need beyond
+        the row solver: an object with ``swap(model, p)`` (the model with the roles of users
+        and items exchanged, or a ValueError saying why the item side is not a row problem of
+        the same kind), ``fitted_users(model)`` and ``rows_changed(...)``
+        (``fastpu/model/_sides.py``).
     dask : str or None
         The module of the Dask form: ``fit(client, layout, k, **params)`` and
         ``check(params)`` (refuses, in a sentence, a variant with no distributed form).
@@ -67,6 +73,7 @@ class Entry:
     fit: str
     default_rank: int | str | None = 32
     fold: str | None = None
+    partial: str | None = None
     dask: str | None = None
     space: str | None = None
     demo: str | None = None
@@ -102,22 +109,25 @@ def resolve(where: str) -> Any:
 METHODS = (
     Entry("ocmf", "method", "one-class structured MF with side information (Yu et al.)",
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
+          partial="fastpu.model._sides:ocmf",
           space="fastpu.ocmf._tuning:space", demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
           fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",
+          partial="fastpu.model._sides:fbgd",
           space="fastpu.fbgd._tuning:space", demo="fastpu.fbgd:demo_configs"),
     Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
           # k is optional (CSRR-I/II choose their rank) but the default variant "e" needs it:
           # the command line gives it the usual rank when --param k is not given
           fit="fastpu.csrr:fit", default_rank="fastpu.csrr._check:default_rank",
-          fold="fastpu.csrr._fold", dask="fastpu.csrr._dask",
+          fold="fastpu.csrr._fold", dask="fastpu.csrr._dask", partial="fastpu.model._sides:csrr",
           space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
           model_class="fastpu.csrr:CSRRModel",
           cold_start="CSRR's user factors are free parameters of the training rows (no map "
                      "from features)"),
     Entry("homf", "method", "HOMF, factorizing a polynomial of a random walk (Shah, Rao, Ding)",
           fit="fastpu.homf:fit", fold="fastpu.homf._fold", dask="fastpu.homf._dask",
+          partial="fastpu.model._sides:homf",
           space="fastpu.homf._tuning:space", demo="fastpu.homf:demo_configs",
           side=("user_graph",),
           cold_start="HOMF's user factors come from walks on the training graph (a new row has "

@@ -21,7 +21,7 @@ from fastpu._core.hints import ArrayLike, IntArray, Sparse
 from fastpu._core.factorization import Factorization, block_size, check_model, iter_score_blocks
 from fastpu.model._inputs import IdLists, is_id_lists, rows_from_lists
 
-__all__ = ["recommend", "similar_items", "similar_users"]
+__all__ = ["on_model", "recommend", "similar_items", "similar_users"]
 
 # Up to this many ids are looked up by one scan each; more by one sort of the model's ids.
 _SCAN_LIMIT = 16
@@ -198,28 +198,38 @@ def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Spars
     m, n = model.shape
     if Y_seen is None:
         return sp.csr_array((np.zeros(0), np.zeros(0, np.int64), np.zeros(m + 1, np.int64)), shape=(m, n))
-    if isinstance(Y_seen, Dataset):
-        # each side separately: matched by id where both the data set and the model have ids
-        # (entries of ids the model does not know are dropped), by position otherwise
+    return on_model(model, Y_seen, name="Y_seen")
+
+
+def on_model(model: Factorization, Y: Sparse | Dataset, *, name: str,
+             nonnegative: bool = False) -> Sparse:
+    """``Y`` as canonical CSR of the model's shape (users × items).
+
+    A :class:`~fastpu.datasets.Dataset` is matched to the model on each side separately: by id
+    where both the data set and the model have ids (entries of ids the model does not know are
+    dropped), by position otherwise. A matrix must have the model's shape.
+    """
+    m, n = model.shape
+    if isinstance(Y, Dataset):
         maps: list[IntArray | None] = []
         for side, size in (("user", m), ("item", n)):
-            theirs, ours = getattr(Y_seen, f"{side}_ids"), getattr(model, f"{side}_ids")
+            theirs, ours = getattr(Y, f"{side}_ids"), getattr(model, f"{side}_ids")
             if theirs is None or ours is None or (
                     len(theirs) == size and np.array_equal(np.asarray(theirs), np.asarray(ours))):
                 maps.append(None)
             else:
-                maps.append(lookup(ours, theirs, name=f"Y_seen.{side}_ids", what=side, strict=False))
+                maps.append(lookup(ours, theirs, name=f"{name}.{side}_ids", what=side, strict=False))
         if all(mp is None for mp in maps):
-            Y_seen = Y_seen.Y
+            Y = Y.Y
         else:
-            Y = V.check_csr(Y_seen.Y, name="Y_seen.Y", nonnegative=False)
+            M = V.check_csr(Y.Y, name=f"{name}.Y", nonnegative=nonnegative)
             for axis, (side, size, mp) in enumerate(zip(("user", "item"), (m, n), maps)):
-                if mp is None and Y.shape[axis] != size:
-                    raise ValueError(f"Y_seen.Y has {Y.shape[axis]} {side}s, expected {size} "
+                if mp is None and M.shape[axis] != size:
+                    raise ValueError(f"{name}.Y has {M.shape[axis]} {side}s, expected {size} "
                                      f"(model.shape); with no {side} ids on one side they are "
                                      "matched by position")
-            Y_seen, _ = remap(Y, maps[0], maps[1], (m, n))
-    return V.check_csr(Y_seen, name="Y_seen", shape=(m, n), nonnegative=False,
+            Y, _ = remap(M, maps[0], maps[1], (m, n))
+    return V.check_csr(Y, name=name, shape=(m, n), nonnegative=nonnegative,
                        shape_from="model.shape, users × items")
 
 
