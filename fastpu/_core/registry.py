@@ -65,6 +65,9 @@ class Entry:
         when they can (a fit with ``user_features``).
     requires : str or None
         An optional package the entry needs (left out of ``compare``'s "all").
+    compile_seconds : float or None
+        Seconds the method's first fit spends compiling its numba kernels in an empty cache
+        (measured on the project's 2-core machine; the first-run notice quotes it).
     """
 
     name: str
@@ -81,6 +84,7 @@ class Entry:
     side: tuple[str, ...] = ()
     cold_start: str | None = None
     requires: str | None = None
+    compile_seconds: float | None = None
 
     def rank_for(self, params: dict[str, Any]) -> int | None:
         """The rank to fit with ``params`` when the caller gives none (None: no rank)."""
@@ -109,25 +113,26 @@ def resolve(where: str) -> Any:
 METHODS = (
     Entry("ocmf", "method", "one-class structured MF with side information (Yu et al.)",
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
-          partial="fastpu.model._sides:ocmf",
+          partial="fastpu.model._sides:ocmf", compile_seconds=5,
           space="fastpu.ocmf._tuning:space", demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
           fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",
-          partial="fastpu.model._sides:fbgd",
+          partial="fastpu.model._sides:fbgd", compile_seconds=5,
           space="fastpu.fbgd._tuning:space", demo="fastpu.fbgd:demo_configs"),
     Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
           # k is optional (CSRR-I/II choose their rank) but the default variant "e" needs it:
           # the command line gives it the usual rank when --param k is not given
           fit="fastpu.csrr:fit", default_rank="fastpu.csrr._check:default_rank",
           fold="fastpu.csrr._fold", dask="fastpu.csrr._dask", partial="fastpu.model._sides:csrr",
+          compile_seconds=3,
           space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
           model_class="fastpu.csrr:CSRRModel",
           cold_start="CSRR's user factors are free parameters of the training rows (no map "
                      "from features)"),
     Entry("homf", "method", "HOMF, factorizing a polynomial of a random walk (Shah, Rao, Ding)",
           fit="fastpu.homf:fit", fold="fastpu.homf._fold", dask="fastpu.homf._dask",
-          partial="fastpu.model._sides:homf",
+          partial="fastpu.model._sides:homf", compile_seconds=4,
           space="fastpu.homf._tuning:space", demo="fastpu.homf:demo_configs",
           side=("user_graph",),
           cold_start="HOMF's user factors come from walks on the training graph (a new row has "

@@ -180,7 +180,7 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
 # ----------------------------------------------------------------------------------------------
 
 def check_new_rows(model: Factorization, Y_new: Any, *, nonnegative: bool = True,
-                   name: str = "Y_new") -> tuple[Sparse | None, Any]:
+                   name: str = "Y_new", what: str = "item") -> tuple[Sparse | None, Any]:
     """New users' positives as canonical CSR over the model's items, and the Dataset's user ids.
 
     ``Y_new`` is a sparse matrix (m_new × n), a Dataset (columns matched by item id), lists of
@@ -190,12 +190,13 @@ def check_new_rows(model: Factorization, Y_new: Any, *, nonnegative: bool = True
     ids = None
     if isinstance(Y_new, Dataset):
         ids = Y_new.user_ids
-        return V.check_csr(_on_model_items(model, Y_new, name=name), name=name,
+        return V.check_csr(_on_model_items(model, Y_new, name=name, what=what), name=name,
                            nonnegative=nonnegative), ids
     if Y_new is None:
         return None, None
     if is_id_lists(Y_new):
-        Y, _ = rows_from_lists(Y_new, ids=model.item_ids, size=n, name=name, stacklevel=4)
+        Y, _ = rows_from_lists(Y_new, ids=model.item_ids, size=n, name=name, what=what,
+                               stacklevel=4)
         return Y, None
     if not sp.issparse(Y_new):
         dense = getattr(Y_new, "ndim", None) == 2 or (
@@ -212,7 +213,8 @@ def check_new_rows(model: Factorization, Y_new: Any, *, nonnegative: bool = True
     return V.check_csr(Y_new, name=name, nonnegative=nonnegative), None
 
 
-def _on_model_items(model: Factorization, data: Dataset, name: str = "Y_new") -> Sparse:
+def _on_model_items(model: Factorization, data: Dataset, name: str = "Y_new",
+                    what: str = "item") -> Sparse:
     """A Dataset of new users' positives as a matrix over the model's n items.
 
     Columns are matched by item id when both the data set and the model have item ids
@@ -224,16 +226,16 @@ def _on_model_items(model: Factorization, data: Dataset, name: str = "Y_new") ->
     Y = V.check_csr(data.Y, name=f"{name}.Y", nonnegative=False)
     if data.item_ids is None or model.item_ids is None:
         if Y.shape[1] != model.shape[1]:
-            raise ValueError(f"{name}.Y has {Y.shape[1]} items, expected {model.shape[1]} (the "
-                             f"model's); items are matched by position when "
+            raise ValueError(f"{name}.Y has {Y.shape[1]} {what}s, expected {model.shape[1]} (the "
+                             f"model's); {what}s are matched by position when "
                              f"{'the model' if model.item_ids is None else 'the data set'} has "
-                             "no item ids")
+                             f"no {what} ids")
         return Y
-    cols = lookup(model.item_ids, data.item_ids, name=f"{name}.item_ids", what="item", strict=False)
+    cols = lookup(model.item_ids, data.item_ids, name=f"{name}.{what}_ids", what=what, strict=False)
     Y, dropped = remap(Y, None, cols, (Y.shape[0], model.shape[1]))
     if dropped.size:
         unknown = np.unique(np.asarray(data.item_ids)[dropped])
-        warnings.warn(f"{name}: {dropped.size} positive(s) of {unknown.size} item id(s) the "
+        warnings.warn(f"{name}: {dropped.size} positive(s) of {unknown.size} {what} id(s) the "
                       f"model does not know ({unknown[:5].tolist()}{' ...' if unknown.size > 5 else ''}) "
                       "were left out: the model has no factor for them", UserWarning, stacklevel=3)
     return Y

@@ -87,7 +87,9 @@ def rows_from_lists(rows: Any, *, ids: Any, size: int, name: str, what: str = "i
                       name=name, what=what, strict=strict)
         unknown = cols < 0
         if unknown.any():
-            shown = np.unique(np.asarray(flat_ids, dtype=object)[unknown].astype(str))
+            missing = [x for x, bad in zip(flat_ids, unknown) if bad]
+            shown = np.asarray([x.item() if hasattr(x, "item") else x
+                                for x in dict.fromkeys(missing)], dtype=object)
             warnings.warn(f"{name}: {int(unknown.sum())} {what} id(s) the model does not know "
                           f"({shown[:5].tolist()}{' ...' if shown.size > 5 else ''}) were left "
                           f"out: the model has no factor for them", UserWarning,

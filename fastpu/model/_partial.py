@@ -129,7 +129,8 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
                                    user_features=None, item_features=None, timestamps=None,
                                    hidden=None, test_mask=None)
     nonneg = not getattr(solver, "values_may_be_negative", lambda model: False)(view)
-    Y, dataset_ids = check_new_rows(view, data, nonnegative=nonneg, name="new_rows")
+    Y, dataset_ids = check_new_rows(view, data, nonnegative=nonneg, name="new_rows",
+                                    what=_OTHER[side])
     assert Y is not None
     size = view.shape[0]
     pos, grown = _targets(model, ids, side=side, count=Y.shape[0], dataset_ids=dataset_ids)
