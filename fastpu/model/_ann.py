@@ -1,11 +1,13 @@
 """Approximate nearest-neighbour search for ``recommend`` and ``similar_*`` on large catalogues.
 
-An :class:`ApproximateIndex` holds a faiss HNSW graph (Malkov & Yashunin) over one side's factor
-rows, searched by inner product: the scores themselves for ``recommend`` (maximum inner-product
-search over the item factors), cosines for ``similar_*`` (the rows normalised first). The
-library was chosen by measurement (docs/bench_ann.md): on a million items with k = 64 it reached
-recall@10 ≥ 0.95 against the exact ranking at many times its speed, where the alternatives
-tried either needed more time for the same recall or could not search inner products.
+An :class:`ApproximateIndex` holds a faiss index over one side's factor rows, searched by inner
+product: the scores themselves for ``recommend`` (maximum inner-product search over the item
+factors), cosines for ``similar_*`` (the rows normalised first). Two kinds: an HNSW graph
+(Malkov & Yashunin; the default: the best recall for the query time) and an inverted file of
+k-means cells (``kind="ivf"``: several times quicker to build, what ``approximate=True`` builds
+for one call). The library was chosen by measurement (docs/bench_ann.md): on a million items
+with k = 64 both reached recall@10 ≥ 0.95 against the exact ranking at more than 50 times its
+speed; hnswlib was slower for the same recall and pynndescent cannot search inner products.
 
 What comes back is always scored exactly: the index proposes a short list per query (the top
 ``n`` plus room for the seen and filtered items), the proposals are re-scored with the model's
@@ -75,14 +77,22 @@ class ApproximateIndex:
     similarity : {"dot", "cosine"}
         ``"dot"`` ranks by the inner product (``recommend``'s scores; items only), ``"cosine"``
         by the cosine (``similar_*``).
+    kind : {"hnsw", "ivf"}
+        An HNSW graph (faiss ``IndexHNSWFlat``; default) or an inverted file of k-means cells
+        (faiss ``IndexIVFFlat``), which builds several times faster and searches somewhat less
+        accurately for the same time (docs/bench_ann.md).
     M : int
-        Links per node of the HNSW graph (faiss's ``M``); more is slower to build, more accurate.
+        HNSW: links per node (faiss's ``M``); more is slower to build, more accurate.
     ef_construction : int
-        Breadth of the search while building (faiss's ``efConstruction``).
+        HNSW: breadth of the search while building (faiss's ``efConstruction``).
     ef_search : int
-        Breadth of each query's search (faiss's ``efSearch``): the speed / recall knob.
-        The default reaches recall@10 ≥ 0.95 in docs/bench_ann.md; it may be changed later
-        by setting the attribute.
+        HNSW: breadth of each query's search (faiss's ``efSearch``), the speed / recall knob.
+        The default reached recall@10 0.98 in docs/bench_ann.md; set the attribute to change it.
+    n_cells : int, optional
+        IVF: k-means cells (default 4·√rows, at least 1), trained on at most 40 rows per cell.
+    n_probe : int
+        IVF: cells searched per query, the speed / recall knob (default 64, recall@10 0.95 in
+        docs/bench_ann.md); set the attribute to change it.
     n_threads : int, optional
         Threads faiss uses to build and search (default: numba's current count).
 
@@ -106,7 +116,8 @@ class ApproximateIndex:
     """
 
     def __init__(self, model: Factorization, *, side: str = "item", similarity: str = "dot",
-                 M: int = 32, ef_construction: int = 80, ef_search: int = 128,
+                 kind: str = "hnsw", M: int = 32, ef_construction: int = 80, ef_search: int = 64,
+                 n_cells: int | None = None, n_probe: int = 64,
                  n_threads: int | None = None) -> None:
         faiss = _faiss()
         model = check_model(model)
@@ -119,7 +130,9 @@ class ApproximateIndex:
             raise ValueError("this model's scores come from a dense m × n matrix U (CSRR-I/II), not "
                              "from factors an index can search; rank it exactly "
                              "(approximate=False), or refit with csrr variant 'e'")
+        self.kind = V.check_choice(kind, name="kind", choices=("hnsw", "ivf"))
         self.M = V.check_int(M, name="M", minimum=2)
+        self.n_probe = V.check_int(n_probe, name="n_probe", minimum=1)
         self.ef_construction = V.check_int(ef_construction, name="ef_construction", minimum=1)
         self.ef_search = V.check_int(ef_search, name="ef_search", minimum=1)
         self.n_threads = None if n_threads is None else V.check_int(n_threads, name="n_threads",
@@ -134,15 +147,32 @@ class ApproximateIndex:
 
             F = normalised_rows(F)
         self.vectors = F                     # float64: what proposals are re-scored with
-        self.index = faiss.IndexHNSWFlat(max(1, self.k), self.M, faiss.METRIC_INNER_PRODUCT)
-        self.index.hnsw.efConstruction = self.ef_construction
+        X = np.ascontiguousarray(F, dtype=np.float32)
+        dim = max(1, self.k)
+        if self.kind == "hnsw":
+            self.n_cells = None
+            self.index = faiss.IndexHNSWFlat(dim, self.M, faiss.METRIC_INNER_PRODUCT)
+            self.index.hnsw.efConstruction = self.ef_construction
+        else:
+            cells = n_cells if n_cells is not None else max(1, int(4 * np.sqrt(self.size)))
+            self.n_cells = V.check_int(cells, name="n_cells", minimum=1)
+            self.n_cells = max(1, min(self.n_cells, self.size))
+            self.quantizer = faiss.IndexFlatIP(dim)
+            self.index = faiss.IndexIVFFlat(self.quantizer, dim, self.n_cells,
+                                            faiss.METRIC_INNER_PRODUCT)
         with self._threads():
             if self.size:
-                self.index.add(np.ascontiguousarray(F, dtype=np.float32))
+                if self.kind == "ivf":
+                    take = min(self.size, 40 * self.n_cells)
+                    rows = np.random.default_rng(0).choice(self.size, take, replace=False)
+                    self.index.train(X[np.sort(rows)])
+                self.index.add(X)
 
     def __repr__(self) -> str:
-        return (f"ApproximateIndex(side={self.side!r}, similarity={self.similarity!r}, "
-                f"{self.size} rows × k={self.k}, M={self.M}, ef_search={self.ef_search})")
+        knobs = (f"M={self.M}, ef_search={self.ef_search}" if self.kind == "hnsw"
+                 else f"n_cells={self.n_cells}, n_probe={self.n_probe}")
+        return (f"ApproximateIndex(kind={self.kind!r}, side={self.side!r}, "
+                f"similarity={self.similarity!r}, {self.size} rows × k={self.k}, {knobs})")
 
     # ------------------------------------------------------------------ plumbing
 
@@ -176,7 +206,10 @@ class ApproximateIndex:
 
     def _search(self, Q: np.ndarray, want: int) -> np.ndarray:
         want = max(1, min(want, self.size))
-        self.index.hnsw.efSearch = max(self.ef_search, want)
+        if self.kind == "hnsw":
+            self.index.hnsw.efSearch = max(self.ef_search, want)
+        else:
+            self.index.nprobe = min(self.n_probe, self.n_cells or 1)
         with self._threads():
             _, labels = self.index.search(np.ascontiguousarray(Q, dtype=np.float32), want)
         return np.asarray(labels, dtype=np.int64)

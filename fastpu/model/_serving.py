@@ -300,9 +300,9 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | IdLists | None = 
         the two arrays. Needs pandas.
     approximate : bool or ApproximateIndex, keyword-only
         Rank with an approximate nearest-neighbour index instead of every item
-        (``docs/partial_fit.md``): ``True`` builds one for this call, an
-        :class:`~fastpu.model.ApproximateIndex` built once is reused. Needs the ``ann``
-        extra (faiss-cpu). Default ``False``: exact.
+        (``docs/partial_fit.md``): an :class:`~fastpu.model.ApproximateIndex` built once is
+        reused; ``True`` builds one for this call (``kind="ivf"``, the quickest to build).
+        Needs faiss (the ``ann`` extra). Default ``False``: exact.
 
     Returns
     -------
@@ -442,8 +442,8 @@ def _approximate_index(model: Factorization, approximate: Any, side: str,
         return None
     from fastpu.model._ann import ApproximateIndex
 
-    if approximate is True:
-        return ApproximateIndex(model, side=side, similarity=similarity)
+    if approximate is True:                   # for this call only: the index quickest to build
+        return ApproximateIndex(model, side=side, similarity=similarity, kind="ivf")
     if isinstance(approximate, ApproximateIndex):
         approximate.check_model(model, side=side, similarity=similarity)
         return approximate
@@ -566,7 +566,7 @@ _SIMILAR_DOC = """The ``n`` {side}s most similar to each query {side}, by cosine
         ``similarity`` instead of the two arrays. Needs pandas.
     approximate : bool or ApproximateIndex, keyword-only
         Search an approximate nearest-neighbour index (``docs/partial_fit.md``) instead of
-        every {side}: ``True`` builds one for this call; an index built once with
+        every {side}: ``True`` builds one for this call (``kind="ivf"``); an index built once with
         ``ApproximateIndex(model, side="{side}", similarity="cosine")`` is reused.
 
     Returns
