@@ -22,7 +22,8 @@ from ._ann import ApproximateIndex
 from ._fold_in import fold_in
 from ._io import load_model
 from ._partial import partial_fit_items, partial_fit_users
-from ._serving import on_model, recommend, similar_items, similar_users
+from ._serving import on_model  # noqa: F401 (for model_selection: data matched to a model)
+from ._serving import recommend, similar_items, similar_users
 
 
 def load(path: PathOrFile) -> Factorization:

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu._core.factorization import Factorization, check_model
 from fastpu._core.hints import IntArray, Sparse
+from fastpu.model._exact import exact_similar, exact_topk, normalised_rows
 
 __all__ = ["ApproximateIndex"]
 
@@ -143,7 +144,6 @@ class ApproximateIndex:
         self.fingerprint = _fingerprint(F)
         self.size, self.k = F.shape
         if self.similarity == "cosine":
-            from fastpu.model._serving import normalised_rows
 
             F = normalised_rows(F)
         self.vectors = F                     # float64: what proposals are re-scored with
@@ -219,8 +219,6 @@ class ApproximateIndex:
     def recommend(self, model: Factorization, users: IntArray, seen: Sparse, cand: IntArray,
                   n_take: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``n_take`` candidates per user (the exact path's shapes and padding)."""
-        from fastpu.model._serving import _exact_topk
-
         out_items = np.full((users.size, n_take), -1, dtype=np.int64)
         out_scores = np.full((users.size, n_take), -np.inf)
         if n_take == 0 or users.size == 0:
@@ -248,7 +246,7 @@ class ApproximateIndex:
             short[rows[~full]] = True                        # ran out: rank those exactly
         redo = np.flatnonzero(short)
         if redo.size:
-            out_items[redo], out_scores[redo] = _exact_topk(model, users[redo], seen, cand, n_take)
+            out_items[redo], out_scores[redo] = exact_topk(model, users[redo], seen, cand, n_take)
         return out_items, out_scores
 
     def _finish(self, Uq: np.ndarray, labels: np.ndarray, users: IntArray, seen: Sparse,
@@ -286,8 +284,6 @@ class ApproximateIndex:
 
     def similar(self, q: IntArray, cand: IntArray, n_take: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``n_take`` most similar candidates of each query (itself left out)."""
-        from fastpu.model._serving import _exact_similar
-
         out_idx = np.full((q.size, n_take), -1, dtype=np.int64)
         out_sc = np.full((q.size, n_take), -np.inf)
         if n_take == 0 or q.size == 0:
@@ -297,7 +293,7 @@ class ApproximateIndex:
         allowed[cand] = True
         want = n_take + 1 + (N - cand.size)
         if want > min(_MAX_LIST, N):
-            return _exact_similar(self.vectors, q, cand, n_take)
+            return exact_similar(self.vectors, q, cand, n_take)
         short = np.zeros(q.size, dtype=bool)
         for start in range(0, q.size, _BLOCK):
             rows = np.arange(start, min(q.size, start + _BLOCK))
@@ -314,7 +310,7 @@ class ApproximateIndex:
             short[rows] = ~np.isfinite(got_s).all(axis=1)
         redo = np.flatnonzero(short)
         if redo.size:
-            out_idx[redo], out_sc[redo] = _exact_similar(self.vectors, q[redo], cand, n_take)
+            out_idx[redo], out_sc[redo] = exact_similar(self.vectors, q[redo], cand, n_take)
         return out_idx, out_sc
 
 

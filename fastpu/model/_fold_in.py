@@ -141,7 +141,6 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
     tol = V.check_scalar(tol, name="tol", minimum=0.0)
     max_iter = V.check_int(max_iter, name="max_iter", minimum=1)
     rng = V.check_seed(seed)
-    n = model.shape[1]
     V.check_dense(model.item_factors, name="model.item_factors")      # finite, 2-d
     nonneg = not getattr(solver, "values_may_be_negative", lambda model: False)(model)
     Y_new, dataset_ids = check_new_rows(model, Y_new, nonnegative=nonneg)
@@ -221,7 +220,8 @@ def _on_model_items(model: Factorization, data: Dataset, name: str = "Y_new",
     (positives of items the model does not know are left out, with a warning: the model has
     no factor for them), by position otherwise.
     """
-    from fastpu.model._serving import lookup, remap
+    from fastpu.model._lookup import lookup
+    from fastpu.model._serving import remap
 
     Y = V.check_csr(data.Y, name=f"{name}.Y", nonnegative=False)
     if data.item_ids is None or model.item_ids is None:

@@ -72,7 +72,7 @@ def rows_from_lists(rows: Any, *, ids: Any, size: int, name: str, what: str = "i
 
     Returns the ``len(rows) × size`` CSR and whether ``rows`` was one flat list (one user).
     """
-    from fastpu.model._serving import lookup
+    from fastpu.model._lookup import lookup
 
     lists, flat = _one_or_many(rows)
     counts = np.array([len(x) for x in lists], dtype=np.int64)

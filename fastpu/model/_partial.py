@@ -45,7 +45,7 @@ def _entry(model: Any, what: str) -> Any:
 def _targets(model: Factorization, ids: Any, *, side: str, count: int,
              dataset_ids: Any) -> tuple[np.ndarray, np.ndarray | None]:
     """Positions of the listed ids (existing rows, then appended ones) and the grown id array."""
-    from fastpu.model._serving import lookup
+    from fastpu.model._lookup import lookup
 
     name = f"{side}_ids"
     if ids is None:

@@ -16,15 +16,14 @@ import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu._kernels.topk import topk_candidates
 from fastpu._core.hints import ArrayLike, IntArray, Sparse
-from fastpu._core.factorization import Factorization, block_size, check_model, iter_score_blocks
+from fastpu._core.factorization import Factorization, check_model
+from fastpu.model._exact import exact_similar, exact_topk
 from fastpu.model._inputs import IdLists, is_id_lists, rows_from_lists
+from fastpu.model._lookup import lookup
 
 __all__ = ["on_model", "recommend", "similar_items", "similar_users"]
 
-# Up to this many ids are looked up by one scan each; more by one sort of the model's ids.
-_SCAN_LIMIT = 16
 _BASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Factorization))
 
 
@@ -83,84 +82,6 @@ def _use_ids(model: Factorization, side: str, ids: bool) -> bool:
             "(the model was fitted on a bare matrix, not a fastpu.datasets.Dataset); fit it on a "
             "Dataset, or pass row/column numbers with ids=False")
     return getattr(model, f"{side}_ids") is not None
-
-
-def _kind(arr: np.ndarray) -> str | None:
-    if arr.dtype.kind in "iu":
-        return "integer"
-    if arr.dtype.kind in "US":
-        return "string"
-    if arr.dtype.kind == "O" and all(isinstance(x, str) for x in arr.ravel()):
-        return "string"
-    return None
-
-
-def lookup(known: Any, wanted: ArrayLike, *, name: str, what: str,
-           strict: bool = True) -> IntArray:
-    """Positions in ``known`` (a model's id array) of the ids ``wanted``.
-
-    With ``strict`` an unknown id is a ValueError naming ``name``; otherwise its position is -1.
-    An id that occurs more than once in ``known`` is a ValueError when it is looked up (a
-    lookup of more than ``_SCAN_LIMIT`` ids sorts ``known`` and rejects any repeated id).
-    """
-    known = np.asarray(known)
-    wanted = np.asarray(wanted)
-    if wanted.ndim == 0:
-        wanted = wanted.reshape(1)
-    if wanted.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d sequence of {what} ids, got shape {wanted.shape}")
-    kk, kw = _kind(known), _kind(wanted)
-    if kk is None:
-        raise TypeError(f"the model's {what} ids have dtype {known.dtype}; expected integers or strings")
-    if wanted.size == 0:
-        return np.empty(0, dtype=np.int64)
-    if kw != kk:
-        raise TypeError(f"{name} must hold {kk} ids like the model's {what} ids "
-                        f"(e.g. {known[:3].tolist()}), got dtype {wanted.dtype}")
-    beyond = None                  # uint64 ids past int64's range: no int64 id equals them
-    if kk == "string":
-        known, wanted = known.astype(str, copy=False), wanted.astype(str, copy=False)
-    elif known.dtype == np.uint64 and wanted.dtype == np.uint64:
-        pass                       # compared as they are
-    else:
-        if wanted.dtype == np.uint64:
-            beyond = wanted > np.iinfo(np.int64).max
-            if beyond.any():
-                shown = wanted[beyond][:5].tolist()
-                wanted = np.where(beyond, np.uint64(0), wanted)
-        known, wanted = known.astype(np.int64, copy=False), wanted.astype(np.int64, copy=False)
-    out = np.full(wanted.size, -1, dtype=np.int64)
-    if wanted.size <= _SCAN_LIMIT:
-        # a few ids (the serving case): one O(len(known)) scan each, no sort
-        for t, w in enumerate(wanted):
-            hit = np.flatnonzero(known == w)
-            if hit.size > 1:
-                raise ValueError(f"the model's {what} ids are not unique ({w!r} appears {hit.size} "
-                                 f"times), so {name} cannot be looked up")
-            if hit.size:
-                out[t] = hit[0]
-        found = out >= 0
-    else:
-        order = np.argsort(known, kind="stable")
-        sk = known[order]
-        if sk.size > 1 and np.any(sk[1:] == sk[:-1]):
-            raise ValueError(f"the model's {what} ids are not unique, so {name} cannot be looked up")
-        pos = np.searchsorted(sk, wanted)
-        inside = pos < sk.size
-        found = np.zeros(wanted.size, dtype=bool)
-        found[inside] = sk[pos[inside]] == wanted[inside]
-        out[found] = order[pos[found]]
-    if beyond is not None and beyond.any():
-        out[beyond] = -1
-        found = found & ~beyond
-        if strict:
-            raise ValueError(f"{name} has {int(beyond.sum())} {what} id(s) the model does not know: "
-                             f"{shown}{' ...' if beyond.sum() > 5 else ''} (above the largest int64)")
-    if strict and not found.all():
-        missing = wanted[~found]
-        raise ValueError(f"{name} has {missing.size} {what} id(s) the model does not know: "
-                         f"{missing[:5].tolist()}{' ...' if missing.size > 5 else ''}")
-    return out
 
 
 @overload
@@ -376,7 +297,7 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | IdLists | None = 
     if index is not None:
         out_items, out_scores = index.recommend(model, users, seen, cand, n_take)
     else:
-        out_items, out_scores = _exact_topk(model, users, seen, cand, n_take)
+        out_items, out_scores = exact_topk(model, users, seen, cand, n_take)
     keep = out_items >= 0
     item_ids = getattr(model, "item_ids", None) if _use_ids(model, "item", ids) else None
     user_ids = getattr(model, "user_ids", None) if _use_ids(model, "user", ids) else None
@@ -398,28 +319,6 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | IdLists | None = 
         got = ([iid[row[k]] for row, k in zip(out_items, keep)],
                [row[k] for row, k in zip(out_scores, keep)])
     return (got[0][0], got[1][0]) if single else got
-
-
-def _exact_topk(model: Factorization, users: IntArray, seen: Sparse, cand: IntArray,
-                n_take: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every candidate scored, in blocks of users; the top ``n_take`` unseen per user."""
-    out_items = np.full((users.size, n_take), -1, dtype=np.int64)
-    out_scores = np.full((users.size, n_take), -np.inf)
-    nonfinite = 0
-    if n_take > 0:
-        start = 0
-        for rows, S in iter_score_blocks(model, users):
-            bad = np.zeros(rows.size, dtype=np.int64)
-            sl = slice(start, start + rows.size)
-            topk_candidates(S, seen.indptr, seen.indices, rows, cand, n_take,
-                            out_items[sl], out_scores[sl], bad)
-            nonfinite += int(bad.sum())
-            start += rows.size
-    if nonfinite:
-        warnings.warn(f"model.scores gave {nonfinite} non-finite scores (NaN or inf) among the "
-                      "candidates; those items were left out of the recommendations",
-                      RuntimeWarning, stacklevel=V.user_stacklevel())
-    return out_items, out_scores
 
 
 def _seen_lists(model: Factorization, Y_seen: Any, users: IntArray, single: bool) -> Sparse:
@@ -491,7 +390,7 @@ def _similar(model: Factorization, query: Any, n: int, ids: bool, side: str, *,
     if index is not None:
         out_idx, out_sc = index.similar(q, cand, n_take)
     else:
-        out_idx, out_sc = _exact_similar(F, q, cand, n_take)
+        out_idx, out_sc = exact_similar(F, q, cand, n_take)
     labels = _ids_of(model, side) if _use_ids(model, side, ids) else None
     if as_frame:
         return _frame(query=np.repeat(q if labels is None else labels[q], out_idx.shape[1]),
@@ -501,37 +400,6 @@ def _similar(model: Factorization, query: Any, n: int, ids: bool, side: str, *,
     if labels is not None:
         out_idx = labels[out_idx]
     return (out_idx[0], out_sc[0]) if single else (out_idx, out_sc)
-
-
-def normalised_rows(F: np.ndarray) -> np.ndarray:
-    """Rows of ``F`` scaled to unit length (zero rows stay zero), without overflow."""
-    # each row divided by its largest |entry| first: the norm of a row of 1e200s (or 1e-200s)
-    # would overflow (underflow), and cosines are unchanged by scaling
-    big = np.abs(F).max(axis=1) if F.shape[1] else np.zeros(F.shape[0])
-    G = F / np.where(big > 0, big, 1.0)[:, None]
-    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
-    return np.ascontiguousarray(G / np.where(norms > 0, norms, 1.0)[:, None])
-
-
-def _exact_similar(F: np.ndarray, q: IntArray, cand: IntArray,
-                   n_take: int) -> tuple[np.ndarray, np.ndarray]:
-    Fn = normalised_rows(F)
-    N = F.shape[0]
-    out_idx = np.full((q.size, n_take), -1, dtype=np.int64)
-    out_sc = np.full((q.size, n_take), -np.inf)
-    if n_take > 0:
-        step = block_size(N)
-        for start in range(0, q.size, step):
-            block = q[start:start + step]
-            S = np.ascontiguousarray(Fn[block] @ Fn.T)
-            np.clip(S, -1.0, 1.0, out=S)
-            # each query leaves out itself: a one-entry "seen" row per query
-            self_indptr = np.arange(block.size + 1, dtype=np.int64)
-            rows = np.arange(block.size, dtype=np.int64)
-            bad = np.zeros(block.size, dtype=np.int64)
-            sl = slice(start, start + block.size)
-            topk_candidates(S, self_indptr, block, rows, cand, n_take, out_idx[sl], out_sc[sl], bad)
-    return out_idx, out_sc
 
 
 _SIMILAR_DOC = """The ``n`` {side}s most similar to each query {side}, by cosine of the {side} factors.
