@@ -226,20 +226,20 @@ class Factorization:
         >>> model.fold_in([[1, 5, 7], [2]]).user_factors.shape
         (2, 3)
         """
-        return registry.resolve("fastpu.model:fold_in")(self, Y_new, **kwargs)  # type: ignore[no-any-return]
+        return registry.resolve("fastpu.model:fold_in")(self, Y_new, **kwargs)
 
     def partial_fit_users(self, new_rows: Any, user_ids: Any = None,
                           **kwargs: Any) -> Factorization:
         """This model with the listed users' rows recomputed (new ids appended):
         :func:`fastpu.partial_fit_users`."""
-        return registry.resolve("fastpu.model:partial_fit_users")(  # type: ignore[no-any-return]
+        return registry.resolve("fastpu.model:partial_fit_users")(
             self, new_rows, user_ids, **kwargs)
 
     def partial_fit_items(self, new_rows: Any, item_ids: Any = None,
                           **kwargs: Any) -> Factorization:
         """This model with the listed items' rows recomputed (new ids appended):
         :func:`fastpu.partial_fit_items`."""
-        return registry.resolve("fastpu.model:partial_fit_items")(  # type: ignore[no-any-return]
+        return registry.resolve("fastpu.model:partial_fit_items")(
             self, new_rows, item_ids, **kwargs)
 
     def evaluate(self, Y_train: Any, Y_test: Any, **kwargs: Any) -> Any:

@@ -162,7 +162,7 @@ class ApproximateIndex:
                                             faiss.METRIC_INNER_PRODUCT)
         with self._threads():
             if self.size:
-                if self.kind == "ivf":
+                if self.n_cells is not None:
                     take = min(self.size, 40 * self.n_cells)
                     rows = np.random.default_rng(0).choice(self.size, take, replace=False)
                     self.index.train(X[np.sort(rows)])
