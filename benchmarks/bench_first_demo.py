@@ -53,9 +53,10 @@ def _run(python: str, args: list[str], cache: str, cwd: str) -> tuple[float, str
     env.pop("PYTHONPATH", None)
     env.pop("NUMBA_CACHE_DIR", None)
     t = time.perf_counter()
-    proc = subprocess.run([python, *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          check=True)
-    return time.perf_counter() - t, proc.stdout, proc.stderr
+    proc = subprocess.run([python, *args], env=env, cwd=cwd, capture_output=True, check=True)
+    # bytes, decoded as they are: text mode would turn the progress line's carriage returns
+    # into line ends
+    return time.perf_counter() - t, proc.stdout.decode(), proc.stderr.decode()
 
 
 def main() -> None:
@@ -71,8 +72,9 @@ def main() -> None:
         secs, out, err = _run(args.python, ["-m", "fastpu", "demo"], f"{work}/demo{r}", work)
         lines = out.count("\n") + err.count("\n")
         notice = next((ln for ln in err.splitlines() if ln.startswith("fastpu: compiling")), "")
-        per = {ln.split("  ")[0].strip(): ln.split()[-1] for ln in out.splitlines()
-               if ln and ln[0] not in "-sfm " and len(ln.split()) > 2}
+        table = out.split("\n\n")[-1].splitlines()[2:]          # after the header and rule
+        per = {ln.split("  ")[0].strip(): ln.split()[-1] for ln in table
+               if ln.strip() and not ln.startswith("seconds:")}
         demo_rows.append((secs, lines, notice, per, load0, _load()))
         for method, kw in KWARGS.items():
             code = FIT.format(method=method, kwargs=kw)
@@ -97,7 +99,7 @@ def main() -> None:
         "",
         "## `fastpu demo`, empty kernel cache",
         "",
-        "| wall s | lines printed | load before → after |",
+        "| wall s | lines printed (stdout + stderr) | load before → after |",
         "|---|---|---|",
     ]
     for secs, n, notice, per, l0, l1 in demo_rows:

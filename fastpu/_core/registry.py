@@ -67,7 +67,8 @@ class Entry:
         An optional package the entry needs (left out of ``compare``'s "all").
     compile_seconds : float or None
         Seconds the method's first fit spends compiling its numba kernels in an empty cache
-        (measured on the project's 2-core machine; the first-run notice quotes it).
+        (measured on the project's 2-core machine by benchmarks/bench_first_demo.py, see
+        docs/bench_first_demo.md; the first-run notice quotes it).
     """
 
     name: str
@@ -113,19 +114,19 @@ def resolve(where: str) -> Any:
 METHODS = (
     Entry("ocmf", "method", "one-class structured MF with side information (Yu et al.)",
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
-          partial="fastpu.model._sides:ocmf", compile_seconds=5,
+          partial="fastpu.model._sides:ocmf", compile_seconds=6.5,
           space="fastpu.ocmf._tuning:space", demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
           fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",
-          partial="fastpu.model._sides:fbgd", compile_seconds=5,
+          partial="fastpu.model._sides:fbgd", compile_seconds=7,
           space="fastpu.fbgd._tuning:space", demo="fastpu.fbgd:demo_configs"),
     Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
           # k is optional (CSRR-I/II choose their rank) but the default variant "e" needs it:
           # the command line gives it the usual rank when --param k is not given
           fit="fastpu.csrr:fit", default_rank="fastpu.csrr._check:default_rank",
           fold="fastpu.csrr._fold", dask="fastpu.csrr._dask", partial="fastpu.model._sides:csrr",
-          compile_seconds=3,
+          compile_seconds=1.5,
           space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
           model_class="fastpu.csrr:CSRRModel",
           cold_start="CSRR's user factors are free parameters of the training rows (no map "
