@@ -424,6 +424,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                  "pip install matplotlib (or the fastpu[bench] extra), or leave out --plot")
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     data = dataclasses.replace(data, Y=Y)
+    named = METHODS if args.methods == "all" else tuple(
+        m.strip() for m in args.methods.split(",") if m.strip() in METHODS)
+    compile_notice(list(named))
     if args.intercept:
         if args.split != "rows":
             raise ValueError("--intercept appends a column of ones to the user features, which only "

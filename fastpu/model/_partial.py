@@ -145,7 +145,11 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
     Vnew = info.pop("V", None)
     if not np.all(np.isfinite(F)):
         raise FloatingPointError(f"partial_fit_{side}s: {int(np.sum(~np.isfinite(F)))} non-finite "
-                                 "factor entries (overflow); check the scale of new_rows")
+                                 "factor entries (overflow); check the scale of new_rows, p and q")
+    if "grad_norm" in info and not (np.all(np.isfinite(info["grad_norm"]))
+                                    and np.all(np.isfinite(info["grad_norm0"]))):
+        raise FloatingPointError(f"partial_fit_{side}s: a row problem has a non-finite gradient "
+                                 "(overflow); check the scale of new_rows, p and q")
     if "converged" in info and not info["converged"].all():
         bad = int((~info["converged"]).sum())
         warnings.warn(f"partial_fit_{side}s: {bad} of {F.shape[0]} rows stopped above tol={tol:g} "
