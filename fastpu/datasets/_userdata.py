@@ -171,9 +171,10 @@ def from_pairs(users: Sequence[Any] | np.ndarray | Any, items: Sequence[Any] | n
         raise TypeError("from_pairs: user=, item=, value= name the columns of a DataFrame; with "
                         "sequences pass from_pairs(users, items, values)")
     if items is None:
-        raise TypeError(f"from_pairs() missing items: pass from_pairs(users, items[, values]) with "
-                        f"equal-length sequences of ids, or one pandas DataFrame "
-                        f"(from_pairs(df)); got {type(users).__name__} alone")
+        raise TypeError(f"items must be a 1-d sequence of ids (a list, tuple, array or Series), got "
+                        f"None: from_pairs(users, items[, values]) takes equal-length sequences of "
+                        f"ids, or one pandas DataFrame alone (from_pairs(df)), not "
+                        f"{type(users).__name__} alone")
     for name, ids in (("users", users), ("items", items)):
         # a str or an array of the wrong shape gets encode_ids' own message
         if ids is None or isinstance(ids, (Mapping, AbstractSet)) or not hasattr(ids, "__len__") \

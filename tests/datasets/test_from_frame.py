@@ -38,5 +38,6 @@ def test_errors_name_the_columns():
         fp.datasets.from_pairs(df, ["x"])
     with pytest.raises(TypeError, match="from_pairs: user=, item=, value= name the columns"):
         fp.datasets.from_pairs([1], [2], user="u")
-    with pytest.raises(TypeError, match=r"from_pairs\(\) missing items"):
+    with pytest.raises(TypeError, match=r"items must be a 1-d sequence of ids .*got None: "
+                                        r"from_pairs\(users, items\[, values\]\) takes"):
         fp.datasets.from_pairs([1, 2])
