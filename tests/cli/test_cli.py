@@ -431,3 +431,18 @@ def test_run_csrr_gets_a_rank_only_where_the_variant_has_one(tmp_path, variant, 
 
     assert registry.get("csrr").rank_for({"variant": variant}) == k
     assert registry.get("ocmf").rank_for({}) == 32 and registry.get("popularity").rank_for({}) is None
+
+
+def test_run_prints_the_first_run_notice_always(monkeypatch, capsys, tmp_path):
+    """The first run compiled for 13 s in silence: the command line says so, even with --quiet."""
+    from fastpu._core import progress
+
+    monkeypatch.setattr(progress, "uncompiled", lambda method: method == "csrr")
+    monkeypatch.setitem(progress._state, "noticed", set())
+    csv = tmp_path / "pairs.csv"
+    csv.write_text("user,item\n" + "".join(f"u{i % 7},i{i % 5}\n" for i in range(40)))
+    assert cli.main(["run", "--method", "csrr", "--data", str(csv), "--test-frac", "0", "--quiet",
+                     "--param", "k=2", "--param", "n_iter=2"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("fastpu: compiling the numba kernels of csrr on first use (about ")
+    assert "`fastpu warmup`" in err
