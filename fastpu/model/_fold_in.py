@@ -30,7 +30,7 @@ from fastpu._core.hints import ArrayLike, Matrix, Sparse, Threads
 from fastpu._core.threads import limit_threads
 from fastpu.model._inputs import IdLists, is_id_lists, rows_from_lists
 
-__all__ = ["fold_in", "check_new_rows"]
+__all__ = ["fold_in", "check_new_rows", "trained_users"]
 
 def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = None, *, user_features: Matrix | None = None,
             p: ArrayLike | None = None, q: ArrayLike | None = None,
@@ -146,8 +146,9 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
     Y_new, dataset_ids = check_new_rows(model, Y_new, nonnegative=nonneg)
     if user_ids is None:
         user_ids = dataset_ids
+    base = trained_users(model)
     with limit_threads(n_threads):
-        U, info = solver.fold_rows(model, Y_new, user_features, p=p, q=q, tol=tol,
+        U, info = solver.fold_rows(base, Y_new, user_features, p=p, q=q, tol=tol,
                                    max_iter=max_iter, rng=rng, dense_limit=dense_limit)
     Vnew = info.pop("V", None)
     inputs = "model, Y_new, user_features" + (", p, q" if p is not None or q is not None else "")
@@ -177,6 +178,20 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
+
+def trained_users(model: Factorization) -> Factorization:
+    """``model`` with as many user rows as it was fitted with, where its method's row solver
+    needs that number (HOMF's graph has a node per training user; a fold-in or a partial fit
+    changes the number of rows, not the graph)."""
+    entry = registry.get(model.method)
+    if entry.partial is None:
+        return model
+    fitted = entry.resolve("partial").fitted_users(model)
+    if fitted == model.shape[0]:
+        return model
+    k = model.user_factors.shape[1]
+    return dataclasses.replace(model, user_factors=np.zeros((fitted, k), dtype=model.user_factors.dtype))
+
 
 def check_new_rows(model: Factorization, Y_new: Any, *, nonnegative: bool = True,
                    name: str = "Y_new", what: str = "item") -> tuple[Sparse | None, Any]:

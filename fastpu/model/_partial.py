@@ -25,7 +25,7 @@ from fastpu._core.dataset import Dataset
 from fastpu._core.factorization import Factorization
 from fastpu._core.hints import ArrayLike, Sparse, Threads
 from fastpu._core.threads import limit_threads
-from fastpu.model._fold_in import check_new_rows
+from fastpu.model._fold_in import check_new_rows, trained_users
 from fastpu.model._inputs import IdLists
 
 __all__ = ["partial_fit_items", "partial_fit_users"]
@@ -135,9 +135,7 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
     size = view.shape[0]
     pos, grown = _targets(model, ids, side=side, count=Y.shape[0], dataset_ids=dataset_ids)
     _refuse(view, sides, side, pos, size, side)
-    fitted = sides.fitted_users(view)
-    base = view if view.shape[0] == fitted else dataclasses.replace(
-        view, user_factors=np.ascontiguousarray(view.user_factors[:fitted]))
+    base = trained_users(view) if side == "user" else view
     p_rows = _row_weights(model, side, p, q, pos, size)
     with limit_threads(n_threads):
         F, info = solver.fold_rows(base, Y, None, p=p_rows, q=None if side == "item" else q,

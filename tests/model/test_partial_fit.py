@@ -181,6 +181,9 @@ def test_homf_users_are_fold_ins_and_unchanged_rows_reproduce_the_model(data):
     # appended users are not nodes of the trained graph: a second partial fit still works
     more = fp.partial_fit_users(out, data.Y[8:9], user_ids=[42])
     np.testing.assert_allclose(more.user_factors[42], fp.fold_in(model, data.Y[8:9]).user_factors[0])
+    # a fold-in of a fold-in (fewer rows than training users) solves the same problem
+    twice = fp.fold_in(fp.fold_in(model, rows[:1]), data.Y[8:9])
+    np.testing.assert_allclose(twice.user_factors, fp.fold_in(model, data.Y[8:9]).user_factors)
     with pytest.raises(ValueError, match=r"refuses HOMF models: an item's factor .* walks"):
         fp.partial_fit_items(model, data.Y.T.tocsr()[:1], item_ids=[0])
 
