@@ -218,3 +218,23 @@ def ocmf_setup(Y, *, X=None, Z=None, seed=0, **model):
     kw.update(model)
     m = _check.check_model(Yc.shape, user_features=X, item_features=Z, **kw)
     return _problem.build(Yc, m, np.random.default_rng(seed)), Yc
+
+
+def cached_powerlaw(m, n, nnz, *, seed=0, folder=None):
+    """:func:`powerlaw_pu` cached on disk (``$FASTPU_BENCH_CACHE``, else ``~/.cache/fastpu-bench``):
+    the 20M-positive matrix of the ML-20M-scale benchmark takes a minute to draw."""
+    import pathlib
+
+    import scipy.sparse as sp
+
+    folder = pathlib.Path(folder or os.environ.get("FASTPU_BENCH_CACHE")
+                          or pathlib.Path.home() / ".cache" / "fastpu-bench")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"powerlaw-{m}x{n}-{nnz}-seed{seed}.npz"
+    if path.exists():
+        return sp.csr_array(sp.load_npz(path))
+    Y = powerlaw_pu(m, n, nnz, seed=seed)
+    tmp = path.with_suffix(".tmp.npz")
+    sp.save_npz(tmp, sp.csr_matrix(Y), compressed=False)
+    os.replace(tmp, path)
+    return Y

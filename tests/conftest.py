@@ -29,6 +29,7 @@ def dask_client():
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            dashboard_address=":0")
     client = Client(cluster)
+    client.wait_for_workers(2, timeout=120)     # the worker processes are still importing
     try:
         yield client
     finally:

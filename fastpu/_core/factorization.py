@@ -91,6 +91,18 @@ class Factorization:
         """(number of users, number of items)."""
         return (self.user_factors.shape[0], self.item_factors.shape[0])
 
+    def scores_are_products(self) -> bool:
+        """Whether the scores are ``user_factors @ item_factors.T`` (then both have k columns).
+
+        Models whose scores add or use other parts (CSRR-I/II's dense U, an item-item model's
+        X B) return False.
+
+        Returns
+        -------
+        bool
+        """
+        return True
+
     @property
     def W(self) -> Any:
         """User-side coefficients (``d×k`` with features, else the user factors)."""
@@ -334,7 +346,7 @@ def check_model(model: object) -> Factorization:
             raise ValueError(f"model.{side}_ids has {len(ids)} ids, expected {F.shape[0]} (one per "
                              f"row of {name})")
     uf, itf = model.user_factors, model.item_factors
-    if uf.shape[1] != itf.shape[1] and getattr(model, "U", None) is None:
+    if uf.shape[1] != itf.shape[1] and model.scores_are_products():
         raise ValueError(f"model has user_factors of width {uf.shape[1]} and item_factors of width "
                          f"{itf.shape[1]}; expected the same number of columns (k) on both sides")
     return model

@@ -17,7 +17,8 @@ import dataclasses
 import importlib
 from typing import Any
 
-__all__ = ["Entry", "BASELINES", "METHODS", "entries", "get", "names", "resolve"]
+__all__ = ["Entry", "BASELINES", "DEFAULT_RANK", "METHODS", "RANKS", "entries", "get", "names",
+           "rank_space", "resolve"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,9 +40,10 @@ class Entry:
         rank), or the dotted path of ``default_rank(params) -> int or None`` when it depends on
         the other parameters (CSRR-I/II choose their own rank). See :meth:`rank_for`.
     fold : str or None
-        The module of the row solver of fold-in and partial fits: ``fold_rows(model, Y_new, X,
-        *, p, q, tol, max_iter, rng, dense_limit) -> (factors, info)``, and optionally
-        ``values_may_be_negative(model) -> bool`` (default: stored values must be >= 0).
+        The module (or object) of the row solver of fold-in and partial fits:
+        ``fold_rows(model, Y_new, X, *, p, q, tol, max_iter, rng, dense_limit) -> (factors,
+        info)``, and optionally ``values_may_be_negative(model) -> bool`` (default: stored
+        values must be >= 0).
     partial : str or None
         What partial fits (:func:`fastpu.partial_fit_users`, ``partial_fit_items``) need beyond
         the row solver: an object with ``swap(model, p)`` (the model with the roles of users
@@ -142,10 +144,24 @@ METHODS = (
 
 BASELINES = (
     Entry("popularity", "baseline", "every user scores an item by its number of training positives",
-          fit="fastpu.model_selection.metrics:popularity", default_rank=None),
+          fit="fastpu.model_selection.metrics:popularity", default_rank=None,
+          fold="fastpu.model_selection.baselines:POPULARITY_FOLD"),
     Entry("wrmf", "baseline", "WRMF / implicit ALS through ocmf's square loss",
           fit="fastpu.model_selection.baselines:wrmf",
+          fold="fastpu.model_selection.baselines:WRMF_FOLD",
           space="fastpu.model_selection.baselines:wrmf_space"),
+    Entry("ease", "baseline", "EASE, the closed-form item-item model (Steck)",
+          fit="fastpu.model_selection.baselines:ease", default_rank=None,
+          fold="fastpu.model_selection._item_item",
+          space="fastpu.model_selection._item_item:ease_space",
+          model_class="fastpu.model_selection._item_item:ItemItemModel",
+          cold_start="EASE scores a user from its positives (no map from features)"),
+    Entry("itemknn", "baseline", "item-based kNN with cosine similarities",
+          fit="fastpu.model_selection.baselines:item_knn", default_rank=None,
+          fold="fastpu.model_selection._item_item",
+          space="fastpu.model_selection._item_item:item_knn_space",
+          model_class="fastpu.model_selection._item_item:ItemItemModel",
+          cold_start="item-kNN scores a user from its positives (no map from features)"),
     Entry("als", "baseline", "implicit's ALS (when implicit is installed)",
           fit="fastpu.model_selection.baselines:implicit_als",
           space="fastpu.model_selection.baselines:als_space", requires="implicit"),
@@ -155,6 +171,17 @@ BASELINES = (
 )
 
 _ALL = {e.name: e for e in METHODS + BASELINES}
+
+#: the ranks ``select.tune`` searches (log scale), and the rank of its first trial
+RANKS = (16, 32, 64, 128, 256, 512)
+DEFAULT_RANK = 64
+
+
+def rank_space(m: int, n: int) -> list[int]:
+    """The ranks of :data:`RANKS` an m × n matrix allows (at most min(m, n); the smallest such
+    rank when none of them fits)."""
+    top = min(m, n)
+    return [r for r in RANKS if r <= top] or [max(1, top)]
 
 
 def entries(kind: str | None = None) -> tuple[Entry, ...]:

@@ -86,6 +86,8 @@ def limit_threads(n: int | None, *, blas: int | None = 1) -> Iterator[int]:
     """
     if n is not None:
         n = check_threads(n)          # before BLAS's limit, which may be the same number
+    if blas is not None:
+        blas = check_threads(blas)    # threadpoolctl takes a Python int only
     blas_ctx = threadpool_limits(limits=blas, user_api="blas") if blas is not None else contextlib.nullcontext()
     with blas_ctx:
         if n is None:

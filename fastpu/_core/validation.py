@@ -330,6 +330,13 @@ def check_scalar(x: Any, *, name: str, minimum: float | None = None,
     return x
 
 
+def check_bool(value: Any, *, name: str) -> bool:
+    """``value`` if it is True or False (numpy's bools too), else a TypeError naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``.
 

@@ -439,7 +439,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         data = dataclasses.replace(data, user_features=X)
     res = compare(data, args.methods, splits=args.splits,
                   test_frac=args.test_frac, budget=args.budget, metric=args.metric, seed=args.seed,
-                  split=args.split, n_threads=args.threads, verbose=not args.quiet)
+                  split=args.split, protocol=args.protocol, users_frac=args.users_frac,
+                  n_threads=args.threads, verbose=not args.quiet)
     md = res.to_markdown()
     print(md)
     if args.out:
@@ -530,6 +531,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--split", choices=("entries", "rows"), default="entries",
                       help="entries: hold out part of each user's positives (default); rows: hold out "
                            "whole instances and score them from their features (multi-label, e.g. yeast)")
+    cmp_.add_argument("--protocol", choices=("holdout", "strong"), default="holdout",
+                      help="holdout: part of every user's positives is scored (default); strong: "
+                           "held-out users, whose positives are folded in and scored in part")
+    cmp_.add_argument("--users-frac", type=float, default=0.2,
+                      help="with --protocol strong: the fraction of users held out (default 0.2)")
     cmp_.add_argument("--intercept", action="store_true",
                       help="with --split rows: append a column of ones to the user features (a "
                            "per-label bias for ocmf; see docs/select.md)")

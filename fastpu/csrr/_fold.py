@@ -47,7 +47,7 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     Vnew = sp.csr_array((v, Yb.indices.copy(), Yb.indptr.copy()), shape=Yb.shape)
     Vnew.eliminate_zeros()
     info = row_problem.iter_info(pg, g0, it, tol)
-    info["V"] = Vnew
+    info["fields"] = {"V": Vnew}
     return P, info
 
 

@@ -45,6 +45,16 @@ class CSRRModel(Factorization):
                              "the m×n sparse V that csrr.fit returns")
         return self.V
 
+    def scores_are_products(self) -> bool:
+        """False for CSRR-I/II, whose low-rank part is the dense U (the factors are its SVD's);
+        CSRR-e's scores are P Qᵀ + V, whose factors have one width.
+
+        Returns
+        -------
+        bool
+        """
+        return self.U is None
+
     @property
     def P(self) -> np.ndarray:
         """User factors (m×k); U = P Qᵀ for variant ``"e"``."""

@@ -112,12 +112,27 @@ def block_from_pairs(lo, hi, n_cols, *pieces):
 # Placement
 # ----------------------------------------------------------------------------------------------
 
+#: seconds to wait for a first worker to connect (a cluster that was just started)
+WORKER_WAIT = 60.0
+
+
 def worker_addresses(client):
-    """The addresses of the cluster's workers, sorted (a fixed round-robin order for the blocks)."""
+    """The addresses of the cluster's workers, sorted (a fixed round-robin order for the blocks).
+
+    A cluster whose workers are still starting (processes that import numpy, scipy and numba)
+    is given up to :data:`WORKER_WAIT` seconds for a first worker to connect.
+    """
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     if not workers:
-        raise RuntimeError("the Dask cluster has no workers; start at least one `dask worker` "
-                           "connected to the scheduler")
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT)
+        except Exception:                 # dask's TimeoutError (its type moved between versions)
+            pass
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not workers:
+        raise RuntimeError(f"the Dask cluster has no workers (none connected within "
+                           f"{WORKER_WAIT:g} s); start at least one `dask worker` connected to "
+                           "the scheduler")
     return workers
 
 

@@ -6,11 +6,13 @@ from typing import Any
 
 import scipy.stats as stats
 
+from fastpu._core.registry import rank_space
+
 #: the fixed settings every trial starts from and the ranges searched (an entry may be a
 #: function of the matrix shape (m, n): alpha0 scales with the number of items)
 SPACE: dict[str, Any] = dict(
-    fixed=dict(k=64, n_iter=30),
-    space=dict(alpha0=lambda m, n: stats.loguniform(0.05 * n, 5.0 * n),
+    fixed=dict(n_iter=30),
+    space=dict(k=rank_space, alpha0=lambda m, n: stats.loguniform(0.05 * n, 5.0 * n),
                rho=stats.uniform(0.0, 1.0), lr=stats.loguniform(0.01, 0.3),
                lam=[0.0, 1e-3, 1e-2, 1e-1, 1.0]),
 )

@@ -6,10 +6,12 @@ from typing import Any
 
 import scipy.stats as stats
 
+from fastpu._core.registry import rank_space
+
 #: the fixed settings every trial starts from and the ranges searched
 SPACE: dict[str, Any] = dict(
-    fixed=dict(k=64, mode="dense", n_iter=10),
-    space=dict(T=[1, 2, 4, 6, 8], lam=stats.loguniform(1e-4, 1.0), g=["exp", "linear", "step"]),
+    fixed=dict(mode="dense", n_iter=10),
+    space=dict(k=rank_space, T=[1, 2, 4, 6, 8], lam=stats.loguniform(1e-4, 1.0), g=["exp", "linear", "step"]),
 )
 
 

@@ -127,6 +127,12 @@ class ApproximateIndex:
         if self.similarity == "dot" and self.side == "user":
             raise ValueError('similarity="dot" ranks items for users (recommend); index users '
                              'with similarity="cosine" (similar_users)')
+        plain = type(model).scores is Factorization.scores or (
+            getattr(model, "U", "absent") is None and sp.issparse(getattr(model, "V", None)))
+        if self.similarity == "dot" and not plain and getattr(model, "U", None) is None:
+            raise ValueError(f"this {type(model).__name__}'s scores are not the product of its "
+                             "factors (plus CSRR-e's sparse part), which is what an index can "
+                             "search; rank it exactly (approximate=False)")
         if getattr(model, "U", None) is not None:
             raise ValueError("this model's scores come from a dense m × n matrix U (CSRR-I/II), not "
                              "from factors an index can search; rank it exactly "

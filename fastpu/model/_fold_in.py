@@ -150,7 +150,7 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
     with limit_threads(n_threads):
         U, info = solver.fold_rows(base, Y_new, user_features, p=p, q=q, tol=tol,
                                    max_iter=max_iter, rng=rng, dense_limit=dense_limit)
-    Vnew = info.pop("V", None)
+    fields = info.pop("fields", {})      # a model's own parts for the new rows (CSRR's V, ...)
     inputs = "model, Y_new, user_features" + (", p, q" if p is not None or q is not None else "")
     if not np.all(np.isfinite(U)):
         raise FloatingPointError(f"fold_in: {int(np.sum(~np.isfinite(U)))} non-finite factor "
@@ -170,8 +170,7 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
     extras["fold_in"] = info
     changes: dict[str, Any] = dict(user_factors=np.ascontiguousarray(U), history=[],
                                    extras=extras, user_ids=user_ids)
-    if Vnew is not None:
-        changes["V"] = Vnew
+    changes.update(fields)
     return dataclasses.replace(model, **changes)
 
 

@@ -480,9 +480,16 @@ def _check_model(v: dict[str, Any], cls: str, dec: _Decoder) -> None:
     for name, F in (("user_factors", U), ("item_factors", Vf)):
         if not isinstance(F, np.ndarray) or F.ndim != 2 or F.dtype.kind != "f":
             raise dec.bad(f"{name} is not a 2-d float array")
-    if U.shape[1] != Vf.shape[1]:
-        raise dec.bad(f"user_factors have {U.shape[1]} columns, item_factors {Vf.shape[1]}")
     m, n = U.shape[0], Vf.shape[0]
+    if cls == "ItemItemModel":           # scores X B: no user vectors, B is n×n
+        if U.shape[1] != 0 or Vf.shape != (n, n):
+            raise dec.bad(f"an item-item model has user_factors of 0 columns and an n×n B, got "
+                          f"{U.shape} and {Vf.shape}")
+        Xs = v["X"]
+        if not sp.issparse(Xs) or Xs.shape != (m, n):
+            raise dec.bad(f"the positives X are not a sparse {m}×{n} matrix")
+    elif U.shape[1] != Vf.shape[1]:
+        raise dec.bad(f"user_factors have {U.shape[1]} columns, item_factors {Vf.shape[1]}")
     for name, ids, size in (("user_ids", v["user_ids"], m), ("item_ids", v["item_ids"], n)):
         if ids is not None and (not isinstance(ids, np.ndarray) or ids.shape != (size,)):
             raise dec.bad(f"{name} do not match the {size} rows of the factors")

@@ -140,7 +140,8 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
     with limit_threads(n_threads):
         F, info = solver.fold_rows(base, Y, None, p=p_rows, q=None if side == "item" else q,
                                    tol=tol, max_iter=max_iter, rng=rng, dense_limit=None)
-    Vnew = info.pop("V", None)
+    fields = info.pop("fields", {})          # a model's own parts for the rows (CSRR's V)
+    Vnew = fields.get("V", info.pop("V", None))
     if not np.all(np.isfinite(F)):
         raise FloatingPointError(f"partial_fit_{side}s: {int(np.sum(~np.isfinite(F)))} non-finite "
                                  "factor entries (overflow); check the scale of new_rows, p and q")

@@ -374,6 +374,9 @@ def _similar(model: Factorization, query: Any, n: int, ids: bool, side: str, *,
     single = np.ndim(query) == 0
     q = _positions(model, query, side=side, name="query", ids=ids)
     F = np.asarray(model.item_factors if side == "item" else model.user_factors, dtype=np.float64)
+    if F.shape[1] == 0:
+        raise ValueError(f"similar_{side}s compares {side} vectors, and this {model.method} model "
+                         f"has none (model.{side}_factors has no columns)")
     _check_finite(F, f"model.{side}_factors")
     N = F.shape[0]
     plural = f"{side}s"

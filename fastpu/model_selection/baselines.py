@@ -9,6 +9,10 @@
   package's ALS weights a positive by ``alpha · r`` instead of ``1 + alpha · r`` (its solver
   adds ``(c − 1) y yᵀ`` per positive): on binary data implicit's ``alpha=a`` is ``wrmf``'s
   ``alpha=a − 1``, and its ``regularization`` is ``lam``;
+- :func:`ease` — EASE (Steck, WWW 2019), the closed-form item-item model B = I − P·diagMat(1/diag P),
+  P = (XᵀX + λI)⁻¹, diag(B) = 0; scores x B;
+- :func:`item_knn` — item-based kNN with cosine similarities, scores x B with B the neighbours'
+  similarities;
 - :func:`implicit_als`, :func:`implicit_bpr` — the `implicit` package's ALS and BPR (optional:
   only when `implicit` is installed), wrapped as ``fit(Y, k, *, ...)`` functions that report
   every iteration's model to the callback.
@@ -16,11 +20,13 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
 
+from fastpu.model_selection._item_item import ItemItemModel, ease, item_knn
 from fastpu._core import validation as V
 from fastpu import ocmf
 from fastpu._core.progress import Progress
@@ -30,7 +36,8 @@ from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Callback, Seed, Sparse, Threads
 
-__all__ = ["BASELINES", "implicit_als", "implicit_bpr", "popularity", "wrmf", "wrmf_weights"]
+__all__ = ["BASELINES", "ItemItemModel", "ease", "implicit_als", "implicit_bpr", "item_knn",
+           "popularity", "wrmf", "wrmf_weights"]
 
 
 def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
@@ -293,7 +300,7 @@ def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
 
 #: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
 BASELINES: dict[str, Callable[..., Factorization]] = {
-    "wrmf": wrmf, "als": implicit_als, "bpr": implicit_bpr}
+    "wrmf": wrmf, "ease": ease, "itemknn": item_knn, "als": implicit_als, "bpr": implicit_bpr}
 
 
 # Default search spaces of :func:`fastpu.select.tune` for the baselines (the registry names them).
@@ -302,14 +309,16 @@ BASELINES: dict[str, Callable[..., Factorization]] = {
 def _spaces() -> dict[str, dict[str, Any]]:
     import scipy.stats as stats       # on first use: importing this module stays cheap
 
+    from fastpu._core.registry import rank_space
+
     return {
-        "wrmf": dict(fixed=dict(k=64, n_iter=15),
-                     space=dict(alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0))),
-        "als": dict(fixed=dict(k=64, n_iter=15),
-                    space=dict(alpha=stats.loguniform(1.0, 100.0),
+        "wrmf": dict(fixed=dict(n_iter=15),
+                     space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0))),
+        "als": dict(fixed=dict(n_iter=15),
+                    space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
                                regularization=stats.loguniform(1e-2, 100.0))),
-        "bpr": dict(fixed=dict(k=64, n_iter=300),
-                    space=dict(learning_rate=stats.loguniform(1e-3, 0.1),
+        "bpr": dict(fixed=dict(n_iter=300),
+                    space=dict(k=rank_space, learning_rate=stats.loguniform(1e-3, 0.1),
                                regularization=stats.loguniform(1e-4, 0.1))),
     }
 
@@ -332,3 +341,32 @@ def als_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def bpr_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("bpr", Y, **fixed)``."""
     return _space("bpr", fixed)
+
+
+# ----------------------------------------------------------------------------- fold-in rows
+# (the registry's "fold" parts of the baselines: fastpu.fold_in finds them there)
+
+def _wrmf_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """WRMF's new rows: ocmf's row problem on their confidence weights 1 + alpha·r."""
+    import dataclasses
+
+    from fastpu._core import registry
+
+    alpha = float(model.params["alpha"])
+    Yw = None if Y is None else wrmf_weights(Y, alpha)
+    as_ocmf = dataclasses.replace(model, method="ocmf")
+    return registry.get("ocmf").resolve("fold").fold_rows(as_ocmf, Yw, X, **solver)
+
+
+def _popularity_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """New users of the popularity baseline score every item by its count, as every user does."""
+    from fastpu._core import rows as row_problem
+
+    row_problem.no_weights(model, solver.get("p"), solver.get("q"))
+    Y = row_problem.need_rows(Y, X, method="popularity")
+    return np.ones((Y.shape[0], 1)), {}
+
+
+#: the row solvers fold_in uses for WRMF and popularity models (their registry entries' "fold")
+WRMF_FOLD = types.SimpleNamespace(fold_rows=_wrmf_fold_rows)
+POPULARITY_FOLD = types.SimpleNamespace(fold_rows=_popularity_fold_rows)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+import warnings
 from typing import Any, BinaryIO, Callable, Sequence
 
 import numpy as np
@@ -28,7 +29,8 @@ from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, StrPath, Threads
 from fastpu.model_selection.metrics import evaluate, popularity
 from fastpu.model_selection.select import NAMES, _check_fixed, _check_metric, _fit_function, tune
-from fastpu.model_selection.split import holdout
+from fastpu.model import fold_in
+from fastpu.model_selection.split import held_out_users, holdout
 
 __all__ = ["COLUMNS", "CompareResult", "compare"]
 
@@ -196,7 +198,8 @@ def compare(Y: Sparse | Dataset,
             = "all", *, splits: int = 5,
             test_frac: float = 0.2, budget: int = 16, metric: str = "ndcg@10", seed: int = 0,
             params: dict[str, dict[str, Any]] | None = None, split: str = "entries",
-            n_threads: Threads = None, verbose: bool = False) -> CompareResult:
+            protocol: str = "holdout", users_frac: float = 0.2, n_threads: Threads = None,
+            verbose: bool = False) -> CompareResult:
     """Tune every method on the training part of each split and evaluate it once on the test part.
 
     Parameters
@@ -232,6 +235,16 @@ def compare(Y: Sparse | Dataset,
         them in its fixed kwargs; als and bpr (no features) and csrr and homf (no cold start
         from features) are refused. Popularity ranks labels by their frequency on the
         training instances.
+    protocol : {"holdout", "strong"}
+        With ``split="entries"``: ``"holdout"`` (default) holds out part of every user's
+        positives and scores it with the model fitted on the rest; ``"strong"`` (strong
+        generalization, Liang et al. 2018, as EASE's and Rendle et al.'s papers) holds out
+        ``users_frac`` of the users (:func:`fastpu.split.held_out_users`): every method is
+        tuned and fitted on the other users, each held-out user's ``1 - test_frac`` of positives
+        is folded in (:func:`fastpu.fold_in`; EASE's x B) and the rest scored. Methods without a
+        fold-in (implicit's ALS and BPR) are refused.
+    users_frac : float
+        With ``protocol="strong"``: the fraction of the users with two or more positives held out.
     n_threads : int, optional
         Threads for the fits and the evaluation.
     verbose : bool
@@ -274,7 +287,21 @@ def compare(Y: Sparse | Dataset,
     ['popularity', 'ocmf', 'popularity', 'ocmf']
     """
     split = R.check_split(split)
+    protocol = V.check_choice(protocol, name="protocol", choices=("holdout", "strong"))
+    strong = protocol == "strong"
+    if strong and split != "entries":
+        raise ValueError("protocol='strong' holds out users and folds their positives in; with "
+                         "split='rows' the held-out rows are already new instances (scored from "
+                         "their features): use protocol='holdout' there")
+    if strong:
+        users_frac = V.check_scalar(users_frac, name="users_frac", minimum=0.0, maximum=1.0,
+                                    strict_min=True, strict_max=True)
     entries = _entries(methods, params, split)
+    if strong:                # before any fit: every entry must fold new users in
+        for label, method, _ in entries:
+            if not isinstance(method, str) or registry.get(method).fold is None:
+                raise ValueError(f"protocol='strong' folds the held-out users into each fitted "
+                                 f"model, and {label!r} ({method}) has no fold-in; leave it out")
     splits = V.check_int(splits, name="splits", minimum=1)
     budget = V.check_int(budget, name="budget", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
@@ -296,6 +323,9 @@ def compare(Y: Sparse | Dataset,
             keep, out = R.holdout_rows(Y, test_frac, seed + s, name="test_frac")
             Y_train, Y_test = Y[keep], Y[out]
             Y_seen = sp.csr_array(Y_test.shape, dtype=np.float64)   # new rows have seen nothing
+        elif strong:
+            us = held_out_users(Y, users_frac=users_frac, test_frac=test_frac, seed=seed + s)
+            Y_train, Y_seen, Y_test = us.train, us.fold_in, us.test
         else:
             Y_train, Y_test = holdout(Y, test_frac=test_frac, seed=seed + s)
             Y_seen = Y_train
@@ -313,6 +343,8 @@ def compare(Y: Sparse | Dataset,
                 if split == "rows":       # label frequencies of the training rows, for every test row
                     model = dataclasses.replace(model, user_factors=np.ones((Y_test.shape[0], 1)))
                 fit_s = time.perf_counter() - t0
+                if strong:
+                    model = fold_in(model, Y_seen, n_threads=n_threads)
             else:
                 kw = fixed if split == "entries" else {**fixed, "user_features": R.take_rows(feats[label], keep)}
                 try:
@@ -327,6 +359,10 @@ def compare(Y: Sparse | Dataset,
                 fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")
                 if split == "rows":       # the test rows from their features alone
                     model = R.cold_start(model, R.take_rows(feats[label], out), n_threads)
+                elif strong:              # the held-out users from their fold-in positives
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)   # rows above tol
+                        model = fold_in(model, Y_seen, n_threads=n_threads)
             scores = evaluate(model, Y_seen, Y_test, k=ks, metrics=("precision", "ndcg", "map", "auc"),
                               n_threads=n_threads)
             row: dict[str, Any] = dict(label=label, method=method, split=s, fit_seconds=fit_s,
@@ -345,6 +381,13 @@ def compare(Y: Sparse | Dataset,
                 f"split='rows') ({budget} trials, {metric} on 20% of the training instances held "
                 "out), refitted on the training instances, evaluated once on the test instances "
                 "scored from their features alone (cold start).")
+    elif strong:
+        desc = (f"{name}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} positives; strong generalization, "
+                f"{splits} {seeds}: {users_frac:.0%} of the users held out, every method tuned by "
+                f"fastpu.select.tune ({budget} trials, {metric} on a validation split of the other "
+                f"users' positives) and refitted on the other users; each held-out user's "
+                f"{1 - test_frac:.0%} of positives folded in (fastpu.fold_in), the other "
+                f"{test_frac:.0%} scored.")
     else:
         desc = (f"{name}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} positives; {splits} random per-user "
                 f"{1 - test_frac:.0%}/{test_frac:.0%} {seeds}; every "

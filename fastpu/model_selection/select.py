@@ -118,7 +118,8 @@ class SearchResult:
     trials : list of dict
         One per trial: ``trial``, ``params``, ``scores`` (validation metric after each outer
         iteration), ``best_iter``, ``best_score``, ``fit_seconds``, ``eval_seconds`` and
-        ``error`` (``None``, or the message of a fit that failed; its score is ``-inf``).
+        ``error`` (``None``, or the message of a fit that failed; its score is ``-inf``) and
+        ``stopped_at`` (the iteration at which the median rule stopped it, or ``None``).
     """
 
     model: Any
@@ -269,9 +270,10 @@ def _python(v: Any) -> Any:
 
 def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[str, Any], *,
            validation: float | tuple[Any, Any] = 0.2, metric: str = "ndcg@10",
-           n_trials: int | None = None, seed: int = 0, refit: bool = True,
-           split: str = "entries", n_threads: Threads = None, verbose: bool = False,
-           **fixed: Any) -> SearchResult:
+           n_trials: int | None = None, seconds: float | None = None,
+           first: dict[str, Any] | None = None, stop_trailing: bool = False, seed: int = 0,
+           refit: bool = True, split: str = "entries", n_threads: Threads = None,
+           verbose: bool = False, **fixed: Any) -> SearchResult:
     """Search a method's settings on a validation split carved from ``Y``, keep the best iteration.
 
     Parameters
@@ -297,8 +299,21 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         Validation metric to maximise: ``"<name>@<k>"`` with a name from
         :data:`fastpu.metrics.METRICS` (e.g. ``"ndcg@10"``, ``"precision@5"``) or ``"auc"``.
     n_trials : int, optional
-        Number of settings to try. ``None``: the whole grid (the space must hold lists only).
-        Fewer than the grid's size: a random sample of the grid without repetition.
+        Number of settings to try. ``None``: the whole grid (the space must hold lists only),
+        or as many random draws as ``seconds`` allows. Fewer than the grid's size: a random
+        sample of the grid without repetition.
+    seconds : float, optional
+        A wall-time budget: no trial starts once this many seconds have passed (the trial under
+        way finishes; the first trial always runs). With ``n_trials``, whichever runs out first.
+    first : dict, optional
+        A setting of the searched parameters tried before the drawn ones (``tune`` passes the
+        method's defaults), counted in ``n_trials``.
+    stop_trailing : bool
+        Stop a trial whose best validation score so far trails the median of the earlier
+        trials' best at the same iteration (the median stopping rule of Google Vizier), from the
+        third iteration on and once two earlier trials reached it: a setting that is clearly
+        losing stops early, so the same time buys more trials. A stopped trial's
+        ``stopped_at`` is that iteration.
     seed : int
         Seeds the validation split, the sampling of settings and every fit.
     refit : bool
@@ -398,10 +413,20 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     # after split="rows"'s own check of the method, whose message says more than this one
     _check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
     space = _check_space(space, fit, fixed, *Y.shape)
-    settings = _draw(space, n_trials, rng)
-    trials = [_trial(fit, name, isinstance(method, str), t, len(settings), setting, fixed,
-                     holdout, int(seed), n_threads, verbose)
-              for t, setting in enumerate(settings, 1)]
+    if seconds is not None:
+        seconds = V.check_scalar(seconds, name="seconds", minimum=0.0, strict_min=True)
+    first = _check_first(first, space)
+    settings = _settings(space, n_trials, seconds, first, rng)
+    stop = _MedianRule() if V.check_bool(stop_trailing, name="stop_trailing") else None
+    trials: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    for t, setting in enumerate(settings, 1):
+        if seconds is not None and trials and time.perf_counter() - t0 >= seconds:
+            break
+        total = n_trials if n_trials is not None else (len(settings) if isinstance(settings, list)
+                                                       else None)
+        trials.append(_trial(fit, name, isinstance(method, str), t, total, setting, fixed,
+                             holdout, int(seed), n_threads, verbose, stop))
     win = _winner(trials, name)
     best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
     model = _refit(fit, name, Y, best_params, win["best_iter"], int(seed), n_threads,
@@ -468,21 +493,25 @@ def _holdout(fit: Callable[..., Any], name: str, data: Any, Y: Any, validation: 
     return _Holdout(Y_fit, fit_kw, score_entries, metric), fixed
 
 
-def _trial(fit: Callable[..., Any], name: str, named: bool, t: int, n_trials: int,
+def _trial(fit: Callable[..., Any], name: str, named: bool, t: int, n_trials: int | None,
            setting: dict[str, Any], fixed: dict[str, Any], holdout: _Holdout, seed: int,
-           n_threads: Threads, verbose: bool) -> dict[str, Any]:
+           n_threads: Threads, verbose: bool, stop: _MedianRule | None = None) -> dict[str, Any]:
     """Fit one setting on the validation split, scoring every outer iteration; a fit that fails
     with a numerical or value error is recorded (score -inf), a TypeError of a user's function
-    names the trial."""
+    names the trial; with a stopping ``stop`` rule a trailing trial stops early."""
     params = {**fixed, **setting, **holdout.fit_kw}
     shown = ", ".join(f"{p}={_fmt(v)}" for p, v in setting.items())
     scores: list[float] = []
     eval_s = [0.0]
+    stopped: list[int] = []
 
     def callback(info: dict[str, Any]) -> bool:
         t0 = time.perf_counter()
         scores.append(holdout.score(info["model"]()))
         eval_s[0] += time.perf_counter() - t0
+        if stop is not None and stop.trails(scores):
+            stopped.append(len(scores))
+            return True
         return False
 
     k = params.pop("k", None)
@@ -506,13 +535,72 @@ def _trial(fit: Callable[..., Any], name: str, named: bool, t: int, n_trials: in
         best = float(scores[best_i - 1])
     else:
         best_i, best = 0, -math.inf
+    if stop is not None and error is None:
+        stop.add(scores)
     if verbose:
         msg = error or f"best {holdout.metric} {best:.4f} at iteration {best_i}"
-        print(f"[select {name}] trial {t}/{n_trials}  {shown}  {msg}  ({fit_s:.1f}s)",
+        if stopped:
+            msg += f" (stopped at iteration {stopped[0]}: trailing the median)"
+        print(f"[select {name}] trial {t}/{n_trials or '?'}  {shown}  {msg}  ({fit_s:.1f}s)",
               file=sys.stderr, flush=True)
     return dict(trial=t, params=dict(setting), scores=[float(s) for s in scores],
                 best_iter=best_i, best_score=best, fit_seconds=fit_s, eval_seconds=eval_s[0],
-                error=error)
+                error=error, stopped_at=stopped[0] if stopped else None)
+
+
+class _MedianRule:
+    """The median stopping rule: a trial stops at iteration t (t >= ``grace``) when its best
+    score so far is below the median of the earlier trials' best-so-far at t (over at least
+    ``min_trials`` earlier trials that reached t)."""
+
+    def __init__(self, grace: int = 3, min_trials: int = 2) -> None:
+        self.grace, self.min_trials = grace, min_trials
+        self.curves: list[np.ndarray] = []           # earlier trials' best-so-far per iteration
+
+    def add(self, scores: list[float]) -> None:
+        vals = np.asarray(scores, dtype=np.float64)
+        if vals.size:
+            self.curves.append(np.maximum.accumulate(np.where(np.isfinite(vals), vals, -np.inf)))
+
+    def trails(self, scores: list[float]) -> bool:
+        t = len(scores)
+        if t < self.grace:
+            return False
+        ref = [c[t - 1] for c in self.curves if c.size >= t]
+        if len(ref) < self.min_trials:
+            return False
+        best = max((s for s in scores if math.isfinite(s)), default=-math.inf)
+        return best < float(np.median(ref))
+
+
+def _check_first(first: Any, space: dict[str, Any]) -> dict[str, Any] | None:
+    """``first`` as a setting of exactly the searched parameters (or None)."""
+    if first is None:
+        return None
+    if not isinstance(first, dict):
+        raise TypeError(f"first must be a dict of the searched parameters' values, got "
+                        f"{type(first).__name__}")
+    if set(first) != set(space):
+        raise ValueError(f"first must set exactly the searched parameters {sorted(space)}, got "
+                         f"{sorted(first)}")
+    return dict(first)
+
+
+def _settings(space: dict[str, Any], n_trials: int | None, seconds: float | None,
+              first: dict[str, Any] | None, rng: np.random.Generator) -> Any:
+    """The settings to try, ``first`` first: a list (a grid, a sample of it, ``n_trials`` random
+    draws), or an endless stream of random draws when only ``seconds`` bounds the search."""
+    lead = [first] if first is not None else []
+    rest = None if n_trials is None else n_trials - len(lead)
+    if rest is not None and rest <= 0:
+        return lead[:n_trials]
+    if rest is None and seconds is not None and not all(isinstance(v, list) for v in space.values()):
+        def stream() -> Any:
+            yield from lead
+            while True:
+                yield _draw(space, 1, rng)[0]
+        return stream()
+    return lead + _draw(space, rest, rng)
 
 
 def _winner(trials: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -587,8 +675,11 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     --------
     >>> from fastpu.select import default_space
     >>> space, fixed = default_space("ocmf", loss="square")
-    >>> sorted(space), fixed["loss"], fixed["k"]
-    (['lam', 'rho'], 'square', 64)
+    >>> sorted(space), fixed["loss"], fixed["n_iter"]
+    (['k', 'lam', 'rho'], 'square', 15)
+    >>> import fastpu as fp
+    >>> default_space("ocmf", fp.datasets.synthetic(900, 700, seed=0).Y)[0]["k"]
+    [16, 32, 64, 128, 256, 512]
     """
     _check_name(method, "default_space")
     space, fixed_out = registry.get(method).resolve("space")(**fixed)
@@ -598,26 +689,33 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     return space, fixed_out
 
 
-def tune(method: str, Y: Sparse | Dataset, *, budget: int = 16,
-         space: dict[str, Any] | None = None, validation: float | tuple[Any, Any] = 0.2,
-         metric: str = "ndcg@10", seed: int = 0, refit: bool = True, split: str = "entries",
-         n_threads: Threads = None, verbose: bool = False, **fixed: Any) -> SearchResult:
-    """Random search over the method's default space (:data:`SPACES`), with ``budget`` trials.
+def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
+         seconds: float | None = None, space: dict[str, Any] | None = None,
+         validation: float | tuple[Any, Any] = 0.2, metric: str = "ndcg@10", seed: int = 0,
+         refit: bool = True, split: str = "entries", n_threads: Threads = None,
+         verbose: bool = False, **fixed: Any) -> SearchResult:
+    """Random search over the method's default space (:data:`SPACES`), the defaults first.
 
-    Keyword arguments the search does not cover are passed to ``fit`` unchanged and leave the
-    space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ's ``rho`` and ``lam``.
+    The first trial is the method's own defaults (rank 64 where the space searches the rank);
+    the others are drawn from the space, which searches the rank on a log scale (16 to 512, as
+    far as the matrix allows). A trial whose best validation score trails the median of the
+    earlier trials' at the same iteration stops there (:func:`search`'s ``stop_trailing``), so
+    the budget buys more settings. Keyword arguments the search does not cover are passed to
+    ``fit`` unchanged and leave the space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ's
+    ``k``, ``rho`` and ``lam``; ``tune("ocmf", Y, k=64)`` keeps the rank.
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"}
+    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "ease", "itemknn", "als", "bpr"}
     Y : scipy.sparse matrix or Dataset
         Training positives only (the validation split is carved from it).
-    budget : int
-        Number of trials.
+    budget : int or None
+        Number of trials (the defaults included). None: as many as ``seconds`` allows.
+    seconds : float, optional
+        A wall-time budget in seconds: no trial starts after it (see :func:`search`).
     space : dict, optional
-        Replaces the default space (then this is :func:`search` with ``n_trials=budget``); a
-        parameter it searches leaves the default fixed settings (``space={"k": [10, 50]}``
-        searches k instead of fixing it at 64).
+        Replaces the default space (then this is :func:`search` with ``n_trials=budget`` and no
+        defaults-first trial); a parameter it searches leaves the default fixed settings.
     validation, metric, seed, refit, split, n_threads, verbose
         As in :func:`search` (``split="rows"``: held-out instances scored from their
         ``user_features``).
@@ -627,14 +725,15 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int = 16,
     Returns
     -------
     SearchResult
-        The refitted winner is ``.model``.
+        The refitted winner is ``.model``; ``.trials[0]`` is the defaults.
 
     Raises
     ------
     TypeError, ValueError
         As :func:`search` (a keyword argument the method's fit does not take is a TypeError
-        before any trial); ``budget < 1``; a ``method`` that is not one of the names (a
-        function is a TypeError: call :func:`search` with a space of your own).
+        before any trial); ``budget < 1``, or neither ``budget`` nor ``seconds``; a ``method``
+        that is not one of the names (a function is a TypeError: call :func:`search` with a
+        space of your own).
 
     Warns
     -----
@@ -645,17 +744,40 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int = 16,
     --------
     >>> import fastpu as fp
     >>> Y = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=0).Y
-    >>> res = fp.select.tune("ocmf", Y, budget=2, k=4, n_iter=2, metric="ndcg@5")
-    >>> sorted(res.best_params), res.model.shape
-    (['k', 'lam', 'rho'], (60, 40))
+    >>> res = fp.select.tune("ocmf", Y, budget=2, n_iter=2, metric="ndcg@5")
+    >>> sorted(res.best_params), res.trials[0]["params"]["k"], res.model.shape
+    (['k', 'lam', 'rho'], 32, (60, 40))
     """
-    budget = V.check_int(budget, name="budget", minimum=1)
+    if budget is not None:
+        budget = V.check_int(budget, name="budget", minimum=1)
+    elif seconds is None:
+        raise ValueError("tune needs a budget: a number of trials (budget=16), a number of "
+                         "seconds (seconds=300), or both")
     _check_name(method, "tune")
     data = Y.Y if isinstance(Y, Dataset) else Y
     default, fixed_all = default_space(method, data, **fixed)
+    first = None
     if space is not None:       # the defaults yield to what the given space searches (e.g. k)
         fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
+    else:
+        first = _defaults_of(method, default)
     return search(method, Y, default if space is None else space, validation=validation,
-                  metric=metric, n_trials=budget, seed=seed, refit=refit, split=split,
+                  metric=metric, n_trials=budget, seconds=seconds, first=first,
+                  stop_trailing=True, seed=seed, refit=refit, split=split,
                   n_threads=n_threads, verbose=verbose, **fixed_all)
 
+
+def _defaults_of(method: str, space: dict[str, Any]) -> dict[str, Any] | None:
+    """The method's own default of every parameter the space searches: the fit's defaults, and
+    rank 64 (or the largest the space allows below it); None when a parameter has no default."""
+    params = inspect.signature(registry.get(method).resolve("fit")).parameters
+    out: dict[str, Any] = {}
+    for name, values in space.items():
+        if name == "k" and isinstance(values, list):
+            fits = [r for r in values if r <= registry.DEFAULT_RANK]
+            out["k"] = max(fits) if fits else min(values)
+        elif name in params and params[name].default is not inspect.Parameter.empty:
+            out[name] = params[name].default
+        else:
+            return None
+    return out

@@ -15,6 +15,8 @@ Dataset holds out each user's latest entry when the data set has timestamps, and
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,7 @@ from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, IntArray, Seed, Sparse
 
-__all__ = ["holdout", "leave_one_out", "validation_split", "split_by_mask"]
+__all__ = ["UserSplit", "held_out_users", "holdout", "leave_one_out", "validation_split", "split_by_mask"]
 
 
 def _rows_of(Y: Sparse) -> IntArray:
@@ -324,3 +326,89 @@ def split_by_mask(Y: Sparse | Dataset, test_mask: ArrayLike | Sparse | None = No
             "expected a pattern inside Y's"
         )
     return _split_by_entry_mask(Y, mask)
+
+
+@dataclasses.dataclass(frozen=True)
+class UserSplit:
+    """The strong-generalization split of :func:`held_out_users`.
+
+    Attributes
+    ----------
+    train : scipy.sparse.csr_array, shape (m - h, n)
+        Every positive of the users a model is fitted on.
+    fold_in, test : scipy.sparse.csr_array, shape (h, n)
+        The h held-out users' positives: the part folded into the fitted model and the part it
+        is scored on (disjoint; their sum is those users' rows of Y).
+    train_users, test_users : ndarray of int64
+        Rows of Y of ``train`` and of ``fold_in`` / ``test``, in order.
+    """
+
+    train: Sparse
+    fold_in: Sparse
+    test: Sparse
+    train_users: IntArray
+    test_users: IntArray
+
+
+def held_out_users(Y: Sparse, users_frac: float = 0.2, test_frac: float = 0.2,
+                   seed: Seed = 0) -> UserSplit:
+    """Strong generalization (Liang et al., WWW 2018): held-out users, not held-out entries.
+
+    ``round(users_frac · r)`` of the r users that :func:`holdout` gives a test positive (at
+    least two positives, and ``round(test_frac · n_u) >= 1``) are held out at random; a model is
+    fitted on every other user, each held-out user's ``1 - test_frac`` of positives is folded
+    in (:func:`fastpu.fold_in`) and the other ``test_frac`` is scored (as :func:`holdout` splits a
+    user's positives). The other users always train.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (m, n)
+        Stored entries are the observed positives.
+    users_frac : float
+        Fraction of the users that have a test positive to give held out, in (0, 1).
+    test_frac : float
+        Fraction of a held-out user's positives scored, in (0, 1).
+    seed : int, numpy.random.Generator or None
+        Randomness; the split is a deterministic function of an int seed.
+
+    Returns
+    -------
+    UserSplit
+        ``train`` (the other users' rows), ``fold_in`` and ``test`` (the held-out users' rows,
+        split), ``train_users`` and ``test_users`` (their rows in Y).
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not sparse or a fraction is not a real number.
+    ValueError
+        If a fraction is not strictly between 0 and 1, or it holds out no user (or every user
+        that has a test positive to give).
+
+    Examples
+    --------
+    >>> import fastpu as fp
+    >>> Y = fp.datasets.synthetic(50, 30, rank=3, density=0.2, seed=0).Y
+    >>> s = fp.split.held_out_users(Y, users_frac=0.2, seed=0)
+    >>> s.train.shape[0] + s.fold_in.shape[0] == 50, s.fold_in.shape == s.test.shape
+    (True, True)
+    """
+    Y = V.check_csr(Y, name="Y", nonnegative=False)
+    users_frac = V.check_scalar(users_frac, name="users_frac", minimum=0.0, maximum=1.0,
+                                strict_min=True, strict_max=True)
+    test_frac = V.check_scalar(test_frac, name="test_frac", minimum=0.0, maximum=1.0,
+                               strict_min=True, strict_max=True)
+    rng = V.check_seed(seed)
+    counts = np.diff(Y.indptr)
+    eligible = np.flatnonzero((counts >= 2) & (np.floor(test_frac * counts + 0.5) >= 1))
+    h = int(np.floor(users_frac * eligible.size + 0.5))
+    if h < 1 or h >= eligible.size:
+        raise ValueError(f"users_frac={users_frac:g} holds out {h} of the {eligible.size} users "
+                         f"with a test positive to give (test_frac={test_frac:g}); expected at "
+                         "least one held out and one left to train on")
+    test_users = np.sort(rng.choice(eligible, size=h, replace=False)).astype(np.int64)
+    keep = np.ones(Y.shape[0], dtype=bool)
+    keep[test_users] = False
+    train_users = np.flatnonzero(keep).astype(np.int64)
+    fold, test = holdout(Y[test_users], test_frac=test_frac, seed=rng)
+    return UserSplit(sp.csr_array(Y[train_users]), fold, test, train_users, test_users)

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from fastpu._core.threads import limit_threads
-from fastpu._kernels.ocmf import LOCAL_ENTRIES, row_newton
+from fastpu._kernels.ocmf import local_entries, row_newton
 from fastpu.distributed import blocks as _blocks
 from fastpu.ocmf._problem import kernel_indices
 
@@ -51,7 +51,7 @@ def update_task(block, F, E, M, kappa, kind, abar, lam, nsteps, csteps, n_thread
         W = np.array(F[block.lo:block.hi], order="C")
         k = W.shape[1]
         f_rows = np.empty(W.shape[0])
-        local_max = max(16, LOCAL_ENTRIES // k)
+        local_max = local_entries(k, E.dtype.itemsize)
         if W.shape[0]:
             # the kernel's one index type (int32 when it fits); per-entry corr, so no column weights
             indptr, indices = kernel_indices(block.indptr, block.indices, E.shape[0])

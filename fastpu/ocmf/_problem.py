@@ -20,7 +20,7 @@ from fastpu._core import validation as V
 from fastpu._kernels.csr import csr_dense, row_scaled_product, sampled_dots, weighted_gram
 from fastpu._kernels.losses import entry_losses, entry_values
 from fastpu.ocmf._check import kernel_indices, index_dtype
-from fastpu._kernels.ocmf import LOCAL_ENTRIES, row_newton
+from fastpu._kernels.ocmf import local_entries, row_newton
 
 
 
@@ -555,7 +555,7 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, n
             W = np.array(W, order="C")
         f_rows = np.empty(W.shape[0])
         f0_rows = np.empty(W.shape[0]) if start is not None else _NO_ROWS
-        local_max = max(16, LOCAL_ENTRIES // W.shape[1])
+        local_max = local_entries(W.shape[1], E.dtype.itemsize)
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
                    entries.corr, q_quad, setup.abar, E, M, kappa, p_quad, side.lam,
                    W, nsteps, csteps, 1e-3, local_max, f_rows, f0_rows)

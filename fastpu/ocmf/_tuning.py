@@ -6,10 +6,12 @@ from typing import Any
 
 import scipy.stats as stats
 
+from fastpu._core.registry import rank_space
+
 #: the fixed settings every trial starts from and the ranges searched
 SPACE: dict[str, Any] = dict(
-    fixed=dict(k=64, n_iter=15),
-    space=dict(rho=stats.loguniform(1e-3, 1.0), lam=stats.loguniform(0.1, 100.0)),
+    fixed=dict(n_iter=15),
+    space=dict(k=rank_space, rho=stats.loguniform(1e-3, 1.0), lam=stats.loguniform(0.1, 100.0)),
 )
 
 

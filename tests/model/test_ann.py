@@ -111,3 +111,10 @@ def test_refusals(big):
         dense = fp.csrr.fit(Y, variant="I", n_iter=2)
     with pytest.raises(ValueError, match="dense m × n matrix U"):
         ApproximateIndex(dense)
+
+    class Shifted(Factorization):
+        def scores(self, users=None):
+            return super().scores(users) + 1.0
+
+    with pytest.raises(ValueError, match="Shifted's scores are not the product of its factors"):
+        ApproximateIndex(Shifted(model.user_factors, model.item_factors))

@@ -138,3 +138,30 @@ def test_params_reach_the_entry_they_name(data, monkeypatch):
         C.compare(data.Y, [("SQ", "ocmf", {"loss": "square"})], splits=1, budget=1,
                   params={"SQ": {"k": 2}})
     assert seen["ocmf"]["k"] == 2 and seen["ocmf"]["loss"] == "square"
+
+
+def test_strong_generalization_folds_the_held_out_users_in():
+    """protocol="strong": every method is fitted on the other users and scored on the held-out
+    users' test part after folding in their other positives (EASE: x B)."""
+    import warnings
+
+    import fastpu as fp
+
+    Y = fp.datasets.synthetic(120, 50, rank=3, density=0.15, seed=4).Y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fp.compare.compare(Y, ["popularity", "ease", ("mf", "ocmf", {"n_iter": 3})],
+                                 splits=1, budget=2, protocol="strong", users_frac=0.25)
+    assert [r["label"] for r in res.rows] == ["popularity", "ease", "mf"]
+    assert all(0.0 <= r["ndcg@10"] <= 1.0 for r in res.rows)
+    assert "strong generalization" in res.description
+    # the EASE row is the fitted-on-the-others model folded in, scored by hand
+    s = fp.split.held_out_users(Y, users_frac=0.25, test_frac=0.2, seed=0)
+    lam = res.rows[1]["best_params"]["lam"]
+    model = fp.fold_in(fp.baselines.ease(s.train, lam=lam), s.fold_in)
+    by_hand = fp.evaluate(model, s.fold_in, s.test, k=10)["ndcg@10"]
+    assert res.rows[1]["ndcg@10"] == pytest.approx(by_hand, rel=1e-12)
+    with pytest.raises(ValueError, match="'als' \\(als\\) has no fold-in"):
+        fp.compare.compare(Y, ["als"], protocol="strong")
+    with pytest.raises(ValueError, match="split='rows'"):
+        fp.compare.compare(Y, ["ocmf"], protocol="strong", split="rows")

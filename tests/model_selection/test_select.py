@@ -108,7 +108,7 @@ def test_tune_fixes_what_the_user_fixes(planted):
     assert set(res.best_params) == {"k", "loss", "lam", "rho"}
     assert all(set(t["params"]) == {"lam", "rho"} for t in res.trials)
     space, fixed = select.default_space("ocmf", lam=1.0)
-    assert set(space) == {"rho"} and fixed["lam"] == 1.0
+    assert set(space) == {"k", "rho"} and fixed["lam"] == 1.0
 
 
 def test_tune_with_a_space_that_searches_a_default_fixed_setting(planted):
@@ -344,3 +344,38 @@ def test_a_fit_function_that_returns_no_model_is_named(planted):
 def test_tune_method_must_be_a_name(planted, method, exc, match):
     with pytest.raises(exc, match=match):
         select.tune(method, planted.Y, budget=1)
+
+
+def test_tune_tries_the_defaults_first_searches_the_rank_and_stops_trailing_trials(planted):
+    """Issue 26: the method's defaults are trial 1 (rank 64, capped by the data), the rank is
+    searched on a log scale, and a trial trailing the median of the earlier ones at the same
+    iteration stops (its stopped_at), so that the same time buys more trials."""
+    res = select.tune("ocmf", planted.Y, budget=8, n_iter=6, metric="ndcg@5", seed=3)
+    first = res.trials[0]["params"]
+    top = min(planted.Y.shape)
+    assert first == {"k": max(r for r in (16, 32, 64) if r <= top), "rho": 0.01, "lam": 1.0}
+    assert {t["params"]["k"] for t in res.trials} <= {16, 32, 64, 128, 256, 512}
+    stopped = [t for t in res.trials if t["stopped_at"] is not None]
+    assert stopped and all(len(t["scores"]) == t["stopped_at"] >= 3 for t in stopped)
+    # the rule itself: a trial stops when its best trails the median of the earlier trials'
+    rule = select._MedianRule(grace=3, min_trials=2)
+    rule.add([0.1, 0.2, 0.3])
+    rule.add([0.2, 0.3, 0.4])
+    assert not rule.trails([0.5, 0.4]) and not rule.trails([0.5, 0.4, 0.3])
+    assert rule.trails([0.1, 0.2, 0.3]) and not rule.trails([0.0, 0.0, 0.36])
+
+
+def test_tune_with_a_time_budget_stops_starting_trials(planted):
+    import time
+
+    t0 = time.perf_counter()
+    res = select.tune("ocmf", planted.Y, budget=None, seconds=0.5, n_iter=3, metric="ndcg@5")
+    assert len(res.trials) >= 1 and time.perf_counter() - t0 < 30
+    with pytest.raises(ValueError, match="tune needs a budget"):
+        select.tune("ocmf", planted.Y, budget=None)
+    with pytest.raises(ValueError, match="seconds"):
+        select.tune("ocmf", planted.Y, seconds=0.0)
+    with pytest.raises(TypeError, match="stop_trailing must be True or False"):
+        select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, stop_trailing="yes")
+    with pytest.raises(ValueError, match="first must set exactly the searched parameters"):
+        select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, first={"rho": 1.0})

@@ -154,3 +154,26 @@ def test_validation_messages():
         leave_one_out(Y, sp.csr_array((2, 3)))
     with pytest.raises(ValueError, match="test_mask marks 1 entries that Y does not store"):
         split_by_mask(sp.csr_array(np.array([[1.0, 0, 1]])), sp.csr_array(np.array([[0.0, 1, 1]])))
+
+
+def test_held_out_users_is_a_strong_generalization_split():
+    """Issue 26: round(users_frac · r) of the r users with two or more positives are held out;
+    the others train whole; a held-out user's positives are split into fold-in and test parts."""
+    import fastpu as fp
+
+    Y = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=1).Y
+    Y = sp.csr_array(Y)
+    s = fp.split.held_out_users(Y, users_frac=0.25, test_frac=0.2, seed=3)
+    counts = np.diff(Y.indptr)
+    r = int(np.sum((counts >= 2) & (np.floor(0.2 * counts + 0.5) >= 1)))
+    assert s.test_users.size == int(np.floor(0.25 * r + 0.5))
+    assert np.array_equal(np.sort(np.concatenate([s.train_users, s.test_users])), np.arange(60))
+    assert (s.train != Y[s.train_users]).nnz == 0
+    assert ((s.fold_in + s.test) != Y[s.test_users]).nnz == 0
+    assert (s.fold_in.multiply(s.test)).nnz == 0 and np.all(np.diff(s.test.indptr) >= 1)
+    again = fp.split.held_out_users(Y, users_frac=0.25, test_frac=0.2, seed=3)
+    assert np.array_equal(again.test_users, s.test_users)
+    with pytest.raises(ValueError, match="users_frac"):
+        fp.split.held_out_users(Y, users_frac=0.0)
+    with pytest.raises(ValueError, match="holds out 0 of the"):
+        fp.split.held_out_users(Y, users_frac=0.001)
