@@ -90,11 +90,12 @@ from ._core import registry as _registry  # noqa: E402
 
 _SUBMODULES = (frozenset({"datasets", "distributed", "model", "model_selection", "optim"})
                | frozenset(_registry.names("method")) | frozenset(_MOVED))
-_FUNCTIONS = {"fold_in": "fastpu.model", "evaluate": "fastpu.model_selection.metrics"}
+_FUNCTIONS = {"fold_in": "fastpu.model", "evaluate": "fastpu.model_selection.metrics",
+              "partial_fit_users": "fastpu.model", "partial_fit_items": "fastpu.model"}
 
 if TYPE_CHECKING:
     from . import csrr, datasets, distributed, fbgd, homf, ocmf  # noqa: F401
-    from .model import fold_in  # noqa: F401
+    from .model import fold_in, partial_fit_items, partial_fit_users  # noqa: F401
     from .model_selection import baselines, compare, metrics, select, split  # noqa: F401
     from .model_selection.metrics import evaluate  # noqa: F401
     from .optim import _apg as apg  # noqa: F401
@@ -139,6 +140,8 @@ __all__ = sorted([
     "model",
     "model_selection",
     "optim",
+    "partial_fit_items",
+    "partial_fit_users",
     "prox",
     "recommend",
     "select",

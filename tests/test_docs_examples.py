@@ -33,9 +33,12 @@ EXAMPLES = {
     ("fold_in.md", 0): ("import fastpu as fp\n"
                         "_Y = fp.datasets.binarize(fp.datasets.load('ml-100k').Y)\n"
                         "Y_train, Y_new = _Y[:800], _Y[800:]\n"),
+    ("fold_in.md", 1): None,
     ("homf.md", 1): None,
     ("ocmf.md", 0): None,
     ("ocmf.md", 1): None,
+    ("partial_fit.md", 0): None,
+    ("partial_fit.md", 1): None,
     ("select.md", 0): None,
     ("select.md", 2): None,
 }

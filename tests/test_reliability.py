@@ -546,4 +546,7 @@ def test_a_dataset_where_a_matrix_is_expected_is_told_to_pass_its_y():
     model = fp.ocmf.fit(data, 2, n_iter=1)
     with pytest.raises(TypeError, match=r"Y_train must be a scipy.sparse .*got Dataset; pass the data "
                                         r"set's matrix, Y_train=data.Y"):
-        fp.evaluate(model, data, data.Y)
+        fp.metrics.sampled_auc(model, data, data.Y)
+    # evaluate takes Datasets since issue 28 (matched to the model by id)
+    train, test = fp.split.holdout(data, seed=0)
+    assert fp.evaluate(model, train, test, k=2) == fp.evaluate(model, train.Y, test.Y, k=2)

@@ -176,6 +176,101 @@ class Factorization:
         registry.resolve("fastpu.model._io:save")(self, path)
 
 
+    # ------------------------------------------------------------------ the user's handle
+    # Each method calls the free function of the same name (which stays: the package is used
+    # as plain functions). The serving code sits above this type in the layers, so it is found
+    # by its dotted path through the registry, as ``save`` finds the file writer.
+
+    def recommend(self, Y_seen: Any = None, users: Any = None, n: int = 10,
+                  **kwargs: Any) -> Any:
+        """Top-``n`` unseen items per user: :func:`fastpu.recommend` of this model.
+
+        ``model.recommend(Y_seen, users, n=10, ids=..., items=..., exclude=..., as_frame=...,
+        approximate=...)`` takes what :func:`fastpu.recommend` takes after the model. A scalar
+        user gives 1-d arrays, a list 2-d ones; ``Y_seen`` may be a matrix, a Dataset or lists
+        of item ids (one per user).
+
+        Examples
+        --------
+        >>> import fastpu as fp
+        >>> data = fp.datasets.from_pairs(["ann", "ann", "bob"], ["tea", "jam", "tea"])
+        >>> model = fp.ocmf.fit(data, 2, n_iter=2)
+        >>> model.recommend(data, "bob", ids=True)[0].tolist()
+        ['jam']
+        """
+        return registry.resolve("fastpu.model:recommend")(self, Y_seen, users, n, **kwargs)
+
+    def similar_items(self, query: Any = None, n: int = 10, **kwargs: Any) -> Any:
+        """The ``n`` items closest to each query item by cosine: :func:`fastpu.similar_items`
+        (``items=`` / ``exclude=`` filter the candidates, ``ids=True`` speaks ids).
+
+        Examples
+        --------
+        >>> import numpy as np, fastpu as fp
+        >>> m = fp.Factorization(np.eye(2), np.array([[1.0, 0], [0.9, 0.1], [0, 1.0]]))
+        >>> m.similar_items(0, n=1)[0]
+        array([1])
+        """
+        return registry.resolve("fastpu.model:similar_items")(self, query, n, **kwargs)
+
+    def similar_users(self, query: Any = None, n: int = 10, **kwargs: Any) -> Any:
+        """The ``n`` users closest to each query user by cosine: :func:`fastpu.similar_users`
+        (``users=`` / ``exclude=`` filter the candidates, ``ids=True`` speaks ids).
+
+        Examples
+        --------
+        >>> import numpy as np, fastpu as fp
+        >>> m = fp.Factorization(np.array([[1.0, 0], [0.9, 0.1], [0, 1.0]]), np.eye(2))
+        >>> m.similar_users([0, 2], n=1)[0]
+        array([[1],
+               [1]])
+        """
+        return registry.resolve("fastpu.model:similar_users")(self, query, n, **kwargs)
+
+    def fold_in(self, Y_new: Any = None, **kwargs: Any) -> Factorization:
+        """Factors for new users from their positives (or item ids): :func:`fastpu.fold_in`.
+
+        Examples
+        --------
+        >>> import fastpu as fp
+        >>> data = fp.datasets.synthetic(40, 30, rank=2, density=0.2, seed=0)
+        >>> model = fp.ocmf.fit(data.Y, 3, n_iter=2)
+        >>> model.fold_in([[1, 5, 7], [2]]).user_factors.shape
+        (2, 3)
+        """
+        return registry.resolve("fastpu.model:fold_in")(self, Y_new, **kwargs)
+
+    def partial_fit_users(self, new_rows: Any, user_ids: Any = None,
+                          **kwargs: Any) -> Factorization:
+        """This model with the listed users' rows recomputed (new ids appended):
+        :func:`fastpu.partial_fit_users`."""
+        return registry.resolve("fastpu.model:partial_fit_users")(
+            self, new_rows, user_ids, **kwargs)
+
+    def partial_fit_items(self, new_rows: Any, item_ids: Any = None,
+                          **kwargs: Any) -> Factorization:
+        """This model with the listed items' rows recomputed (new ids appended):
+        :func:`fastpu.partial_fit_items`."""
+        return registry.resolve("fastpu.model:partial_fit_items")(
+            self, new_rows, item_ids, **kwargs)
+
+    def evaluate(self, Y_train: Any, Y_test: Any, **kwargs: Any) -> Any:
+        """Ranking metrics on held-out positives: :func:`fastpu.evaluate` (matrices or Datasets;
+        ``as_frame=True`` gives a DataFrame).
+
+        Examples
+        --------
+        >>> import fastpu as fp
+        >>> data = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=0)
+        >>> Y_train, Y_test = fp.split.holdout(data.Y, seed=0)
+        >>> res = fp.ocmf.fit(Y_train, 4, n_iter=3).evaluate(Y_train, Y_test, k=5)
+        >>> sorted(res)[:3]
+        ['auc', 'f1@5', 'map@5']
+        """
+        return registry.resolve("fastpu.model_selection.metrics:evaluate")(
+            self, Y_train, Y_test, **kwargs)
+
+
 def brief(value: Any) -> str:
     """A short text for a value in a repr: scalars and short strings as they are, arrays and
     matrices as their type and shape, containers as their type and length."""

@@ -1,12 +1,22 @@
-"""Per-iteration progress shared by every ``fit``: history, ``verbose`` lines, ``callback``."""
+"""Per-iteration progress shared by every ``fit``: history, ``verbose`` output, ``callback``.
+
+With ``verbose`` a fit shows its progress as **one updating line** (each iteration rewrites it:
+``[ocmf] iter   7  objective 1234.5  0.81s``), drawn by tqdm when it is installed and by a plain
+carriage-return fallback otherwise; the line stays on screen when the fit ends, and notes and
+warnings print on lines of their own. The first fit of a method whose numba kernels are not
+compiled yet also prints a one-line notice (how long compiling takes, once, and that
+``fastpu warmup`` does it ahead): see :func:`compile_notice`.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
 import time
 import warnings
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 import numpy as np
 
@@ -15,6 +25,123 @@ from fastpu._core.hints import Callback
 from fastpu._core.exceptions import ConvergenceWarning
 
 logger = logging.getLogger("fastpu")
+
+# the one updating line on screen (at most one at a time), and the label the command line gives
+_state: dict[str, Any] = {"line": None, "label": None, "noticed": set()}
+
+
+class _Line:
+    """One updating line on ``stream``: tqdm's when it is installed, else carriage returns."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.width = 0
+        self.bar: Any = None
+        if os.environ.get("FASTPU_PROGRESS", "").lower() != "plain":
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(total=None, file=stream, bar_format="{desc}", leave=True,
+                                dynamic_ncols=True, mininterval=0.0, delay=0.0)
+
+    def show(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description_str(text, refresh=True)
+            return
+        pad = max(0, self.width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self.width = len(text)
+
+    def close(self, text: str | None = None) -> None:
+        if text is not None:
+            self.show(text)
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def line_open() -> bool:
+    """Whether a progress line is open (its text would be overwritten by the next one)."""
+    return _state["line"] is not None
+
+
+def end_line(text: str | None = None) -> None:
+    """End the updating progress line (replacing its text with ``text`` when given), so that
+    what is printed next starts on a line of its own. Nothing happens when no line is open."""
+    line = _state["line"]
+    _state["line"] = None
+    if line is not None:
+        line.close(text)
+
+
+@contextlib.contextmanager
+def labelled(label: str) -> Iterator[None]:
+    """Show ``label`` instead of ``[method]`` on the progress lines of the fits run inside."""
+    before = _state["label"]
+    _state["label"] = label
+    try:
+        yield
+    finally:
+        _state["label"] = before
+
+
+def uncompiled(method: str) -> bool:
+    """Whether ``method``'s own numba kernels (``fastpu._kernels.<method>``) are neither compiled
+    in this process nor in the kernel cache: its first fit will compile them."""
+    import importlib
+
+    base = method.split("-")[0]
+    try:
+        module = importlib.import_module(f"fastpu._kernels.{base}")
+    except ImportError:
+        return False
+    found = False
+    for obj in vars(module).values():
+        cache = getattr(obj, "_cache", None)
+        if getattr(obj, "py_func", None) is None or obj.__module__ != module.__name__:
+            continue
+        found = True
+        if obj.signatures:
+            return False
+        index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+        if index is None or os.path.exists(index):
+            return False
+    return found
+
+
+def compile_notice(methods: list[str] | tuple[str, ...], *, stream: IO[str] | None = None,
+                   force: bool = False) -> str | None:
+    """Print (and return) a one-line notice when some of ``methods`` have uncompiled kernels.
+
+    The notice gives the seconds compiling is expected to take (measured per method, in the
+    method registry) and names ``fastpu warmup``. It is printed once per method and process:
+    the command line prints it always, a fit with ``verbose`` when the command line has not.
+    """
+    from fastpu._core import registry
+
+    todo = [m for m in dict.fromkeys(x.split("-")[0] for x in methods)
+            if m not in _state["noticed"] and uncompiled(m)]
+    if not todo:
+        return None
+    _state["noticed"].update(todo)
+    secs = 0.0
+    for m in todo:
+        try:
+            secs += registry.get(m).compile_seconds or 0.0
+        except KeyError:
+            pass
+    about = f"about {secs:.0f} s, " if secs >= 1 else ""
+    text = (f"fastpu: compiling the numba kernels of {', '.join(todo)} on first use ({about}once "
+            "per installation; later runs load them from the cache; `fastpu warmup` compiles "
+            "them ahead of time)")
+    end_line()
+    print(text, file=stream if stream is not None else sys.stderr, flush=True)
+    return text
 
 
 class Progress:
@@ -41,14 +168,20 @@ class Progress:
     _DEFAULT_ADVICE = "lower the step size / learning rate or raise the regularisation"
 
     def __init__(self, method: str, *, verbose: bool = False, callback: Callback = None,
-                 stream: IO[str] | None = None, advice: str | None = None) -> None:
+                 stream: IO[str] | None = None, advice: str | None = None,
+                 total: int | None = None) -> None:
         self.method = method
         self.verbose = bool(verbose)
         self.callback = callback
         self.stream = stream if stream is not None else sys.stderr
         self.advice = advice or self._DEFAULT_ADVICE
+        self.total = total
         self.history: list[dict[str, Any]] = []
         self.initial: float | None = None
+        self.prefix = _state["label"] or f"[{method}]"
+        if self.verbose:
+            end_line()                      # a line left open by an earlier fit
+            compile_notice([method], stream=self.stream)
         self.t0 = time.perf_counter()
 
     def start(self, objective: float) -> None:
@@ -59,6 +192,7 @@ class Progress:
     def note(self, text: str) -> None:
         """Print one ``[method] text`` line when ``verbose`` (what the reported numbers mean)."""
         if self.verbose:
+            end_line()
             print(f"[{self.method}] {text}", file=self.stream, flush=True)
 
     def finish(self, *factors: Any, zero_advice: str | None = None,
@@ -70,6 +204,8 @@ class Progress:
         gives that verdict directly instead.  Returns the list of warning messages issued.
         """
         issued: list[str] = []
+        if _state["label"] is None:         # a fit of its own: its line ends with it
+            end_line()
         if self.initial is not None and self.history:
             objs = np.array([h["objective"] for h in self.history])
             worst = int(np.argmax(objs))
@@ -104,8 +240,14 @@ class Progress:
                 f"  {k} {v:.4g}" if isinstance(v, float) else f"  {k} {v}"
                 for k, v in info.items()
             )
-            print(f"[{self.method}] iter {iter:3d}  objective {objective:>12.6g}  "
-                  f"{rec['seconds']:7.2f}s{extra}", file=self.stream, flush=True)
+            of = f"/{self.total}" if self.total else ""
+            text = (f"{self.prefix} iter {iter:3d}{of}  objective {objective:>12.6g}  "
+                    f"{rec['seconds']:7.2f}s{extra}")
+            line = _state["line"]
+            if line is None or line.stream is not self.stream:
+                end_line()
+                line = _state["line"] = _Line(self.stream)
+            line.show(text)
         if self.callback is not None:
             stop = self.callback(dict(rec) if model is None else dict(rec, model=model))
             return callback_stops(stop, self.method)

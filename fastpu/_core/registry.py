@@ -44,6 +44,12 @@ class Entry:
         ``fold_rows(model, Y_new, X, *, p, q, tol, max_iter, rng, dense_limit) -> (factors,
         info)``, and optionally ``values_may_be_negative(model) -> bool`` (default: stored
         values must be >= 0).
+    partial : str or None
+        What partial fits (:func:`fastpu.partial_fit_users`, ``partial_fit_items``) need beyond
+        the row solver: an object with ``swap(model, p)`` (the model with the roles of users
+        and items exchanged, or a ValueError saying why the item side is not a row problem of
+        the same kind), ``fitted_users(model)`` and ``rows_changed(...)``
+        (``fastpu/model/_sides.py``).
     dask : str or None
         The module of the Dask form: ``fit(client, layout, k, **params)`` and
         ``check(params)`` (refuses, in a sentence, a variant with no distributed form).
@@ -61,6 +67,10 @@ class Entry:
         when they can (a fit with ``user_features``).
     requires : str or None
         An optional package the entry needs (left out of ``compare``'s "all").
+    compile_seconds : float or None
+        Seconds the method's first fit spends compiling its numba kernels in an empty cache
+        (measured on the project's 2-core machine by benchmarks/bench_first_demo.py, see
+        docs/bench_first_demo.md; the first-run notice quotes it).
     """
 
     name: str
@@ -69,6 +79,7 @@ class Entry:
     fit: str
     default_rank: int | str | None = 32
     fold: str | None = None
+    partial: str | None = None
     dask: str | None = None
     space: str | None = None
     demo: str | None = None
@@ -76,6 +87,7 @@ class Entry:
     side: tuple[str, ...] = ()
     cold_start: str | None = None
     requires: str | None = None
+    compile_seconds: float | None = None
 
     def rank_for(self, params: dict[str, Any]) -> int | None:
         """The rank to fit with ``params`` when the caller gives none (None: no rank)."""
@@ -104,22 +116,26 @@ def resolve(where: str) -> Any:
 METHODS = (
     Entry("ocmf", "method", "one-class structured MF with side information (Yu et al.)",
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
+          partial="fastpu.model._sides:ocmf", compile_seconds=6.5,
           space="fastpu.ocmf._tuning:space", demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
           fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",
+          partial="fastpu.model._sides:fbgd", compile_seconds=7,
           space="fastpu.fbgd._tuning:space", demo="fastpu.fbgd:demo_configs"),
     Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
           # k is optional (CSRR-I/II choose their rank) but the default variant "e" needs it:
           # the command line gives it the usual rank when --param k is not given
           fit="fastpu.csrr:fit", default_rank="fastpu.csrr._check:default_rank",
-          fold="fastpu.csrr._fold", dask="fastpu.csrr._dask",
+          fold="fastpu.csrr._fold", dask="fastpu.csrr._dask", partial="fastpu.model._sides:csrr",
+          compile_seconds=1.5,
           space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
           model_class="fastpu.csrr:CSRRModel",
           cold_start="CSRR's user factors are free parameters of the training rows (no map "
                      "from features)"),
     Entry("homf", "method", "HOMF, factorizing a polynomial of a random walk (Shah, Rao, Ding)",
           fit="fastpu.homf:fit", fold="fastpu.homf._fold", dask="fastpu.homf._dask",
+          partial="fastpu.model._sides:homf", compile_seconds=4,
           space="fastpu.homf._tuning:space", demo="fastpu.homf:demo_configs",
           side=("user_graph",),
           cold_start="HOMF's user factors come from walks on the training graph (a new row has "

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from fastpu._core import registry
 from fastpu._core import validation as V
+from fastpu._core.progress import compile_notice, end_line, labelled
 from fastpu._core.dataset import Dataset
 from fastpu.datasets import NAMES as DATASETS
 
@@ -146,6 +147,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for method in wanted:
         if method not in METHODS:
             raise ValueError(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    compile_notice(list(wanted))
     helper = (_start_warmup(wanted, Y_train, force=args.background_compile == "on")
               if args.background_compile != "off" else None)
     try:
@@ -154,6 +156,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if helper is not None and helper.is_alive():
             helper.terminate()
             helper.join(5)
+    end_line()
     print()
     print(_table(rows, _columns(ks)))
     print("seconds: the fit's wall time; the first fit of each method in a process also compiles "
@@ -182,12 +185,26 @@ def _start_warmup(wanted: tuple[str, ...], Y_train: Any, force: bool = False) ->
 
 def _demo_fits(wanted: tuple[str, ...], Y_train: Any, Y_test: Any, ks: tuple[int, ...],
                rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    # one line per configuration: its progress while it trains (the label, the iteration, the
+    # objective), replaced by its scores when it is done; --verbose adds the settings
     for method in wanted:
         for label, kwargs in _part(method, "demo")():
-            print(f"-- training {label}: {_kw_str(kwargs)}", file=sys.stderr, flush=True)
-            model, secs = _fit(method, Y_train, kwargs, seed=args.seed, verbose=not args.quiet)
-            rows.append(_evaluate_row(label, model, Y_train, Y_test, ks, secs))
-            print(_row_summary(rows[-1], _columns(ks)), file=sys.stderr, flush=True)
+            if args.verbose:
+                print(f"-- training {label}: {_kw_str(kwargs)}", file=sys.stderr, flush=True)
+            with labelled(f"-- {label}:"):
+                model, secs = _fit(method, Y_train, kwargs, seed=args.seed, verbose=not args.quiet)
+                rows.append(_evaluate_row(label, model, Y_train, Y_test, ks, secs))
+            summary = _row_summary(rows[-1], _columns(ks))
+            if _progress_line_open():
+                end_line(summary)
+            else:
+                print(summary, file=sys.stderr, flush=True)
+
+
+def _progress_line_open() -> bool:
+    from fastpu._core import progress
+
+    return progress.line_open()
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -273,6 +290,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if args.side and getattr(data, name, None) is not None}
     print(f"fastpu run: {method} on {data.name} ({Y.shape[0]}×{Y.shape[1]}, {Y.nnz} positives), "
           f"{_kw_str(params)}{' + side information' if side else ''}", flush=True)
+    compile_notice([method])
     if args.scheduler or args.workers:       # the same fit on a Dask cluster (fastpu.distributed)
         from fastpu import distributed
         kw = dict(params, method=method, seed=args.seed, verbose=not args.quiet, **side)
@@ -282,6 +300,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         secs = time.perf_counter() - t0
     else:
         model, secs = _fit(method, Y_train, {**params, **side}, seed=args.seed, verbose=not args.quiet)
+    end_line()
     if Y_test is not None:
         row = _evaluate_row(method, model, Y_train, Y_test, args.at, secs)
         print(_table([row], _columns(args.at)))
@@ -405,6 +424,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                  "pip install matplotlib (or the fastpu[bench] extra), or leave out --plot")
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     data = dataclasses.replace(data, Y=Y)
+    named = METHODS if args.methods == "all" else tuple(
+        m.strip() for m in args.methods.split(",") if m.strip() in METHODS)
+    compile_notice(list(named))
     if args.intercept:
         if args.split != "rows":
             raise ValueError("--intercept appends a column of ones to the user features, which only "
@@ -443,6 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="train every method on MovieLens-100K and print a metrics table")
     demo.add_argument("--data", default="ml-100k", help="data set (default ml-100k)")
     demo.add_argument("--methods", default="all", help="comma-separated subset of " + ",".join(METHODS))
+    demo.add_argument("--verbose", action="store_true",
+                      help="also print each configuration's settings before it trains")
     demo.add_argument("--background-compile", choices=("auto", "on", "off"), default="auto",
                       help="compile later methods' kernels in a second process while the first "
                            "ones train: auto (default) when a core is idle, on, off; it only "

@@ -63,9 +63,21 @@ def _is_zip(path: str) -> bool:
         return fh.read(4) == _ZIP_MAGIC
 
 
-def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndarray,
-               values: ArrayLike | None = None) -> Dataset:
+def from_pairs(users: Sequence[Any] | np.ndarray | Any, items: Sequence[Any] | np.ndarray | None = None,
+               values: ArrayLike | None = None, *, user: str | None = None, item: str | None = None,
+               value: str | None = None) -> Dataset:
     """Build a Dataset from (user, item[, value]) triples, keeping the id maps.
+
+    The triples come as three sequences, or as one pandas DataFrame (``from_pairs(df)``) whose
+    columns are named by ``user=``, ``item=``, ``value=`` or else guessed from their names
+    (case-insensitive): the user column is the one called ``user``, ``user_id``, ``userId``,
+    ``uid``, ``customer``, ``customer_id``, ``session``, ``visitor``, ``member``, ``account``
+    or ``client``; the item column ``item``, ``item_id``, ``itemId``, ``iid``, ``movie``,
+    ``movie_id``, ``movieId``, ``product``, ``product_id``, ``sku``, ``song``, ``track``,
+    ``artist``, ``article``, ``book``, ``label`` or ``tag``; the value column (optional)
+    ``value``, ``rating``, ``score``, ``weight``, ``count``, ``quantity``, ``qty``, ``clicks``
+    or ``plays``. A frame of two or three columns none of whose names is known is read in
+    column order (user, item[, value]); anything else is a ValueError listing the columns.
 
     Ids must be all integers (Python or numpy integers, or whole-number floats) or all
     strings in each of ``users`` and ``items``; a sequence mixing the two (``[1, "1"]``) is
@@ -77,9 +89,12 @@ def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndar
     Parameters
     ----------
     users, items : sequence
-        Equal-length sequences of ids.
+        Equal-length sequences of ids; or ``users`` a pandas DataFrame and ``items`` left out.
     values : sequence of float, optional
         Stored values (ratings, counts); 1 when ``None``.
+    user, item, value : str, optional, keyword-only
+        With a DataFrame: the names of its user, item and value columns (guessed when not
+        given; ``value`` is optional).
 
     Returns
     -------
@@ -88,10 +103,12 @@ def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndar
     Raises
     ------
     TypeError
-        If ids are neither integers nor strings, or one sequence mixes the two.
+        If ids are neither integers nor strings, or one sequence mixes the two; if ``items``
+        is missing for sequences; if column names are given with sequences.
     ValueError
         If an id is ``None`` (or a bool, NaN or a fractional float), lengths differ, there
-        are no pairs, or a value is not finite.
+        are no pairs, or a value is not finite; for a DataFrame, if a named column does not
+        exist or the user and item columns cannot be told from the names.
 
     Examples
     --------
@@ -102,7 +119,62 @@ def from_pairs(users: Sequence[Any] | np.ndarray, items: Sequence[Any] | np.ndar
            [0., 5.]])
     >>> ds.user_ids.tolist(), ds.item_ids.tolist()
     (['ann', 'bob'], [10, 20])
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"userId": ["ann", "bob"], "movieId": [10, 20], "rating": [4.0, 5.0]})
+    >>> from_pairs(df).Y.toarray()
+    array([[4., 0.],
+           [0., 5.]])
     """
+    if type(users).__name__ == "DataFrame" and hasattr(users, "columns"):
+        if items is not None or values is not None:
+            raise TypeError("from_pairs(df) takes the DataFrame alone: name its columns with "
+                            "user=, item=, value= (e.g. from_pairs(df, user='customer', "
+                            "item='sku')), not as items / values")
+        df = users
+        columns = [str(c) for c in df.columns]
+        lower = {c.lower(): c for c in reversed(columns)}        # the first spelling wins
+        known = {
+            "user": ("user", "user_id", "userid", "uid", "users", "customer", "customer_id",
+                     "customerid", "session", "session_id", "visitor", "member", "account", "client"),
+            "item": ("item", "item_id", "itemid", "iid", "items", "movie", "movie_id", "movieid",
+                     "product", "product_id", "productid", "sku", "song", "track", "artist",
+                     "article", "book", "label", "tag"),
+            "value": ("value", "rating", "ratings", "score", "weight", "count", "quantity",
+                      "qty", "clicks", "plays"),
+        }
+        given = {"user": user, "item": item, "value": value}
+        chosen: dict[str, Any] = {}
+        for role, name in given.items():
+            if name is not None:
+                if str(name) not in columns:
+                    raise ValueError(f"from_pairs: {role}={name!r} is not a column of the "
+                                     f"DataFrame; its columns are {columns}")
+                chosen[role] = df.columns[columns.index(str(name))]
+                continue
+            hit = next((lower[w] for w in known[role] if w in lower), None)
+            if hit is not None:
+                chosen[role] = df.columns[columns.index(hit)]
+        if "user" not in chosen or "item" not in chosen:
+            taken = set(map(str, chosen.values()))
+            rest = [c for c in columns if c not in taken]
+            if not chosen and len(columns) in (2, 3):        # unnamed columns: in order
+                chosen = dict(zip(("user", "item", "value"), df.columns))
+            else:
+                missing = [r for r in ("user", "item") if r not in chosen]
+                raise ValueError(
+                    f"from_pairs: cannot tell the {' and '.join(missing)} column of the DataFrame "
+                    f"from its names {columns} (unclaimed: {rest}); name them, e.g. "
+                    f"from_pairs(df, user={(rest or columns)[0]!r}, item={(rest or columns)[-1]!r})")
+        users, items = df[chosen["user"]].to_numpy(), df[chosen["item"]].to_numpy()
+        values = None if "value" not in chosen else df[chosen["value"]].to_numpy(dtype=np.float64)
+    elif user is not None or item is not None or value is not None:
+        raise TypeError("from_pairs: user=, item=, value= name the columns of a DataFrame; with "
+                        "sequences pass from_pairs(users, items, values)")
+    if items is None:
+        raise TypeError(f"items must be a 1-d sequence of ids (a list, tuple, array or Series), got "
+                        f"None: from_pairs(users, items[, values]) takes equal-length sequences of "
+                        f"ids, or one pandas DataFrame alone (from_pairs(df)), not "
+                        f"{type(users).__name__} alone")
     for name, ids in (("users", users), ("items", items)):
         # a str or an array of the wrong shape gets encode_ids' own message
         if ids is None or isinstance(ids, (Mapping, AbstractSet)) or not hasattr(ids, "__len__") \

@@ -28,10 +28,11 @@ from fastpu._core.dataset import Dataset
 from fastpu._core.factorization import Factorization
 from fastpu._core.hints import ArrayLike, Matrix, Sparse, Threads
 from fastpu._core.threads import limit_threads
+from fastpu.model._inputs import IdLists, is_id_lists, rows_from_lists
 
-__all__ = ["fold_in"]
+__all__ = ["fold_in", "check_new_rows", "trained_users"]
 
-def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features: Matrix | None = None,
+def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = None, *, user_features: Matrix | None = None,
             p: ArrayLike | None = None, q: ArrayLike | None = None,
             user_ids: ArrayLike | None = None, tol: float = 1e-10, max_iter: int = 100,
             seed: int = 0, dense_limit: int | None = None,
@@ -54,13 +55,16 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     ----------
     model : Factorization
         A model fitted by ``fastpu.ocmf``, ``fbgd``, ``homf`` or ``csrr`` (variant ``"e"``).
-    Y_new : scipy.sparse matrix, shape (m_new, n), or Dataset, optional
+    Y_new : scipy.sparse matrix, shape (m_new, n), Dataset, or lists of item ids, optional
         The new users' positives over the model's n items (stored values are the weights C_ij,
         as in ``fit``). Required unless the model has user features. A
         :class:`~fastpu.datasets.Dataset` (``datasets.from_pairs(users, items)``) has its
         columns matched to the model's items by id when both have item ids (positives of items
         the model does not know are left out with a warning), and gives ``user_ids`` unless
-        they are passed.
+        they are passed. Item ids work too: one list per new user (``[[50, 172], [181]]``; a
+        flat list ``[50, 172, 181]`` is one user), the model's item ids when it has them,
+        positions otherwise; each listed item is a positive of weight 1 (unknown ids are left
+        out with a warning).
     user_features : array or sparse matrix, shape (m_new, d), optional
         The new users' features, for models fitted with ``user_features`` (and only for them).
     p : array-like, shape (m_new,), optional
@@ -126,6 +130,8 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     >>> items, scores = fp.recommend(new, data.Y[50:], n=5)
     >>> items.shape
     (10, 5)
+    >>> fp.fold_in(model, [3, 17, 25]).user_factors.shape    # one new user, by item
+    (1, 4)
     """
     if not isinstance(model, Factorization):
         raise TypeError(f"model must be a fastpu Factorization (the result of a fit), got {type(model).__name__}")
@@ -135,22 +141,14 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
     tol = V.check_scalar(tol, name="tol", minimum=0.0)
     max_iter = V.check_int(max_iter, name="max_iter", minimum=1)
     rng = V.check_seed(seed)
-    n = model.shape[1]
     V.check_dense(model.item_factors, name="model.item_factors")      # finite, 2-d
-    if isinstance(Y_new, Dataset):
-        if user_ids is None:
-            user_ids = Y_new.user_ids
-        Y_new = _on_model_items(model, Y_new)
-    if Y_new is not None:
-        nonneg = not getattr(solver, "values_may_be_negative", lambda model: False)(model)
-        if not sp.issparse(Y_new):
-            V.check_csr(Y_new, name="Y_new")          # raises the TypeError
-        if Y_new.ndim != 2 or Y_new.shape[1] != n:
-            raise ValueError(f"Y_new has shape {Y_new.shape}, expected (m_new, {n}): one column per "
-                             f"item of the model")
-        Y_new = V.check_csr(Y_new, name="Y_new", nonnegative=nonneg)
+    nonneg = not getattr(solver, "values_may_be_negative", lambda model: False)(model)
+    Y_new, dataset_ids = check_new_rows(model, Y_new, nonnegative=nonneg)
+    if user_ids is None:
+        user_ids = dataset_ids
+    base = trained_users(model)
     with limit_threads(n_threads):
-        U, info = solver.fold_rows(model, Y_new, user_features, p=p, q=q, tol=tol,
+        U, info = solver.fold_rows(base, Y_new, user_features, p=p, q=q, tol=tol,
                                    max_iter=max_iter, rng=rng, dense_limit=dense_limit)
     fields = info.pop("fields", {})      # a model's own parts for the new rows (CSRR's V, ...)
     inputs = "model, Y_new, user_features" + (", p, q" if p is not None or q is not None else "")
@@ -180,23 +178,78 @@ def fold_in(model: Factorization, Y_new: Sparse | None = None, *, user_features:
 # helpers
 # ----------------------------------------------------------------------------------------------
 
-def _on_model_items(model: Factorization, data: Dataset) -> Sparse:
+def trained_users(model: Factorization) -> Factorization:
+    """``model`` with as many user rows as it was fitted with, where its method's row solver
+    needs that number (HOMF's graph has a node per training user; a fold-in or a partial fit
+    changes the number of rows, not the graph)."""
+    entry = registry.get(model.method)
+    if entry.partial is None:
+        return model
+    fitted = entry.resolve("partial").fitted_users(model)
+    if fitted == model.shape[0]:
+        return model
+    k = model.user_factors.shape[1]
+    return dataclasses.replace(model, user_factors=np.zeros((fitted, k), dtype=model.user_factors.dtype))
+
+
+def check_new_rows(model: Factorization, Y_new: Any, *, nonnegative: bool = True,
+                   name: str = "Y_new", what: str = "item") -> tuple[Sparse | None, Any]:
+    """New users' positives as canonical CSR over the model's items, and the Dataset's user ids.
+
+    ``Y_new`` is a sparse matrix (m_new × n), a Dataset (columns matched by item id), lists of
+    item ids (one per user; a flat list is one user) or None.
+    """
+    n = model.shape[1]
+    ids = None
+    if isinstance(Y_new, Dataset):
+        ids = Y_new.user_ids
+        return V.check_csr(_on_model_items(model, Y_new, name=name, what=what), name=name,
+                           nonnegative=nonnegative), ids
+    if Y_new is None:
+        return None, None
+    if is_id_lists(Y_new):
+        Y, _ = rows_from_lists(Y_new, ids=model.item_ids, size=n, name=name, what=what,
+                               stacklevel=4)
+        return Y, None
+    if not sp.issparse(Y_new):
+        dense = getattr(Y_new, "ndim", None) == 2 or (
+            isinstance(Y_new, (list, tuple)) and Y_new and all(isinstance(r, (list, tuple)) for r in Y_new))
+        hint = (f"; a dense users × items array becomes one with scipy.sparse.csr_array({name})"
+                if dense else "")
+        raise TypeError(
+            f"{name} must be a scipy.sparse matrix (new users × {n} items), a Dataset, or item ids "
+            f"(one list per new user, e.g. [[50, 172, 181]]: the model's item ids when it has "
+            f"them, positions otherwise), got {type(Y_new).__name__}{hint}")
+    if Y_new.ndim != 2 or Y_new.shape[1] != n:
+        raise ValueError(f"{name} has shape {Y_new.shape}, expected (m_new, {n}): one column per "
+                         f"item of the model")
+    return V.check_csr(Y_new, name=name, nonnegative=nonnegative), None
+
+
+def _on_model_items(model: Factorization, data: Dataset, name: str = "Y_new",
+                    what: str = "item") -> Sparse:
     """A Dataset of new users' positives as a matrix over the model's n items.
 
     Columns are matched by item id when both the data set and the model have item ids
     (positives of items the model does not know are left out, with a warning: the model has
     no factor for them), by position otherwise.
     """
-    from fastpu.model._serving import lookup, remap
+    from fastpu.model._lookup import lookup
+    from fastpu.model._serving import remap
 
-    Y = V.check_csr(data.Y, name="Y_new.Y", nonnegative=False)
+    Y = V.check_csr(data.Y, name=f"{name}.Y", nonnegative=False)
     if data.item_ids is None or model.item_ids is None:
+        if Y.shape[1] != model.shape[1]:
+            raise ValueError(f"{name}.Y has {Y.shape[1]} {what}s, expected {model.shape[1]} (the "
+                             f"model's); {what}s are matched by position when "
+                             f"{'the model' if model.item_ids is None else 'the data set'} has "
+                             f"no {what} ids")
         return Y
-    cols = lookup(model.item_ids, data.item_ids, name="Y_new.item_ids", what="item", strict=False)
+    cols = lookup(model.item_ids, data.item_ids, name=f"{name}.{what}_ids", what=what, strict=False)
     Y, dropped = remap(Y, None, cols, (Y.shape[0], model.shape[1]))
     if dropped.size:
         unknown = np.unique(np.asarray(data.item_ids)[dropped])
-        warnings.warn(f"fold_in: {dropped.size} positive(s) of {unknown.size} item id(s) the "
+        warnings.warn(f"{name}: {dropped.size} positive(s) of {unknown.size} {what} id(s) the "
                       f"model does not know ({unknown[:5].tolist()}{' ...' if unknown.size > 5 else ''}) "
                       "were left out: the model has no factor for them", UserWarning, stacklevel=3)
     return Y

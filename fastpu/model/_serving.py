@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, Literal, overload
+from typing import Any, overload
 
 import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu._kernels.topk import topk_candidates
 from fastpu._core.hints import ArrayLike, IntArray, Sparse
-from fastpu._core.factorization import Factorization, block_size, check_model, iter_score_blocks
+from fastpu._core.factorization import Factorization, check_model
+from fastpu.model._exact import exact_similar, exact_topk
+from fastpu.model._inputs import IdLists, is_id_lists, rows_from_lists
+from fastpu.model._lookup import lookup
 
-__all__ = ["recommend", "similar_items", "similar_users"]
+__all__ = ["on_model", "recommend", "similar_items", "similar_users"]
 
-# Up to this many ids are looked up by one scan each; more by one sort of the model's ids.
-_SCAN_LIMIT = 16
 _BASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Factorization))
 
 
@@ -62,88 +62,26 @@ def _ids_of(model: Factorization, side: str) -> np.ndarray:
     ids = getattr(model, f"{side}_ids")
     if ids is None:
         raise ValueError(
-            f"ids=True needs the model's {side} ids, but model.{side}_ids is None (the model was "
-            "fitted on a bare matrix); fit it on a fastpu.datasets.Dataset, or pass row/column "
-            "numbers with ids=False")
+            f"ids=True needs the model's {side} ids, but model.{side}_ids is None; fit the model "
+            "on a fastpu.datasets.Dataset (or give fold_in / partial fits the ids), or pass "
+            "row/column numbers with ids=False")
     return np.asarray(ids)
 
 
-def _kind(arr: np.ndarray) -> str | None:
-    if arr.dtype.kind in "iu":
-        return "integer"
-    if arr.dtype.kind in "US":
-        return "string"
-    if arr.dtype.kind == "O" and all(isinstance(x, str) for x in arr.ravel()):
-        return "string"
-    return None
+def _use_ids(model: Factorization, side: str, ids: bool) -> bool:
+    """Whether ``side``'s values are ids: with ``ids=True``, on each side that has ids.
 
-
-def lookup(known: Any, wanted: ArrayLike, *, name: str, what: str,
-           strict: bool = True) -> IntArray:
-    """Positions in ``known`` (a model's id array) of the ids ``wanted``.
-
-    With ``strict`` an unknown id is a ValueError naming ``name``; otherwise its position is -1.
-    An id that occurs more than once in ``known`` is a ValueError when it is looked up (a
-    lookup of more than ``_SCAN_LIMIT`` ids sorts ``known`` and rejects any repeated id).
+    A side without ids (the new users of a ``fold_in`` without ``user_ids``) is addressed by
+    number; a model with no ids on either side cannot honour ``ids=True``.
     """
-    known = np.asarray(known)
-    wanted = np.asarray(wanted)
-    if wanted.ndim == 0:
-        wanted = wanted.reshape(1)
-    if wanted.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d sequence of {what} ids, got shape {wanted.shape}")
-    kk, kw = _kind(known), _kind(wanted)
-    if kk is None:
-        raise TypeError(f"the model's {what} ids have dtype {known.dtype}; expected integers or strings")
-    if wanted.size == 0:
-        return np.empty(0, dtype=np.int64)
-    if kw != kk:
-        raise TypeError(f"{name} must hold {kk} ids like the model's {what} ids "
-                        f"(e.g. {known[:3].tolist()}), got dtype {wanted.dtype}")
-    beyond = None                  # uint64 ids past int64's range: no int64 id equals them
-    if kk == "string":
-        known, wanted = known.astype(str, copy=False), wanted.astype(str, copy=False)
-    elif known.dtype == np.uint64 and wanted.dtype == np.uint64:
-        pass                       # compared as they are
-    else:
-        if wanted.dtype == np.uint64:
-            beyond = wanted > np.iinfo(np.int64).max
-            if beyond.any():
-                shown = wanted[beyond][:5].tolist()
-                wanted = np.where(beyond, np.uint64(0), wanted)
-        known, wanted = known.astype(np.int64, copy=False), wanted.astype(np.int64, copy=False)
-    out = np.full(wanted.size, -1, dtype=np.int64)
-    if wanted.size <= _SCAN_LIMIT:
-        # a few ids (the serving case): one O(len(known)) scan each, no sort
-        for t, w in enumerate(wanted):
-            hit = np.flatnonzero(known == w)
-            if hit.size > 1:
-                raise ValueError(f"the model's {what} ids are not unique ({w!r} appears {hit.size} "
-                                 f"times), so {name} cannot be looked up")
-            if hit.size:
-                out[t] = hit[0]
-        found = out >= 0
-    else:
-        order = np.argsort(known, kind="stable")
-        sk = known[order]
-        if sk.size > 1 and np.any(sk[1:] == sk[:-1]):
-            raise ValueError(f"the model's {what} ids are not unique, so {name} cannot be looked up")
-        pos = np.searchsorted(sk, wanted)
-        inside = pos < sk.size
-        found = np.zeros(wanted.size, dtype=bool)
-        found[inside] = sk[pos[inside]] == wanted[inside]
-        out[found] = order[pos[found]]
-    if beyond is not None and beyond.any():
-        out[beyond] = -1
-        found = found & ~beyond
-        if strict:
-            raise ValueError(f"{name} has {int(beyond.sum())} {what} id(s) the model does not know: "
-                             f"{shown}{' ...' if beyond.sum() > 5 else ''} (above the largest int64)")
-    if strict and not found.all():
-        missing = wanted[~found]
-        raise ValueError(f"{name} has {missing.size} {what} id(s) the model does not know: "
-                         f"{missing[:5].tolist()}{' ...' if missing.size > 5 else ''}")
-    return out
+    if not ids:
+        return False
+    if model.user_ids is None and model.item_ids is None:
+        raise ValueError(
+            "ids=True needs the model's ids, but model.user_ids and model.item_ids are both None "
+            "(the model was fitted on a bare matrix, not a fastpu.datasets.Dataset); fit it on a "
+            "Dataset, or pass row/column numbers with ids=False")
+    return getattr(model, f"{side}_ids") is not None
 
 
 @overload
@@ -160,7 +98,7 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
     if isinstance(values, (list, tuple)) and len(values) == 0:
         return np.empty(0, dtype=np.int64)           # [] is float64 to numpy, but means none
     size = model.shape[0 if side == "user" else 1]
-    if ids:
+    if _use_ids(model, side, ids):
         return lookup(_ids_of(model, side), values, name=name, what=side)
     try:
         return V.check_indices(values, name=name, size=size)
@@ -168,7 +106,8 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
         if getattr(model, f"{side}_ids") is None:
             raise
         # a model with ids takes row/column numbers unless ids=True: say so where it shows
-        raise type(exc)(f"{exc}; {name} are {'row' if side == 'user' else 'column'} numbers "
+        raise type(exc)(f"{exc}; {name} {'is' if name == 'query' else 'are'} "
+                        f"{'row' if side == 'user' else 'column'} numbers "
                         f"unless ids=True, and this "
                         f"model has {side} ids (model.{side}_ids, e.g. "
                         f"{np.asarray(getattr(model, f'{side}_ids'))[:3].tolist()}): pass ids=True "
@@ -180,28 +119,38 @@ def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Spars
     m, n = model.shape
     if Y_seen is None:
         return sp.csr_array((np.zeros(0), np.zeros(0, np.int64), np.zeros(m + 1, np.int64)), shape=(m, n))
-    if isinstance(Y_seen, Dataset):
-        # each side separately: matched by id where both the data set and the model have ids
-        # (entries of ids the model does not know are dropped), by position otherwise
+    return on_model(model, Y_seen, name="Y_seen")
+
+
+def on_model(model: Factorization, Y: Sparse | Dataset, *, name: str,
+             nonnegative: bool = False) -> Sparse:
+    """``Y`` as canonical CSR of the model's shape (users × items).
+
+    A :class:`~fastpu.datasets.Dataset` is matched to the model on each side separately: by id
+    where both the data set and the model have ids (entries of ids the model does not know are
+    dropped), by position otherwise. A matrix must have the model's shape.
+    """
+    m, n = model.shape
+    if isinstance(Y, Dataset):
         maps: list[IntArray | None] = []
         for side, size in (("user", m), ("item", n)):
-            theirs, ours = getattr(Y_seen, f"{side}_ids"), getattr(model, f"{side}_ids")
+            theirs, ours = getattr(Y, f"{side}_ids"), getattr(model, f"{side}_ids")
             if theirs is None or ours is None or (
                     len(theirs) == size and np.array_equal(np.asarray(theirs), np.asarray(ours))):
                 maps.append(None)
             else:
-                maps.append(lookup(ours, theirs, name=f"Y_seen.{side}_ids", what=side, strict=False))
+                maps.append(lookup(ours, theirs, name=f"{name}.{side}_ids", what=side, strict=False))
         if all(mp is None for mp in maps):
-            Y_seen = Y_seen.Y
+            Y = Y.Y
         else:
-            Y = V.check_csr(Y_seen.Y, name="Y_seen.Y", nonnegative=False)
+            M = V.check_csr(Y.Y, name=f"{name}.Y", nonnegative=nonnegative)
             for axis, (side, size, mp) in enumerate(zip(("user", "item"), (m, n), maps)):
-                if mp is None and Y.shape[axis] != size:
-                    raise ValueError(f"Y_seen.Y has {Y.shape[axis]} {side}s, expected {size} "
+                if mp is None and M.shape[axis] != size:
+                    raise ValueError(f"{name}.Y has {M.shape[axis]} {side}s, expected {size} "
                                      f"(model.shape); with no {side} ids on one side they are "
                                      "matched by position")
-            Y_seen, _ = remap(Y, maps[0], maps[1], (m, n))
-    return V.check_csr(Y_seen, name="Y_seen", shape=(m, n), nonnegative=False,
+            Y, _ = remap(M, maps[0], maps[1], (m, n))
+    return V.check_csr(Y, name=name, shape=(m, n), nonnegative=nonnegative,
                        shape_from="model.shape, users × items")
 
 
@@ -233,49 +182,48 @@ def _candidates(model: Factorization, items: ArrayLike | None, exclude: ArrayLik
 
 # ----------------------------------------------------------------------------- recommend
 
-@overload
-def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
-              users: ArrayLike | None = None, n: int = 10, *, ids: Literal[False] = False,
-              items: ArrayLike | None = None, exclude: ArrayLike | None = None,
-              ) -> tuple[np.ndarray, np.ndarray]: ...
-@overload
-def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
-              users: ArrayLike | None = None, n: int = 10, *, ids: Literal[True],
-              items: ArrayLike | None = None, exclude: ArrayLike | None = None,
-              ) -> tuple[list[np.ndarray], list[np.ndarray]]: ...
-@overload
-def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
-              users: ArrayLike | None = None, n: int = 10, *, ids: bool,
-              items: ArrayLike | None = None, exclude: ArrayLike | None = None,
-              ) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]: ...
-def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
+def recommend(model: Factorization, Y_seen: Sparse | Dataset | IdLists | None = None,
               users: ArrayLike | None = None, n: int = 10, *, ids: bool = False,
               items: ArrayLike | None = None, exclude: ArrayLike | None = None,
-              ) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]:
+              as_frame: bool = False, approximate: Any = False) -> Any:
     """Top-``n`` items per user by score, without the items each user has seen.
 
     Parameters
     ----------
     model : Factorization
         Any fitted fastpu model (or one read back with :func:`fastpu.load_model`).
-    Y_seen : scipy.sparse matrix of shape (m, n_items), Dataset, or None
+    Y_seen : scipy.sparse matrix of shape (m, n_items), Dataset, lists of item ids, or None
         Items to leave out per user, usually the training matrix (its stored entries;
         values are ignored). A :class:`~fastpu.datasets.Dataset` whose ids differ from the
         model's is matched by user and item id (entries of unknown users or items are
-        ignored). ``None`` leaves out nothing.
-    users : array-like, optional
+        ignored). Lists of item ids: one list per requested user, in the order of ``users``
+        (a flat list for a single user), holding the model's item ids when it has them and
+        item numbers otherwise, as :func:`fastpu.fold_in` takes them. ``None`` leaves out
+        nothing.
+    users : int, str or array-like, optional
         Users to recommend for, all when ``None``: row numbers in ``[0, m)``, or user ids
-        when ``ids=True``.
+        when ``ids=True``. A single user (a scalar) gives 1-d results, a list 2-d ones.
     n : int
         Number of items per user (``n >= 1``; more than the candidates is fine).
     ids : bool, keyword-only
         When True, ``users``, ``items`` and ``exclude`` are ids as in the data set the model
         was fitted on (``model.user_ids`` / ``model.item_ids``) and the result holds item ids.
+        A side without ids (the new users of a :func:`fastpu.fold_in` without ``user_ids``)
+        keeps its numbers; a model without any ids refuses ``ids=True``.
     items : array-like, optional, keyword-only
         Candidate items: rank only among these (row numbers, or ids with ``ids=True``).
         All items when ``None``.
     exclude : array-like, optional, keyword-only
         Items never recommended to anyone (row numbers, or ids with ``ids=True``).
+    as_frame : bool, keyword-only
+        Return one pandas DataFrame with columns ``user``, ``rank``, ``item``, ``score`` (one
+        row per real recommendation, ids where the model has them with ``ids=True``) instead of
+        the two arrays. Needs pandas.
+    approximate : bool or ApproximateIndex, keyword-only
+        Rank with an approximate nearest-neighbour index instead of every item
+        (``docs/partial_fit.md``): an :class:`~fastpu.model.ApproximateIndex` built once is
+        reused; ``True`` builds one for this call (``kind="ivf"``, the quickest to build).
+        Needs faiss (the ``ann`` extra). Default ``False``: exact.
 
     Returns
     -------
@@ -283,10 +231,13 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
         Best first, ties broken by lower item number. With ``ids=False``: item numbers,
         ``-1`` in the slots of a user who has fewer ranked items than columns. With
         ``ids=True``: a list with one 1-d array of item ids per user, holding only real
-        recommendations (never a padding slot turned into an id).
+        recommendations (never a padding slot turned into an id). For a single user
+        (``users`` a scalar): its 1-d array.
     scores : ndarray of float64 of the same shape; or list
         The matching scores; ``-inf`` in padding slots (``ids=False``), a list of 1-d arrays
-        with ``ids=True``.
+        with ``ids=True``; 1-d for a single user.
+    frame : pandas.DataFrame
+        Instead of the two, with ``as_frame=True``.
 
     Raises
     ------
@@ -323,87 +274,138 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | None,
     >>> idx, sc = fp.recommend(m, data.Y, users=[0, 1], n=5)
     >>> idx.shape                             # at most the 3 items, not n=5 columns
     (2, 3)
+    >>> items, scores = m.recommend(["tea"], "cy", ids=True)   # one user: 1-d; seen by id
+    >>> items.tolist()
+    ['jam', 'oat']
     """
     model = check_model(model)
     n = V.check_k(n, name="n")
     ids = _check_bool(ids, "ids")
-    m_users = model.shape[0]
+    as_frame = _check_bool(as_frame, "as_frame")
+    single = users is not None and np.ndim(users) == 0
     users = _positions(model, users, side="user", name="users", ids=ids)
     if users is None:
-        users = np.arange(m_users, dtype=np.int64)
+        users = np.arange(model.shape[0], dtype=np.int64)
     cand = _candidates(model, items, exclude, ids)
-    seen = _seen_matrix(model, Y_seen)
+    if is_id_lists(Y_seen):
+        seen = _seen_lists(model, Y_seen, users, single)
+    else:
+        seen = _seen_matrix(model, Y_seen)
     _check_model_finite(model, users)
+    index = _approximate_index(model, approximate, side="item", similarity="dot")
     n_take = min(n, cand.size)
-    out_items = np.full((users.size, n_take), -1, dtype=np.int64)
-    out_scores = np.full((users.size, n_take), -np.inf)
-    nonfinite = 0
-    if n_take > 0:
-        start = 0
-        for rows, S in iter_score_blocks(model, users):
-            bad = np.zeros(rows.size, dtype=np.int64)
-            sl = slice(start, start + rows.size)
-            topk_candidates(S, seen.indptr, seen.indices, rows, cand, n_take,
-                            out_items[sl], out_scores[sl], bad)
-            nonfinite += int(bad.sum())
-            start += rows.size
-    if nonfinite:
-        warnings.warn(f"model.scores gave {nonfinite} non-finite scores (NaN or inf) among the "
-                      "candidates; those items were left out of the recommendations",
-                      RuntimeWarning, stacklevel=2)
-    if not ids:
-        return out_items, out_scores
-    item_ids = _ids_of(model, "item")
+    if index is not None:
+        out_items, out_scores = index.recommend(model, users, seen, cand, n_take)
+    else:
+        out_items, out_scores = exact_topk(model, users, seen, cand, n_take)
     keep = out_items >= 0
-    return ([item_ids[row[k]] for row, k in zip(out_items, keep)],
-            [row[k] for row, k in zip(out_scores, keep)])
+    item_ids = getattr(model, "item_ids", None) if _use_ids(model, "item", ids) else None
+    user_ids = getattr(model, "user_ids", None) if _use_ids(model, "user", ids) else None
+    if as_frame:
+        return _frame(user=np.repeat(users if user_ids is None else np.asarray(user_ids)[users],
+                                     keep.sum(axis=1)),
+                      rank=np.concatenate([np.arange(1, k + 1) for k in keep.sum(axis=1)] or
+                                          [np.zeros(0, np.int64)]),
+                      item=(out_items[keep] if item_ids is None
+                            else np.asarray(item_ids)[out_items[keep]]),
+                      score=out_scores[keep])
+    if not ids:
+        return (out_items[0], out_scores[0]) if single else (out_items, out_scores)
+    if item_ids is None:
+        got = ([row[k] for row, k in zip(out_items, keep)],
+               [row[k] for row, k in zip(out_scores, keep)])
+    else:
+        iid = np.asarray(item_ids)
+        got = ([iid[row[k]] for row, k in zip(out_items, keep)],
+               [row[k] for row, k in zip(out_scores, keep)])
+    return (got[0][0], got[1][0]) if single else got
+
+
+def _seen_lists(model: Factorization, Y_seen: Any, users: IntArray, single: bool) -> Sparse:
+    """Lists of seen item ids, one per requested user, as an m × n CSR on those users' rows."""
+    m, n = model.shape
+    rows, flat = rows_from_lists(Y_seen, ids=model.item_ids, size=n, name="Y_seen", stacklevel=4)
+    if rows.shape[0] != users.size:
+        raise ValueError(
+            f"Y_seen has {rows.shape[0]} list(s) of item ids, expected {users.size}: one per "
+            f"requested user, in the order of users{' (a flat list is one user)' if not flat else ''}")
+    C = rows.tocoo()
+    Y = sp.csr_array((np.ones(C.nnz), (users[C.row], C.col)), shape=(m, n))
+    return V.check_csr(Y, name="Y_seen")
+
+
+def _approximate_index(model: Factorization, approximate: Any, side: str,
+                       similarity: str = "dot") -> Any:
+    """None for exact ranking; else the approximate index to rank with (built when True)."""
+    if approximate is False or approximate is None:
+        return None
+    from fastpu.model._ann import ApproximateIndex
+
+    if approximate is True:                   # for this call only: the index quickest to build
+        return ApproximateIndex(model, side=side, similarity=similarity, kind="ivf")
+    if isinstance(approximate, ApproximateIndex):
+        approximate.check_model(model, side=side, similarity=similarity)
+        return approximate
+    raise TypeError(f"approximate must be True, False or a fastpu.model.ApproximateIndex, got "
+                    f"{type(approximate).__name__}")
+
+
+def _frame(**columns: Any) -> Any:
+    """A pandas DataFrame of the columns (an ImportError that says what to install otherwise)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("as_frame=True needs pandas, which is not installed: pip install pandas "
+                          "(or leave as_frame out to get numpy arrays)") from None
+    return pd.DataFrame(columns)
 
 
 # ----------------------------------------------------------------------------- similar
 
-def _similar(model: Factorization, queries: ArrayLike, n: int, ids: bool,
-             side: str) -> tuple[np.ndarray, np.ndarray]:
+def _similar(model: Factorization, query: Any, n: int, ids: bool, side: str, *,
+             candidates: Any = None, exclude: Any = None, as_frame: bool = False,
+             approximate: Any = False) -> Any:
     model = check_model(model)
     n = V.check_k(n, name="n")
     ids = _check_bool(ids, "ids")
-    name = "items" if side == "item" else "users"
-    if queries is None:
-        raise TypeError(f"{name} must be the {side}s to find neighbours for, got None")
-    q = _positions(model, queries, side=side, name=name, ids=ids)
+    as_frame = _check_bool(as_frame, "as_frame")
+    if query is None:
+        raise TypeError(f"query must be the {side}s to find neighbours for, got None")
+    single = np.ndim(query) == 0
+    q = _positions(model, query, side=side, name="query", ids=ids)
     F = np.asarray(model.item_factors if side == "item" else model.user_factors, dtype=np.float64)
     if F.shape[1] == 0:
         raise ValueError(f"similar_{side}s compares {side} vectors, and this {model.method} model "
                          f"has none (model.{side}_factors has no columns)")
     _check_finite(F, f"model.{side}_factors")
-    # each row divided by its largest |entry| first: the norm of a row of 1e200s (or 1e-200s)
-    # would overflow (underflow), and cosines are unchanged by scaling
-    big = np.abs(F).max(axis=1) if F.shape[1] else np.zeros(F.shape[0])
-    G = F / np.where(big > 0, big, 1.0)[:, None]
-    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
-    Fn = np.ascontiguousarray(G / np.where(norms > 0, norms, 1.0)[:, None])
     N = F.shape[0]
-    n_take = max(0, min(n, N - 1))
-    out_idx = np.full((q.size, n_take), -1, dtype=np.int64)
-    out_sc = np.full((q.size, n_take), -np.inf)
-    if n_take > 0:
-        cand = np.arange(N, dtype=np.int64)
-        step = block_size(N)
-        for start in range(0, q.size, step):
-            block = q[start:start + step]
-            S = np.ascontiguousarray(Fn[block] @ Fn.T)
-            np.clip(S, -1.0, 1.0, out=S)
-            # each query leaves out itself: a one-entry "seen" row per query
-            self_indptr = np.arange(block.size + 1, dtype=np.int64)
-            rows = np.arange(block.size, dtype=np.int64)
-            bad = np.zeros(block.size, dtype=np.int64)
-            sl = slice(start, start + block.size)
-            topk_candidates(S, self_indptr, block, rows, cand, n_take, out_idx[sl], out_sc[sl], bad)
-    if ids:
-        return _ids_of(model, side)[out_idx], out_sc
-    return out_idx, out_sc
+    plural = f"{side}s"
+    cand = _positions(model, candidates, side=side, name=plural, ids=ids)
+    cand = np.arange(N, dtype=np.int64) if cand is None else np.unique(cand)
+    drop = _positions(model, exclude, side=side, name="exclude", ids=ids)
+    if drop is not None and drop.size:
+        cand = cand[~np.isin(cand, drop)]
+    cand = np.ascontiguousarray(cand, dtype=np.int64)
+    # every query leaves out itself: a rectangular result needs one slot fewer if any query is
+    # a candidate (then every row is full: no padding)
+    n_take = max(0, min(n, cand.size - (1 if np.isin(q, cand).any() else 0)))
+    index = _approximate_index(model, approximate, side=side, similarity="cosine")
+    if index is not None:
+        out_idx, out_sc = index.similar(q, cand, n_take)
+    else:
+        out_idx, out_sc = exact_similar(F, q, cand, n_take)
+    labels = _ids_of(model, side) if _use_ids(model, side, ids) else None
+    if as_frame:
+        return _frame(query=np.repeat(q if labels is None else labels[q], out_idx.shape[1]),
+                      rank=np.tile(np.arange(1, out_idx.shape[1] + 1), q.size),
+                      **{side: (out_idx if labels is None else labels[out_idx]).ravel(),
+                         "similarity": out_sc.ravel()})
+    if labels is not None:
+        out_idx = labels[out_idx]
+    return (out_idx[0], out_sc[0]) if single else (out_idx, out_sc)
 
 
-_SIMILAR_DOC = """The ``n`` {side}s most similar to each of ``{name}``, by cosine of the {side} factors.
+_SIMILAR_DOC = """The ``n`` {side}s most similar to each query {side}, by cosine of the {side} factors.
 
     similarity({a}, {b}) = f_{a} · f_{b} / (‖f_{a}‖ ‖f_{b}‖) over the rows of
     ``model.{side}_factors`` (0 when either vector is zero, so never NaN). Each query leaves
@@ -416,18 +418,35 @@ _SIMILAR_DOC = """The ``n`` {side}s most similar to each of ``{name}``, by cosin
     ----------
     model : Factorization
         Any fitted fastpu model.
-    {name} : array-like
-        Query {side}s: numbers in ``[0, {size})``, or ids with ``ids=True``.
+    query : int, str or array-like
+        Query {side}s: numbers in ``[0, {size})``, or ids with ``ids=True``. A single {side}
+        (a scalar) gives 1-d results, a list 2-d ones.
     n : int
-        Neighbours per query (``n >= 1``); the result has ``min(n, {size} - 1)`` columns.
+        Neighbours per query (``n >= 1``).
+    {name} : array-like, optional, keyword-only
+        Candidates: rank only among these {side}s (numbers, or ids with ``ids=True``), as
+        ``recommend``'s ``items``. All when ``None``. (Until 0.2 this keyword named the query;
+        given without a query it still does, with a DeprecationWarning.)
+    exclude : array-like, optional, keyword-only
+        {Side}s never returned (numbers, or ids with ``ids=True``).
     ids : bool, keyword-only
-        When True, ``{name}`` are ids (``model.{side}_ids``) and so is the result.
+        When True, ``query``, ``{name}`` and ``exclude`` are ids (``model.{side}_ids``) and so
+        is the result.
+    as_frame : bool, keyword-only
+        Return one pandas DataFrame with columns ``query``, ``rank``, ``{side}``,
+        ``similarity`` instead of the two arrays. Needs pandas.
+    approximate : bool or ApproximateIndex, keyword-only
+        Search an approximate nearest-neighbour index (``docs/partial_fit.md``) instead of
+        every {side}: ``True`` builds one for this call (``kind="ivf"``); an index built once with
+        ``ApproximateIndex(model, side="{side}", similarity="cosine")`` is reused.
 
     Returns
     -------
-    neighbours : ndarray, shape (len({name}), min(n, {size} - 1))
+    neighbours : ndarray, shape (len(query), width)
         Most similar first, ties broken by lower number: {side} numbers (int64), or ids with
-        ``ids=True`` (every slot is filled, so there is no padding).
+        ``ids=True``. ``width = min(n, number of candidates)``, one less when a query is
+        itself a candidate, so that every slot is filled (no padding): ``min(n, {size} - 1)``
+        without filters.
     similarities : ndarray of float64, same shape
         Cosines in [-1, 1].
 
@@ -435,7 +454,7 @@ _SIMILAR_DOC = """The ``n`` {side}s most similar to each of ``{name}``, by cosin
     ------
     TypeError
         If ``model`` is not a Factorization, ``n`` or ``ids`` has the wrong type, or
-        ``{name}`` is None, not integers (``ids=False``) or not ids of the model's type.
+        ``query`` is None, not integers (``ids=False``) or not ids of the model's type.
     ValueError
         If ``n < 1``, a number is out of range, an id is unknown, ``ids=True`` on a model
         without ids, or ``model.{side}_factors`` has non-finite values.
@@ -447,22 +466,42 @@ _SIMILAR_DOC = """The ``n`` {side}s most similar to each of ``{name}``, by cosin
     >>> from fastpu.model import {func}
     >>> {func}(m, [{example}], n=2)[0]
     {expected}
+    >>> {func}(m, 0, n=2, {name}=[2])[0]          # one query, one candidate: 1-d
+    array([2])
     """
 
 
-def similar_items(model: Factorization, items: ArrayLike, n: int = 10, *,
-                  ids: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    return _similar(model, items, n, ids, "item")
+def _old_keyword(query: Any, candidates: Any, side: str) -> tuple[Any, Any]:
+    """``similar_{side}s(model, {side}s=[...])`` named the queries until 0.2: with no query, the
+    keyword still does (with a DeprecationWarning); with one, it restricts the candidates."""
+    if query is None and candidates is not None:
+        warnings.warn(f"similar_{side}s(model, {side}s=...) names the candidates now, as in "
+                      f"recommend; pass the query {side}s positionally (or as query=): "
+                      f"similar_{side}s(model, [...], n=...). Read as the query until the next "
+                      "release", DeprecationWarning, stacklevel=3)
+        return candidates, None
+    return query, candidates
 
 
-def similar_users(model: Factorization, users: ArrayLike, n: int = 10, *,
-                  ids: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    return _similar(model, users, n, ids, "user")
+def similar_items(model: Factorization, query: ArrayLike | None = None, n: int = 10, *,
+                  items: ArrayLike | None = None, exclude: ArrayLike | None = None,
+                  ids: bool = False, as_frame: bool = False, approximate: Any = False) -> Any:
+    query, items = _old_keyword(query, items, "item")
+    return _similar(model, query, n, ids, "item", candidates=items, exclude=exclude,
+                    as_frame=as_frame, approximate=approximate)
+
+
+def similar_users(model: Factorization, query: ArrayLike | None = None, n: int = 10, *,
+                  users: ArrayLike | None = None, exclude: ArrayLike | None = None,
+                  ids: bool = False, as_frame: bool = False, approximate: Any = False) -> Any:
+    query, users = _old_keyword(query, users, "user")
+    return _similar(model, query, n, ids, "user", candidates=users, exclude=exclude,
+                    as_frame=as_frame, approximate=approximate)
 
 
 similar_items.__doc__ = _SIMILAR_DOC.format(
-    side="item", name="items", a="i", b="j", size="n_items", func="similar_items", example="0",
+    Side="Item", side="item", name="items", a="i", b="j", size="n_items", func="similar_items", example="0",
     expected="array([[1, 2]])")
 similar_users.__doc__ = _SIMILAR_DOC.format(
-    side="user", name="users", a="u", b="v", size="m", func="similar_users", example="0",
+    Side="User", side="user", name="users", a="u", b="v", size="m", func="similar_users", example="0",
     expected="array([[1, 2]])")

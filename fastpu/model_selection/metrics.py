@@ -23,6 +23,7 @@ from fastpu._kernels.topk import topk_rows
 from fastpu._core.threads import limit_threads
 from fastpu._core.hints import ArrayLike, IntArray, Seed, Sparse, Threads
 from fastpu._core.factorization import Factorization, iter_score_blocks
+from fastpu._core.dataset import Dataset
 
 __all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "cost_sensitive", "METRICS"]
 
@@ -74,9 +75,10 @@ def _ideal_dcg(kmax: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- evaluate
 
-def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
+def evaluate(model: Factorization, Y_train: Sparse | Dataset, Y_test: Sparse | Dataset,
              k: int | Sequence[int] | IntArray = (1, 5, 10), metrics: Sequence[str] | None = None,
-             users: ArrayLike | None = None, n_threads: Threads = None) -> dict[str, float]:
+             users: ArrayLike | None = None, n_threads: Threads = None, *,
+             as_frame: bool = False) -> Any:
     """Top-k ranking metrics and AUC of a fitted model on held-out positives.
 
     For each evaluated user u, the candidates are all items except u's training
@@ -104,10 +106,13 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
     ----------
     model : Factorization
         A fitted model (any subclass; only ``model.scores`` and ``model.shape`` are used).
-    Y_train : scipy.sparse matrix, shape (m, n)
-        Training positives, excluded from each user's ranking.
-    Y_test : scipy.sparse matrix, shape (m, n)
-        Held-out positives (the stored entries; values are ignored).
+    Y_train : scipy.sparse matrix, shape (m, n), or Dataset
+        Training positives, excluded from each user's ranking. A
+        :class:`~fastpu.datasets.Dataset` (from ``fastpu.split`` of one, or the data the model
+        was fitted on) is matched to the model by user and item id where both have ids
+        (entries of ids the model does not know are left out), by position otherwise.
+    Y_test : scipy.sparse matrix, shape (m, n), or Dataset
+        Held-out positives (the stored entries; values are ignored); a Dataset as ``Y_train``.
     k : int or sequence of int
         Cut-offs, each >= 1.
     metrics : sequence of str, optional
@@ -116,12 +121,16 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
         Restrict the evaluation to these users (still only those with test items).
     n_threads : int, optional
         Numba threads for the ranking kernels (current setting when ``None``).
+    as_frame : bool, keyword-only
+        Return a pandas DataFrame with one row per value — columns ``metric``, ``k``
+        (``<NA>`` for AUC) and ``value`` — and ``n_users`` in its ``attrs``. Needs pandas.
 
     Returns
     -------
     dict
         ``"<metric>@<k>"`` for each selected cut-off metric and k, ``"auc"`` if
         selected, and ``"n_users"`` (the number of users evaluated). Values are floats.
+        A DataFrame with ``as_frame=True``.
 
     Raises
     ------
@@ -150,8 +159,20 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
     >>> res = evaluate(model, Y_train, Y_test, k=1)
     >>> res["precision@1"], res["auc"], res["n_users"]
     (0.5, 0.5, 2)
+    >>> evaluate(model, Y_train, Y_test, k=1, metrics=["precision"], as_frame=True)
+          metric  k  value
+    0  precision  1    0.5
     """
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise TypeError(f"as_frame must be True or False, got {as_frame!r}")
     m, n = scoring.model_shape(model)
+    if isinstance(Y_train, Dataset) or isinstance(Y_test, Dataset):
+        from fastpu.model import on_model
+
+        if isinstance(Y_train, Dataset):
+            Y_train = on_model(model, Y_train, name="Y_train")
+        if isinstance(Y_test, Dataset):
+            Y_test = on_model(model, Y_test, name="Y_test")
     Y_train = V.check_csr(Y_train, name="Y_train", shape=(m, n), nonnegative=False,
                          shape_from="model.shape, users × items")
     Y_test = V.check_csr(Y_test, name="Y_test", shape=(m, n), nonnegative=False,
@@ -178,7 +199,27 @@ def evaluate(model: Factorization, Y_train: Sparse, Y_test: Sparse,
                   what="evaluate (score blocks and top-k lists)", names=("k",))
     with limit_threads(n_threads):
         sums = _rank(model, users, Y_train, rel, ks, kmax, want_topk, want_auc)
-    return _summarise(sums, users, np.diff(rel.indptr), ks, kmax, selected)
+    result = _summarise(sums, users, np.diff(rel.indptr), ks, kmax, selected)
+    return as_table(result) if as_frame else result
+
+
+def as_table(result: dict[str, Any]) -> Any:
+    """An ``evaluate`` result as a DataFrame: columns metric, k, value; ``attrs["n_users"]``."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("as_frame=True needs pandas, which is not installed: pip install pandas "
+                          "(or leave as_frame out to get a dict)") from None
+    rows = []
+    for key, value in result.items():
+        if key == "n_users":
+            continue
+        metric, _, at = key.partition("@")
+        rows.append((metric, int(at) if at else None, float(value)))
+    frame = pd.DataFrame(rows, columns=["metric", "k", "value"])
+    frame["k"] = frame["k"].astype("Int64")
+    frame.attrs["n_users"] = result.get("n_users")
+    return frame
 
 
 def _evaluated_users(users: ArrayLike | None, m: int, rel: Sparse) -> IntArray:

@@ -5,6 +5,12 @@ splits the stored entries of each row (user) between a training and a test CSR o
 the same shape, so that every stored entry lands in exactly one of them.  The
 randomness comes from one ``numpy.random.Generator`` built from ``seed``; the
 result depends only on ``seed`` and the input (no threads are involved).
+
+Each function also takes a :class:`~fastpu.datasets.Dataset` and then returns two Datasets:
+the same users and items (ids, side information and description kept) with the training and
+the test entries, each with its part of the data set's timestamps. :func:`leave_one_out` of a
+Dataset holds out each user's latest entry when the data set has timestamps, and
+:func:`split_by_mask` uses the data set's own ``test_mask`` when none is given.
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+import dataclasses
+
 from fastpu._core import validation as V
+from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, IntArray, Seed, Sparse
 
 __all__ = ["UserSplit", "held_out_users", "holdout", "leave_one_out", "validation_split", "split_by_mask"]
@@ -40,6 +49,25 @@ def _split_by_entry_mask(Y: Sparse, test_mask: Any) -> tuple[Sparse, Sparse]:
     return out[0], out[1]
 
 
+def _datasets(data: Dataset, parts: tuple[Sparse, Sparse]) -> tuple[Dataset, Dataset]:
+    """The two parts of a split of ``data.Y`` as Datasets of the same users and items."""
+    out = []
+    T = None
+    if data.timestamps is not None:
+        T = V.check_csr(data.timestamps, name="timestamps", shape=data.Y.shape, nonnegative=False,
+                        shape_from="Y.shape", keep_integers=True)
+    for label, part in zip(("train", "test"), parts):
+        times = None
+        if T is not None and part.nnz:
+            times = sp.csr_array((_values_on_pattern(T, part), part.indices.copy(), part.indptr.copy()),
+                                 shape=part.shape)
+        elif T is not None:
+            times = sp.csr_array(part.shape, dtype=T.dtype)
+        out.append(dataclasses.replace(data, Y=part, timestamps=times, hidden=None, test_mask=None,
+                                       name=f"{data.name} ({label})"))
+    return out[0], out[1]
+
+
 def _rank_within_rows(Y: Sparse, keys: tuple[Any, ...]) -> IntArray:
     """Position (0-based) of each stored entry when its row is sorted by ``keys`` ascending.
 
@@ -52,7 +80,7 @@ def _rank_within_rows(Y: Sparse, keys: tuple[Any, ...]) -> IntArray:
     return rank
 
 
-def holdout(Y: Sparse, test_frac: float = 0.2, seed: Seed = 0) -> tuple[Sparse, Sparse]:
+def holdout(Y: Sparse | Dataset, test_frac: float = 0.2, seed: Seed = 0) -> tuple[Any, Any]:
     """Random per-user holdout: a fraction of each user's positives goes to test.
 
     For a user (row) with ``n_u >= 2`` stored entries, ``round(test_frac * n_u)``
@@ -63,8 +91,9 @@ def holdout(Y: Sparse, test_frac: float = 0.2, seed: Seed = 0) -> tuple[Sparse, 
 
     Parameters
     ----------
-    Y : scipy.sparse matrix, shape (m, n)
-        Stored entries are the observed positives (any finite values).
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Stored entries are the observed positives (any finite values). A Dataset gives two
+        Datasets (see the module's description).
     test_frac : float
         Fraction of each user's positives to hold out, in (0, 1).
     seed : int, numpy.random.Generator or None
@@ -92,7 +121,14 @@ def holdout(Y: Sparse, test_frac: float = 0.2, seed: Seed = 0) -> tuple[Sparse, 
     >>> tr, te = holdout(Y, test_frac=0.2, seed=0)
     >>> tr.nnz + te.nnz == Y.nnz
     True
+    >>> import fastpu as fp
+    >>> data = fp.datasets.from_pairs(["a", "a", "a", "b", "b"], [1, 2, 3, 1, 2])
+    >>> train, test = holdout(data, seed=0)
+    >>> test.user_ids.tolist(), test.Y.nnz
+    (['a', 'b'], 1)
     """
+    if isinstance(Y, Dataset):
+        return _datasets(Y, holdout(Y.Y, test_frac, seed))
     Y = V.check_csr(Y, name="Y", nonnegative=False)
     test_frac = V.check_scalar(test_frac, name="test_frac", minimum=0.0, maximum=1.0,
                                strict_min=True, strict_max=True)
@@ -105,13 +141,13 @@ def holdout(Y: Sparse, test_frac: float = 0.2, seed: Seed = 0) -> tuple[Sparse, 
     return _split_by_entry_mask(Y, test_mask)
 
 
-def validation_split(Y_train: Sparse, frac: float = 0.2, seed: Seed = 0) -> tuple[Sparse, Sparse]:
+def validation_split(Y_train: Sparse | Dataset, frac: float = 0.2, seed: Seed = 0) -> tuple[Any, Any]:
     """Carve a validation split out of a training matrix (a :func:`holdout` of it).
 
     Parameters
     ----------
-    Y_train : scipy.sparse matrix, shape (m, n)
-        The training matrix to split again.
+    Y_train : scipy.sparse matrix, shape (m, n), or Dataset
+        The training matrix to split again (a Dataset gives two Datasets).
     frac : float
         Fraction of each user's training positives moved to validation, in (0, 1).
     seed : int, numpy.random.Generator or None
@@ -136,6 +172,8 @@ def validation_split(Y_train: Sparse, frac: float = 0.2, seed: Seed = 0) -> tupl
     >>> fit_part.nnz + valid.nnz == Y.nnz
     True
     """
+    if isinstance(Y_train, Dataset):
+        return _datasets(Y_train, validation_split(Y_train.Y, frac, seed))
     Y_train = V.check_csr(Y_train, name="Y_train", nonnegative=False)
     frac = V.check_scalar(frac, name="frac")
     return holdout(Y_train, test_frac=frac, seed=seed)
@@ -160,8 +198,8 @@ def _values_on_pattern(T: Sparse, Y: Sparse) -> Any:
     return T.data[pos]
 
 
-def leave_one_out(Y: Sparse, timestamps: Sparse | None = None, seed: Seed = 0
-                  ) -> tuple[Sparse, Sparse]:
+def leave_one_out(Y: Sparse | Dataset, timestamps: Sparse | None = None, seed: Seed = 0
+                  ) -> tuple[Any, Any]:
     """Leave-one-out split: one positive per user goes to test.
 
     Every user with at least two stored entries gives up one: the latest one
@@ -171,8 +209,9 @@ def leave_one_out(Y: Sparse, timestamps: Sparse | None = None, seed: Seed = 0
 
     Parameters
     ----------
-    Y : scipy.sparse matrix, shape (m, n)
-        Stored entries are the observed positives.
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        Stored entries are the observed positives. A Dataset gives two Datasets, and its own
+        ``timestamps`` are used when ``timestamps`` is not given.
     timestamps : scipy.sparse matrix, shape (m, n), optional
         Interaction times with the sparsity pattern of ``Y`` (for example
         ``Dataset.timestamps``); a larger pattern is accepted (its values on
@@ -205,6 +244,9 @@ def leave_one_out(Y: Sparse, timestamps: Sparse | None = None, seed: Seed = 0
     array([[0., 1., 0.],
            [0., 1., 0.]])
     """
+    if isinstance(Y, Dataset):
+        times = Y.timestamps if timestamps is None else timestamps
+        return _datasets(Y, leave_one_out(Y.Y, times, seed))
     Y = V.check_csr(Y, name="Y", nonnegative=False)
     rng = V.check_seed(seed)
     noise = rng.random(Y.nnz)
@@ -224,16 +266,18 @@ def leave_one_out(Y: Sparse, timestamps: Sparse | None = None, seed: Seed = 0
     return _split_by_entry_mask(Y, test_mask)
 
 
-def split_by_mask(Y: Sparse, test_mask: ArrayLike | Sparse) -> tuple[Sparse, Sparse]:
+def split_by_mask(Y: Sparse | Dataset, test_mask: ArrayLike | Sparse | None = None
+                  ) -> tuple[Any, Any]:
     """Split ``Y`` by a given test pattern (for example ML-1M's published test file).
 
     Parameters
     ----------
-    Y : scipy.sparse matrix, shape (m, n)
-        All positives.
+    Y : scipy.sparse matrix, shape (m, n), or Dataset
+        All positives (a Dataset gives two Datasets).
     test_mask : scipy.sparse matrix, shape (m, n)
         Entries of ``Y`` that belong to the test split (any stored value that is
-        non-zero marks a test entry; its pattern must lie inside ``Y``'s).
+        non-zero marks a test entry; its pattern must lie inside ``Y``'s). For a Dataset,
+        its own ``test_mask`` when not given.
 
     Returns
     -------
@@ -258,6 +302,15 @@ def split_by_mask(Y: Sparse, test_mask: ArrayLike | Sparse) -> tuple[Sparse, Spa
     array([[0., 4., 0.],
            [0., 0., 1.]])
     """
+    if isinstance(Y, Dataset):
+        mask = Y.test_mask if test_mask is None else test_mask
+        if mask is None:
+            raise ValueError(f"split_by_mask: data set {Y.name!r} ships no test split "
+                             "(test_mask is None); pass test_mask, or use holdout / leave_one_out")
+        return _datasets(Y, split_by_mask(Y.Y, mask))
+    if test_mask is None:
+        raise TypeError("split_by_mask() needs test_mask (a sparse matrix marking the test "
+                        "entries) unless Y is a Dataset that ships one")
     Y = V.check_csr(Y, name="Y", nonnegative=False)
     M = V.check_csr(test_mask, name="test_mask", shape=Y.shape, nonnegative=False, shape_from="Y.shape")
     M.eliminate_zeros()

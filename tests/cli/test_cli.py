@@ -19,11 +19,27 @@ def test_demo_prints_a_table_with_the_baseline(monkeypatch, capsys):
     assert "943 users × 1682 items, 100000 positives" in out
     table = out.split("\n\n")[-1]
     assert "popularity" in table and "LR-wSQ (ocmf)" in table and "P@5" in table and "nDCG@5" in table
-    assert "[ocmf] iter   2" in err           # per-iteration progress
-    # each fit's scores as it finishes, labelled (the table's header comes only at the end)
-    assert re.search(r"^-- LR-wSQ \(ocmf\): P@5 0\.\d{4}  nDCG@5 0\.\d{4}  AUC 0\.\d{4}  "
-                     r"seconds \d+\.\d$", err, re.M)
+    # one updating line per configuration: its progress, then its scores
+    assert "-- LR-wSQ (ocmf): iter   2" in err
+    assert re.search(r"-- LR-wSQ \(ocmf\): P@5 0\.\d{4}  nDCG@5 0\.\d{4}  AUC 0\.\d{4}  "
+                     r"seconds \d+\.\d\s*$", err.replace("\r", "\n"), re.M)
     assert "also compiles its numba kernels" in table   # the first fit's seconds include compiling
+
+
+def test_demo_fits_on_a_screen(monkeypatch, capsys):
+    """The first demo printed 291 lines (CSRR-e alone 100): now one line per configuration."""
+    from fastpu._core import progress
+
+    monkeypatch.setattr(progress, "uncompiled", lambda method: True)    # as on a first run
+    monkeypatch.setitem(progress._state, "noticed", set())
+    assert cli.main(["demo", "--background-compile", "off"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.count("\n") + err.count("\n")
+    assert lines <= 24, (lines, out, err)
+    assert err.startswith("fastpu: compiling the numba kernels of ocmf, fbgd, csrr, homf on first "
+                          "use (about ")
+    assert "`fastpu warmup` compiles them ahead of time" in err.splitlines()[0]
+    assert "-- CSRR-e: iter 100" in err and err.count("-- CSRR-e: P@5") >= 1
 
 
 def test_run_on_a_csv_and_save(tmp_path, capsys):
@@ -415,3 +431,18 @@ def test_run_csrr_gets_a_rank_only_where_the_variant_has_one(tmp_path, variant, 
 
     assert registry.get("csrr").rank_for({"variant": variant}) == k
     assert registry.get("ocmf").rank_for({}) == 32 and registry.get("popularity").rank_for({}) is None
+
+
+def test_run_prints_the_first_run_notice_always(monkeypatch, capsys, tmp_path):
+    """The first run compiled for 13 s in silence: the command line says so, even with --quiet."""
+    from fastpu._core import progress
+
+    monkeypatch.setattr(progress, "uncompiled", lambda method: method == "csrr")
+    monkeypatch.setitem(progress._state, "noticed", set())
+    csv = tmp_path / "pairs.csv"
+    csv.write_text("user,item\n" + "".join(f"u{i % 7},i{i % 5}\n" for i in range(40)))
+    assert cli.main(["run", "--method", "csrr", "--data", str(csv), "--test-frac", "0", "--quiet",
+                     "--param", "k=2", "--param", "n_iter=2"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("fastpu: compiling the numba kernels of csrr on first use (about ")
+    assert "`fastpu warmup`" in err

@@ -97,8 +97,9 @@ def test_save_is_a_method_and_load_gives_the_same_model(tmp_path):
 def test_model_module_exports_the_serving_names():
     from fastpu import model as model_mod
 
-    assert set(model_mod.__all__) == {"Factorization", "fold_in", "load", "load_model", "recommend",
-                                      "similar_items", "similar_users"}
+    assert set(model_mod.__all__) == {"ApproximateIndex", "Factorization", "fold_in", "load",
+                                      "load_model", "partial_fit_items", "partial_fit_users",
+                                      "recommend", "similar_items", "similar_users"}
     for name in ("load_model", "recommend", "similar_items", "similar_users"):
         doc = getattr(model_mod, name).__doc__
         assert all(s in doc for s in ("Parameters", "Returns", "Raises", "Examples")), name

@@ -205,9 +205,10 @@ def test_id_lookup_by_scan_and_by_sort_agree(count):
 
 def test_ids_on_a_model_without_ids_is_a_clear_error():
     model = Factorization(np.ones((2, 1)), np.ones((3, 1)))
-    with pytest.raises(ValueError, match="ids=True needs the model's user ids, but model.user_ids is None"):
+    with pytest.raises(ValueError, match="ids=True needs the model's ids, but model.user_ids and "
+                                         "model.item_ids are both None .*fitted on a bare matrix"):
         fp.recommend(model, None, users=[0], ids=True)
-    with pytest.raises(ValueError, match="model.item_ids is None"):
+    with pytest.raises(ValueError, match="model.item_ids are both None"):
         fp.recommend(model, None, ids=True)
     dup = dataclasses.replace(model, user_ids=np.array([1, 1]), item_ids=np.arange(3))
     with pytest.raises(ValueError, match="user ids are not unique"):
@@ -277,13 +278,13 @@ def test_similar_on_csrr_uses_the_low_rank_factors():
 @pytest.mark.parametrize("fn", [similar_items, similar_users])
 @pytest.mark.parametrize("kw, exc, msg", [
     (dict(model=3), TypeError, r"model must be a fitted fastpu Factorization .*got int"),
-    (dict(q=None), TypeError, "must be the (item|user)s to find neighbours for, got None"),
-    (dict(q=[99]), ValueError, r"must lie in \[0, 5\)"),
-    (dict(q=[1.5]), TypeError, "must be integer indices"),
+    (dict(q=None), TypeError, "query must be the (item|user)s to find neighbours for, got None"),
+    (dict(q=[99]), ValueError, r"query must lie in \[0, 5\)"),
+    (dict(q=[1.5]), TypeError, "query must be integer indices"),
     (dict(n=0), ValueError, "n must be >= 1"),
     (dict(ids=1), TypeError, "ids must be True or False"),
     (dict(q=["zz"], ids=True), (TypeError, ValueError),
-     r"items must hold integer ids|users has 1 user id\(s\) the model does not know: \['zz'\]"),
+     r"query must hold integer ids|query has 1 user id\(s\) the model does not know: \['zz'\]"),
 ])
 def test_similar_rejects_bad_input(fn, kw, exc, msg):
     args = dict(model=_ids_model(5, 5), q=[0], n=2, ids=False)
@@ -398,7 +399,7 @@ def test_a_number_out_of_range_on_a_model_with_ids_points_to_ids_true():
         fp.recommend(model, None, users=[3])
     with pytest.raises(TypeError, match=r"users must be integer indices.*pass ids=True"):
         fp.recommend(model, None, users=["a"])
-    with pytest.raises(ValueError, match=r"items are column numbers unless ids=True"):
+    with pytest.raises(ValueError, match=r"query is column numbers unless ids=True"):
         fp.similar_items(model, [4])
     assert fp.recommend(model, None, users=[3], ids=True)[0][0].tolist()      # the id works
     with pytest.raises(ValueError, match=r"must lie in \[0, 3\), got values in \[3, 3\]$"):
