@@ -40,8 +40,18 @@ The row kernels allow LLVM to reassociate and contract floating-point sums
 (``fastmath={"reassoc", "contract"}``) so that the length-k dot products
 vectorise; they make no finite-math assumption (inf and NaN keep their meaning),
 and the loss functions they call are compiled without any fastmath flag.
-All sums are accumulated in float64.
+
+The length-k products (an item vector with w or a CG direction, M with a vector, the
+gradient's and the Hessian product's accumulation) are computed in the factors' dtype: for
+float32 factors in float32, sixteen lanes per AVX-512 instruction instead of eight, as
+implicit's ALS computes. Everything summed over a row's entries (f_i, the line search) and the
+CG scalars are float64, and f_i at the new row is summed from its entries' scores rather than
+taken from the CG identity. CG works on the gradient scaled by a power of two near 1/‖g‖,
+exact in binary floating point (float64 results are unchanged by it), so that a huge penalty's
+Hessian products do not overflow float32. For float64 factors every operation is float64.
 """
+
+import math
 
 import numba as nb
 import numpy as np
@@ -69,11 +79,11 @@ def local_entries(k, itemsize):
 
 @nb.njit(inline="always", **_JIT)
 def _dot4(A, j0, j1, j2, j3, v):
-    """(A[j0]·v, A[j1]·v, A[j2]·v, A[j3]·v): each load of v feeds four sums."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
+    """(A[j0]·v, A[j1]·v, A[j2]·v, A[j3]·v): each load of v feeds four sums, in v's dtype."""
+    s0 = v.dtype.type(0.0)
+    s1 = v.dtype.type(0.0)
+    s2 = v.dtype.type(0.0)
+    s3 = v.dtype.type(0.0)
     for r in range(v.shape[0]):
         vr = v[r]
         s0 += A[j0, r] * vr
@@ -85,8 +95,8 @@ def _dot4(A, j0, j1, j2, j3, v):
 
 @nb.njit(inline="always", **_JIT)
 def _dot1(A, j, v):
-    """A[j]·v."""
-    acc = 0.0
+    """A[j]·v, summed in v's dtype."""
+    acc = v.dtype.type(0.0)
     for r in range(v.shape[0]):
         acc += A[j, r] * v[r]
     return acc
@@ -153,9 +163,9 @@ def _quad_part(M, kappa, abar, p_i, lam, w, g, mw):
     lin = 0.0
     nrm = 0.0
     for a in range(k):
-        quad += w[a] * mw[a]
+        quad += np.float64(w[a]) * mw[a]
         lin += w[a] * kappa[a]
-        nrm += w[a] * w[a]
+        nrm += np.float64(w[a]) * w[a]
     for a in range(k):
         g[a] = 2.0 * p_i * (mw[a] - abar * kappa[a]) + 2.0 * lam * w[a]
     return p_i * (quad - 2.0 * abar * lin) + lam * nrm
@@ -271,7 +281,7 @@ def _entry_value(kind, nrow, yl, wt, rc, abar, s, sd, alpha):
 
 @nb.njit(**_JIT)
 def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p,
-                 lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out):
+                 lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out, exact_value):
     """Newton–CG steps on rows c_lo..c_hi-1 of W, one after another (updated in place).
 
     Row i's f_i is minimised from its current value. Its item vectors are src[idx[off + t]]
@@ -294,23 +304,27 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     iota = np.empty(n_local, dtype=indices.dtype)     # same type as indices: one idx variable
     for t in range(n_local):
         iota[t] = t
+    # the vectors the length-k products read and write are in E's dtype (float32 products and
+    # sums for float32 factors, as implicit computes); the CG scalars, the step, the scores and
+    # the objective stay float64
+    ct = E.dtype
     s = np.empty(longest)
-    d1 = np.empty(longest)
-    d2 = np.empty(longest)
+    d1 = np.empty(longest, dtype=ct)
+    d2 = np.empty(longest, dtype=ct)
     u = np.empty(longest)
     z = np.empty(longest)
     sd = np.empty(longest)
     yl = np.empty(longest)
     wt = np.empty(longest)
     rc = np.empty(longest)
-    w = np.empty(k)
-    g = np.empty(k)
+    w = np.empty(k, dtype=ct)
+    g = np.empty(k, dtype=ct)
     step = np.empty(k)
     r = np.empty(k)
-    d = np.empty(k)
-    Hd = np.empty(k)
-    mw = np.empty(k)
-    md = np.empty(k)
+    d = np.empty(k, dtype=ct)
+    Hd = np.empty(k, dtype=ct)
+    mw = np.empty(k, dtype=ct)
+    md = np.empty(k, dtype=ct)
     mstep = np.empty(k)
     # compact forms: a length-1 labels/weights array holds every entry's value; an empty corr
     # means r_e = p_i q_j
@@ -318,7 +332,13 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     w_step = 0 if weights.shape[0] == 1 else 1
     per_entry_corr = corr.shape[0] > 0
     keep_start = f0_out.shape[0] > 0
-    line = kind != SQUARE          # a line search (and what it needs) for non-quadratic losses
+    # a line search for non-quadratic losses. What it needs (the step's scores sd and M step)
+    # is also kept for the square loss when the products are float32 (``exact_value``): f_i at
+    # the new row is then summed from its entries' scores and the quadratic part's polynomial,
+    # not from the CG identity f + ½(gᵀs − rᵀs), whose float32 residual r carries an error of
+    # order eps·|gᵀs| (with λ = 1e20 it made a square-loss objective negative)
+    line = kind != SQUARE
+    track = line or exact_value
     for i in range(c_lo, c_hi):
         lo = indptr[i]
         nrow = indptr[i + 1] - lo
@@ -353,23 +373,29 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
                 break
             gg = 0.0
             for a in range(k):
-                gg += g[a] * g[a]
+                gg += np.float64(g[a]) * g[a]
             if gg == 0.0:
                 break
+            # CG runs on -g scaled by a power of two near 1/‖g‖ (exact in binary floating point,
+            # so the float64 iterates are those of the unscaled CG bit for bit): in float32 the
+            # products H d of a huge penalty (λ = 1e20: ‖H d‖ ~ 4λ²‖w‖) would overflow
+            sc = 1.0
+            if gg < np.inf:
+                sc = math.ldexp(1.0, -math.frexp(math.sqrt(gg))[1])
             for a in range(k):
                 step[a] = 0.0
                 mstep[a] = 0.0
-                r[a] = -g[a]
-                d[a] = -g[a]
+                r[a] = -g[a] * sc
+                d[a] = r[a]
             for t in range(nrow):
                 sd[t] = 0.0
-            rr = gg
-            stop = cg_tol * cg_tol * gg
+            rr = gg * sc * sc
+            stop = cg_tol * cg_tol * rr
             for _c in range(n_cg):
                 _hessp(src, idx, off, nrow, d2, M, p_i, lam, d, u, z, md, Hd)
                 dHd = 0.0
                 for a in range(k):
-                    dHd += d[a] * Hd[a]
+                    dHd += np.float64(d[a]) * Hd[a]
                 if dHd <= 0.0:
                     break
                 alpha = rr / dHd
@@ -378,7 +404,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
                     step[a] += alpha * d[a]
                     r[a] -= alpha * Hd[a]
                     rr_new += r[a] * r[a]
-                if line:
+                if track:
                     for a in range(k):
                         mstep[a] += alpha * md[a]
                     for t in range(nrow):
@@ -389,6 +415,15 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
                 rr = rr_new
                 for a in range(k):
                     d[a] = r[a] + beta * d[a]
+            inv = 1.0 / sc                   # undo the scaling (exactly)
+            for a in range(k):
+                step[a] *= inv
+                r[a] *= inv
+            if track:
+                for a in range(k):
+                    mstep[a] *= inv
+                for t in range(nrow):
+                    sd[t] *= inv
             gs = 0.0
             for a in range(k):
                 gs += g[a] * step[a]
@@ -397,11 +432,17 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
             if not line:
                 # f_i is quadratic: CG iterates never increase it, and with H step = -g - r
                 # its new value is f + gᵀstep + ½ stepᵀH step = f + ½ (gᵀstep - rᵀstep)
-                sr = 0.0
-                for a in range(k):
-                    w[a] += step[a]
-                    sr += step[a] * r[a]
-                f_cur = f_cur + 0.5 * (gs - sr)
+                if exact_value:
+                    f_cur = (_entry_value(kind, nrow, yl, wt, rc, abar, s, sd, 1.0)
+                             + _quad_on_line(M, kappa, abar, p_i, lam, w, mw, step, mstep, 1.0))
+                    for a in range(k):
+                        w[a] += step[a]
+                else:
+                    sr = 0.0
+                    for a in range(k):
+                        w[a] += step[a]
+                        sr += step[a] * r[a]
+                    f_cur = f_cur + 0.5 * (gs - sr)
                 if n_cg >= k:
                     break
                 fresh = True
@@ -416,12 +457,12 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
             ws = 0.0
             ss = 0.0
             for a in range(k):
-                wmw += w[a] * mw[a]
+                wmw += np.float64(w[a]) * mw[a]
                 smw += step[a] * mw[a]
                 sms += step[a] * mstep[a]
                 wk += w[a] * kappa[a]
                 sk += step[a] * kappa[a]
-                ww += w[a] * w[a]
+                ww += np.float64(w[a]) * w[a]
                 ws += w[a] * step[a]
                 ss += step[a] * step[a]
             alpha = 1.0
@@ -463,7 +504,8 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
     the result is the same either way up to rounding. ``f_out[i]`` receives f_i at the updated
     row (without the constant p_i ā² Σq), and ``f0_out[i]`` (unless it is empty) f_i at the row
     it started from; ``n_newton == 0`` evaluates f_i at the current rows and leaves W
-    unchanged. E and W may be float32 or float64; every sum is accumulated in float64.
+    unchanged. E and W may be float32 or float64 (both the same); the length-k products are
+    computed in that dtype, the sums over entries in float64 (see the module docstring).
     indptr and indices share one integer type (int32 from ocmf's boundary).
 
     The rows are split into one block of about equal work per thread, each solved by the
@@ -472,12 +514,14 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
     compile time). Rows are independent, so the result does not depend on the split.
     """
     cap = max(int(local_max), 0)
+    M = np.ascontiguousarray(M, dtype=E.dtype)     # M's products in the factors' dtype too
+    exact_value = E.dtype != np.float64
     kind, abar, lam, cg_tol = int(kind), float(abar), float(lam), float(cg_tol)
     n_newton, n_cg = int(n_newton), int(n_cg)
 
     def block(lo, hi):
         _solve_chunk(kind, lo, hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa,
-                     p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out)
+                     p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out, exact_value)
 
     run_rows(block, indptr, W.shape[1], per_thread=_BLOCKS_PER_THREAD)
 
@@ -494,12 +538,12 @@ def _quad_on_line(M, kappa, abar, p_i, lam, w, mw, step, mstep, alpha):
     ws = 0.0
     ss = 0.0
     for a in range(w.shape[0]):
-        wmw += w[a] * mw[a]
+        wmw += np.float64(w[a]) * mw[a]
         smw += step[a] * mw[a]
         sms += step[a] * mstep[a]
         wk += w[a] * kappa[a]
         sk += step[a] * kappa[a]
-        ww += w[a] * w[a]
+        ww += np.float64(w[a]) * w[a]
         ws += w[a] * step[a]
         ss += step[a] * step[a]
     quad = p_i * (wmw + alpha * (2.0 * smw + alpha * sms) - 2.0 * abar * (wk + alpha * sk))

@@ -31,6 +31,10 @@ def data():
 
 
 def _fit(method, Y, **kw):
+    """A small fit; ocmf's in float64, so that the solved rows can be checked to 1e-8 (a float32
+    model stores them rounded: test_a_float32_model_stores_the_rows_rounded)."""
+    if method == "ocmf":
+        kw.setdefault("dtype", "float64")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return getattr(fp, method).fit(Y, 3, n_iter=3, **kw)
@@ -99,6 +103,16 @@ def test_ids_are_replaced_or_appended():
                                          r"know \(\['q'\]\)"):
         items = model.partial_fit_items(fp.datasets.from_pairs(["a", "b", "q"], [7, 7, 1]))
     assert items.item_ids.tolist() == [1, 2, 3, 7]
+
+
+def test_a_float32_model_stores_the_rows_rounded(data):
+    """ocmf's default dtype: the partial fit solves in float64 and stores the rows in float32."""
+    model = _fit("ocmf", data.Y, loss="square", rho=0.1, dtype="float32")
+    out = fp.partial_fit_users(model, data.Y[:2], user_ids=[0, 40])
+    assert out.user_factors.dtype == np.float32
+    folded = fp.fold_in(model, data.Y[:2])
+    np.testing.assert_allclose(out.user_factors[[0, 40]], folded.user_factors, rtol=1e-6,
+                               atol=1e-7)
 
 
 def test_models_without_ids_take_numbers(data):
