@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 import fastpu as fp
+from fastpu._core import registry
 from fastpu.compare import CompareResult, compare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -167,6 +168,16 @@ def main(argv=None):
     if args.skip:
         drop = set(args.skip.split(","))
         methods = [m for m in methods if (m if isinstance(m, str) else m[0]) not in drop]
+    left_out = []
+    if args.protocol == "strong":
+        # held-out users are folded in: a method without a fold-in (BPR's pairs have no row
+        # problem; CSRR-I's U is a dense m × n matrix, not factors) cannot be scored
+        def folds(m):
+            method, fixed = ("popularity", {}) if isinstance(m, str) else (m[1], m[2])
+            return (registry.get(method).fold is not None
+                    and not (method == "csrr" and fixed.get("variant", "e") != "e"))
+        left_out = [m[0] for m in methods if not isinstance(m, str) and not folds(m)]
+        methods = [m for m in methods if isinstance(m, str) or folds(m)]
     if args.only:
         tag += "-" + re.sub(r"[^A-Za-z0-9_-]+", "", "_".join(sorted(args.only.split(","))))
     os.makedirs(OUT, exist_ok=True)
@@ -201,6 +212,9 @@ def main(argv=None):
         head = (f"Command: `python benchmarks/results_compare.py {shlex.join(argv or sys.argv[1:])}` "
                 f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
                 f"numba thread(s)); fastpu {fp.__version__}.")
+        if left_out:
+            head += (f" Left out under this protocol (no fold-in for held-out users): "
+                     f"{', '.join(left_out)}.")
         with open(path + ".json", "w") as fh:
             json.dump(dict(description=desc, labels=labels, rows=rows, wall_seconds=wall, head=head),
                       fh, indent=1, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))

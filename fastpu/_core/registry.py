@@ -164,6 +164,7 @@ BASELINES = (
           cold_start="item-kNN scores a user from its positives (no map from features)"),
     Entry("als", "baseline", "implicit's ALS (when implicit is installed)",
           fit="fastpu.model_selection.baselines:implicit_als",
+          fold="fastpu.model_selection.baselines:ALS_FOLD",
           space="fastpu.model_selection.baselines:als_space", requires="implicit"),
     Entry("bpr", "baseline", "implicit's BPR (when implicit is installed)",
           fit="fastpu.model_selection.baselines:implicit_bpr",

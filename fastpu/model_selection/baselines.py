@@ -191,7 +191,7 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
 
     def snapshot() -> Factorization:
         return Factorization(np.array(model.user_factors, dtype=np.float64),
-                             np.array(model.item_factors, dtype=np.float64), method=f"implicit_{kind}")
+                             np.array(model.item_factors, dtype=np.float64), method=kind)
 
     def report(it: int, elapsed: float, *extra: Any) -> None:
         # ALS passes its training loss (None unless asked to compute it), BPR its sample counts
@@ -216,7 +216,7 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     if not (np.isfinite(out.user_factors).all() and np.isfinite(out.item_factors).all()):
         raise FloatingPointError(f"implicit {kind.upper()} diverged (non-finite factors); lower {steps}")
     return Factorization(out.user_factors, out.item_factors, progress.history,
-                         dict(k=k, n_iter=n_iter, seed=seed, **kw), f"implicit_{kind}")
+                         dict(k=k, n_iter=n_iter, seed=seed, **kw), kind)
 
 
 @accepts_dataset
@@ -358,6 +358,30 @@ def _wrmf_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarr
     return registry.get("ocmf").resolve("fold").fold_rows(as_ocmf, Yw, X, **solver)
 
 
+def _als_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """implicit ALS's new rows: its row problem, Σ_j c_j (p_j − w·h_j)² + λ‖w‖² with confidence
+    c_j = alpha·r_j on the positives (implicit's weighting: it adds (c − 1) h hᵀ per positive to
+    HᵀH) and 1 elsewhere; ocmf's square-loss row solver on those weights (ρ = 1, ā = 0), solved
+    exactly (implicit's own ``recalculate_user`` runs 3 CG steps from the training factors)."""
+    import dataclasses
+
+    from fastpu._core import registry
+    from fastpu._core import rows as row_problem
+
+    row_problem.need_keys(model, params=("alpha", "regularization"))
+    alpha = V.check_scalar(model.params["alpha"], name="model.params['alpha']", minimum=0.0)
+    lam = V.check_scalar(model.params["regularization"], name="model.params['regularization']",
+                         minimum=0.0)
+    Yw = None
+    if Y is not None:
+        Yw = sp.csr_array(Y, dtype=np.float64, copy=True)
+        Yw.data *= alpha
+    params = dict(model.params, loss="square", rho=1.0, a_bar=0.0, lam=lam, lam_w=None,
+                  negatives="full")
+    as_ocmf = dataclasses.replace(model, method="ocmf", params=params)
+    return registry.get("ocmf").resolve("fold").fold_rows(as_ocmf, Yw, X, **solver)
+
+
 def _popularity_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
     """New users of the popularity baseline score every item by its count, as every user does."""
     from fastpu._core import rows as row_problem
@@ -369,4 +393,5 @@ def _popularity_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np
 
 #: the row solvers fold_in uses for WRMF and popularity models (their registry entries' "fold")
 WRMF_FOLD = types.SimpleNamespace(fold_rows=_wrmf_fold_rows)
+ALS_FOLD = types.SimpleNamespace(fold_rows=_als_fold_rows)
 POPULARITY_FOLD = types.SimpleNamespace(fold_rows=_popularity_fold_rows)

@@ -118,3 +118,27 @@ def test_implicit_baselines_work_or_say_what_to_install():
     assert len(stop.history) == 2
     bpr = baselines.implicit_bpr(Y, 4, n_iter=3)
     assert bpr.user_factors.shape[0] == 40 and np.isfinite(bpr.scores()).all()
+    # named as the registry names them: ALS folds new users in through its entry
+    assert (als.method, bpr.method) == ("als", "bpr")
+    assert fp.fold_in(als, Y[:3]).user_factors.shape == (3, 4)
+
+
+def test_als_fold_in_solves_implicits_row_problem():
+    """A new user of an implicit ALS model: (HᵀH + λI + Σ_pos (c − 1) h hᵀ) w = Σ_pos c h, c = a·r
+    (implicit's own normal equations), solved exactly; no implicit needed to fold in."""
+    rng = np.random.default_rng(4)
+    n, k, a, lam = 9, 3, 6.0, 0.4
+    H = rng.normal(size=(n, k))
+    model = fp.Factorization(rng.normal(size=(5, k)), H, method="als",
+                             params=dict(k=k, alpha=a, regularization=lam, n_iter=3, seed=0))
+    R = (rng.random((4, n)) < 0.4) * rng.integers(1, 4, size=(4, n)).astype(float)
+    R[0, :2] = 1.0                                    # every new row has a positive
+    new = fp.fold_in(model, sp.csr_array(R))
+    for i in range(4):
+        A, b = H.T @ H + lam * np.eye(k), np.zeros(k)
+        for j in np.flatnonzero(R[i]):
+            c = a * R[i, j]
+            A += (c - 1.0) * np.outer(H[j], H[j])
+            b += c * H[j]
+        np.testing.assert_allclose(new.user_factors[i], np.linalg.solve(A, b), rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(new.item_factors, H)
