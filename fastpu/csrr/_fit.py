@@ -140,7 +140,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", loss: 
     check_memory(data, model, run, dense_limit)
     params = _params(model, run, seed)
     progress = Progress(f"csrr-{model.variant}", verbose=run.verbose, callback=run.callback,
-                        advice=_advice(run.eta))
+                        advice=_advice(run.eta), total=run.n_iter)
     # CSRR-I/II spend their time in LAPACK's SVD: BLAS keeps its own thread count there unless
     # n_threads is given (then BLAS gets that many too: on a busy machine its threads contend)
     bilinear = model.variant == "e"

@@ -244,7 +244,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                         seed=seed)
     progress = Progress("fbgd", verbose=run.verbose,
                         callback=_with_parameters(run.callback, prob, model, theta_x, theta_y, params),
-                        advice=_advice(prob, run, model))
+                        advice=_advice(prob, run, model), total=run.n_iter)
     with limit_threads(n_threads):
         P, Q, initial = _train(prob, theta_x, theta_y, lr=run.lr, n_iter=run.n_iter,
                                update=run.update, adagrad=run.adagrad, lam=model.lam,

@@ -344,7 +344,8 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
                   neg_row_weights=None if w.neg_rows is None else "given")
     progress = Progress(f"fbgd-{model.tensor}", verbose=run.verbose, callback=run.callback,
                         advice="lower lr or init_std, or bring the targets r_pos, r_neg and the weights "
-                               "pos_weight, neg_weights, alpha0 to a moderate scale (or raise lam)")
+                               "pos_weight, neg_weights, alpha0 to a moderate scale (or raise lam)",
+                        total=run.n_iter)
     with limit_threads(n_threads):
         P, Q, init = _train(prob, tp, VX, VH, VY, lr=run.lr, n_iter=run.n_iter,
                             adagrad=run.adagrad, lam=model.lam, progress=progress)

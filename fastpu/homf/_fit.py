@@ -324,7 +324,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_graph: Matrix | None = None,
     V = run.rng.uniform(0.0, 1.0, size=(m + n, run.k))
     progress = Progress("homf", verbose=run.verbose, callback=run.callback,
                         advice=f"raise lam (now {run.lam:g}), which keeps the ridge systems well "
-                               "conditioned")
+                               "conditioned", total=run.n_iter)
 
     def iterate(U: np.ndarray, V: np.ndarray) -> Factorization:
         return Factorization(U[:m].copy(), V[m:].copy(), params=params, method="homf")

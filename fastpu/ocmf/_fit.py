@@ -230,7 +230,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         _check_finite_start(W, H, run, from_init=start is not None)
         params = _params(run, model, newton_steps, cg_steps, seed)
         progress = Progress("ocmf", verbose=run.verbose, callback=run.callback,
-                            advice=_advice(Y, setup, model.rho, model.lam, run.init_std, W, H))
+                            advice=_advice(Y, setup, model.rho, model.lam, run.init_std, W, H),
+                            total=run.n_iter)
         W, H = _alternate(setup, W, H, run, steps, progress, params, model)
         U = np.ascontiguousarray(_latent(setup.user, W), dtype=run.dtype)
         Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=run.dtype)
