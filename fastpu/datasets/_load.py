@@ -7,7 +7,7 @@ import functools
 import gzip
 import importlib.util
 import os
-from typing import Any, Sequence
+from typing import Any, Sequence, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -281,7 +281,15 @@ def _on_pattern(A: Sparse, B: Sparse) -> Sparse:
     return sp.csr_array((A.data[keep], A.indices[keep], indptr), shape=A.shape)
 
 
-def binarize(Y: Sparse, threshold: float | None = None) -> Sparse:
+@overload
+def binarize(Y: Dataset, threshold: float | None = None) -> Dataset: ...
+
+
+@overload
+def binarize(Y: Sparse, threshold: float | None = None) -> Sparse: ...
+
+
+def binarize(Y: Sparse | Dataset, threshold: float | None = None) -> Sparse | Dataset:
     """0/1 matrix of the stored entries whose value is >= ``threshold``.
 
     Parameters
