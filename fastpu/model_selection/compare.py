@@ -314,8 +314,9 @@ def compare(Y: Sparse | Dataset,
     feats = _row_features(entries, data, Y.shape[0]) if split == "rows" else {}
     _check_metric(metric)                  # before any fit, not inside the first tuned method
     for label, method, fixed in entries:   # likewise the fixed kwargs each method's fit takes
-        if method != "popularity":
-            _check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)", fixed)
+        if method != "popularity":         # (``space`` is tune's own: a search space of the entry)
+            _check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)",
+                         {k: v for k, v in fixed.items() if k != "space"})
     ks = (5, 10)
     rows = []
     for s in range(splits):

@@ -104,6 +104,18 @@ def test_unknown_fixed_kwarg_is_refused_before_any_fit(data, monkeypatch):
         C.compare(data.Y, ["popularity", ("SQ", "ocmf", {"lamda": 1.0})], splits=1, budget=1)
 
 
+def test_an_entry_may_bring_its_own_search_space(data):
+    """``space`` in an entry's settings is tune's (results_compare's SQ-SQ and paper 003 rows)."""
+    res = C.compare(data.Y, [("SQ-SQ", "ocmf", {"k": 3, "n_iter": 2, "loss": "square", "rho": 1.0,
+                                                "space": {"lam": [0.5, 8.0]}})],
+                    splits=1, budget=2, seed=1)
+    assert res.rows[0]["best_params"]["lam"] in (0.5, 8.0)
+    assert res.rows[0]["best_params"]["rho"] == 1.0 and res.rows[0]["best_params"]["k"] == 3
+    with pytest.raises(TypeError, match="'SQ' \\(ocmf\\.fit\\) got unknown keyword argument 'lamda'"):
+        C.compare(data.Y, [("SQ", "ocmf", {"lamda": 1.0, "space": {"rho": [0.1]}})], splits=1,
+                  budget=1)
+
+
 def test_errors_number_the_splits_from_1_like_the_progress(data):
     with pytest.raises(ValueError, match=r"compare: 'SQ' on split 1/2 \(the training part"):
         C.compare(data.Y, [("SQ", "ocmf", {"k": 0, "n_iter": 1})], splits=2, budget=1)
