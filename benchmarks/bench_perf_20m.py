@@ -234,7 +234,8 @@ def _ndcg(obj, label, train, test):
 
 def run_child(spec, old_tree=None):
     env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    # this checkout's fastpu, whichever copy the interpreter has installed
+    env["PYTHONPATH"] = ROOT
     if old_tree is not None:
         import _common
 
