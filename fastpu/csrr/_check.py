@@ -22,6 +22,9 @@ VARIANTS = ("I", "II", "e")
 LOSSES = ("I", "II")
 LOSS_CODE = {"I": 0, "II": 1}
 RESTARTS = (None, "function")
+# ℓ^II's target α enters the objective squared, summed over the positives: above this it
+# overflows (alpha = 1e154 gave an objective of inf, 1e300 a FloatingPointError naming eta)
+ALPHA_TARGET_MAX = 1e100
 SVD_METHODS = ("auto", "truncated", "full")
 
 
@@ -71,7 +74,14 @@ def check_model(*, variant: Any, loss: Any = "I", alpha: Any, lam1: Any, lam2: A
     alpha = Vd.check_scalar(alpha, name="alpha", minimum=0.0, strict_min=True)
     lam1 = Vd.check_scalar(lam1, name="lam1", minimum=0.0)
     lam2 = Vd.check_scalar(lam2, name="lam2", minimum=0.0)
-    return Model(variant, loss, alpha, lam1, lam2)
+    model = Model(variant, loss, alpha, lam1, lam2)
+    if model.kind == LOSS_CODE["II"] and alpha > ALPHA_TARGET_MAX:
+        which = "variant 'II'" if variant == "II" else "loss 'II'"
+        raise ValueError(f"alpha={alpha:g} is too large for {which}, where alpha is the target of "
+                         "the positives: the objective sums ½(X − alpha)² over them, which "
+                         f"overflows; expected alpha at most {ALPHA_TARGET_MAX:g} (X = U + V lies in "
+                         "[0, 2], so a target of order 1 is what the loss means)")
+    return model
 
 
 def default_rank(params: dict[str, Any]) -> int | None:

@@ -40,8 +40,11 @@ def check_y(Y: Any, *, fit: bool) -> Any:
 
     A CSR that is already canonical (sorted, duplicate-free), float32 or float64, finite and
     non-negative is read as it is: its data are not copied (nothing below writes to them) and
-    its indices only when they are not the kernels' type. Anything else goes through
-    :func:`fastpu._validation.check_csr` (which copies, and raises the errors).
+    its indices only when they are not the kernels' type. Canonical means canonical in fact:
+    the indices are checked (:func:`fastpu._core.validation.has_canonical_indices`), never
+    taken from scipy's cached ``has_canonical_format`` flag, which stays True when the arrays
+    are edited in place. Anything else goes through :func:`fastpu._core.validation.check_csr`
+    (which copies, sorts, sums duplicates, and raises the errors).
     """
     fast = (sp.issparse(Y) and getattr(Y, "format", None) == "csr" and Y.ndim == 2
             and Y.dtype in (np.float32, np.float64))
@@ -49,8 +52,8 @@ def check_y(Y: Any, *, fit: bool) -> Any:
         V._check_compressed_structure(Y, "Y")
         nnz = int(Y.indptr[-1])
         data = np.asarray(Y.data)[:nnz]
-        fast = bool(Y.has_canonical_format) and (
-            nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf))
+        fast = (nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf)) \
+            and V.has_canonical_indices(Y.indptr, Y.indices)
     if not fast:
         Y = V.check_csr(Y, name="Y")
         nnz, data = Y.nnz, Y.data
