@@ -170,6 +170,57 @@ def has_canonical_indices(indptr: np.ndarray, indices: np.ndarray) -> bool:
     return not bool(bad.any())
 
 
+def check_stored_csr(A: Any, *, name: str, shape: tuple[int | None, int | None],
+                     what: str = "") -> None:
+    """Check, without copying, a CSR a fitted model stores (CSRR's V, HOMF's A): a scipy.sparse
+    CSR of ``shape`` (None: any size) with in-range, sorted, duplicate-free indices and finite
+    values. What a kernel or a fancy index reads from it afterwards stays in bounds.
+
+    ``what`` ends the message (what the matrix is, how a good one is made).
+    """
+    tail = f"; {what}" if what else ""
+    if not sp.issparse(A):
+        raise TypeError(f"{name} must be a scipy.sparse CSR matrix, got {type(A).__name__}{tail}")
+    if A.format != "csr":
+        raise ValueError(f"{name} is a {A.format.upper()} matrix; expected CSR (convert it with "
+                         f"scipy.sparse.csr_array({name})){tail}")
+    if A.ndim != 2 or any(w is not None and got != w for got, w in zip(A.shape, shape)):
+        want = "×".join("*" if w is None else str(w) for w in shape)
+        raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {want}{tail}")
+    if A.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}{tail}")
+    _check_compressed_structure(A, name)
+    nnz = int(A.indptr[-1])
+    if not has_canonical_indices(A.indptr, A.indices):
+        raise ValueError(f"{name} is not canonical: a row has unsorted or repeated column indices "
+                         f"(its arrays were edited){tail}")
+    data = np.asarray(A.data)[:nnz]
+    if data.dtype.kind == "f" and not np.isfinite(data).all():
+        raise ValueError(f"{name} has {int(data.size - np.isfinite(data).sum())} non-finite (NaN or "
+                         f"inf) stored values{tail}")
+
+
+def check_stored_array(A: Any, *, name: str, shape: tuple[int | None, ...], what: str = "",
+                       finite: bool = True) -> np.ndarray:
+    """Check, without copying, a dense array a fitted model stores (factors, weights): a real
+    numpy array of ``shape`` (None: any size), finite unless ``finite`` is False; returned
+    as it is."""
+    tail = f"; {what}" if what else ""
+    if not isinstance(A, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(A).__name__}{tail}")
+    if A.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}{tail}")
+    if A.ndim != len(shape) or any(w is not None and got != w for got, w in zip(A.shape, shape)):
+        def text(dims: tuple[Any, ...]) -> str:
+            parts = ["*" if d is None else str(int(d)) for d in dims]
+            return f"({parts[0]},)" if len(parts) == 1 else "×".join(parts) or "()"
+        raise ValueError(f"{name} has shape {text(A.shape)}, expected {text(shape)}{tail}")
+    if finite and A.dtype.kind == "f" and not np.isfinite(A).all():
+        raise ValueError(f"{name} has {int(A.size - np.isfinite(A).sum())} non-finite (NaN or inf) "
+                         f"values{tail}")
+    return A
+
+
 def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
     """Refuse a training matrix no fit can learn from; return ``Y`` unchanged.
 
@@ -923,3 +974,90 @@ def read_regular(path: Any, *, name: str = "path", factor: float = 1.0) -> bytes
             raise ValueError(f"{name} {os.fsdecode(os.fspath(path))!r} grew past its size "
                              f"({_fmt_bytes(size)}) while it was read; expected a file that does not change")
     return data
+
+
+#: A compressed member of an .npz may hold at most this many times its compressed size. numpy
+#: writes members stored (np.savez) or deflated (np.savez_compressed, 1 to 10 times for factors
+#: and ids); deflate's own bound is 1,032, which an 8 MB bomb uses to reach 8 GiB.
+NPZ_INFLATION = 100
+
+_ZIP_METHODS = (0, 8, 12, 14)         # stored, deflated, bzip2, lzma: what zipfile reads
+
+
+def _npy_header(fh: Any) -> tuple[tuple[int, ...], np.dtype[Any], int]:
+    """(shape, dtype, bytes before the data) of the .npy stream ``fh``."""
+    fmt = np.lib.format
+    version = fmt.read_magic(fh)
+    if version == (1, 0):
+        shape, _, dtype = fmt.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, _, dtype = fmt.read_array_header_2_0(fh)
+    else:                                # 3.0: the 2.0 layout with a UTF-8 header
+        reader = getattr(fmt, "_read_array_header", None)
+        if reader is None:
+            raise ValueError(f"unsupported .npy format version {version}")
+        shape, _, dtype = reader(fh, version)
+    return tuple(int(s) for s in shape), np.dtype(dtype), int(fh.tell())
+
+
+def check_npz_members(zf: Any, *, where: str, file_size: int | None,
+                      error: type[Exception] = ValueError) -> int:
+    """Bound every member of the .npz archive ``zf`` (a ``zipfile.ZipFile``) before numpy reads
+    one; return the bytes the arrays take.
+
+    numpy allocates an array from the shape its header declares, before reading the data, and
+    a zip member inflates to the size its directory declares: a small file can ask for
+    terabytes. So each member must be readable (not encrypted, a method zipfile knows), no
+    larger compressed than the file, stored members as large as they are stored, compressed
+    ones at most :data:`NPZ_INFLATION` times their compressed size; each ``.npy`` header must
+    declare exactly the bytes its member holds and no Python objects (a pickle); and all of
+    them together must fit in memory (:func:`memory_limit`). ``error`` (ValueError or a
+    subclass) is raised, naming ``where`` and the member.
+    """
+    import zipfile
+
+    total = 0
+    for info in zf.infolist():
+        name = info.filename
+        if info.flag_bits & 0x1:
+            raise error(f"{where}: member {name!r} is encrypted; numpy never writes encrypted members "
+                        "(a file from elsewhere, or damaged)")
+        if info.compress_type not in _ZIP_METHODS:
+            raise error(f"{where}: member {name!r} uses zip compression method {info.compress_type}, "
+                        "which Python's zipfile cannot read; expected members stored or deflated as "
+                        "numpy writes them")
+        if file_size is not None and info.compress_size > file_size:
+            raise error(f"{where}: member {name!r} claims {info.compress_size:,} compressed bytes, more "
+                        f"than the whole file's {file_size:,} (truncated or damaged)")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise error(f"{where}: member {name!r} is stored uncompressed but claims {info.file_size:,} "
+                        f"bytes in {info.compress_size:,} (damaged or edited)")
+        if info.file_size > NPZ_INFLATION * max(1, info.compress_size) + 4096:
+            raise error(f"{where}: member {name!r} would inflate from {_fmt_bytes(info.compress_size)} "
+                        f"to {_fmt_bytes(info.file_size)} ({info.file_size // max(1, info.compress_size):,} "
+                        f"times); fastpu reads members that inflate at most {NPZ_INFLATION} times "
+                        "(a zip bomb, or not a file numpy wrote)")
+        if name.endswith(".npy"):
+            try:
+                with zf.open(info) as fh:
+                    shape, dtype, offset = _npy_header(fh)
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
+                    RuntimeError) as exc:
+                raise error(f"{where}: member {name!r} has no readable .npy header ({exc})") from None
+            if dtype.hasobject:
+                raise error(f"{where}: member {name!r} holds Python objects (dtype {dtype}), which are "
+                            "pickles; fastpu never unpickles a file")
+            nbytes = dtype.itemsize
+            for s in shape:
+                nbytes *= s
+            if offset + nbytes != info.file_size:
+                raise error(f"{where}: member {name!r} declares a {_shape_str(shape) or 'scalar'} array "
+                            f"of {dtype} ({_fmt_bytes(nbytes)}) but holds {max(0, info.file_size - offset):,} "
+                            "bytes of data (damaged or edited)")
+        total += info.file_size
+    limit = memory_limit()
+    if total > _SMALL_BYTES and limit is not None and total > limit:
+        raise error(f"{where}: its arrays take {_fmt_bytes(total)} ({total:,} bytes) but only "
+                    f"{_fmt_bytes(limit)} are available (the memory available, or FASTPU_MEMORY_LIMIT); "
+                    "set FASTPU_MEMORY_LIMIT if more memory is really there")
+    return total

@@ -188,3 +188,79 @@ def check_memory(data: Positives, model: Model, run: Run, dense_limit: Any) -> N
     else:
         Vd.check_alloc(8 * run.k * (6 * (m + n) + 8 * run.k) + 48 * data.nnz, what="CSRR-e",
                        names=("k",))
+
+
+# --------------------------------------------------------------------------------- a fitted model
+
+def _p(key: str) -> str:
+    return f"model.params[{key!r}]"
+
+
+def check_fitted(model: Any) -> None:
+    """Check a CSRR model's parts, ``params`` and ``extras`` against its factors with the checks
+    the fit uses, before a model file is written or read back and before serving or fold-in use
+    them: the variant, the sparse part V (a canonical m × n CSR: a CSC V served wrong items), the
+    dense U of CSRR-I/II, α (within its loss's range), λ1, λ2, the rank of variant "e".
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the part or entry (``model.V``, ``model.params['alpha']``, ...).
+    """
+    check_parts(model)
+    prm = model.params
+    variant = model.variant
+    if "variant" in prm and prm["variant"] != variant:
+        raise ValueError(f"{_p('variant')} is {prm['variant']!r} but the model is CSRR-{variant}")
+    loss = prm.get("loss", "I")
+    Vd.check_choice(loss, name=_p("loss"), choices=LOSSES)
+    if "alpha" in prm:
+        alpha = Vd.check_scalar(prm["alpha"], name=_p("alpha"), minimum=0.0, strict_min=True)
+        target = variant == "II" or (variant == "e" and loss == "II")
+        if target and alpha > ALPHA_TARGET_MAX:
+            raise ValueError(f"{_p('alpha')} is {alpha:g}, above {ALPHA_TARGET_MAX:g} (the target of "
+                             "loss II, squared in the objective)")
+    for key in ("lam1", "lam2", "inner_tol"):
+        if key in prm:
+            Vd.check_scalar(prm[key], name=_p(key), minimum=0.0)
+    if prm.get("eta") is not None:
+        Vd.check_scalar(prm["eta"], name=_p("eta"), minimum=0.0, strict_min=True)
+    width = model.item_factors.shape[1]
+    if prm.get("k") is not None:
+        if variant != "e":
+            raise ValueError(f"{_p('k')} is {prm['k']!r} but CSRR-{variant} has no fixed rank (None)")
+        k = Vd.check_k(prm["k"], name=_p("k"))
+        if k != width:
+            raise ValueError(f"{_p('k')} is {k} but the factors have {width} columns")
+    for key in ("n_iter", "n_inner"):
+        if prm.get(key) is not None:
+            Vd.check_int(prm[key], name=_p(key), minimum=1)
+    if "restart" in prm:
+        Vd.check_choice(prm["restart"], name=_p("restart"), choices=RESTARTS)
+    if "svd_method" in prm:
+        Vd.check_choice(prm["svd_method"], name=_p("svd_method"), choices=SVD_METHODS)
+
+
+def check_parts(model: Any, *, full: bool = True) -> None:
+    """What serving reads of a CSRR model: the variant, V (canonical m × n CSR, finite) and U
+    (None for "e", a finite m × n array for I/II), m and n being the factors' rows. Without
+    ``full`` (serving, once per call) U's values are not scanned: serving checks the rows it
+    scores."""
+    if not all(hasattr(model, part) for part in ("U", "V", "variant")):
+        raise TypeError(f"a CSRR model is a fastpu.csrr.CSRRModel (with U, V and variant), got a "
+                        f"{type(model).__name__}")
+    variant = Vd.check_choice(model.variant, name="model.variant", choices=VARIANTS)
+    m, n = model.user_factors.shape[0], model.item_factors.shape[0]
+    if model.V is None:
+        raise ValueError("model.V is None; a CSRR model needs the m×n sparse part V that csrr.fit "
+                         "returns")
+    Vd.check_stored_csr(model.V, name="model.V", shape=(m, n),
+                        what="the sparse part of a CSRR model: one row per user, one column per item")
+    if variant == "e":
+        if model.U is not None:
+            raise ValueError("model.U must be None for variant 'e' (U = P Qᵀ from the factors)")
+    else:
+        if model.U is None:
+            raise ValueError(f"model.U is None but CSRR-{variant} scores with its dense U")
+        Vd.check_stored_array(model.U, name="model.U", shape=(m, n), finite=full,
+                              what=f"the dense low-rank part of CSRR-{variant}")

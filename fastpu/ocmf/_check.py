@@ -235,3 +235,76 @@ def check_start(init: Any, model: Model, run: Run, shape: tuple[int, int]) -> tu
     W = check_factor(init[0], "init[0] (W0)", du, run.k).astype(run.dtype, copy=False)
     H = check_factor(init[1], "init[1] (H0)", dv, run.k).astype(run.dtype, copy=False)
     return W, H
+
+
+# --------------------------------------------------------------------------- a fitted model
+
+def _p(key: str) -> str:
+    return f"model.params[{key!r}]"
+
+
+_EDITED = "a model returned by fastpu.ocmf.fit (or read by fastpu.load_model) has a valid one"
+
+
+def check_flag(prm: dict[str, Any], key: str) -> None:
+    """A recorded True/False (``fast_path``, ``user_features``, ...), when present."""
+    if key in prm and not isinstance(prm[key], (bool, np.bool_)):
+        raise TypeError(f"{_p(key)} must be True or False, got {prm[key]!r}")
+
+
+def check_count(prm: dict[str, Any], key: str, *, optional: bool = True) -> None:
+    """A recorded iteration count (an integer >= 1, or None), when present."""
+    if key in prm and not (optional and prm[key] is None):
+        V.check_int(prm[key], name=_p(key), minimum=1)
+
+
+def check_fitted(model: Any) -> None:
+    """Check an ocmf model's ``params`` and ``extras`` against its factors with the checks the fit
+    uses (types, choices, ranges, shapes), before a model file is written or read back and
+    before fold-in solves rows with them: an edited model is refused, naming the entry, instead
+    of reaching a kernel. Entries a model may lack (files of earlier releases) are not required
+    here; fold-in asks for the ones it needs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the entry (``model.params['a_bar']``, ``model.extras['q']``, ...).
+    """
+    prm, ex = model.params, model.extras
+    n, k = model.item_factors.shape
+    if "k" in prm:
+        kk = V.check_k(prm["k"], name=_p("k"))
+        if kk != k:
+            raise ValueError(f"{_p('k')} is {kk} but the factors have {k} columns; {_EDITED}")
+    loss = prm.get("loss", "square")
+    for key, choices in (("loss", LOSSES), ("negatives", NEGATIVES), ("solver", SOLVERS)):
+        if key in prm:
+            V.check_choice(prm[key], name=_p(key), choices=choices)
+    if "dtype" in prm:
+        V.check_choice(prm["dtype"], name=_p("dtype"), choices=("float64", "float32"))
+    if "rho" in prm:
+        V.check_scalar(prm["rho"], name=_p("rho"), minimum=0.0)
+    if "neg_ratio" in prm:
+        V.check_scalar(prm["neg_ratio"], name=_p("neg_ratio"), minimum=0.0, strict_min=True)
+    if prm.get("a_bar") is not None:
+        try:
+            _resolve_abar(loss, prm["a_bar"])
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{_p('a_bar')}: {exc}") from None
+    for key in ("lam", "lam_w", "lam_h", "lam_graph"):
+        if prm.get(key) is not None:
+            V.check_penalty(prm[key], name=_p(key))
+    for key in ("fast_path", "user_features", "item_features", "has_user_graph", "has_item_graph"):
+        check_flag(prm, key)
+    for key in ("n_iter", "n_inner", "newton_steps", "cg_steps"):
+        check_count(prm, key)
+    if "init_std" in prm:
+        V.check_scalar(prm["init_std"], name=_p("init_std"), minimum=0.0)
+    if ex.get("q") is not None:
+        V.check_vector(ex["q"], name="model.extras['q']", size=n)
+    for key, flag in (("W", "user_features"), ("H", "item_features")):
+        if prm.get(flag) or ex.get(key) is not None:
+            if key not in ex:
+                continue                          # fold-in names what it lacks
+            V.check_stored_array(ex[key], name=f"model.extras[{key!r}]", shape=(None, k),
+                                 what=f"one row per {flag[:-1].replace('_', ' ')}, k = {k} columns")
