@@ -359,10 +359,39 @@ def _verdict(folder: str, root: str | None, create: bool) -> str | OSError | Non
                 problem = folder_problem(folder)
             except OSError as exc:
                 problem = exc
+            else:
+                problem = _foreign_entry(folder)
         else:
             problem = folder_problem(folder)
     known[folder] = problem
     return problem
+
+
+def _foreign_entry(folder: str, limit: int = 20_000) -> str | None:
+    """Why the files of a cache folder cannot be trusted: one of them is a symbolic link, is
+    another user's, or is a folder others can write. (A folder that was ever shared keeps
+    what was planted in it; numba would unpickle it.) None when every entry is the user's."""
+    me = _me()
+    if me is None:
+        return None
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            seen += 1
+            if seen > limit:
+                return None                       # not a folder of kernels; nothing more to learn
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                return f"{path} is a symbolic link"
+            if st.st_uid != me:
+                return f"{path} belongs to another user (uid {st.st_uid})"
+            if stat.S_ISDIR(st.st_mode) and _writable_by_others(st):
+                return f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
 
 
 def _own_subfolder(path: str) -> None:
