@@ -226,12 +226,13 @@ def check_fitted(model: Any) -> None:
     if prm.get("eta") is not None:
         Vd.check_scalar(prm["eta"], name=_p("eta"), minimum=0.0, strict_min=True)
     width = model.item_factors.shape[1]
-    if prm.get("k") is not None:
-        if variant != "e":
+    if "k" in prm:
+        if variant != "e" and prm["k"] is not None:
             raise ValueError(f"{_p('k')} is {prm['k']!r} but CSRR-{variant} has no fixed rank (None)")
-        k = Vd.check_k(prm["k"], name=_p("k"))
-        if k != width:
-            raise ValueError(f"{_p('k')} is {k} but the factors have {width} columns")
+        if variant == "e":
+            k = Vd.check_k(prm["k"], name=_p("k"))
+            if k != width:
+                raise ValueError(f"{_p('k')} is {k} but the factors have {width} columns")
     for key in ("n_iter", "n_inner"):
         if prm.get(key) is not None:
             Vd.check_int(prm[key], name=_p(key), minimum=1)

@@ -317,6 +317,10 @@ def check_pairs(pairs: Any, n_rows: int, n_x: Any, n_h: Any,
         )
     if arr.size and arr.min() < 0:
         raise ValueError(f"pairs must be non-negative indices, got minimum {arr.min()}")
+    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > V.INT_MAX:
+        # uint64 indices past int64 wrapped negative in the cast below (a numpy bincount error)
+        raise ValueError(f"pairs has index {int(arr.max())}, above 2**62; expected (x, h) indices "
+                         "of a tensor that exists")
     px = np.ascontiguousarray(arr[:, 0], dtype=np.int64)
     ph = np.ascontiguousarray(arr[:, 1], dtype=np.int64)
     sizes = []
@@ -451,8 +455,9 @@ def check_fitted(model: Any) -> None:
     if biases is not None and not isinstance(biases, (bool, np.bool_)):
         raise TypeError(f"{_p('biases')} must be True or False, got {biases!r}")
     if k is not None and biases is not None and g != k + 2 * bool(biases):
-        raise ValueError(f"{_p('k')} is {k}{' with biases' if biases else ''}, so the factors should "
-                         f"have {k + 2 * bool(biases)} columns; they have {g}")
+        raise ValueError(f"{_p('k')} is {k} and {_p('biases')} {bool(biases)}, so the factors should "
+                         f"have {k + 2 * bool(biases)} columns (k{' + 2 bias columns' if biases else ''}); "
+                         f"they have {g}")
     ux, ix = _features_shape(prm, "user_features"), _features_shape(prm, "item_features")
     for key, rows in (("V_user", None if ux is None else ux[1]),
                       ("V_item", n if ix is None else ix[1])):

@@ -159,6 +159,27 @@ def _resolve_abar(loss: str, a_bar: Any) -> float:
     return a_bar
 
 
+def check_unlabeled_weights(rho: float, p: np.ndarray, q: np.ndarray, abar: float, *,
+                            where: str) -> None:
+    """The unlabeled weights rho·p_i·q_j: their sum with a_bar² finite, and the largest at most
+    :data:`fastpu._core.validation.PENALTY_MAX` (rho = 1e300 fitted, then its fold-in overflowed).
+    ``where`` prefixes the message (a fitted model's entry)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        pw = rho * p
+        total = abar * abar * float(np.sum(pw)) * float(np.sum(q))
+        largest = float(np.max(pw, initial=0.0)) * float(np.max(q, initial=0.0))
+    if not (np.isfinite(total) and np.isfinite(pw).all()):
+        raise ValueError(
+            f"{where}the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
+            f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
+            "expected weights rho·p_i·q_j of order 1 or below")
+    if largest > V.PENALTY_MAX:
+        raise ValueError(
+            f"{where}the largest unlabeled weight rho·p_i·q_j is {largest:g} (rho={rho:g}, max p "
+            f"{p.max(initial=0):g}, max q {q.max(initial=0):g}), above {V.PENALTY_MAX:g}: the unlabeled "
+            "terms would swamp the loss and overflow its row problems; expected weights of order 1 or below")
+
+
 def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | None,
                 q: ArrayLike | None, a_bar: Any, user_features: Matrix | None,
                 item_features: Matrix | None, user_graph: Matrix | None,
@@ -186,13 +207,7 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
         V.check_int(dense_limit, name="dense_limit", minimum=0)
     neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
     pw = rho * p                                   # unlabeled weight is pw_i * q_j
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = abar * abar * float(np.sum(pw)) * float(np.sum(q))
-    if not (np.isfinite(total) and np.isfinite(pw).all()):
-        raise ValueError(
-            f"the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
-            f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
-            "expected weights rho·p_i·q_j of order 1 or below")
+    check_unlabeled_weights(rho, p, q, abar, where="")
     return Model(loss, LOSS_CODES[loss], abar, rho, p, q, X, Z, Su, Sv, Lu, Lv, lam, lam_w, lam_h,
                  lam_g, negatives, neg_ratio, dense_limit)
 
@@ -296,12 +311,19 @@ def check_fitted(model: Any) -> None:
             V.check_penalty(prm[key], name=_p(key))
     for key in ("fast_path", "user_features", "item_features", "has_user_graph", "has_item_graph"):
         check_flag(prm, key)
-    for key in ("n_iter", "n_inner", "newton_steps", "cg_steps"):
-        check_count(prm, key)
+    for key, optional in (("n_iter", False), ("n_inner", False), ("newton_steps", True),
+                          ("cg_steps", True)):
+        check_count(prm, key, optional=optional)
     if "init_std" in prm:
         V.check_scalar(prm["init_std"], name=_p("init_std"), minimum=0.0)
+    q = None
     if ex.get("q") is not None:
-        V.check_vector(ex["q"], name="model.extras['q']", size=n)
+        q = V.check_vector(ex["q"], name="model.extras['q']", size=n)
+    if "rho" in prm:
+        # the fit's check of the unlabeled weights, with p = 1 for the model's rows
+        abar = 0.0 if prm.get("a_bar") is None else float(prm["a_bar"])
+        check_unlabeled_weights(float(prm["rho"]), np.ones(max(1, model.user_factors.shape[0])),
+                                q if q is not None else np.ones(n), abar, where=f"{_p('rho')}: ")
     for key, flag in (("W", "user_features"), ("H", "item_features")):
         if prm.get(flag) or ex.get(key) is not None:
             if key not in ex:
