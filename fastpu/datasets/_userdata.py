@@ -378,8 +378,8 @@ def read_xc(path: StrPath) -> Dataset:
     """
     path = check_path(path)
     X, Y = _multilabel.read_xc_file(path)
-    X = V.check_csr(X, name="user_features", nonnegative=False)
-    Y = V.check_csr(Y, name="Y")
+    X = V.check_csr(X, name=f"the features of {path}", nonnegative=False)
+    Y = V.check_csr(Y, name=f"the labels of {path}")
     return Dataset(
         name=os.path.basename(path), Y=Y, user_features=X, user_ids=np.arange(Y.shape[0]),
         item_ids=np.arange(Y.shape[1]),

@@ -262,6 +262,8 @@ def _draw(space: dict[str, Any], n_trials: int | None,
     if n_trials is None:
         raise ValueError("n_trials is required when the space holds distributions (random search); "
                          "give n_trials, or lists only for a grid search")
+    V.check_alloc(n_trials * (240 + 100 * len(keys)),
+                  what=f"the settings of {n_trials:,} random trials", names=("n_trials (tune's budget)",))
     out = []
     for _ in range(n_trials):
         trial: dict[str, Any] = {}
