@@ -65,6 +65,72 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 MARK = "@@fastpu-campaign@@"
 CLASSES = ("clear error", "sensible result", "crash", "hang", "memory blow-up",
            "silent wrong result", "security finding", "unclear error")
+#: what the inputs of each surface are (docs/reliability.md lists them)
+SURFACES = {
+    "model file: params": "every entry of params of each model kind (ocmf plain, with features, float32, "
+                          "sampled; fBGD plain, with features and biases; CSRR-e, CSRR-II; HOMF exact "
+                          "and dense) set to values a fit refuses (wrong type, out of range, NaN, "
+                          "structural ones that contradict the factors) and to values a fit makes; "
+                          "then loaded, served, folded in, saved and loaded again",
+    "model file: extras": "each stored array one row short, one column more, NaN, negative, replaced "
+                          "by a string; HOMF's A declared 10¹¹ nodes, smaller than the factors, CSC, "
+                          "unsorted, out of range, NaN",
+    "model file: parts": "CSRR's V stored as CSC (read back as CSC, or as the CSR it says it is), "
+                         "declared 10¹¹ × 10¹¹, with a repeated or unsorted entry, as LIL; CSRR-I's U "
+                         "of the wrong shape, NaN, transposed",
+    "model file: ids": "a repeated id, one id short, float ids, the ids reversed",
+    "model file: archive": "npy member headers declaring 10¹¹-10¹² elements, a 400 MB string or "
+                           "objects; deflate bombs (8 MB to 8 GiB, 1 MB to 1 GiB); encrypted members, "
+                           "unknown compression methods, lying sizes; truncated, empty, pickle, random "
+                           "bytes, a FIFO, a folder, links to /dev/zero and /dev/urandom, a 100 GB "
+                           "sparse file, 100,000 members; JSON headers of 10 MB, 100,000 deep",
+    "model file: header": "a foreign class, a newer version, factors of two widths, another method's "
+                          "name, scalars that do not fit their dtype, sparse extras declared 10¹² × 10, "
+                          "as DIA of 1,000 diagonals over 10⁶ columns, as LIL of 10⁹ rows",
+    "fold-in and serving: edited model": "models edited in memory (dataclasses.replace): HOMF's A and V "
+                                         "of other shapes, T = 10⁹, g bogus; fBGD's k and biases, "
+                                         "V_user, V_h, pairs; ocmf's a_bar, loss, q, W, repeated ids; "
+                                         "CSRR's V of other shapes, CSC, COO, with a repeated entry, U; "
+                                         "each served and folded in, and saved",
+    "readers: special files": "a FIFO, /dev/zero, /dev/urandom, a link to /dev/zero, a folder, a 100 GB "
+                              "sparse file, 3 GB of zeros, /proc/self/status, for read_csv, read_xc, "
+                              "load_npz and both files of read_arff",
+    "readers: encodings": "codecs that are not text encodings, unknown names, and text encodings that "
+                          "do not fit the file",
+    "readers: two parsers": "Unicode spaces (no-break, em, ideographic, next line, separators, "
+                            "vertical tab, form feed, zero-width) inside ids and between fields, CR "
+                            "line ends, byte-order marks, NUL bytes, ids past int64, quoted line "
+                            "breaks, ...: read_csv's pandas and reference parsers must agree",
+    "readers: read_xc": "header counts past int64, 10¹² points, 10¹¹ labels, malformed lines",
+    "readers: read_arff": "sparse indices of 20 digits, 1e999, XML entity bombs, external entities, "
+                          "nesting 100,000 deep",
+    "readers: load_npz": "COO declared 10¹¹ × 10, CSR declared 3 × (2³¹ + 5), bad parts, bomb members, "
+                         "pickles, encrypted members, complex values, a model file",
+    "archives": "the data archives (the recbole wheel, the orange3 tarball) as zip and tar bombs, "
+                "100 GB sparse members, members declaring 100 GB or 4 GB, 2 GiB ahead of the data, "
+                "150,000-200,000 members, links and devices as data files, encrypted or unknown-method "
+                "members, not archives at all, FIFOs, folders",
+    "kernel cache": "FASTPU_CACHE_DIR, NUMBA_CACHE_DIR, XDG_CACHE_HOME and HOME on shared (1777, 0777), "
+                    "foreign, group-writable and linked folders, with numba's index replaced by a "
+                    "pickle another user planted; the install folder, its kernels folder and its record "
+                    "file as links to the user's files; clear_cache and `fastpu cache --clear` on a "
+                    "root holding the user's folders",
+    "data folder": "download into a shared folder with a planted .part link, a private one with a "
+                   "link, a foreign, world-writable or linked folder, a folder under a world-writable one",
+    "sparse input: canonical form": "CSR matrices edited in place so that their indices are unsorted "
+                                    "or repeated while scipy's cached flag says canonical, into every "
+                                    "fit, fold-in, recommend, evaluate, split, binarize, popularity",
+    "declared sparse shapes": "COO 10¹¹ × 10, COO 10 × 10¹¹, CSR 3 × (2³¹ + 5) into every fit, split, "
+                              "binarize, popularity, WRMF, tune",
+    "search grids": "a 10⁹-point grid sampled once and listed whole, a 10³⁰-point grid, a budget of 10⁹",
+    "arguments": "HOMF's T = 10⁹ everywhere it walks, CSRR's alpha = 1e300 per variant and loss, "
+                 "k = 10¹⁰, synthetic 10⁶ × 10⁶, validation_split(frac=0), evaluate k = 10³⁰, uint64 "
+                 "pairs past int64, ids past int64, recommend n = 10¹²",
+    "command line": "run --save '' / a missing folder / a folder, --data and --exclude-seen on special "
+                    "files and bombs, recommend --model on special, bomb and edited files, --at and "
+                    "--metric cut-offs past 2⁶², --param T = 10⁹, --threads -1, ...",
+}
+
 GOALS = {"crash": 0, "hang": 0, "memory blow-up": 0, "silent wrong result": 0,
          "security finding": 0, "unclear error": 5}
 CLEAR_TYPES = ("ValueError", "TypeError", "OSError", "ImportError", "FloatingPointError")
@@ -2051,6 +2117,7 @@ def base_env(ctx: Ctx) -> dict[str, str]:
                         "FASTPU_MEMORY_LIMIT", "PYTHONPATH", "http_proxy", "https_proxy", "HTTP_PROXY",
                         "HTTPS_PROXY")}
     env.update(PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1", FASTPU_DATA=str(ctx.work / "no-data"),
+               XDG_CACHE_HOME=str(ctx.shared.parent / "user-cache"),
                PIP_INDEX_URL="http://127.0.0.1:9/simple/", PIP_NO_INDEX="1", PIP_NO_INPUT="1",
                PIP_DISABLE_PIP_VERSION_CHECK="1", NO_PROXY="*", no_proxy="*", OMP_NUM_THREADS="1",
                NUMBA_NUM_THREADS="2")
@@ -2174,9 +2241,31 @@ def _unlock(tmp: pathlib.Path) -> None:
                     pass
 
 
+def user_cache_root() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "fastpu"
+
+
 def user_cache_listing() -> list[str]:
-    root = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "fastpu"
+    root = user_cache_root()
     return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def private_user_cache(tmp: pathlib.Path) -> pathlib.Path:
+    """A copy of this checkout's compiled kernels in a cache root under ``tmp``: every child runs
+    with XDG_CACHE_HOME there, so no campaign process can reach the user's real kernel cache."""
+    root = tmp / "user-cache"
+    (root / "fastpu").mkdir(parents=True)
+    os.chmod(root, 0o700)
+    os.chmod(root / "fastpu", 0o700)
+    _copy_cache(root / "fastpu")
+    return root
+
+
+def fastpu_own_folder() -> str:
+    sys.path.insert(0, str(ROOT))
+    import fastpu
+
+    return fastpu.cache_dir().name
 
 
 def machine() -> str:
@@ -2238,14 +2327,20 @@ def write_report(path: pathlib.Path, results: list[dict[str, Any]], meta: dict[s
                   f"{before['meta']['load_after']} after): that column shows what the campaign finds "
                   "when the protections are not there."]
     lines += ["", "Nothing of the user's was deleted or overwritten: "
-              + ("yes (no security finding; the user's kernel cache listing and the repository were "
-                 "unchanged)" if meta["untouched"] and not counts["security finding"] else
+              + ("yes: no security finding (every case audits the files it planted or put in harm's "
+                 "way), no campaign process could reach the user's kernel cache (they ran with "
+                 "`XDG_CACHE_HOME` on a copy), and the repository's `git status` was the same after "
+                 f"the run ({meta['untouched_detail']})" if meta["untouched"] and not counts["security finding"] else
                  f"**no**: {meta['untouched_detail']}") + ".", ""]
     lines += ["### By surface", "", "| surface | inputs | " + " | ".join(CLASSES) + " |",
               "|---|---:|" + "---:|" * len(CLASSES)]
     for s in surfaces:
         rs = [r for r in results if r["surface"] == s]
         lines.append(f"| {s} | {len(rs)} | " + " | ".join(str(sum(r['class'] == k for r in rs)) for k in CLASSES) + " |")
+    lines += ["", "### What the inputs are", ""]
+    for surface in surfaces:
+        lines.append(f"- **{surface}** ({sum(r['surface'] == surface for r in results)}): "
+                     f"{SURFACES.get(surface, '')}")
     missed = [r for r in results if r["class"] not in ("clear error", "sensible result")]
     lines += ["", "## Inputs outside the two good classes", ""]
     if missed:
@@ -2310,7 +2405,9 @@ def main(argv: list[str] | None = None) -> int:
     shared.mkdir()
     print(f"campaign: {len(cases)} inputs, temporary folder {tmp}", flush=True)
     prepare_shared(shared)
+    private_user_cache(tmp)
     before_cache = user_cache_listing()
+    own = fastpu_own_folder()
     git = ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"]
     before_repo = subprocess.run(git, capture_output=True, text=True).stdout
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -2330,9 +2427,14 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     after_cache = user_cache_listing()
     after_repo = subprocess.run(git, capture_output=True, text=True).stdout
-    untouched = set(before_cache) <= set(after_cache) and before_repo == after_repo
-    detail = "" if untouched else (f"user cache before {before_cache}, after {after_cache}; "
-                                   f"repository status changed: {before_repo != after_repo}")
+    # no campaign process had the user's kernel cache in its environment (XDG_CACHE_HOME pointed
+    # at a copy): its own folder must still be there, and the repository unchanged; folders other
+    # sessions on the machine added or pruned meanwhile are reported, not counted
+    untouched = own in after_cache and before_repo == after_repo
+    others = sorted(set(before_cache) ^ set(after_cache))
+    detail = (f"this checkout's cache folder kept: {own in after_cache}; repository status unchanged: "
+              f"{before_repo == after_repo}" + (f"; folders other sessions added or pruned meanwhile: {others}"
+                                                  if others else ""))
     harness = [r for r in results if r["class"] == "harness"]
     counts = {k: sum(r["class"] == k for r in results) for k in CLASSES + ("harness",)}
     print(json.dumps(counts))
