@@ -956,7 +956,7 @@ def _memory_cases() -> None:
                 return use(fp().load_model(ctx.work / "out.npz"), kind)
             return use(model, kind)
         check = None if refuse else check_same_as_base(kind)
-        case(f"edited model/{kind}/{label} ({op})", f"fold-in and serving: edited model", run=run,
+        case(f"edited model/{kind}/{label} ({op})", "fold-in and serving: edited model", run=run,
              names=names, refuse=refuse, check=check)
 
     rp = dataclasses.replace

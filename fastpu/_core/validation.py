@@ -145,12 +145,14 @@ def check_sparse_memory(Y: Any, *, name: str = "Y") -> None:
     """Refuse a sparse matrix whose canonical CSR cannot fit, before scipy converts it.
 
     A matrix's declared shape costs memory of its own: a COO or CSC matrix declared with 10¹¹
-    rows and one entry needs 800 GB of CSR row pointers. The estimate counts the row pointers
-    and two copies of the entries (the conversion and the canonical copy).
+    rows and one entry needs 800 GB of CSR row pointers, and what uses a matrix holds a number
+    per column too (its transpose's pointers, an item's count or factor). The estimate counts a
+    pointer per row and per column and two copies of the entries (the conversion and the
+    canonical copy): a shape declared far beyond its entries is refused here, naming it.
     """
-    m = int(Y.shape[0])
+    m, n = int(Y.shape[0]), int(Y.shape[1])
     nnz = int(Y.nnz) if Y.format != "coo" else int(np.size(Y.data))
-    nbytes = 8 * (m + 1) * (1 if Y.format == "csr" else 2) + 2 * (8 + 8) * nnz
+    nbytes = 8 * (m + 1) * (1 if Y.format == "csr" else 2) + 8 * (n + 1) + 2 * (8 + 8) * nnz
     if nbytes > _SMALL_BYTES:
         check_alloc(nbytes, what=f"{name} (declared {_shape_str(Y.shape)} with {nnz:,} stored "
                                  f"entries) as canonical CSR", names=(f"the shape of {name}",))

@@ -206,8 +206,7 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
     if dense_limit is not None:
         V.check_int(dense_limit, name="dense_limit", minimum=0)
     neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
-    pw = rho * p                                   # unlabeled weight is pw_i * q_j
-    check_unlabeled_weights(rho, p, q, abar, where="")
+    check_unlabeled_weights(rho, p, q, abar, where="")      # the weight of (i, j) is rho·p_i·q_j
     return Model(loss, LOSS_CODES[loss], abar, rho, p, q, X, Z, Su, Sv, Lu, Lv, lam, lam_w, lam_h,
                  lam_g, negatives, neg_ratio, dense_limit)
 
