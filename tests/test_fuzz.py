@@ -124,6 +124,34 @@ class _Ctx:
         Y, pairs = self.tensor
         return fp.fbgd.fit_tensor(Y, K, pairs=pairs, tensor="cp", n_iter=2)
 
+    def _make_homf_model(self):
+        return fp.homf.fit(self.split[0], K, T=2, n_iter=1)
+
+    # hostile files (issue 30): what is not a regular file, or declares more than it holds
+    def _make_fifo(self):
+        path = os.path.dirname(self.csv) + "/pipe.csv"
+        os.mkfifo(path)
+        return path
+
+    def _make_huge_file(self):
+        path = os.path.dirname(self.csv) + "/huge.csv"
+        with open(path, "wb") as fh:
+            fh.truncate(100 << 30)             # 100 GB of holes: nothing on disk
+        return path
+
+    def _make_bomb_npz(self):
+        import io
+        import zipfile
+
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                      "shape": (10**11,)})
+        path = os.path.dirname(self.csv) + "/bomb.npz"
+        with zipfile.ZipFile(self.model_file) as src, zipfile.ZipFile(path, "w") as dst:
+            for name in src.namelist():
+                dst.writestr(name, header.getvalue() + bytes(64) if name == "a0.npy" else src.read(name))
+        return path
+
 
 CTX = _Ctx()
 
@@ -156,6 +184,27 @@ class _Quadratic:
 
 # ----------------------------------------------------------------------------- pools of bad values
 
+def _edited(model, params=None, extras=None):
+    """``model`` with entries of params / extras replaced (what an edited model file holds)."""
+    return dataclasses.replace(model, params={**model.params, **(params or {})},
+                               extras={**model.extras, **(extras or {})})
+
+
+def _in_place(edit):
+    """CTX.Y with its arrays edited in place: scipy's cached canonical flag stays True (issue 30)."""
+    def make():
+        Y = sp.csr_array(CTX.Y.copy())
+        assert Y.has_canonical_format
+        r = next(r for r in range(Y.shape[0]) if Y.indptr[r + 1] - Y.indptr[r] >= 2)
+        lo = Y.indptr[r]
+        if edit == "unsorted":
+            Y.indices[lo], Y.indices[lo + 1] = Y.indices[lo + 1], Y.indices[lo]
+        else:
+            Y.indices[lo + 1] = Y.indices[lo]
+        return Y
+    return make
+
+
 def _bad_csr(kind):
     """Malformed or unusual sparse matrices (built fresh for every draw)."""
     def out_of_range():
@@ -186,7 +235,12 @@ def _bad_csr(kind):
             lambda: sp.csr_array((1, 1)), lambda: CTX.Y.toarray(), lambda: CTX.Y.tolil(),
             lambda: sp.coo_array(CTX.Y), lambda: None, lambda: "Y", lambda: [[1, 0], [0, 1]],
             lambda: sp.csr_array((300, 200)), lambda: sp.csr_array(CTX.Y, dtype=np.complex128),
-            lambda: sp.csr_array(CTX.Y, dtype=np.int8)]
+            lambda: sp.csr_array(CTX.Y, dtype=np.int8),
+            # not canonical in fact, the flag saying it is (issue 30)
+            _in_place("unsorted"), _in_place("duplicate"),
+            # a shape declared far beyond the entries: 800 GB of row pointers for one entry
+            lambda: sp.coo_array((np.ones(1), ([5], [3])), shape=(10**11, N)),
+            lambda: sp.coo_array((np.ones(1), ([5], [3])), shape=(M, 10**11))]
 
 
 def _bad_dense(shape):
@@ -229,11 +283,27 @@ POOLS: dict[str, list[Callable]] = {
     "model": [lambda: None, lambda: "model", lambda: CTX.Y,
               lambda: fp.Factorization(np.ones((M, 3)), np.ones((N, 2))),
               lambda: fp.Factorization(np.ones((M + 1, K)), np.ones((N, K))),
-              lambda: fp.Factorization(np.full((M, K), np.nan), np.ones((N, K)))],
+              lambda: fp.Factorization(np.full((M, K), np.nan), np.ones((N, K))),
+              # edited models (issue 30): params and extras a fit would not make, repeated ids, a
+              # CSC sparse part; every use refuses them by name or serves them right
+              lambda: _edited(CTX.model, params={"loss": "bogus", "a_bar": "x"}),
+              lambda: _edited(CTX.homf_model, params={"T": 10**9}),
+              lambda: _edited(CTX.homf_model, extras={"A": CTX.homf_model.extras["A"][:5, :5]}),
+              lambda: _edited(CTX.homf_model, extras={"V": CTX.homf_model.extras["V"][:, :1]}),
+              lambda: _edited(CTX.fbgd_model, params={"k": K + 3}),
+              lambda: dataclasses.replace(CTX.model, item_ids=np.zeros(N, dtype=np.int64)),
+              lambda: dataclasses.replace(CTX.csrr_model, V=CTX.csrr_model.V.tocsc()),
+              lambda: _edited(CTX.tensor_model, extras={"V_h": CTX.tensor_model.extras["V_h"][:, :1]})],
     "graph": [lambda: -CTX.graph, lambda: sp.csr_array(np.triu(np.ones((M, M)))), lambda: np.ones((M, M + 1)),
               lambda: sp.csr_array((M + 1, M + 1)), lambda: "g", lambda: np.full((M, M), np.nan)],
     "path": [lambda: "/nonexistent/file.csv", lambda: None, lambda: 3, lambda: "/tmp",
-             lambda: CTX.npz, lambda: CTX.csv],
+             lambda: CTX.npz, lambda: CTX.csv,
+             # not a regular file (never read for ever or waited on), too large, a member header
+             # declaring 10¹¹ elements (never allocated)
+             lambda: "/dev/zero", lambda: CTX.fifo, lambda: CTX.huge_file, lambda: CTX.bomb_npz],
+    # a text encoding, or a codec that is not one (issue 30: LookupError)
+    "encoding": [lambda: "hex", lambda: "rot13", lambda: "undefined", lambda: "no-such-codec", lambda: None,
+                 lambda: 3, lambda: "idna", lambda: "latin-1"],
     "name": [lambda: "no-such-data", lambda: None, lambda: 3, lambda: "", lambda: ["ml-100k"]],
     "problem": [lambda: None, lambda: object(), lambda: "problem"],
     "any": [lambda: None, lambda: "x", lambda: float("nan"), lambda: -1, lambda: 10**12, lambda: object()],
@@ -491,7 +561,7 @@ CASES = [
          lambda: dict(users=["a", "b", "a"], items=[1, 2, 2], values=[1.0, 2.0, 3.0]),
          dict(users="users", items="users", values=("dense", (3,)))),
     Case("datasets.read_csv", datasets.read_csv, lambda: dict(path=CTX.csv),
-         dict(path="path", delimiter="choice", header="bool")),
+         dict(path="path", delimiter="choice", header="bool", encoding="encoding")),
     Case("datasets.load_npz", datasets.load_npz, lambda: dict(path=CTX.npz), dict(path="path")),
     Case("datasets.data_home", datasets.data_home, dict, {}),
     # never downloads: the valid call is not made (see test_every_valid_call_succeeds) and every

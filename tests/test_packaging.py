@@ -275,8 +275,9 @@ def test_clear_cache_prunes_the_folders_of_installations_that_are_gone(tmp_path,
     assert cli.main(["cache", "--prune"]) == 0
     assert "removed 0 folder(s)" in capsys.readouterr().out
     assert cli.main(["cache", "--clear"]) == 0
-    assert "removed 3 folder(s) of every installation's" in capsys.readouterr().out
-    assert [p.name for p in root.iterdir()] == ["notes.txt"]
+    # the folder without fastpu's record is not identified as fastpu's: never deleted (issue 30)
+    assert "removed 2 folder(s) of every installation's" in capsys.readouterr().out
+    assert sorted(p.name for p in root.iterdir()) == [unknown.name, "notes.txt"]
     with pytest.raises(TypeError, match="stale must be True or False"):
         fp.clear_cache(stale="yes")
 

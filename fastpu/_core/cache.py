@@ -13,8 +13,15 @@ behaviour) and sends them to
    ``~/.cache/fastpu``, in a subfolder named after fastpu's version, the Python version and a
    hash of the package folder's real path, so two installs, versions or checkouts never share
    entries;
-3. if that folder cannot be written: a folder private to the process that is removed at exit
-   (kernels then compile afresh in every process), with a single warning.
+3. if that folder cannot be written, or is not safe: a folder private to the process that is
+   removed at exit (kernels then compile afresh in every process), with a single warning.
+
+numba's cache index is a pickle, so loading from a folder another user could have written into
+would run their code in this process. fastpu's folders are its own: created private (0700),
+and a folder (or any folder above it) that is a symbolic link owned by someone else, is owned by
+another user, or can be written by others (a shared ``chmod 1777`` folder as
+``FASTPU_CACHE_DIR``) is refused, before anything is read from it or written into it
+(:func:`folder_problem`); ``NUMBA_CACHE_DIR`` is held to the same rule for fastpu's kernels.
 
 The locator has to be in place before the first kernel module is imported: numba picks the
 locator when the decorator runs. ``fastpu/__init__.py`` calls :func:`install` first thing.
@@ -28,7 +35,9 @@ import atexit
 import hashlib
 import os
 import pathlib
+import re
 import shutil
+import stat
 import sys
 import tempfile
 import warnings
@@ -38,13 +47,127 @@ from numba.core import caching, config
 
 from fastpu._core.version import __version__
 
-__all__ = ["cache_dir", "clear_cache", "install"]
+__all__ = ["cache_dir", "clear_cache", "folder_problem", "install", "private_folder"]
 
 # the installed package folder (fastpu/), one level above this file
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-_state: dict[str, Any] = {"warned": False, "fallback": None, "marked": False}
-#: in each installation's cache folder: the package folder it was made for (see clear_cache)
+_state: dict[str, Any] = {"warned": False, "fallback": None, "marked": False, "safe": {}}
+#: in each installation's cache folder: the package folder it was made for (see clear_cache);
+#: with a folder name of the form <version>-py<XY>-<16 hex digits>, fastpu's marker
 _SOURCE_FILE = "source.txt"
+_INSTALL_NAME = re.compile(r"[0-9][0-9A-Za-z.+!_]*-py[0-9]+-[0-9a-f]{16}\Z")
+
+
+# ------------------------------------------------------------------------------ safe folders
+
+def _me() -> int | None:
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _group_is_mine(gid: int) -> bool:
+    """Whether a group is the user's own private group (named after the user, no other member):
+    a folder writable by it is writable by the user alone."""
+    try:
+        import grp
+        import pwd
+
+        me = pwd.getpwuid(os.geteuid()).pw_name
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError, OSError):
+        return False
+    return group.gr_name == me and all(member == me for member in group.gr_mem)
+
+
+def _writable_by_others(st: os.stat_result) -> bool:
+    return bool(st.st_mode & stat.S_IWOTH) or (bool(st.st_mode & stat.S_IWGRP)
+                                               and not _group_is_mine(st.st_gid))
+
+
+def folder_problem(path: str | os.PathLike[str], *, leaf_only: bool = False) -> str | None:
+    """Why ``path`` is not safe as a folder of fastpu's own, or None when it is (or on Windows).
+
+    The folder must be a real folder (not a symbolic link), owned by the user, and writable by
+    no one else. Every folder above it must be owned by the user or by root and, unless it has
+    the sticky bit (``/tmp``), writable by no one else either: otherwise another user could
+    swap the folder for one of theirs. A symbolic link on the way is followed only when the user
+    or root owns it. A missing folder has no problem (it is created private).
+    """
+    me = _me()
+    if me is None:
+        return None
+    path = os.path.abspath(os.fspath(path))
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None                               # missing (making it will say why it cannot be)
+    except OSError as exc:
+        return f"{path} cannot be inspected ({exc})"
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            return f"{path} is a symbolic link, not a folder of fastpu's own"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{path} is not a folder"
+        if st.st_uid != me:
+            return f"{path} is owned by another user (uid {st.st_uid})"
+        if _writable_by_others(st):
+            return f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+    if leaf_only:
+        return None
+    # the folders above, from the top: their owners and whether others may write there
+    parts = pathlib.PurePath(path).parts
+    current = parts[0]
+    for part in parts[1:-1]:
+        current = os.path.join(current, part)
+        try:
+            lst = os.lstat(current)
+        except (FileNotFoundError, NotADirectoryError):
+            return None                         # the rest is created by fastpu, private
+        except OSError as exc:
+            return f"{current} cannot be inspected ({exc})"
+        if stat.S_ISLNK(lst.st_mode):
+            if lst.st_uid not in (me, 0):
+                return f"{current} is a symbolic link owned by another user (uid {lst.st_uid})"
+            try:
+                target = os.stat(current)
+            except OSError as exc:
+                return f"{current} cannot be followed ({exc})"
+            real = os.path.realpath(current)
+            if real != current:
+                problem = folder_problem(os.path.join(real, "x"))     # the link's target chain
+                if problem is not None:
+                    return problem
+            lst = target
+        if lst.st_uid not in (me, 0):
+            return f"{current} is owned by another user (uid {lst.st_uid})"
+        if _writable_by_others(lst) and not lst.st_mode & stat.S_ISVTX:
+            return (f"{current} can be written by other users (mode {stat.S_IMODE(lst.st_mode):04o}, "
+                    "without the sticky bit)")
+    return None
+
+
+def private_folder(path: str | os.PathLike[str], *, what: str, setting: str) -> str:
+    """Create ``path`` private (0700) if it is missing and return it; a ValueError naming
+    ``what`` and the ``setting`` that chooses the folder when it is not safe
+    (:func:`folder_problem`). Missing folders above it are created private too."""
+    path = os.path.abspath(os.fspath(path))
+    problem = folder_problem(path)
+    if problem is None:
+        missing = []
+        head = path
+        while not os.path.lexists(head):
+            missing.append(head)
+            head = os.path.dirname(head)
+        for folder in reversed(missing):
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass
+        problem = folder_problem(path)           # what exists now (a race, a file in the way)
+    if problem is not None:
+        raise ValueError(f"{what}: {problem}. fastpu writes only into a folder of its own, which "
+                         "others cannot write; make it private (chmod 700), or set "
+                         f"{setting} to a folder of yours")
+    return path
 
 
 def _base_dir() -> pathlib.Path:
@@ -91,11 +214,15 @@ def clear_cache(*, stale: bool = True) -> list[pathlib.Path]:
 
     Every installation, version or checkout of fastpu has a folder of its own under the cache
     root (see :func:`cache_dir`); the folders of deleted checkouts and virtual environments stay
-    behind. ``stale=True`` deletes the folders whose installation is gone: each folder records the
-    package folder it was made for, and a folder is deleted when that package folder no longer
-    holds fastpu. Folders made before fastpu recorded this (0.1.0) have no record and are kept,
-    as is this installation's folder. ``stale=False`` deletes every folder under the cache root,
-    this installation's included. Deleting is always safe: kernels compile again on next use.
+    behind. Only folders that fastpu's marker identifies as its own are ever deleted: a name of
+    the form ``<version>-py<XY>-<16 hex digits>`` and, inside, the record of the package folder
+    it was made for (``source.txt``), in a real folder (not a symbolic link) owned by the user.
+    Anything else under the root (a user's ``2024-photos/``, the data archives of
+    :func:`fastpu.datasets.download`, folders made before fastpu kept the record) is left alone.
+    ``stale=True`` deletes the marked folders whose installation is gone (the recorded package
+    folder no longer holds fastpu), never this installation's; ``stale=False`` deletes every
+    marked folder, this installation's included. Deleting is always safe: kernels compile
+    again on next use.
 
     Parameters
     ----------
@@ -126,37 +253,66 @@ def clear_cache(*, stale: bool = True) -> list[pathlib.Path]:
     if not root.is_dir():
         return removed
     for folder in sorted(root.iterdir()):
-        if not folder.is_dir() or not folder.name.split("-", 1)[0][:1].isdigit():
-            continue                              # not an installation's folder (e.g. a user's file)
+        source = _marked(folder)
+        if source is None:
+            continue                              # not identified as fastpu's: never deleted
         if stale:
             if folder == own:
                 continue
-            try:
-                source = (folder / _SOURCE_FILE).read_text().strip()
-            except OSError:
-                continue                          # no record: cannot tell, keep it
-            if os.path.exists(os.path.join(source, "_cache.py")):
-                continue
+            if any(os.path.exists(os.path.join(source, f)) for f in ("_cache.py", "_core")):
+                continue                          # that installation still exists
         shutil.rmtree(folder, ignore_errors=True)
-        if not folder.exists():
+        if not os.path.lexists(folder):
             removed.append(folder)
     if not stale:
         _state["marked"] = False                  # the next kernel re-creates the folder and its record
+        _state["safe"].clear()
     return removed
 
 
+def _marked(folder: pathlib.Path) -> str | None:
+    """The package folder recorded in ``folder`` when fastpu's marker says the folder is an
+    installation's cache folder (see :func:`clear_cache`), else None."""
+    if not _INSTALL_NAME.match(folder.name):
+        return None
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or (_me() is not None and st.st_uid != _me()):
+        return None                              # a symbolic link, a file, someone else's folder
+    record = folder / _SOURCE_FILE
+    try:
+        rst = os.lstat(record)
+        if not stat.S_ISREG(rst.st_mode) or rst.st_size > 4096:
+            return None
+        text = record.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = text.splitlines()
+    if len(lines) != 1 or not os.path.isabs(lines[0].strip()):
+        return None
+    return lines[0].strip()
+
+
 def _mark(folder: str) -> None:
-    """Record in ``folder`` which package folder it belongs to (once per process; best effort)."""
+    """Record in ``folder`` which package folder it belongs to (once per process; best effort).
+    Written as a new file, never through a name that is already there (a planted link)."""
     if _state["marked"]:
         return
     _state["marked"] = True
     path = os.path.join(folder, _SOURCE_FILE)
     try:
-        if not os.path.exists(path):
-            with open(path, "w") as fh:
-                fh.write(_PACKAGE_DIR + "\n")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        return                                   # there already (or cannot be written)
+    try:
+        os.write(fd, (_PACKAGE_DIR + "\n").encode())
     except OSError:
         pass
+    finally:
+        os.close(fd)
 
 
 def _fallback_dir() -> str | None:
@@ -170,15 +326,84 @@ def _fallback_dir() -> str | None:
     return str(_state["fallback"])
 
 
-def _warn_once(path: str, err: OSError) -> None:
+def _warn_once(path: str, err: OSError | str) -> None:
     if not _state["warned"]:
         _state["warned"] = True
-        warnings.warn(
-            f"fastpu cannot write its compiled-kernel cache to {path} ({err}); kernels will "
-            "compile afresh in every process. Set FASTPU_CACHE_DIR to a writable folder.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        if isinstance(err, str):
+            what = (f"fastpu does not use {path} for its compiled-kernel cache: {err}, so another "
+                    "user could plant files there (numba's cache index is a pickle, and loading "
+                    "it runs code); kernels will compile afresh in every process, in a private "
+                    "folder. Make the folder private (chmod 700) or set FASTPU_CACHE_DIR to a "
+                    "folder of yours.")
+        else:
+            what = (f"fastpu cannot write its compiled-kernel cache to {path} ({err}); kernels "
+                    "will compile afresh in every process. Set FASTPU_CACHE_DIR to a writable folder.")
+        warnings.warn(what, RuntimeWarning, stacklevel=2)
+
+
+def _verdict(folder: str, root: str | None, create: bool) -> str | OSError | None:
+    """Why fastpu must not use ``folder`` for its kernels (a problem, or the OSError met making
+    it), or None; with ``create`` a missing folder is made private. ``root`` (the cache root
+    above it) must be safe too. Judged once per process and folder."""
+    known = _state["safe"]
+    if folder in known:
+        return known[folder]
+    problem: str | OSError | None = None
+    if root is not None:
+        problem = folder_problem(root)           # the root: not a shared folder others write
+    if problem is None:
+        if create:
+            try:
+                private_folder(folder, what="the compiled-kernel cache", setting="FASTPU_CACHE_DIR")
+            except ValueError:
+                problem = folder_problem(folder)
+            except OSError as exc:
+                problem = exc
+            else:
+                problem = _foreign_entry(folder)
+        else:
+            problem = folder_problem(folder)
+    known[folder] = problem
+    return problem
+
+
+def _foreign_entry(folder: str, limit: int = 20_000) -> str | None:
+    """Why the files of a cache folder cannot be trusted: one of them is a symbolic link, is
+    another user's, or is a folder others can write. (A folder that was ever shared keeps
+    what was planted in it; numba would unpickle it.) None when every entry is the user's."""
+    me = _me()
+    if me is None:
+        return None
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            seen += 1
+            if seen > limit:
+                return None                       # not a folder of kernels; nothing more to learn
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                return f"{path} is a symbolic link"
+            if st.st_uid != me:
+                return f"{path} belongs to another user (uid {st.st_uid})"
+            if stat.S_ISDIR(st.st_mode) and _writable_by_others(st):
+                return f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _own_subfolder(path: str) -> None:
+    """The kernels' subfolder inside a checked folder: made private, never a link (OSError)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or (_me() is not None and st.st_uid != _me()):
+        raise OSError(f"{path} is not a folder of the user's own (a link, a file or another "
+                      "user's folder)")
 
 
 def _subfolder(py_file: str) -> str | None:
@@ -208,21 +433,29 @@ class FastpuCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
         sub = _subfolder(py_file) if os.path.exists(py_file) else None
         if sub is None:
             return None                         # not fastpu's: numba's usual locators decide
-        if config.CACHE_DIR:  # type: ignore[attr-defined]
-            user = caching.UserProvidedCacheLocator.from_function(py_func, py_file)
-            if user is not None:
-                return user
+        explicit = bool(config.CACHE_DIR)  # type: ignore[attr-defined]
+        if explicit:                            # the user's NUMBA_CACHE_DIR: the same rule
             wanted = str(config.CACHE_DIR)  # type: ignore[attr-defined]
+            problem = _verdict(os.path.abspath(wanted), None, create=False)
+            if problem is None:
+                user = caching.UserProvidedCacheLocator.from_function(py_func, py_file)
+                if user is not None:
+                    return user
         else:
             wanted = str(cache_dir())
-        self = cls(py_func, py_file, os.path.join(wanted, sub))
-        try:
-            self.ensure_cache_path()
-            if not config.CACHE_DIR:  # type: ignore[attr-defined]
-                _mark(wanted)
-            return self
-        except OSError as err:
-            _warn_once(wanted, err)
+            problem = _verdict(wanted, str(_base_dir()), create=True)
+        if problem is None:
+            self = cls(py_func, py_file, os.path.join(wanted, sub))
+            try:
+                if not explicit:
+                    _own_subfolder(self._cache_path)
+                self.ensure_cache_path()
+                if not explicit:
+                    _mark(wanted)
+                return self
+            except OSError as err:
+                problem = err
+        _warn_once(wanted, problem)
         fallback = _fallback_dir()
         if fallback is None:                    # nothing writable at all: numba decides
             return None

@@ -17,8 +17,8 @@ import dataclasses
 import importlib
 from typing import Any
 
-__all__ = ["Entry", "BASELINES", "DEFAULT_RANK", "METHODS", "RANKS", "entries", "get", "names",
-           "rank_space", "resolve"]
+__all__ = ["Entry", "BASELINES", "DEFAULT_RANK", "METHODS", "RANKS", "check_fitted", "entries",
+           "get", "names", "rank_space", "resolve"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +59,11 @@ class Entry:
         ``demo_configs() -> [(label, fit kwargs), ...]``: ``fastpu demo`` and the warm-up.
     model_class : str
         The class of the fitted model, the one a model file may name for this entry.
+    fitted : str or None
+        ``check_fitted(model)``: checks a fitted model's ``params`` and ``extras`` (and parts)
+        against its factors with the checks the fit uses, raising a TypeError or ValueError
+        naming the entry. Model files (written and read), fold-in and the method's own uses of
+        a model call it: an edited model never reaches a kernel.
     side : tuple of str
         The side information of a :class:`~fastpu.datasets.Dataset` the command line passes
         to ``fit`` (``--side``).
@@ -84,6 +89,7 @@ class Entry:
     space: str | None = None
     demo: str | None = None
     model_class: str = "fastpu._core.factorization:Factorization"
+    fitted: str | None = None
     side: tuple[str, ...] = ()
     cold_start: str | None = None
     requires: str | None = None
@@ -117,11 +123,13 @@ METHODS = (
     Entry("ocmf", "method", "one-class structured MF with side information (Yu et al.)",
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
           partial="fastpu.model._sides:ocmf", compile_seconds=6.5,
+          fitted="fastpu.ocmf._check:check_fitted",
           space="fastpu.ocmf._tuning:space", demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
           fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",
           partial="fastpu.model._sides:fbgd", compile_seconds=7,
+          fitted="fastpu.fbgd._check:check_fitted",
           space="fastpu.fbgd._tuning:space", demo="fastpu.fbgd:demo_configs"),
     Entry("csrr", "method", "CSRR, cost-sensitive low rank + sparse (Yang et al.)",
           # k is optional (CSRR-I/II choose their rank) but the default variant "e" needs it:
@@ -130,12 +138,13 @@ METHODS = (
           fold="fastpu.csrr._fold", dask="fastpu.csrr._dask", partial="fastpu.model._sides:csrr",
           compile_seconds=1.5,
           space="fastpu.csrr._tuning:space", demo="fastpu.csrr:demo_configs",
-          model_class="fastpu.csrr:CSRRModel",
+          model_class="fastpu.csrr:CSRRModel", fitted="fastpu.csrr._check:check_fitted",
           cold_start="CSRR's user factors are free parameters of the training rows (no map "
                      "from features)"),
     Entry("homf", "method", "HOMF, factorizing a polynomial of a random walk (Shah, Rao, Ding)",
           fit="fastpu.homf:fit", fold="fastpu.homf._fold", dask="fastpu.homf._dask",
           partial="fastpu.model._sides:homf", compile_seconds=4,
+          fitted="fastpu.homf._check:check_fitted",
           space="fastpu.homf._tuning:space", demo="fastpu.homf:demo_configs",
           side=("user_graph",),
           cold_start="HOMF's user factors come from walks on the training graph (a new row has "
@@ -198,3 +207,16 @@ def names(kind: str | None = None) -> tuple[str, ...]:
 def get(name: str) -> Entry:
     """The entry called ``name`` (KeyError when there is none: callers name the choices)."""
     return _ALL[name]
+
+
+def check_fitted(model: Any) -> None:
+    """Run the ``fitted`` check of the entry that ``model.method`` names, or else of the entry
+    whose own model class ``model`` is (a CSRRModel is checked as CSRR's whatever its method
+    says); nothing for a baseline or a model built by hand under another name."""
+    entry = _ALL.get(model.method) if isinstance(model.method, str) else None
+    if entry is None or entry.fitted is None:
+        base = Entry.__dataclass_fields__["model_class"].default
+        entry = next((e for e in _ALL.values() if e.fitted is not None and e.model_class != base
+                      and resolve(e.model_class) is type(model)), None)
+    if entry is not None and entry.fitted is not None:
+        resolve(entry.fitted)(model)

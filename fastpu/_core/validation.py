@@ -37,6 +37,8 @@ DENSE_LIMIT = 25_000_000
 # as available now (MemAvailable in /proc/meminfo, else free physical pages).
 MEMORY_LIMIT = None
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+# below this many bytes a boundary does not ask the memory guard (reading /proc costs more)
+_SMALL_BYTES = 64 * 2**20
 
 
 def _shape_str(shape: tuple[int, ...]) -> str:
@@ -113,6 +115,7 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
         r, c = Y.coords if hasattr(Y, "coords") else (Y.row, Y.col)
         if r.size and (r.min() < 0 or r.max() >= Y.shape[0] or c.min() < 0 or c.max() >= Y.shape[1]):
             raise ValueError(f"{name} has COO coordinates out of range for shape {_shape_str(Y.shape)}")
+    check_sparse_memory(Y, name=name)
     dtype: Any = VALUE_DTYPE
     if keep_integers and Y.dtype.kind in "iub":
         dtype = np.int64
@@ -138,6 +141,88 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
     return out
 
 
+def check_sparse_memory(Y: Any, *, name: str = "Y") -> None:
+    """Refuse a sparse matrix whose canonical CSR cannot fit, before scipy converts it.
+
+    A matrix's declared shape costs memory of its own: a COO or CSC matrix declared with 10¹¹
+    rows and one entry needs 800 GB of CSR row pointers, and what uses a matrix holds a number
+    per column too (its transpose's pointers, an item's count or factor). The estimate counts a
+    pointer per row and per column and two copies of the entries (the conversion and the
+    canonical copy): a shape declared far beyond its entries is refused here, naming it.
+    """
+    m, n = int(Y.shape[0]), int(Y.shape[1])
+    nnz = int(Y.nnz) if Y.format != "coo" else int(np.size(Y.data))
+    nbytes = 8 * (m + 1) * (1 if Y.format == "csr" else 2) + 8 * (n + 1) + 2 * (8 + 8) * nnz
+    if nbytes > _SMALL_BYTES:
+        check_alloc(nbytes, what=f"{name} (declared {_shape_str(Y.shape)} with {nnz:,} stored "
+                                 f"entries) as canonical CSR", names=(f"the shape of {name}",))
+
+
+def has_canonical_indices(indptr: np.ndarray, indices: np.ndarray) -> bool:
+    """Whether every row of a CSR structure has strictly increasing column indices (sorted and
+    duplicate-free), computed from the arrays: scipy's cached ``has_canonical_format`` and
+    ``has_sorted_indices`` flags stay True when the arrays are edited in place."""
+    indptr = np.asarray(indptr)
+    nnz = int(indptr[-1]) if indptr.size else 0
+    if nnz < 2:
+        return True
+    bad = np.diff(np.asarray(indices)[:nnz]) <= 0
+    inner = indptr[1:-1]
+    bad[inner[(inner > 0) & (inner < nnz)] - 1] = False     # the step from one row to the next
+    return not bool(bad.any())
+
+
+def check_stored_csr(A: Any, *, name: str, shape: tuple[int | None, int | None],
+                     what: str = "") -> None:
+    """Check, without copying, a CSR a fitted model stores (CSRR's V, HOMF's A): a scipy.sparse
+    CSR of ``shape`` (None: any size) with in-range, sorted, duplicate-free indices and finite
+    values. What a kernel or a fancy index reads from it afterwards stays in bounds.
+
+    ``what`` ends the message (what the matrix is, how a good one is made).
+    """
+    tail = f"; {what}" if what else ""
+    if not sp.issparse(A):
+        raise TypeError(f"{name} must be a scipy.sparse CSR matrix, got {type(A).__name__}{tail}")
+    if A.format != "csr":
+        raise ValueError(f"{name} is a {A.format.upper()} matrix; expected CSR (convert it with "
+                         f"scipy.sparse.csr_array({name})){tail}")
+    if A.ndim != 2 or any(w is not None and got != w for got, w in zip(A.shape, shape)):
+        want = "×".join("*" if w is None else str(w) for w in shape)
+        raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {want}{tail}")
+    if A.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}{tail}")
+    _check_compressed_structure(A, name)
+    nnz = int(A.indptr[-1])
+    if not has_canonical_indices(A.indptr, A.indices):
+        raise ValueError(f"{name} is not canonical: a row has unsorted or repeated column indices "
+                         f"(its arrays were edited){tail}")
+    data = np.asarray(A.data)[:nnz]
+    if data.dtype.kind == "f" and not np.isfinite(data).all():
+        raise ValueError(f"{name} has {int(data.size - np.isfinite(data).sum())} non-finite (NaN or "
+                         f"inf) stored values{tail}")
+
+
+def check_stored_array(A: Any, *, name: str, shape: tuple[int | None, ...], what: str = "",
+                       finite: bool = True) -> np.ndarray:
+    """Check, without copying, a dense array a fitted model stores (factors, weights): a real
+    numpy array of ``shape`` (None: any size), finite unless ``finite`` is False; returned
+    as it is."""
+    tail = f"; {what}" if what else ""
+    if not isinstance(A, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(A).__name__}{tail}")
+    if A.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}{tail}")
+    if A.ndim != len(shape) or any(w is not None and got != w for got, w in zip(A.shape, shape)):
+        def text(dims: tuple[Any, ...]) -> str:
+            parts = ["*" if d is None else str(int(d)) for d in dims]
+            return f"({parts[0]},)" if len(parts) == 1 else "×".join(parts) or "()"
+        raise ValueError(f"{name} has shape {text(A.shape)}, expected {text(shape)}{tail}")
+    if finite and A.dtype.kind == "f" and not np.isfinite(A).all():
+        raise ValueError(f"{name} has {int(A.size - np.isfinite(A).sum())} non-finite (NaN or inf) "
+                         f"values{tail}")
+    return A
+
+
 def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
     """Refuse a training matrix no fit can learn from; return ``Y`` unchanged.
 
@@ -150,12 +235,20 @@ def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
     ValueError
         If ``Y`` has a zero dimension (no user or no item), or no positive: no stored entry
         with a nonzero value (the positives are the stored entries; a stored zero weighs
-        nothing).
+        nothing); or if its shape needs more memory than there is (:func:`check_alloc`) for
+        even one factor row per user and item.
     """
     m, n = (int(s) for s in Y.shape)
     if m == 0 or n == 0:
         raise ValueError(f"{name} has shape {m}×{n}; expected at least one user and one item "
                          "(a matrix with one row per user and one column per item)")
+    # every fit holds at least a factor row and a few weights per user and per item: a shape
+    # declared far beyond its entries (3 × 2³¹ with 3 positives) is refused here, naming Y,
+    # rather than by numpy inside the fit
+    need = 8 * 4 * (m + n)
+    if need > _SMALL_BYTES:
+        check_alloc(need, what=f"a fit of {name} ({m:,} users × {n:,} items: a factor row and a few "
+                               "weights per user and item, at the least)", names=(f"the shape of {name}",))
     if not np.count_nonzero(np.asarray(Y.data)[: int(Y.nnz)]):
         stored = int(Y.nnz)
         what = "no stored entries" if not stored else f"{stored} stored entries, all zero"
@@ -659,17 +752,91 @@ def _available_bytes() -> int | None:
         return None
 
 
+def _proc_status_bytes(field: str) -> int | None:
+    """A ``kB`` field of /proc/self/status (VmSize, VmData) in bytes, else None."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _rlimit_headroom() -> int | None:
+    """What the process's own limits (``ulimit -v``, ``ulimit -d``: RLIMIT_AS, RLIMIT_DATA) leave
+    it to allocate, else None. An allocation past them fails however much memory is free."""
+    try:
+        import resource
+    except ImportError:                        # not on Windows
+        return None
+    out = None
+    for lim, field in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        which = getattr(resource, lim, None)
+        if which is None:
+            continue
+        try:
+            soft = resource.getrlimit(which)[0]
+        except (ValueError, OSError):
+            continue
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            continue
+        used = _proc_status_bytes(field) or 0
+        room = max(0, int(soft) - used)
+        out = room if out is None else min(out, room)
+    return out
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_headroom() -> int | None:
+    """What the memory cgroup (a container's limit) leaves to allocate, else None: its limit
+    minus its use, page cache counted as free (the kernel reclaims it first)."""
+    for limit_file, used_file, stat_file, cache_key in (
+            ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat", "file"),
+            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+             "/sys/fs/cgroup/memory/memory.stat", "cache")):
+        limit = _read_int(limit_file)
+        if limit is None or limit >= 2**60:    # "max", or v1's huge "no limit"
+            continue
+        used = _read_int(used_file) or 0
+        cache = 0
+        try:
+            with open(stat_file) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == cache_key:
+                        cache = int(value)
+                        break
+        except (OSError, ValueError):
+            pass
+        return max(0, limit - max(0, used - cache))
+    return None
+
+
 def memory_limit() -> int | None:
     """Bytes one fastpu call may allocate: ``MEMORY_LIMIT``, ``$FASTPU_MEMORY_LIMIT``, else available.
 
-    ``None`` when no limit is set and the platform does not report its available memory.
+    What is available is the least of the memory the kernel reports as available
+    (MemAvailable), what the process's limits leave (``ulimit -v`` / ``-d``) and what the memory
+    cgroup leaves (a container's limit). ``None`` when no limit is set and the platform reports
+    none of them.
     """
     if MEMORY_LIMIT is not None:
         return int(MEMORY_LIMIT)
     env = os.environ.get("FASTPU_MEMORY_LIMIT")
     if env:
         return _parse_bytes(env, name="FASTPU_MEMORY_LIMIT")
-    return _available_bytes()
+    found = [b for b in (_available_bytes(), _rlimit_headroom(), _cgroup_headroom()) if b is not None]
+    return min(found) if found else None
 
 
 def _fmt_bytes(nbytes: float) -> str:
@@ -746,3 +913,160 @@ def check_save_path(path: object, *, name: str = "path", example: str = "model.n
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise ValueError(f"{name} {path!r} exists and is not writable")
     return path
+
+
+# ----------------------------------------------------------------------------- files
+
+def _file_kind(mode: int) -> str:
+    import stat
+
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def open_regular(path: Any, *, name: str = "path") -> Any:
+    """``path`` open for binary reading, refused unless it is a regular file.
+
+    The file is opened without blocking and judged on the open descriptor (``fstat``): a named
+    pipe (whose plain open would wait for a writer for ever), a device (``/dev/zero`` never
+    ends), a socket or a directory is refused with a ValueError naming ``name``, also when it
+    took the file's place after an earlier check by name. FileNotFoundError (and other
+    OSErrors) name the path.
+    """
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
+        | getattr(os, "O_BINARY", 0)
+    fd = os.open(os.fspath(path), flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{name} {os.fsdecode(os.fspath(path))!r} is {_file_kind(info.st_mode)}, "
+                             "not a regular file; expected a file fastpu can read to its end")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_file_memory(size: int, *, name: str, path: Any, factor: float = 1.0) -> None:
+    """Refuse to read a file of ``size`` bytes when ``factor`` times that is more than the memory
+    limit (:func:`memory_limit`): a reader holds the bytes, their text and what it parses."""
+    need = int(size * factor)
+    if need <= _SMALL_BYTES:
+        return
+    limit = memory_limit()
+    if limit is not None and need > limit:
+        raise ValueError(
+            f"{name} {os.fsdecode(os.fspath(path))!r} is {_fmt_bytes(size)}; reading it needs about "
+            f"{_fmt_bytes(need)} ({need:,} bytes) but only {_fmt_bytes(limit)} are available (the "
+            "memory available, or FASTPU_MEMORY_LIMIT); split the file, or set FASTPU_MEMORY_LIMIT "
+            "if more memory is really there")
+
+
+def read_regular(path: Any, *, name: str = "path", factor: float = 1.0) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`), after checking that
+    ``factor`` times its size fits in memory (:func:`check_file_memory`). A file that grows past
+    its checked size while it is read (a log, a file under /proc) is refused."""
+    with open_regular(path, name=name) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        check_file_memory(size, name=name, path=path, factor=factor)
+        slack = _SMALL_BYTES
+        data = fh.read(size + slack)
+        if len(data) > size and len(data) == size + slack:
+            raise ValueError(f"{name} {os.fsdecode(os.fspath(path))!r} grew past its size "
+                             f"({_fmt_bytes(size)}) while it was read; expected a file that does not change")
+    return data
+
+
+#: A compressed member of an .npz may hold at most this many times its compressed size. numpy
+#: writes members stored (np.savez) or deflated (np.savez_compressed, 1 to 10 times for factors
+#: and ids); deflate's own bound is 1,032, which an 8 MB bomb uses to reach 8 GiB.
+NPZ_INFLATION = 100
+
+_ZIP_METHODS = (0, 8, 12, 14)         # stored, deflated, bzip2, lzma: what zipfile reads
+
+
+def _npy_header(fh: Any) -> tuple[tuple[int, ...], np.dtype[Any], int]:
+    """(shape, dtype, bytes before the data) of the .npy stream ``fh``."""
+    fmt = np.lib.format
+    version = fmt.read_magic(fh)
+    if version == (1, 0):
+        shape, _, dtype = fmt.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, _, dtype = fmt.read_array_header_2_0(fh)
+    else:                                # 3.0: the 2.0 layout with a UTF-8 header
+        reader = getattr(fmt, "_read_array_header", None)
+        if reader is None:
+            raise ValueError(f"unsupported .npy format version {version}")
+        shape, _, dtype = reader(fh, version)
+    return tuple(int(s) for s in shape), np.dtype(dtype), int(fh.tell())
+
+
+def check_npz_members(zf: Any, *, where: str, file_size: int | None,
+                      error: type[Exception] = ValueError) -> int:
+    """Bound every member of the .npz archive ``zf`` (a ``zipfile.ZipFile``) before numpy reads
+    one; return the bytes the arrays take.
+
+    numpy allocates an array from the shape its header declares, before reading the data, and
+    a zip member inflates to the size its directory declares: a small file can ask for
+    terabytes. So each member must be readable (not encrypted, a method zipfile knows), no
+    larger compressed than the file, stored members as large as they are stored, compressed
+    ones at most :data:`NPZ_INFLATION` times their compressed size; each ``.npy`` header must
+    declare exactly the bytes its member holds and no Python objects (a pickle); and all of
+    them together must fit in memory (:func:`memory_limit`). ``error`` (ValueError or a
+    subclass) is raised, naming ``where`` and the member.
+    """
+    import zipfile
+
+    total = 0
+    for info in zf.infolist():
+        name = info.filename
+        if info.flag_bits & 0x1:
+            raise error(f"{where}: member {name!r} is encrypted; numpy never writes encrypted members "
+                        "(a file from elsewhere, or damaged)")
+        if info.compress_type not in _ZIP_METHODS:
+            raise error(f"{where}: member {name!r} uses zip compression method {info.compress_type}, "
+                        "which Python's zipfile cannot read; expected members stored or deflated as "
+                        "numpy writes them")
+        if file_size is not None and info.compress_size > file_size:
+            raise error(f"{where}: member {name!r} claims {info.compress_size:,} compressed bytes, more "
+                        f"than the whole file's {file_size:,} (truncated or damaged)")
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise error(f"{where}: member {name!r} is stored uncompressed but claims {info.file_size:,} "
+                        f"bytes in {info.compress_size:,} (damaged or edited)")
+        if info.file_size > NPZ_INFLATION * max(1, info.compress_size) + 4096:
+            raise error(f"{where}: member {name!r} would inflate from {_fmt_bytes(info.compress_size)} "
+                        f"to {_fmt_bytes(info.file_size)} ({info.file_size // max(1, info.compress_size):,} "
+                        f"times); fastpu reads members that inflate at most {NPZ_INFLATION} times "
+                        "(a zip bomb, or not a file numpy wrote)")
+        if name.endswith(".npy"):
+            try:
+                with zf.open(info) as fh:
+                    shape, dtype, offset = _npy_header(fh)
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
+                    RuntimeError) as exc:
+                raise error(f"{where}: member {name!r} has no readable .npy header ({exc})") from None
+            if dtype.hasobject:
+                raise error(f"{where}: member {name!r} holds Python objects (dtype {dtype}), which are "
+                            "pickles; fastpu never unpickles a file")
+            nbytes = dtype.itemsize
+            for s in shape:
+                nbytes *= s
+            if offset + nbytes != info.file_size:
+                raise error(f"{where}: member {name!r} declares a {_shape_str(shape) or 'scalar'} array "
+                            f"of {dtype} ({_fmt_bytes(nbytes)}) but holds {max(0, info.file_size - offset):,} "
+                            "bytes of data (damaged or edited)")
+        total += info.file_size
+    limit = memory_limit()
+    if total > _SMALL_BYTES and limit is not None and total > limit:
+        raise error(f"{where}: its arrays take {_fmt_bytes(total)} ({total:,} bytes) but only "
+                    f"{_fmt_bytes(limit)} are available (the memory available, or FASTPU_MEMORY_LIMIT); "
+                    "set FASTPU_MEMORY_LIMIT if more memory is really there")
+    return total

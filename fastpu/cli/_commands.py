@@ -46,7 +46,20 @@ def _parse_ks(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"--at expects comma-separated integers, got {text!r}") from None
     if not ks or min(ks) < 1:
         raise argparse.ArgumentTypeError(f"--at expects positive integers, got {text!r}")
+    if max(ks) > V.INT_MAX:               # was evaluate's "k must be <= 2**62", naming k
+        raise argparse.ArgumentTypeError(f"--at expects cut-offs of at most 2**62 (a list that long "
+                                         f"holds every item), got {text!r}")
     return ks
+
+
+def _check_metric(text: str) -> None:
+    """--metric: 'auc' or '<name>@<k>' with a cut-off select can rank (a 30-digit cut-off was
+    reported after tuning as "every trial failed")."""
+    name, at, digits = text.partition("@")
+    k = V.ascii_int(digits) if at else None
+    if at and (k is None or k < 1 or k > V.INT_MAX):
+        raise ValueError(f"--metric {text!r}: the cut-off after '@' must be an integer in [1, 2**62], "
+                         "e.g. ndcg@10")
 
 
 def _parse_frac(text: str) -> float:
@@ -68,10 +81,13 @@ def _load_data(source: str, *, threshold: float | None = None, header: bool | No
     if source in DATASETS:
         data = datasets.load(source)
     elif os.path.exists(source):
-        if source.endswith(".npz"):
-            data = datasets.load_npz(source)
-        else:
-            data = datasets.read_csv(source, header=header)
+        try:
+            if source.endswith(".npz"):
+                data = datasets.load_npz(source)
+            else:
+                data = datasets.read_csv(source, header=header)
+        except ValueError as exc:          # the reader names the file; say which option gave it
+            raise ValueError(f"{option}: {exc}") from None
     else:
         raise ValueError(f"{option} {source!r} is neither a data set name "
                          f"({', '.join(DATASETS)}) nor an existing .csv/.npz file")
@@ -273,7 +289,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     params = dict(args.param or [])
     _check_params(args.parser, args.method, params)
-    if args.save:
+    if args.save is not None:             # --save '' is an error, not "do not save"
         V.check_save_path(args.save, name="--save")     # before training, not after
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     method = args.method
@@ -306,7 +322,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(_table([row], _columns(args.at)))
     else:
         print(f"trained in {secs:.1f}s")
-    if args.save:
+    if args.save is not None:
         model = dataclasses.replace(model, user_ids=data.user_ids, item_ids=data.item_ids)
         model.save(args.save)
         part = ("all positives" if Y_test is None else
@@ -360,9 +376,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     from fastpu.model import load_model, recommend
 
-    if not os.path.isfile(args.model):
+    if not os.path.exists(args.model):
         raise ValueError(f"--model {args.model!r}: no such file; write one with fastpu run --save")
-    model = load_model(args.model)
+    try:
+        model = load_model(args.model)
+    except ValueError as exc:              # the reader names the file; say which option gave it
+        raise ValueError(f"--model: {exc}") from None
     if args.users is None:
         users = None
         by_id = model.user_ids is not None
@@ -410,6 +429,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from fastpu.model_selection.compare import compare
 
+    _check_metric(args.metric)            # before loading and tuning, not after every trial
     if args.plot and not args.out:        # before loading and tuning, not silently after
         raise ValueError(f"--plot {args.plot!r} needs --out (the markdown table written next to "
                          "the chart); add --out FILE.md")

@@ -22,6 +22,9 @@ VARIANTS = ("I", "II", "e")
 LOSSES = ("I", "II")
 LOSS_CODE = {"I": 0, "II": 1}
 RESTARTS = (None, "function")
+# ℓ^II's target α enters the objective squared, summed over the positives: above this it
+# overflows (alpha = 1e154 gave an objective of inf, 1e300 a FloatingPointError naming eta)
+ALPHA_TARGET_MAX = 1e100
 SVD_METHODS = ("auto", "truncated", "full")
 
 
@@ -71,7 +74,14 @@ def check_model(*, variant: Any, loss: Any = "I", alpha: Any, lam1: Any, lam2: A
     alpha = Vd.check_scalar(alpha, name="alpha", minimum=0.0, strict_min=True)
     lam1 = Vd.check_scalar(lam1, name="lam1", minimum=0.0)
     lam2 = Vd.check_scalar(lam2, name="lam2", minimum=0.0)
-    return Model(variant, loss, alpha, lam1, lam2)
+    model = Model(variant, loss, alpha, lam1, lam2)
+    if model.kind == LOSS_CODE["II"] and alpha > ALPHA_TARGET_MAX:
+        which = "variant 'II'" if variant == "II" else "loss 'II'"
+        raise ValueError(f"alpha={alpha:g} is too large for {which}, where alpha is the target of "
+                         "the positives: the objective sums ½(X − alpha)² over them, which "
+                         f"overflows; expected alpha at most {ALPHA_TARGET_MAX:g} (X = U + V lies in "
+                         "[0, 2], so a target of order 1 is what the loss means)")
+    return model
 
 
 def default_rank(params: dict[str, Any]) -> int | None:
@@ -178,3 +188,80 @@ def check_memory(data: Positives, model: Model, run: Run, dense_limit: Any) -> N
     else:
         Vd.check_alloc(8 * run.k * (6 * (m + n) + 8 * run.k) + 48 * data.nnz, what="CSRR-e",
                        names=("k",))
+
+
+# --------------------------------------------------------------------------------- a fitted model
+
+def _p(key: str) -> str:
+    return f"model.params[{key!r}]"
+
+
+def check_fitted(model: Any) -> None:
+    """Check a CSRR model's parts, ``params`` and ``extras`` against its factors with the checks
+    the fit uses, before a model file is written or read back and before serving or fold-in use
+    them: the variant, the sparse part V (a canonical m × n CSR: a CSC V served wrong items), the
+    dense U of CSRR-I/II, α (within its loss's range), λ1, λ2, the rank of variant "e".
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the part or entry (``model.V``, ``model.params['alpha']``, ...).
+    """
+    check_parts(model)
+    prm = model.params
+    variant = model.variant
+    if "variant" in prm and prm["variant"] != variant:
+        raise ValueError(f"{_p('variant')} is {prm['variant']!r} but the model is CSRR-{variant}")
+    loss = prm.get("loss", "I")
+    Vd.check_choice(loss, name=_p("loss"), choices=LOSSES)
+    if "alpha" in prm:
+        alpha = Vd.check_scalar(prm["alpha"], name=_p("alpha"), minimum=0.0, strict_min=True)
+        target = variant == "II" or (variant == "e" and loss == "II")
+        if target and alpha > ALPHA_TARGET_MAX:
+            raise ValueError(f"{_p('alpha')} is {alpha:g}, above {ALPHA_TARGET_MAX:g} (the target of "
+                             "loss II, squared in the objective)")
+    for key in ("lam1", "lam2", "inner_tol"):
+        if key in prm:
+            Vd.check_scalar(prm[key], name=_p(key), minimum=0.0)
+    if prm.get("eta") is not None:
+        Vd.check_scalar(prm["eta"], name=_p("eta"), minimum=0.0, strict_min=True)
+    width = model.item_factors.shape[1]
+    if "k" in prm:
+        if variant != "e" and prm["k"] is not None:
+            raise ValueError(f"{_p('k')} is {prm['k']!r} but CSRR-{variant} has no fixed rank (None)")
+        if variant == "e":
+            k = Vd.check_k(prm["k"], name=_p("k"))
+            if k != width:
+                raise ValueError(f"{_p('k')} is {k} but the factors have {width} columns")
+    for key in ("n_iter", "n_inner"):
+        if prm.get(key) is not None:
+            Vd.check_int(prm[key], name=_p(key), minimum=1)
+    if "restart" in prm:
+        Vd.check_choice(prm["restart"], name=_p("restart"), choices=RESTARTS)
+    if "svd_method" in prm:
+        Vd.check_choice(prm["svd_method"], name=_p("svd_method"), choices=SVD_METHODS)
+
+
+def check_parts(model: Any, *, full: bool = True) -> None:
+    """What serving reads of a CSRR model: the variant, V (canonical m × n CSR, finite) and U
+    (None for "e", a finite m × n array for I/II), m and n being the factors' rows. Without
+    ``full`` (serving, once per call) U's values are not scanned: serving checks the rows it
+    scores."""
+    if not all(hasattr(model, part) for part in ("U", "V", "variant")):
+        raise TypeError(f"a CSRR model is a fastpu.csrr.CSRRModel (with U, V and variant), got a "
+                        f"{type(model).__name__}")
+    variant = Vd.check_choice(model.variant, name="model.variant", choices=VARIANTS)
+    m, n = model.user_factors.shape[0], model.item_factors.shape[0]
+    if model.V is None:
+        raise ValueError("model.V is None; a CSRR model needs the m×n sparse part V that csrr.fit "
+                         "returns")
+    Vd.check_stored_csr(model.V, name="model.V", shape=(m, n),
+                        what="the sparse part of a CSRR model: one row per user, one column per item")
+    if variant == "e":
+        if model.U is not None:
+            raise ValueError("model.U must be None for variant 'e' (U = P Qᵀ from the factors)")
+    else:
+        if model.U is None:
+            raise ValueError(f"model.U is None but CSRR-{variant} scores with its dense U")
+        Vd.check_stored_array(model.U, name="model.U", shape=(m, n), finite=full,
+                              what=f"the dense low-rank part of CSRR-{variant}")

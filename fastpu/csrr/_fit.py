@@ -48,7 +48,9 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", loss: 
     loss : {"I", "II"}
         The loss of variant ``"e"`` (``"I"``/``"II"`` use their own).
     alpha : float
-        Cost bias α > 0 (α = c_p / c_n; α > 1 weighs missing a positive more). The defaults of
+        Cost bias α > 0 (α = c_p / c_n; α > 1 weighs missing a positive more); with loss
+        ``"II"`` (variant ``"II"``, or ``"e"`` with ``loss="II"``) α is the positives' target and
+        at most 1e100 (it enters the objective squared). The defaults of
         ``alpha``, ``lam1`` and ``lam2`` were chosen by ``fastpu.select.tune`` (variant "e") on
         the training parts of MovieLens-100K and -1M (docs/results/defaults.md).
     lam1 : float

@@ -91,11 +91,18 @@ class CSRRModel(Factorization):
         (2, 8)
         """
         users = Vd.check_users(users, self.shape[0])
+        Vs = self._sparse_part()
+        m, n = self.user_factors.shape[0], self.item_factors.shape[0]
+        if Vs.shape != (m, n) or (self.U is not None and getattr(self.U, "shape", None) != (m, n)):
+            raise ValueError(f"model.V has shape {Vs.shape} and model.U "
+                             f"{getattr(self.U, 'shape', None)}; expected {m}×{n} (one row per row "
+                             "of the user factors, one column per row of the item factors)")
         if self.U is not None:
             out = np.array(self.U[users], dtype=np.float64)
         else:
             out = self.user_factors[users] @ self.item_factors.T
-        Vs = self._sparse_part()[users]
+        # rows of V as CSR whatever its format (a CSC V's pointers are columns' pointers)
+        Vs = (Vs if Vs.format == "csr" else sp.csr_array(Vs))[users]
         rows = np.repeat(np.arange(users.size), np.diff(Vs.indptr))
-        out[rows, Vs.indices] += Vs.data
+        np.add.at(out, (rows, Vs.indices), Vs.data)      # a repeated index adds (it did once)
         return out

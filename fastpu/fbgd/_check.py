@@ -317,6 +317,10 @@ def check_pairs(pairs: Any, n_rows: int, n_x: Any, n_h: Any,
         )
     if arr.size and arr.min() < 0:
         raise ValueError(f"pairs must be non-negative indices, got minimum {arr.min()}")
+    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > V.INT_MAX:
+        # uint64 indices past int64 wrapped negative in the cast below (a numpy bincount error)
+        raise ValueError(f"pairs has index {int(arr.max())}, above 2**62; expected (x, h) indices "
+                         "of a tensor that exists")
     px = np.ascontiguousarray(arr[:, 0], dtype=np.int64)
     ph = np.ascontiguousarray(arr[:, 1], dtype=np.int64)
     sizes = []
@@ -384,3 +388,123 @@ def check_tensor_factors(VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, pairs: 
                          f"(VH, VX and VY have the same number of columns; VX has {f})")
     VY = V.check_dense(VY, name="VY", shape=(shape[1], f))
     return VX, VH, VY, px, ph
+
+
+# --------------------------------------------------------------------------- a fitted model
+def _p(key: str) -> str:
+    return f"model.params[{key!r}]"
+
+
+def _features_shape(prm: dict[str, Any], key: str) -> tuple[int, int] | None:
+    """The recorded shape of a side's features (``fit`` records their shape), or None."""
+    value = prm.get(key)
+    if value is None:
+        return None
+    if not (isinstance(value, (tuple, list)) and len(value) == 2
+            and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
+                    for v in value)):
+        raise ValueError(f"{_p(key)} must be None or the (rows, columns) of the features the model "
+                         f"was fitted with, got {value!r}")
+    return int(value[0]), int(value[1])
+
+
+def check_fitted(model: Any) -> None:
+    """Check an fBGD model's ``params`` and ``extras`` against its factors with the checks the fits
+    use (types, choices, ranges, shapes), before a model file is written or read back and before
+    fold-in, :func:`parameters` or :func:`pair_model` use them: the rank k against the factors'
+    width (k + 2 with biases), the weights and targets of loss (2), the parameter matrices of
+    eq. 13 and, for a tensor model, V_x, V_h, V_y and the pairs. Entries a model may lack (files
+    of earlier releases) are not required here.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the entry (``model.params['k']``, ``model.extras['V_user']``, ...).
+    """
+    prm, ex = model.params, model.extras
+    n, g = model.item_factors.shape
+    tensor = prm.get("tensor", ex.get("tensor"))
+    k = V.check_k(prm["k"], name=_p("k")) if "k" in prm else None
+    for key, choices in (("update", UPDATES), ("optimizer", OPTIMIZERS)):
+        if key in prm:
+            V.check_choice(prm[key], name=_p(key), choices=choices)
+    for key in ("alpha0", "rho", "init_std"):
+        if prm.get(key) is not None:
+            V.check_scalar(prm[key], name=_p(key), minimum=0.0)
+    if "lr" in prm:
+        V.check_scalar(prm["lr"], name=_p("lr"), minimum=0.0, strict_min=True)
+    for key in ("lam", "reg"):
+        if prm.get(key) is not None:
+            V.check_penalty(prm[key], name=_p(key))
+    for key, minimum in (("pos_weight", 0.0), ("r_pos", None)):
+        if key in prm:
+            _per_positive(prm[key], name=_p(key), minimum=minimum)
+    if "r_neg" in prm:
+        V.check_scalar(prm["r_neg"], name=_p("r_neg"))
+    if prm.get("n_iter") is not None:
+        V.check_int(prm["n_iter"], name=_p("n_iter"), minimum=1)
+    if ex.get("neg_weights") is not None:
+        V.check_stored_array(ex["neg_weights"], name="model.extras['neg_weights']", shape=(n,),
+                             what="one weight per item")
+        if np.asarray(ex["neg_weights"]).min(initial=0.0) < 0:
+            raise ValueError("model.extras['neg_weights'] has negative weights; expected α⁻ >= 0")
+    if tensor is not None:
+        _check_fitted_tensor(model, tensor, k)
+        return
+    biases = prm.get("biases")
+    if biases is not None and not isinstance(biases, (bool, np.bool_)):
+        raise TypeError(f"{_p('biases')} must be True or False, got {biases!r}")
+    if k is not None and biases is not None and g != k + 2 * bool(biases):
+        raise ValueError(f"{_p('k')} is {k} and {_p('biases')} {bool(biases)}, so the factors should "
+                         f"have {k + 2 * bool(biases)} columns (k{' + 2 bias columns' if biases else ''}); "
+                         f"they have {g}")
+    ux, ix = _features_shape(prm, "user_features"), _features_shape(prm, "item_features")
+    for key, rows in (("V_user", None if ux is None else ux[1]),
+                      ("V_item", n if ix is None else ix[1])):
+        if ex.get(key) is not None:
+            A = V.check_stored_array(ex[key], name=f"model.extras[{key!r}]", shape=(rows, k),
+                                     what="one row per feature (per user or item without "
+                                          "features), k columns")
+            side = "w_user" if key == "V_user" else "w_item"
+            if ex.get(side) is not None:
+                V.check_stored_array(ex[side], name=f"model.extras[{side!r}]", shape=(A.shape[0],),
+                                     what=f"one bias per row of model.extras[{key!r}]")
+    if ex.get("w0") is not None:
+        V.check_scalar(ex["w0"], name="model.extras['w0']")
+
+
+def _check_fitted_tensor(model: Any, tensor: Any, k: int | None) -> None:
+    """A tensor model (fit_tensor): V_x, V_h, V_y of one width f and in-range pairs."""
+    prm, ex = model.params, model.extras
+    name = "model.extras['tensor']" if "tensor" in ex else _p("tensor")
+    V.check_choice(tensor, name=name, choices=TENSORS)
+    if "tensor" in ex and "tensor" in prm and ex["tensor"] != prm["tensor"]:
+        raise ValueError(f"model.extras['tensor'] is {ex['tensor']!r} but {_p('tensor')} is "
+                         f"{prm['tensor']!r}")
+    m, (n, g) = model.user_factors.shape[0], model.item_factors.shape
+    f = g - (tensor == "pitf")
+    if k is not None and k != f:
+        raise ValueError(f"{_p('k')} is {k} but the item factors have {g} columns (k"
+                         f"{' + 1 with pitf' if tensor == 'pitf' else ''})")
+    sizes = {}
+    for key, count in (("V_x", "n_x"), ("V_h", "n_h")):
+        rows = prm.get(count)
+        if rows is not None:
+            rows = V.check_int(rows, name=_p(count), minimum=0)
+        if ex.get(key) is None:
+            raise ValueError(f"model.extras[{key!r}] is missing; a tensor model holds V_x, V_h and V_y")
+        A = V.check_stored_array(ex[key], name=f"model.extras[{key!r}]", shape=(rows, f),
+                                 what=f"one row per {'x' if key == 'V_x' else 'h'}, f = {f} columns")
+        sizes[key] = A.shape[0]
+    if ex.get("V_y") is not None:
+        V.check_stored_array(ex["V_y"], name="model.extras['V_y']", shape=(n, f),
+                             what="one row per item")
+    if ex.get("pairs") is not None:
+        pairs = ex["pairs"]
+        if not isinstance(pairs, np.ndarray) or pairs.dtype.kind not in "iu" or pairs.shape != (m, 2):
+            raise ValueError(f"model.extras['pairs'] must be an integer array of shape ({m}, 2), one "
+                             f"(x, h) pair per row of the factors, got {getattr(pairs, 'shape', pairs)!r}")
+        for col, key in ((0, "V_x"), (1, "V_h")):
+            if pairs.size and (pairs[:, col].min() < 0 or pairs[:, col].max() >= sizes[key]):
+                raise ValueError(f"model.extras['pairs'][:, {col}] must lie in [0, {sizes[key]}) (the "
+                                 f"rows of model.extras[{key!r}])")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from fastpu._core import validation as V
-from fastpu.fbgd._check import (Model, Run, check_embeddings, check_model, check_run, check_start,
+from fastpu.fbgd._check import (Model, Run, check_embeddings, check_fitted, check_model, check_run, check_start,
                                 check_weights, check_y, fixed_entries, identity)
 from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
                                   per_positive)
@@ -375,6 +375,7 @@ def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
         what = ("a model of fastpu.fbgd.fit_tensor (its factors V_x, V_h, V_y are in extras)"
                 if model.method == "fbgd" else f"a model of method {model.method!r}")
         raise TypeError(f"model must be a Factorization returned by fastpu.fbgd.fit, got {what}")
+    check_fitted(model)                 # an edited model: refused, naming the entry
     ex = model.extras
     biases = bool(model.params.get("biases", "w0" in ex))
     need = ("V_user", "V_item") + (("w_user", "w_item", "w0") if biases else ())

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
-from fastpu.fbgd._check import (TENSORS, Run, TensorModel, Weights, check_run,
+from fastpu.fbgd._check import (TENSORS, Run, TensorModel, Weights, check_fitted, check_run,
                                 check_tensor_factors, check_tensor_model, check_weights, check_y,
                                 identity, unique_pairs)
 from fastpu.fbgd._problem import _EPS, _negative_weights, _Problem, per_positive
@@ -457,6 +457,7 @@ def pair_model(model: Factorization, pairs: ArrayLike) -> Factorization:
     ex = getattr(model, "extras", None)
     if not isinstance(model, Factorization) or not ex or "V_x" not in ex or "tensor" not in ex:
         raise TypeError(f"model must be a result of fbgd.fit_tensor, got {type(model).__name__}")
+    check_fitted(model)                 # V_x, V_h of one width: the kernel reads both
     arr = np.asarray(pairs)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"pairs must be integer (x, h) indices, got dtype {arr.dtype}")

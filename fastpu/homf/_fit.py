@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from fastpu._core import validation as V_
-from fastpu.homf._check import MODES, Graph, Run, check_g, check_graph, check_run, check_y
+from fastpu.homf._check import MODES, Graph, Run, check_g, check_graph, check_run, check_T, check_y
 from fastpu.homf._graph import transition
 from fastpu.homf._solvers import dense, exact, squared_error
 from fastpu.homf._walk import _Walker, walk_columns, walk_rows
@@ -147,7 +147,7 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
         The transition matrix.
     U, V : array-like, shape (N, k)
         Factors (``model.extras["U"]``, ``model.extras["V"]`` of a fitted model).
-    T : int >= 1
+    T : int in [1, 1000]
         Walk length.
     lam : float >= 0
         Regularisation λ.
@@ -171,7 +171,7 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
     TypeError
         If an argument has the wrong type.
     ValueError
-        If shapes do not match, values are not finite, ``T < 1``, ``lam < 0``,
+        If shapes do not match, values are not finite, ``T`` is outside [1, 1000], ``lam < 0``,
         ``mode`` is unknown, or N² > :data:`EXACT_LIMIT` (every column is walked).
 
     Examples
@@ -187,7 +187,7 @@ def objective(A: Sparse, U: ArrayLike, V: ArrayLike, T: int, lam: float, *, mode
     U = V_.check_dense(U, name="U", shape=(N, None), shape_from="one row per node of A")
     k = U.shape[1]
     V = V_.check_dense(V, name="V", shape=(N, k), shape_from="one row per node of A, as many columns as U")
-    T = V_.check_int(T, name="T", minimum=1)
+    T = check_T(T)
     lam = V_.check_scalar(lam, name="lam", minimum=0.0)
     mode = V_.check_choice(mode, name="mode", choices=MODES)
     if m_users is not None:
@@ -230,7 +230,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_graph: Matrix | None = None,
         Symmetric non-negative side graphs (m×m, n×n).
     alpha : float in [0, 1]
         Weight of the side graphs (forced to 0 when there are none).
-    T : int >= 1
+    T : int in [1, 1000]
         Walk length (the paper tunes T in {2, 4, 6, 8}).
     g : {"exp", "linear", "step"}
         Edge weights from stored values (see :func:`transition_matrix`): the paper's g₂ of

@@ -64,8 +64,8 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     prm, ex = model.params, model.extras
     A = V.check_csr(ex["A"], name="model.extras['A']", nonnegative=False)
     Vf = row_problem.f64(ex["V"])
-    m = model.shape[0]
     N, k = Vf.shape
+    m = N - model.shape[1]          # the training users (a folded-in model has other rows)
     T, lam, dense = int(prm["T"]), float(prm["lam"]), prm["mode"] == "dense"
     A_new = new_node_rows(Y, m, prm["g"], float(prm["alpha"]))
     VtV, tmp = np.empty((k, k)), np.empty(k)

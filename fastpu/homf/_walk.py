@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from fastpu._core import validation as V_
 from fastpu._kernels import homf as _K
+from fastpu.homf._check import check_T
 from fastpu._kernels.csr import csr_dense
 from fastpu._core.threads import limit_threads
 from fastpu._core.hints import ArrayLike, IntArray, Sparse, Threads
@@ -109,7 +110,7 @@ def _check_walk_args(A: Sparse, idx: ArrayLike, T: int, name: str) -> tuple[Spar
     if A.shape[0] == 0:
         raise ValueError("A has shape 0×0; expected at least one node")
     idx = V_.check_indices(idx, name=name, size=A.shape[0], size_from=f"A is {A.shape[0]}×{A.shape[0]}")
-    T = V_.check_int(T, name="T", minimum=1)
+    T = check_T(T)
     return A, idx, T
 
 
@@ -126,7 +127,7 @@ def walk_columns(A: Sparse, cols: ArrayLike, T: int, *, n_threads: Threads = Non
         Usually :func:`transition_matrix`'s output; any square sparse matrix works.
     cols : array-like of int
         Column indices in ``[0, N)``.
-    T : int >= 1
+    T : int in [1, 1000]
         Walk length.
     n_threads : int, optional
         numba threads for this call (default: the current setting).
@@ -142,7 +143,7 @@ def walk_columns(A: Sparse, cols: ArrayLike, T: int, *, n_threads: Threads = Non
         If ``A`` is not sparse, ``cols`` is not integer or ``T`` is not an integer.
     ValueError
         If ``A`` is not square or has non-finite values, ``cols`` is out of range,
-        ``T < 1``, or the N × len(cols) result is above the dense-size limit.
+        ``T`` is outside [1, 1000], or the N × len(cols) result is above the dense-size limit.
 
     Examples
     --------
@@ -170,7 +171,7 @@ def walk_rows(A: Sparse, rows: ArrayLike, T: int, *, n_threads: Threads = None) 
         Any square sparse matrix (usually :func:`transition_matrix`'s output).
     rows : array-like of int
         Row indices in ``[0, N)``.
-    T : int >= 1
+    T : int in [1, 1000]
         Walk length.
     n_threads : int, optional
         numba threads for this call.
@@ -186,7 +187,7 @@ def walk_rows(A: Sparse, rows: ArrayLike, T: int, *, n_threads: Threads = None) 
         If ``A`` is not sparse, ``rows`` is not integer or ``T`` is not an integer.
     ValueError
         If ``A`` is not square or has non-finite values, ``rows`` is out of range,
-        ``T < 1``, or the result is above the dense-size limit.
+        ``T`` is outside [1, 1000], or the result is above the dense-size limit.
 
     Examples
     --------

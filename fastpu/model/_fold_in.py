@@ -109,8 +109,8 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
         with them, has the wrong number of columns, or is combined with ``Y_new``; ``p``,
         ``q`` or ``user_ids`` have the wrong length, or ``user_ids`` repeats an id; the model
         is CSRR-I/II (a dense U has no user factor) or from an unknown method, or lacks an entry
-        of ``params`` / ``extras`` that its method's fold-in needs (a model built by hand or
-        edited).
+        of ``params`` / ``extras`` that its method's fold-in needs, or has one that its method's
+        fit would not make (a wrong type, shape or range: a model built by hand or edited).
     FloatingPointError
         If a result is not finite.
 
@@ -138,6 +138,9 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
     folds = [e.name for e in registry.entries() if e.fold is not None]
     V.check_choice(model.method, name="model.method", choices=folds)
     solver = registry.get(model.method).resolve("fold")
+    # params and extras against the factors, as the fit makes them: a model edited in memory (or
+    # in a file) is refused here, naming the entry, before a row solver hands shapes to a kernel
+    registry.check_fitted(model)
     tol = V.check_scalar(tol, name="tol", minimum=0.0)
     max_iter = V.check_int(max_iter, name="max_iter", minimum=1)
     rng = V.check_seed(seed)

@@ -28,6 +28,7 @@ well-formed model, also when a file was edited and its checksums recomputed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -171,6 +172,14 @@ def save(model: Any, path: PathOrFile) -> None:
         if F.dtype.kind != "f":
             raise TypeError(f"model.{side}_factors has dtype {F.dtype}; a model file holds float "
                             f"factors: convert them first ({side}_factors.astype(float))")
+        ids = getattr(model, f"{side}_ids")
+        if ids is not None:
+            _check_ids(ids, f"model.{side}_ids", F.shape[0])
+    if not isinstance(model.method, str) or not isinstance(model.params, dict) \
+            or not isinstance(model.extras, dict) or not isinstance(model.history, list):
+        raise TypeError("model.method must be a str, model.params and model.extras dicts and "
+                        "model.history a list (of dicts), as every fit returns them")
+    registry.check_fitted(model)          # params and extras against the factors, as load does
     if hasattr(path, "write"):
         _check_writable_file(path)
     enc = _Encoder()
@@ -294,6 +303,14 @@ class _Decoder:
             raise self.bad(f"dtype {dt} is not allowed")
         return dt
 
+    def _check_conversion(self, fmt: str, stored: str, shape: list[int], p: dict[str, np.ndarray]) -> None:
+        nbytes = _conversion_bytes(fmt, stored, shape, p)
+        try:
+            V.check_alloc(nbytes, what=f"a {shape[0]}×{shape[1]} {fmt} matrix declared by the file",
+                          names=("the matrix's declared shape",))
+        except ValueError as exc:
+            raise self.bad(str(exc)) from None
+
     def sparse(self, x: Any) -> Any:
         fmt, stored, kind, shape, parts = (x.get(k) for k in ("format", "stored", "kind", "shape", "parts"))
         if stored not in _SPARSE_PARTS or not isinstance(parts, dict) or set(parts) != set(_SPARSE_PARTS[stored]):
@@ -307,6 +324,7 @@ class _Decoder:
         for name, arr in p.items():
             if arr.ndim != 1 or arr.dtype.kind not in ("biufc" if name == "data" else "iu"):
                 raise self.bad(f"the {name} of a sparse matrix has dtype {arr.dtype} and shape {arr.shape}")
+        self._check_conversion(fmt, stored, shape, p)
         cls = {"csr": (sp.csr_array, sp.csr_matrix), "csc": (sp.csc_array, sp.csc_matrix),
                "coo": (sp.coo_array, sp.coo_matrix)}[stored][kind == "matrix"]
         try:
@@ -328,7 +346,43 @@ class _Decoder:
         return M if fmt == stored else M.asformat(fmt)
 
 
-def _open(path: Any) -> tuple[Any, str]:
+def _remaining(fh: Any) -> int | None:
+    """Bytes from the position of the binary file object ``fh`` to its end (None: unknown)."""
+    try:
+        here = fh.tell()
+        end = fh.seek(0, os.SEEK_END)
+        fh.seek(here)
+    except (OSError, AttributeError, ValueError):
+        return None
+    return int(end - here)
+
+
+def _conversion_bytes(fmt: str, stored: str, shape: list[int], parts: dict[str, np.ndarray]) -> int:
+    """Bytes the sparse matrix of the declared ``shape`` needs in ``fmt`` beyond its stored parts
+    (the shape is the file's word: a COO declared with 10¹¹ rows needs 800 GB of CSR pointers)."""
+    m, n = shape
+    nnz = int(parts["data"].size)
+    if fmt == stored:
+        return 0
+    if fmt in ("csr", "csc", "bsr"):
+        return 8 * (max(m, n) + 1) + 24 * nnz
+    if fmt == "lil":
+        return 120 * m + 80 * nnz
+    if fmt == "dok":
+        return 200 * nnz
+    if fmt == "dia" and stored == "coo":
+        diagonals = np.unique(parts["col"].astype(np.int64) - parts["row"].astype(np.int64)).size
+        return diagonals * n * parts["data"].dtype.itemsize + 8 * diagonals
+    return 8 * (max(m, n) + 1) + 24 * nnz
+
+
+def _open(path: Any) -> tuple[Any, str, Any]:
+    """(NpzFile, the file's name for messages, the file object to close or None).
+
+    Nothing is allocated from what the file declares before :func:`check_npz_members` has
+    bounded it: a path must be a regular file (a FIFO or a device is refused, not waited on or
+    read for ever), a single ``.npy`` array is refused without loading it, and every member's
+    declared size is checked against the file's size and the memory limit."""
     if not (isinstance(path, (str, os.PathLike)) or hasattr(path, "read")):
         raise TypeError(f"path must be a file path (str or os.PathLike) or a readable file object, "
                         f"got {type(path).__name__}")
@@ -336,19 +390,39 @@ def _open(path: Any) -> tuple[Any, str]:
         raise TypeError("path is a text-mode file object; a model file is binary: open it with "
                         "open(name, 'rb') (or pass the file path)")
     where = repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "the model file"
+    own = V.open_regular(path, name="path") if isinstance(path, (str, os.PathLike)) else None
+    src = own if own is not None else path
     try:
-        npz = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
+        size = _remaining(src)
+        start = src.tell() if size is not None else None
+        magic = src.read(6)
+        if start is not None:
+            src.seek(start)
+        if magic == b"\x93NUMPY":
+            raise ModelFileError(f"{where} is a single .npy array, not a fastpu model file (.npz)")
+        if not magic.startswith(b"PK"):
+            raise ModelFileError(f"{where} is not a fastpu model file (.npz written by "
+                                 "Factorization.save)")
+        try:
+            npz = np.load(src, allow_pickle=False)
+        except ValueError:
+            # numpy's message for a non-array file talks about allow_pickle: never the advice here
+            raise ModelFileError(f"{where} is not a fastpu model file (.npz written by "
+                                 "Factorization.save)") from None
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ModelFileError(f"{where} is not a readable .npz file (truncated or damaged?): {exc}") from None
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ModelFileError(f"{where} is a single .npy array, not a fastpu model file (.npz)")
+        try:
+            V.check_npz_members(npz.zip, where=where, file_size=size, error=ModelFileError)
+        except BaseException:
+            npz.close()
+            raise
+    except BaseException:
+        if own is not None:
+            own.close()
         raise
-    except ValueError:
-        # numpy's message for a non-array file talks about allow_pickle: never the advice here
-        raise ModelFileError(f"{where} is not a fastpu model file (.npz written by "
-                             "Factorization.save)") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ModelFileError(f"{where} is not a readable .npz file (truncated or damaged?): {exc}") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise ModelFileError(f"{where} is a single .npy array, not a fastpu model file (.npz)")
-    return npz, where
+    return npz, where, own
 
 
 def load_model(path: PathOrFile) -> Factorization:
@@ -387,8 +461,8 @@ def load_model(path: PathOrFile) -> Factorization:
     >>> bool((same.user_factors == model.user_factors).all()), same.method, same.item_ids[:3]
     (True, 'ocmf', array([0, 1, 2]))
     """
-    npz, where = _open(path)
-    with npz:
+    npz, where, own = _open(path)
+    with npz, (own if own is not None else contextlib.nullcontext()):
         try:
             names = set(npz.files)
             if _HEADER_KEY not in names:
@@ -439,7 +513,23 @@ def load_model(path: PathOrFile) -> Factorization:
     _check_model(values, header["class"], dec)
     if dec.used != set(arrays):
         raise dec.bad(f"arrays {sorted(set(arrays) - dec.used)[:5]} are not used by the model")
-    return cls(**values)
+    model = cls(**values)
+    try:
+        registry.check_fitted(model)      # params and extras against the factors, as a fit makes them
+    except (TypeError, ValueError) as exc:
+        raise dec.bad(str(exc)) from None
+    return model
+
+
+def _check_ids(ids: Any, name: str, size: int) -> None:
+    """Ids of one side: a 1-d array of ``size`` distinct integers or strings (a repeated id was
+    recommended twice, and cannot be looked up)."""
+    if not isinstance(ids, np.ndarray) or ids.ndim != 1 or ids.shape[0] != size:
+        raise ValueError(f"{name} do not match the {size} rows of the factors")
+    if ids.dtype.kind not in "iuUS" and not (ids.dtype.kind == "O"
+                                             and all(isinstance(x, str) for x in ids.tolist())):
+        raise TypeError(f"{name} must be integers or strings, got dtype {ids.dtype}")
+    V.check_ids(ids, name=name, size=size, expected="one identifier per row of the factors")
 
 
 def _text(arr: Any, where: str) -> str:
@@ -491,8 +581,11 @@ def _check_model(v: dict[str, Any], cls: str, dec: _Decoder) -> None:
     elif U.shape[1] != Vf.shape[1]:
         raise dec.bad(f"user_factors have {U.shape[1]} columns, item_factors {Vf.shape[1]}")
     for name, ids, size in (("user_ids", v["user_ids"], m), ("item_ids", v["item_ids"], n)):
-        if ids is not None and (not isinstance(ids, np.ndarray) or ids.shape != (size,)):
-            raise dec.bad(f"{name} do not match the {size} rows of the factors")
+        if ids is not None:
+            try:
+                _check_ids(ids, name, size)
+            except (TypeError, ValueError) as exc:
+                raise dec.bad(str(exc)) from None
     if not isinstance(v["method"], str) or not isinstance(v["params"], dict) \
             or not isinstance(v["extras"], dict) or not isinstance(v["history"], list) \
             or not all(isinstance(h, dict) for h in v["history"]):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+import weakref
 from typing import Any, overload
 
 import numpy as np
@@ -65,7 +66,34 @@ def _ids_of(model: Factorization, side: str) -> np.ndarray:
             f"ids=True needs the model's {side} ids, but model.{side}_ids is None; fit the model "
             "on a fastpu.datasets.Dataset (or give fold_in / partial fits the ids), or pass "
             "row/column numbers with ids=False")
-    return np.asarray(ids)
+    ids = np.asarray(ids)
+    _check_unique(ids, f"model.{side}_ids")
+    return ids
+
+
+# id arrays already found unique (by identity, while they live): a repeated id was recommended
+# twice, so ids are checked once per model array rather than sorted on every call
+_UNIQUE: dict[int, Any] = {}
+
+
+def _check_unique(ids: np.ndarray, name: str) -> None:
+    key = id(ids)
+    ref = _UNIQUE.get(key)
+    if ref is not None and ref() is ids:
+        return
+    try:
+        V.check_ids(ids, name=name, size=ids.shape[0] if ids.ndim else -1,
+                    expected="one identifier per row or column of the model, each once")
+    except ValueError as exc:
+        what = name.split(".")[-1].replace("_", " ")
+        raise ValueError(f"the model's {what} are not unique, so they cannot serve as ids: {exc}") from None
+    def forget(_: Any, key: int = key) -> None:
+        _UNIQUE.pop(key, None)
+
+    try:
+        _UNIQUE[key] = weakref.ref(ids, forget)
+    except TypeError:
+        pass
 
 
 def _use_ids(model: Factorization, side: str, ids: bool) -> bool:

@@ -236,14 +236,35 @@ def _draw(space: dict[str, Any], n_trials: int | None,
     """Candidate settings: the whole grid, a sample of it, or random draws."""
     keys = sorted(space)
     if all(isinstance(space[k], list) for k in keys):
-        grid = [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
-        if n_trials is None or n_trials >= len(grid):
-            return grid
-        pick = np.sort(rng.choice(len(grid), size=n_trials, replace=False))
-        return [grid[i] for i in pick]
+        sizes = [len(space[k]) for k in keys]
+        size = math.prod(sizes)
+        if n_trials is None or n_trials >= size:
+            # the whole grid, one setting per point: refused before it is listed when it cannot
+            # fit (a dict of the parameters per point, about 100 bytes per parameter)
+            V.check_alloc(size * (240 + 100 * len(keys)),
+                          what=f"the grid of space ({' × '.join(map(str, sizes))} = {size:,} settings)",
+                          names=("the lists of space", "or give n_trials to sample it"))
+            return [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
+        if size > V.INT_MAX:
+            raise ValueError(f"space is a grid of {size:,} settings ({' × '.join(map(str, sizes))}), "
+                             f"more than 2**62 to draw {n_trials} from; shorten its lists, or give "
+                             "distributions (random search)")
+        # the same draw as from the listed grid, without listing it: point i of
+        # itertools.product is the mixed-radix number i (the last key varying fastest)
+        pick = np.sort(rng.choice(size, size=n_trials, replace=False))
+        out = []
+        for i in pick.tolist():
+            vals = []
+            for n in reversed(sizes):
+                i, r = divmod(i, n)
+                vals.append(r)
+            out.append({key: space[key][r] for key, r in zip(keys, reversed(vals))})
+        return out
     if n_trials is None:
         raise ValueError("n_trials is required when the space holds distributions (random search); "
                          "give n_trials, or lists only for a grid search")
+    V.check_alloc(n_trials * (240 + 100 * len(keys)),
+                  what=f"the settings of {n_trials:,} random trials", names=("n_trials (tune's budget)",))
     out = []
     for _ in range(n_trials):
         trial: dict[str, Any] = {}

@@ -161,7 +161,7 @@ def validation_split(Y_train: Sparse | Dataset, frac: float = 0.2, seed: Seed = 
     Raises
     ------
     TypeError, ValueError
-        As :func:`holdout` (the fraction is reported as ``test_frac``).
+        As :func:`holdout`; ``frac`` outside (0, 1) is a ValueError naming ``frac``.
 
     Examples
     --------
@@ -175,7 +175,8 @@ def validation_split(Y_train: Sparse | Dataset, frac: float = 0.2, seed: Seed = 
     if isinstance(Y_train, Dataset):
         return _datasets(Y_train, validation_split(Y_train.Y, frac, seed))
     Y_train = V.check_csr(Y_train, name="Y_train", nonnegative=False)
-    frac = V.check_scalar(frac, name="frac")
+    # checked here with holdout's bounds, so that the message names frac (it said test_frac)
+    frac = V.check_scalar(frac, name="frac", minimum=0.0, maximum=1.0, strict_min=True, strict_max=True)
     return holdout(Y_train, test_frac=frac, seed=seed)
 
 

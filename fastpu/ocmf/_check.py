@@ -40,8 +40,11 @@ def check_y(Y: Any, *, fit: bool) -> Any:
 
     A CSR that is already canonical (sorted, duplicate-free), float32 or float64, finite and
     non-negative is read as it is: its data are not copied (nothing below writes to them) and
-    its indices only when they are not the kernels' type. Anything else goes through
-    :func:`fastpu._validation.check_csr` (which copies, and raises the errors).
+    its indices only when they are not the kernels' type. Canonical means canonical in fact:
+    the indices are checked (:func:`fastpu._core.validation.has_canonical_indices`), never
+    taken from scipy's cached ``has_canonical_format`` flag, which stays True when the arrays
+    are edited in place. Anything else goes through :func:`fastpu._core.validation.check_csr`
+    (which copies, sorts, sums duplicates, and raises the errors).
     """
     fast = (sp.issparse(Y) and getattr(Y, "format", None) == "csr" and Y.ndim == 2
             and Y.dtype in (np.float32, np.float64))
@@ -49,8 +52,8 @@ def check_y(Y: Any, *, fit: bool) -> Any:
         V._check_compressed_structure(Y, "Y")
         nnz = int(Y.indptr[-1])
         data = np.asarray(Y.data)[:nnz]
-        fast = bool(Y.has_canonical_format) and (
-            nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf))
+        fast = (nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf)) \
+            and V.has_canonical_indices(Y.indptr, Y.indices)
     if not fast:
         Y = V.check_csr(Y, name="Y")
         nnz, data = Y.nnz, Y.data
@@ -156,6 +159,27 @@ def _resolve_abar(loss: str, a_bar: Any) -> float:
     return a_bar
 
 
+def check_unlabeled_weights(rho: float, p: np.ndarray, q: np.ndarray, abar: float, *,
+                            where: str) -> None:
+    """The unlabeled weights rho·p_i·q_j: their sum with a_bar² finite, and the largest at most
+    :data:`fastpu._core.validation.PENALTY_MAX` (rho = 1e300 fitted, then its fold-in overflowed).
+    ``where`` prefixes the message (a fitted model's entry)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        pw = rho * p
+        total = abar * abar * float(np.sum(pw)) * float(np.sum(q))
+        largest = float(np.max(pw, initial=0.0)) * float(np.max(q, initial=0.0))
+    if not (np.isfinite(total) and np.isfinite(pw).all()):
+        raise ValueError(
+            f"{where}the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
+            f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
+            "expected weights rho·p_i·q_j of order 1 or below")
+    if largest > V.PENALTY_MAX:
+        raise ValueError(
+            f"{where}the largest unlabeled weight rho·p_i·q_j is {largest:g} (rho={rho:g}, max p "
+            f"{p.max(initial=0):g}, max q {q.max(initial=0):g}), above {V.PENALTY_MAX:g}: the unlabeled "
+            "terms would swamp the loss and overflow its row problems; expected weights of order 1 or below")
+
+
 def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | None,
                 q: ArrayLike | None, a_bar: Any, user_features: Matrix | None,
                 item_features: Matrix | None, user_graph: Matrix | None,
@@ -182,14 +206,7 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
     if dense_limit is not None:
         V.check_int(dense_limit, name="dense_limit", minimum=0)
     neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
-    pw = rho * p                                   # unlabeled weight is pw_i * q_j
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = abar * abar * float(np.sum(pw)) * float(np.sum(q))
-    if not (np.isfinite(total) and np.isfinite(pw).all()):
-        raise ValueError(
-            f"the unlabeled weights overflow: a_bar²·Σ(rho·p)·Σq is not finite (rho={rho:g}, "
-            f"max p {p.max(initial=0):g}, max q {q.max(initial=0):g}, a_bar={abar:g}); "
-            "expected weights rho·p_i·q_j of order 1 or below")
+    check_unlabeled_weights(rho, p, q, abar, where="")      # the weight of (i, j) is rho·p_i·q_j
     return Model(loss, LOSS_CODES[loss], abar, rho, p, q, X, Z, Su, Sv, Lu, Lv, lam, lam_w, lam_h,
                  lam_g, negatives, neg_ratio, dense_limit)
 
@@ -233,3 +250,83 @@ def check_start(init: Any, model: Model, run: Run, shape: tuple[int, int]) -> tu
         W = check_factor(init[0], "init[0] (W0)", du, run.k).astype(run.dtype, copy=False)
         H = check_factor(init[1], "init[1] (H0)", dv, run.k).astype(run.dtype, copy=False)
     return W, H
+
+
+# --------------------------------------------------------------------------- a fitted model
+
+def _p(key: str) -> str:
+    return f"model.params[{key!r}]"
+
+
+_EDITED = "a model returned by fastpu.ocmf.fit (or read by fastpu.load_model) has a valid one"
+
+
+def check_flag(prm: dict[str, Any], key: str) -> None:
+    """A recorded True/False (``fast_path``, ``user_features``, ...), when present."""
+    if key in prm and not isinstance(prm[key], (bool, np.bool_)):
+        raise TypeError(f"{_p(key)} must be True or False, got {prm[key]!r}")
+
+
+def check_count(prm: dict[str, Any], key: str, *, optional: bool = True) -> None:
+    """A recorded iteration count (an integer >= 1, or None), when present."""
+    if key in prm and not (optional and prm[key] is None):
+        V.check_int(prm[key], name=_p(key), minimum=1)
+
+
+def check_fitted(model: Any) -> None:
+    """Check an ocmf model's ``params`` and ``extras`` against its factors with the checks the fit
+    uses (types, choices, ranges, shapes), before a model file is written or read back and
+    before fold-in solves rows with them: an edited model is refused, naming the entry, instead
+    of reaching a kernel. Entries a model may lack (files of earlier releases) are not required
+    here; fold-in asks for the ones it needs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the entry (``model.params['a_bar']``, ``model.extras['q']``, ...).
+    """
+    prm, ex = model.params, model.extras
+    n, k = model.item_factors.shape
+    if "k" in prm:
+        kk = V.check_k(prm["k"], name=_p("k"))
+        if kk != k:
+            raise ValueError(f"{_p('k')} is {kk} but the factors have {k} columns; {_EDITED}")
+    loss = prm.get("loss", "square")
+    for key, choices in (("loss", LOSSES), ("negatives", NEGATIVES), ("solver", SOLVERS)):
+        if key in prm:
+            V.check_choice(prm[key], name=_p(key), choices=choices)
+    if "dtype" in prm:
+        V.check_choice(prm["dtype"], name=_p("dtype"), choices=("float64", "float32"))
+    if "rho" in prm:
+        V.check_scalar(prm["rho"], name=_p("rho"), minimum=0.0)
+    if "neg_ratio" in prm:
+        V.check_scalar(prm["neg_ratio"], name=_p("neg_ratio"), minimum=0.0, strict_min=True)
+    if prm.get("a_bar") is not None:
+        try:
+            _resolve_abar(loss, prm["a_bar"])
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{_p('a_bar')}: {exc}") from None
+    for key in ("lam", "lam_w", "lam_h", "lam_graph"):
+        if prm.get(key) is not None:
+            V.check_penalty(prm[key], name=_p(key))
+    for key in ("fast_path", "user_features", "item_features", "has_user_graph", "has_item_graph"):
+        check_flag(prm, key)
+    for key, optional in (("n_iter", False), ("n_inner", False), ("newton_steps", True),
+                          ("cg_steps", True)):
+        check_count(prm, key, optional=optional)
+    if "init_std" in prm:
+        V.check_scalar(prm["init_std"], name=_p("init_std"), minimum=0.0)
+    q = None
+    if ex.get("q") is not None:
+        q = V.check_vector(ex["q"], name="model.extras['q']", size=n)
+    if "rho" in prm:
+        # the fit's check of the unlabeled weights, with p = 1 for the model's rows
+        abar = 0.0 if prm.get("a_bar") is None else float(prm["a_bar"])
+        check_unlabeled_weights(float(prm["rho"]), np.ones(max(1, model.user_factors.shape[0])),
+                                q if q is not None else np.ones(n), abar, where=f"{_p('rho')}: ")
+    for key, flag in (("W", "user_features"), ("H", "item_features")):
+        if prm.get(flag) or ex.get(key) is not None:
+            if key not in ex:
+                continue                          # fold-in names what it lacks
+            V.check_stored_array(ex[key], name=f"model.extras[{key!r}]", shape=(None, k),
+                                 what=f"one row per {flag[:-1].replace('_', ' ')}, k = {k} columns")

@@ -112,6 +112,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     rho : float
         Constant scaling of the unlabeled weight: p_i q_j ← rho · p_i · q_j. With ``p`` and
         ``q`` left at ``None`` (ones) the weight is ``rho`` everywhere (the paper's setting).
+        The largest weight rho · p_i · q_j is at most 1e20, as a penalty is.
     p, q : array-like, optional
         Per-user and per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
