@@ -327,8 +327,8 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | IdLists | None = 
     else:
         out_items, out_scores = exact_topk(model, users, seen, cand, n_take)
     keep = out_items >= 0
-    item_ids = getattr(model, "item_ids", None) if _use_ids(model, "item", ids) else None
-    user_ids = getattr(model, "user_ids", None) if _use_ids(model, "user", ids) else None
+    item_ids = _ids_of(model, "item") if _use_ids(model, "item", ids) else None
+    user_ids = _ids_of(model, "user") if _use_ids(model, "user", ids) else None
     if as_frame:
         return _frame(user=np.repeat(users if user_ids is None else np.asarray(user_ids)[users],
                                      keep.sum(axis=1)),

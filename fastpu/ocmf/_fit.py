@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
@@ -234,8 +235,10 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                             advice=_advice(Y, setup, model.rho, model.lam, run.init_std, W, H),
                             total=run.n_iter)
         W, H = _alternate(setup, W, H, run, steps, progress, params, model)
-        U = np.ascontiguousarray(_latent(setup.user, W), dtype=run.dtype)
-        Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=run.dtype)
+        with np.errstate(over="ignore"):        # an overflow is refused just below, by name
+            U = np.ascontiguousarray(_latent(setup.user, W), dtype=run.dtype)
+            Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=run.dtype)
+        _check_finite_latent(U, Vf, model, run)
     progress.finish(W, H, zero_advice=_zero_advice(Y, init, run.init_std, model.lam))
     extras = {}
     if q is not None:                      # the item weights: fold_in solves new rows with them
@@ -266,6 +269,20 @@ def _check_finite_start(W: np.ndarray, H: np.ndarray, run: Run, *, from_init: bo
                 f"ocmf: the starting factors are not finite in {run.dtype.name} ({where}); "
                 f"start from smaller factors{'' if from_init else ' (lower init_std)'}, or pass "
                 "dtype='float64'")
+
+
+def _check_finite_latent(U: np.ndarray, Vf: np.ndarray, model: Model, run: Run) -> None:
+    """Refuse a model whose factors X W or Z H overflow the fit's precision (features of
+    magnitude past float32's 3.4e38 fit in float64 and overflow only in the product's cast)."""
+    for F, name in ((U, "user_features"), (Vf, "item_features")):
+        if getattr(model, name) is not None and not np.isfinite(F).all():
+            side = "X W" if name == "user_features" else "Z H"
+            feats = getattr(model, name)
+            vals = np.asarray(feats.data if sp.issparse(feats) else feats)
+            raise FloatingPointError(
+                f"ocmf: the model's factors {side} are not finite in {run.dtype.name} "
+                f"({name} has entries up to {float(np.abs(vals).max(initial=0.0)):.3g}); "
+                f"rescale {name}, or pass dtype='float64'")
 
 
 def _draw_start(run: Run, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

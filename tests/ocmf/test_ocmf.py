@@ -535,3 +535,16 @@ def test_renamed_parameters_still_work_with_a_deprecation_warning():
     with pytest.raises(ValueError, match="init_scale"):
         with pytest.warns(DeprecationWarning):
             ocmf.fit(Y, 4, init_scale=-1.0)
+
+
+def test_features_past_float32_range_are_refused_not_returned_as_inf():
+    """Features past 3.4e38 fit in float64, but Z H overflowed in the float32 model (the fuzz
+    table found 5.8e39): the default dtype refuses by name, float64 fits."""
+    rng = np.random.default_rng(0)
+    Y = sp.random_array((12, 9), density=0.3, random_state=rng, format="csr")
+    Y.data[:] = 1.0
+    Z = np.full((9, 2), 1e41)
+    with pytest.raises(FloatingPointError, match=r"item_features has entries up to 1e\+41.*dtype='float64'"):
+        ocmf.fit(Y, 2, item_features=Z, n_iter=2)
+    model = ocmf.fit(Y, 2, item_features=Z, n_iter=2, dtype="float64")
+    assert np.isfinite(model.item_factors).all()
