@@ -338,6 +338,60 @@ def test_more_blocks_than_rows(dask_client):
         assert_same(ref, mod)
 
 
+# ------------------------------------------------------------------------------ routed rows
+
+def test_routing_sends_each_block_only_the_rows_it_touches(dask_client):
+    """The routers of a layout: destination block b receives from source block c exactly the
+    other side's rows of c's range that b's positives touch, in order, and the blocks' column
+    ids are re-indexed into that compact matrix. With a block-diagonal Y whose groups are the
+    blocks, nothing moves between the two workers."""
+    from fastpu.distributed import blocks as _blocks
+    from fastpu.distributed import routing
+
+    rng = np.random.default_rng(6)
+    m, n, nb = 20, 12, 3
+    Y = sp.csr_array((rng.random((m, n)) < 0.25).astype(float))
+    workers = _blocks.worker_addresses(dask_client)
+    layout = _blocks.layout_from_csr(dask_client, Y, nb, workers)
+    routes = routing.Routes(dask_client, layout)
+    try:
+        W = rng.standard_normal((m, 2))
+        H = rng.standard_normal((n, 2))
+        W_src = [dask_client.scatter(W[layout.ub[c]:layout.ub[c + 1]]) for c in range(nb)]
+        H_src = [dask_client.scatter(H[layout.ib[c]:layout.ib[c + 1]]) for c in range(nb)]
+        for router, A, cuts_b, cuts_c, E_src, E in ((routes.user, Y, layout.ub, layout.ib,
+                                                     H_src, H),
+                                                    (routes.item, Y.T.tocsr(), layout.ib,
+                                                     layout.ub, W_src, W)):
+            for b in range(nb):
+                cols = np.unique(A[cuts_b[b]:cuts_b[b + 1]].indices)
+                per_source = [np.sum((cols >= cuts_c[c]) & (cols < cuts_c[c + 1]))
+                              for c in range(nb)]
+                np.testing.assert_array_equal(router.counts[b], per_source)
+                assert router.sources_of(b) == [c for c in range(nb) if per_source[c]]
+                got = dask_client.submit(routing.assemble, 2, "float64",
+                                         *router.pieces(E_src, b)).result()
+                np.testing.assert_array_equal(got, E[cols])
+                touch = router.touch[b].result()
+                np.testing.assert_array_equal(touch.ids, cols)
+                idx = A[cuts_b[b]:cuts_b[b + 1]].indices
+                np.testing.assert_array_equal(cols[routing.compact(idx, touch)], idx)
+    finally:
+        routes.release()
+        layout.release()
+    # block-diagonal: 2 groups, 2 blocks on 2 workers -> no row crosses a worker
+    D = sp.csr_array(sp.block_diag([np.ones((5, 4)), np.ones((5, 4))], format="csr"))
+    layout = _blocks.layout_from_csr(dask_client, D, 2, workers[:2])
+    routes = routing.Routes(dask_client, layout)
+    try:
+        np.testing.assert_array_equal(routes.user.counts, [[4, 0], [0, 4]])
+        np.testing.assert_array_equal(routes.item.counts, [[5, 0], [0, 5]])
+        assert routes.user.remote_rows() == routes.item.remote_rows() == 0
+    finally:
+        routes.release()
+        layout.release()
+
+
 # ---------------------------------------------------------------------------------- pairs input
 
 def _pairs(Y, *, value=True, dup=False):
