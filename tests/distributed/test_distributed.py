@@ -338,6 +338,19 @@ def test_more_blocks_than_rows(dask_client):
         assert_same(ref, mod)
 
 
+@pytest.mark.parametrize("method", ["ocmf", "fbgd", "csrr", "homf"])
+def test_the_same_call_gives_the_same_model(dask_client, method):
+    """distributed.fit(Y, k, method=m) with no other argument (but the client) fits
+    fastpu.<m>.fit(Y, k)'s model: every single-machine default has a distributed form (ocmf's
+    float32 factors, fBGD's coordinate updates, CSRR-e, HOMF's exact mode)."""
+    Y = _matrix(19, m=16, n=11, empty_rows=2, empty_cols=1)
+    ref = getattr(fp, method).fit(Y, 3)
+    mod = distributed.fit(Y, 3, method=method, client=dask_client)
+    assert_same(ref, mod)
+    same = {key: val for key, val in mod.params.items() if key != "distributed"}
+    assert same == {key: val for key, val in ref.params.items() if key in same}
+
+
 # ------------------------------------------------------------------------------ routed rows
 
 def test_routing_sends_each_block_only_the_rows_it_touches(dask_client):
