@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 import functools
+import os
 import time
 import zlib
 
@@ -593,7 +594,9 @@ def test_sigkill_of_a_worker_at_a_random_half_step(dask_client, case):
     by SIGKILL at a random moment of the fit; the fit goes on and ends with the same model."""
     single, kw = SIGKILL_CASES[case]
     Y = _matrix(18, m=24, n=17, empty_rows=2, empty_cols=2, density=0.3)
-    rng = np.random.default_rng(zlib.crc32(case.encode()))
+    # FASTPU_FAULT_SEED=<n> draws other moments and victims (a soak run over several seeds)
+    rng = np.random.default_rng([zlib.crc32(case.encode()),
+                                 int(os.environ.get("FASTPU_FAULT_SEED", "0"))])
     X, Z = _features(*Y.shape)
     kw = {key: {"X": sp.csr_array(np.abs(X)), "Z": Z}.get(v, v) if isinstance(v, str)
           and v in "XZ" else v for key, v in kw.items()}
