@@ -518,18 +518,20 @@ def test_worker_restart_with_state_on_the_workers(dask_client):
     assert_same(ref, mod)
 
 
-def test_losing_every_worker_gives_the_same_model(dask_client):
+@pytest.mark.parametrize("method", ["ocmf", "fbgd", "csrr", "homf"])
+def test_losing_every_worker_gives_the_same_model(dask_client, method):
     """When all workers restart at once nothing is lost for good: the client's data is part of the
-    task graph (re-sent by the scheduler), and the roots are free to run on the new workers."""
+    task graph (re-sent by the scheduler), and the roots are free to run on the new workers.
+    Every method at its defaults."""
     Y = _matrix(17)
-    ref = fp.ocmf.fit(Y, 3, n_iter=3, seed=0)
+    ref = getattr(fp, method).fit(Y, 3, n_iter=3, seed=0)
 
     def kill_all(info):
         if info["iter"] == 1:
             dask_client.restart_workers(sorted(dask_client.scheduler_info()["workers"]))
 
     try:
-        mod = dfit(Y, 3, client=dask_client, n_iter=3, seed=0, callback=kill_all)
+        mod = dfit(Y, 3, method=method, client=dask_client, n_iter=3, seed=0, callback=kill_all)
     finally:
         dask_client.wait_for_workers(2, timeout=180)
     assert_same(ref, mod)
