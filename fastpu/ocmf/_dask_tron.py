@@ -166,13 +166,13 @@ class DistSubProblem:
         if side.X is None:
             own = [np.ascontiguousarray(W[int(side.cuts[b]):int(side.cuts[b + 1])])
                    for b in range(len(self.fb))]
-            B = W
         else:
             own = [W] * len(self.fb)
-            B = _xmul(side.X, W) if side.L is not None else None
-        if side.L is None:
+        touched = side.gtouch
+        if side.L is None or touched is None:       # gtouch is set exactly when there is a graph
             return own, [None] * len(self.fb)
-        return own, [np.ascontiguousarray(B[t]) for t in side.gtouch]
+        B = W if side.X is None else _xmul(side.X, W)
+        return own, [np.ascontiguousarray(B[t]) for t in touched]
 
     def _run(self, fn, W, *args):
         c = self.client
