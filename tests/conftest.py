@@ -23,15 +23,23 @@ def dask_client():
     """A real multi-process Dask cluster for the whole session: 2 single-thread workers (spawned,
     so numba's parallel kernels run). The tests ask for 1 numba thread per task (``n_threads=1``):
     a worker started with a different NUMBA_NUM_THREADS in its nanny ``env`` fails on its first
-    numba compilation (numba re-reads the environment then)."""
+    numba compilation (numba re-reads the environment then).
+
+    A worker whose process is killed is restarted by its nanny; LocalCluster closes a nanny whose
+    worker has not come back within ``distributed.deploy.lost-worker-timeout`` (15 s by default),
+    which a spawned worker on this shared 2-core machine can exceed (seen: the new worker
+    registered just after its nanny was closed, leaving one worker for the rest of the session).
+    The session raises it, so the fault tests' restarted workers always rejoin."""
+    import dask
     from dask.distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=":0")
-    client = Client(cluster)
-    client.wait_for_workers(2, timeout=120)     # the worker processes are still importing
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "600s"}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=":0")
+        client = Client(cluster)
+        client.wait_for_workers(2, timeout=120)     # the worker processes are still importing
+        try:
+            yield client
+        finally:
+            client.close()
+            cluster.close()

@@ -3,14 +3,14 @@
 One outer iteration is a projected gradient step on P, one on Q (each with the other side's
 d×d Gram), then the prox step on the sparse part V, whose values live on the positives. The
 gradient of a side is S F + E (FᵀF) with S = ℓ'(PQᵀ + V) − PQᵀ on Ω+, so a row block of P needs
-only its rows' positives, its rows of V and the whole Q (and symmetrically for Q).
+only its rows' positives, its rows of V and the rows of Q its positives touch, routed to it
+from the item blocks (:mod:`fastpu.distributed.routing`); symmetrically for Q.
 
 V is per-positive state. Each user block keeps its copy of V in row order and each item block its
 copy in column order; both apply the same elementwise prox step to the same numbers, so they stay
 equal, and V never leaves the workers until the end. Because V is state kept on the workers, every
-step here is a task in the graph — the factors a half-step broadcasts are the output of a task
-that concatenates the blocks' rows, not data pushed from the client — so a block lost with its
-worker is recomputed from its lineage and the fit ends with the same model.
+step here is a task in the graph (the initial factors are data of the graph, not scattered), so
+whatever a lost worker held is recomputed from its lineage and the fit ends with the same model.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from fastpu.csrr._fit import _params
 from fastpu.csrr._model import CSRRModel
 from fastpu.csrr._solvers import lam_max, start_factors
 from fastpu.distributed import blocks as _blocks
+from fastpu.distributed import routing
 
 
 @dataclasses.dataclass
@@ -62,13 +63,19 @@ def zeros_task(block):
     return np.zeros(block.indices.size)
 
 
-def concat(*parts):
-    return np.concatenate(parts, axis=0)
+def compact_task(block, touch):
+    """The block with its columns re-indexed into the rows it touches (routing.compact)."""
+    return dataclasses.replace(block, indices=routing.compact(block.indices, touch))
 
 
-def gram_task(block, F):
-    Fb = F[block.lo:block.hi]
+def gram_task(block, own):
+    Fb = _blocks.first(own)
     return Fb.T @ Fb
+
+
+def _v_of(state):
+    """A block's V values: its previous result's second element, or the initial zeros."""
+    return state[1] if isinstance(state, tuple) else state
 
 
 def _terms(block, E, F, v, kind, alpha):
@@ -89,36 +96,49 @@ def _v_step(block, E, F, v, kind, alpha, eV, lam2):
     return out
 
 
-def side_task(block, E_full, F, v, GF, eta, hi, lam1, kind, alpha, v_first, eV, lam2, n_threads):
-    """Rows lo:hi of E after one projected gradient step (with V first moved to the last (P, Q)
-    if ``v_first``); returns (rows, v, rowsᵀrows, Σ_Ω(ℓ⁺ − ½dots²) at the new rows, Σv, nnz v)."""
-    with limit_threads(n_threads):
-        E = np.ascontiguousarray(E_full[block.lo:block.hi])
-        if v_first:
-            v = _v_step(block, E, F, v, kind, alpha, eV, lam2)
-        dots, g, _ = _terms(block, E, F, v, kind, alpha)
-        grad = np.empty_like(E)
-        if block.n_rows:
-            csr_dense(block.indptr, block.indices, g - dots, F, grad)
-        grad += E @ GF
-        E = np.clip((E - eta * grad) / (1.0 + eta * lam1), 0.0, hi)
-        return E, v, E.T @ E
-
-
-def item_task(block, E_full, F, v, GF, eta, hi, lam1, kind, alpha, eV, lam2, n_threads):
-    """The Q step on an item block, then the V step at the new (P, Q) and the block's objective."""
-    E, _, G = side_task(block, E_full, F, v, GF, eta, hi, lam1, kind, alpha, False, eV, lam2,
-                        n_threads)
-    with limit_threads(n_threads):
+def _side(block, own, F, v, GF, eta, hi, lam1, kind, alpha, v_first, eV, lam2):
+    E = np.ascontiguousarray(_blocks.first(own))
+    if v_first:
         v = _v_step(block, E, F, v, kind, alpha, eV, lam2)
+    dots, g, _ = _terms(block, E, F, v, kind, alpha)
+    grad = np.empty_like(E)
+    if block.n_rows:
+        csr_dense(block.indptr, block.indices, g - dots, F, grad)
+    grad += E @ GF
+    E = np.clip((E - eta * grad) / (1.0 + eta * lam1), 0.0, hi)
+    return E, v, E.T @ E
+
+
+def side_task(block, own, v, GF, eta, opts, v_first, *pieces):
+    """The block's rows after one projected gradient step (with V first moved to the last
+    (P, Q) if ``v_first``); ``own``: its current rows (or its previous result), ``v``: its V (or
+    its previous result), ``pieces``: the other side's rows its positives touch. Returns (rows,
+    v, rowsᵀrows)."""
+    with limit_threads(opts["n_threads"]):
+        F = routing.assemble(opts["k"], "float64", *pieces)
+        return _side(block, own, F, _v_of(v), GF, eta, opts["hi"], opts["lam1"], opts["kind"],
+                     opts["alpha"], v_first, opts["eV"], opts["lam2"])
+
+
+def item_task(block, own, v, GF, eta, opts, *pieces):
+    """The Q step on an item block, then the V step at the new (P, Q) and the block's objective:
+    (rows, v, rowsᵀrows, Σ_Ω(ℓ⁺ − ½dots²) at the new rows, Σv, nnz v)."""
+    with limit_threads(opts["n_threads"]):
+        F = routing.assemble(opts["k"], "float64", *pieces)
+        kind, alpha, eV, lam2 = opts["kind"], opts["alpha"], opts["eV"], opts["lam2"]
+        E, _, G = _side(block, own, F, _v_of(v), GF, eta, opts["hi"], opts["lam1"], kind, alpha,
+                        False, eV, lam2)
+        v = _v_step(block, E, F, _v_of(v), kind, alpha, eV, lam2)
         _, _, rows = _terms(block, E, F, v, kind, alpha)
         return E, v, G, float(rows.sum()), float(v.sum()), int(np.count_nonzero(v))
 
 
-def v_task(block, E_full, F, v, kind, alpha, eV, lam2, n_threads):
-    with limit_threads(n_threads):
-        E = np.ascontiguousarray(E_full[block.lo:block.hi])
-        return _v_step(block, E, F, v, kind, alpha, eV, lam2)
+def v_task(block, own, v, opts, *pieces):
+    with limit_threads(opts["n_threads"]):
+        F = routing.assemble(opts["k"], "float64", *pieces)
+        E = np.ascontiguousarray(_blocks.first(own))
+        return _v_step(block, E, F, _v_of(v), opts["kind"], opts["alpha"], opts["eV"],
+                       opts["lam2"])
 
 
 def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_inner, inner_tol,
@@ -150,37 +170,44 @@ def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_i
     P, Q = start_factors(run.rng, m, n, k)
     params = dict(_params(model, run, seed),
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
-    on = [dict(workers=[_blocks.home(layout.workers, b)], allow_other_workers=True)
+    workers = layout.workers
+    on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True)
           for b in range(layout.n_blocks)]
     nb_ = layout.n_blocks
-    ub = [client.submit(make_block, c_, **on[b]) for b, c_ in enumerate(layout.user)]
-    ib = [client.submit(make_block, c_, **on[b]) for b, c_ in enumerate(layout.item)]
+    # the positives of each block, which rows of the other side they touch, and the blocks
+    # re-indexed into those rows
+    pos_u = [client.submit(make_block, c_, **on[b]) for b, c_ in enumerate(layout.user)]
+    pos_i = [client.submit(make_block, c_, **on[b]) for b, c_ in enumerate(layout.item)]
+    to_u = routing.Router(client, pos_u, layout.ib, workers)
+    to_i = routing.Router(client, pos_i, layout.ub, workers)
+    ub = [client.submit(compact_task, blk, to_u.touch[b], **on[b]) for b, blk in enumerate(pos_u)]
+    ib = [client.submit(compact_task, blk, to_i.touch[b], **on[b]) for b, blk in enumerate(pos_i)]
+    held = pos_u + pos_i + ub + ib
     vu = [client.submit(zeros_task, blk, **on[b]) for b, blk in enumerate(ub)]
     vi = [client.submit(zeros_task, blk, **on[b]) for b, blk in enumerate(ib)]
-    # the roots of the lineage, held for the whole fit
-    roots = client.scatter([P, Q], broadcast=True, hash=False)
-    P_f, Q_f = roots
+    # the roots of the lineage: data of the task graph
+    P_src = _blocks.hold_slices(client, P, layout.ub, workers, "P")
+    Q_src = _blocks.hold_slices(client, Q, layout.ib, workers, "Q")
     progress = Progress("csrr-e", verbose=run.verbose, callback=run.callback)
     eV = eta if eta is not None else 1.0 / c
-    opts = dict(hi=hi, lam1=lam1, kind=kind, alpha=alpha, eV=eV, lam2=lam2, n_threads=n_threads)
+    opts = dict(k=k, hi=hi, lam1=lam1, kind=kind, alpha=alpha, eV=eV, lam2=lam2,
+                n_threads=n_threads)
     try:
-        GQ = _sum(client.gather([client.submit(gram_task, blk, Q_f, **on[b])
+        GQ = _sum(client.gather([client.submit(gram_task, blk, Q_src[b], **on[b])
                                  for b, blk in enumerate(ib)]))
         for t in range(1, run.n_iter + 1):
             eP = eta if eta is not None else 1.0 / max(c * lam_max(GQ), 1e-12)
-            res = [client.submit(side_task, ub[b], P_f, Q_f, vu[b], GQ, eP, v_first=t > 1,
-                                 **opts, **on[b]) for b in range(nb_)]
-            vu = [client.submit(operator.getitem, r, 1, **on[b]) for b, r in enumerate(res)]
-            P_f = client.submit(concat, *[client.submit(operator.getitem, r, 0, **on[b])
-                                          for b, r in enumerate(res)])
+            res = [client.submit(side_task, ub[b], P_src[b], vu[b], GQ, eP, opts, t > 1,
+                                 *to_u.pieces(Q_src, b), pure=False, **on[b])
+                   for b in range(nb_)]
+            P_src = vu = res
             GP = _sum(client.gather([client.submit(operator.getitem, r, 2, **on[b])
                                      for b, r in enumerate(res)]))
             eQ = eta if eta is not None else 1.0 / max(c * lam_max(GP), 1e-12)
-            res = [client.submit(item_task, ib[b], Q_f, P_f, vi[b], GP, eQ, **opts, **on[b])
+            res = [client.submit(item_task, ib[b], Q_src[b], vi[b], GP, eQ, opts,
+                                 *to_i.pieces(P_src, b), pure=False, **on[b])
                    for b in range(nb_)]
-            vi = [client.submit(operator.getitem, r, 1, **on[b]) for b, r in enumerate(res)]
-            Q_f = client.submit(concat, *[client.submit(operator.getitem, r, 0, **on[b])
-                                          for b, r in enumerate(res)])
+            Q_src = vi = res
             small = client.gather([client.submit(_small, r, **on[b]) for b, r in enumerate(res)])
             GQ = _sum([s[0] for s in small])
             corr = sum(s[1] for s in small)
@@ -190,14 +217,18 @@ def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_i
                  + 0.5 * float(np.sum(GP * GQ)) + corr)
             if progress.step(t, f, inner=1, nnz_V=int(nnz_v)):
                 break
-        vfin = [client.submit(v_task, ub[b], P_f, Q_f, vu[b], kind, alpha, eV, lam2, n_threads,
+        vfin = [client.submit(v_task, ub[b], P_src[b], vu[b], opts, *to_u.pieces(Q_src, b),
                               **on[b]) for b in range(nb_)]
-        P, Q = client.gather([P_f, Q_f])
+        P = _blocks.gather_rows(client, P_src, workers)
+        Q = _blocks.gather_rows(client, Q_src, workers)
         vals = client.gather(vfin)
-        structure = client.gather([client.submit(_structure, blk, **on[b]) for b, blk in enumerate(ub)])
+        structure = client.gather([client.submit(_structure, blk, to_u.touch[b], **on[b])
+                                   for b, blk in enumerate(ub)])
     finally:
-        for f in ub + ib + vu + vi + list(roots):
-            f.release()
+        for f_ in held:
+            f_.release()
+        to_u.release()
+        to_i.release()
     Vm = _assemble(structure, vals, (m, n))
     return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
                      method="csrr", extras={}, U=None, V=Vm, variant="e")
@@ -207,8 +238,9 @@ def _small(r):
     return r[2], r[3], r[4], r[5]
 
 
-def _structure(block):
-    return block.indptr, block.indices
+def _structure(block, touch):
+    """The block's indptr and its positives' global column ids."""
+    return block.indptr, touch.ids[block.indices]
 
 
 def _assemble(structure, vals, shape):

@@ -2,10 +2,11 @@
 
 Every supported method reduces to work over row blocks of Y (and of Yᵀ) plus small k×k
 reductions. :func:`fit` splits the data into blocks, builds each block once on a worker, and then
-per half-step broadcasts the fixed side's factors once, runs one task per block (the same numba
-kernels as the single-machine fit) and sums the blocks' k×k partials on the client. See
-docs/distributed.md for the layout, what travels per iteration, and how to start a cluster.
-Install with the ``fastpu[dask]`` extra.
+per half-step runs one task per block (the same numba kernels as the single-machine fit), sends
+each block only the other side's factor rows its positives touch (:mod:`.routing`, worker to
+worker) and sums the blocks' k×k partials on the client. See docs/distributed.md for the
+layout, what travels per iteration, and how to start a cluster. Install with the
+``fastpu[dask]`` extra.
 """
 
 from __future__ import annotations
@@ -59,12 +60,14 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
     k : int
         Rank.
     method : {"ocmf", "fbgd", "csrr", "homf"}
+        The same defaults as ``fastpu.<method>.fit``: with no other argument the call fits the
+        single-machine default's model, or refuses in a sentence that names what to pass.
         ``"ocmf"``: its row-separable fast path, and user/item features and graphs solved by
         TRON driven from the client (``negatives="full"``, ``solver="tron"``).
-        ``"fbgd"``: ``update="batch"`` (the default here, where ``fastpu.fbgd.fit``'s default
-        is the serial ``"coordinate"``), plain MF or with features and biases. ``"homf"``:
-        ``mode="dense"`` (the default here; ``fastpu.homf.fit`` defaults to ``"exact"``),
-        from a sparse ``Y`` only. ``"csrr"``: CSRR-e (``variant="e"``, ``n_inner=1``).
+        ``"fbgd"``: plain MF with ``update="coordinate"`` (the default) or ``"batch"``;
+        features and biases with ``update="batch"``. ``"homf"``: ``mode="exact"`` (the
+        default) and ``mode="dense"``, from a sparse ``Y`` only. ``"csrr"``: CSRR-e
+        (``variant="e"``, the default, with ``n_inner=1``).
     client : dask.distributed.Client, str or None
         A client; an address string (``"tcp://host:8786"``) to connect to a running scheduler;
         or None to start a ``LocalCluster`` of single-thread worker processes (``n_workers``,
@@ -98,8 +101,9 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         positive (an empty dataframe, or a sparse Y with no stored nonzero value); any error
         the method's own checks raise.
     RuntimeError
-        If every worker holding the fit's initial data died at once, so that Dask cannot
-        recompute what was lost (a single lost worker is recovered and gives the same model).
+        If the scheduler lost data it cannot recompute (every input of a fit is data of the task
+        graph or the output of a task, so a lost worker, or every worker at once, is recovered
+        and gives the same model; this is the message should the scheduler itself forget).
 
     Examples
     --------
@@ -175,11 +179,11 @@ def _lost_data_is_an_error():
         yield
     except concurrent.futures.CancelledError as exc:     # Dask's FutureCancelledError (>= 2024.x)
         raise RuntimeError(
-            "fastpu.distributed.fit stopped: workers died holding data Dask cannot recompute (what "
-            "the client sends is copied to every worker — the initial factors, the weights, the "
-            "factors a TRON or HOMF step sends — and every worker holding a copy was lost). No "
-            "model is returned; run the fit again on the restored cluster (the same seed gives "
-            f"the same model). Dask said: {exc}"
+            "fastpu.distributed.fit stopped: the cluster lost data Dask cannot recompute (every "
+            "input of the fit is data of the task graph or a task's output, so this means the "
+            "scheduler itself lost track of it, e.g. it was restarted). No model is returned; run "
+            "the fit again on the restored cluster (the same seed gives the same model). Dask "
+            f"said: {exc}"
         ) from exc
 
 

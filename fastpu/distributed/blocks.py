@@ -173,6 +173,7 @@ def layout_from_csr(client, Y, n_blocks, workers):
         # the slices are meant to be in the graph (see above): Dask's large-graph hint does not apply
         warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         _submit_blocks(client, Y, YT, ub, ib, m, n, n_blocks, workers, user, item)
+    settle(client, user + item)
     return Layout((m, n), ub, ib, user, item, workers)
 
 
@@ -183,13 +184,8 @@ def _submit_blocks(client, Y, YT, ub, ib, m, n, n_blocks, workers, user, item):
             # the slice is an argument of the task: it is the block's source in the graph,
             # so Dask can rebuild the block if its worker dies
             out.append(client.submit(block_from_csr, lo, hi, ncols, *slice_csr(A, lo, hi),
-                                     key=f"fastpu-block-{tag}-{b}-{_token()}",
+                                     key=f"fastpu-block-{tag}-{b}-{token()}",
                                      workers=[home(workers, b)], allow_other_workers=True))
-
-
-def concat_first(*results):
-    """The rows of the new factors: the first element of every block's result, stacked."""
-    return np.concatenate([r[0] for r in results], axis=0)
 
 
 def concat(*parts):
@@ -201,8 +197,70 @@ def drop_first(result):
     return result[1:]
 
 
-def _token():
+def first(result):
+    """The rows of a block's result (its first element), or the result itself if it is an array."""
+    return result[0] if isinstance(result, (tuple, list)) else result
+
+
+def token():
+    """A fresh key suffix (the fit's own tasks never share keys with another fit's)."""
     return uuid.uuid4().hex
+
+
+
+def held(value):
+    """The identity: a task that returns data of the client's task graph (see :func:`hold`)."""
+    return value
+
+
+def hold(client, value, b, workers, tag="held"):
+    """A future of ``value`` (data the client owns), placed first on block b's worker.
+
+    The value is an argument of the task that produces it, so it is part of the task graph:
+    if every worker holding the result dies, the scheduler runs the task again and the value is
+    sent again. (``client.scatter`` data has no such source: Dask's active memory manager keeps
+    one copy of it, and when that copy's worker dies the data is gone.)
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        warnings.filterwarnings("ignore", message="Large object", category=UserWarning)
+        return client.submit(held, value, key=f"fastpu-{tag}-{b}-{token()}",
+                             workers=[home(workers, b)], allow_other_workers=True)
+
+
+def hold_slices(client, A, cuts, workers, tag="held"):
+    """Rows ``cuts[b]:cuts[b+1]`` of A (copies), one :func:`hold` per block, placed (see
+    :func:`settle`)."""
+    out = [hold(client, np.array(A[int(cuts[b]):int(cuts[b + 1])]), b, workers, tag)
+           for b in range(cuts.size - 1)]
+    settle(client, out)
+    return out
+
+
+def settle(client, futures):
+    """Wait for tasks without dependencies (the roots: data of the graph) to be placed on the
+    workers their restrictions name, then lift the restrictions.
+
+    The restrictions only place the first run. Should every worker die at once, a root must be
+    free to run again on whatever worker comes back: the scheduler does not fall back to other
+    workers (``allow_other_workers``) for a task that became ready while no worker was
+    connected, and that task would wait forever.
+    """
+    if not futures:
+        return
+    from dask.distributed import wait
+
+    wait(futures)
+    client.sync(client.scheduler.set_restrictions, worker={f.key: None for f in futures})
+
+
+def gather_rows(client, sources, workers):
+    """The whole factor matrix from its blocks' sources (rows, or results whose first element is
+    the rows), stacked on the client: the end of a fit."""
+    parts = client.gather([client.submit(first, s, workers=[home(workers, b)],
+                                         allow_other_workers=True)
+                           for b, s in enumerate(sources)])
+    return np.concatenate(parts, axis=0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -292,19 +350,23 @@ def _piece(split, side, b):
 
 
 def layout_from_pairs(client, ddf, shape, n_blocks, workers):
-    """Shuffle the partitions into user and item blocks on the workers (never via the client)."""
+    """Shuffle the partitions into user and item blocks on the workers (never via the client).
+
+    One task per partition cuts it into pieces per block (no placement: they run where the
+    partitions are read); one task per block, placed on its worker, concatenates its pieces.
+    """
     import dask
 
     m, n = check_pairs(client, ddf, shape)
     ub, ib = bounds(m, n_blocks), bounds(n, n_blocks)
-    parts = ddf.to_delayed()
-    split = [dask.delayed(split_partition, pure=True)(p, ub, ib) for p in parts]
+    split = client.compute([dask.delayed(split_partition, pure=True)(p, ub, ib)
+                            for p in ddf.to_delayed()])
     user: list[Any] = []
     item: list[Any] = []
     for b in range(n_blocks):
         for side, cuts, ncols, out in ((0, ub, n, user), (1, ib, m, item)):
-            pieces = [dask.delayed(_piece, pure=True)(s, side, b) for s in split]
-            blk = dask.delayed(block_from_pairs, pure=True)(int(cuts[b]), int(cuts[b + 1]), ncols,
-                                                            *pieces)
-            out.append(client.compute(blk, workers=[home(workers, b)], allow_other_workers=True))
+            pieces = [client.submit(_piece, s, side, b) for s in split]
+            out.append(client.submit(block_from_pairs, int(cuts[b]), int(cuts[b + 1]), ncols,
+                                     *pieces, workers=[home(workers, b)],
+                                     allow_other_workers=True))
     return Layout((m, n), ub, ib, user, item, workers)

@@ -8,7 +8,8 @@ Z_bᵀ G_b (d×g); the client adds the blocks' parts and takes the Adagrad step 
 ``batch_update`` kernel; then the blocks embed the new Θ and return their partial caches.
 
 Θ travels to the workers once per half-step and d×g partial sums come back — small with real
-features. A side without features (but with the bias columns that features on the other side
+features. The gradient of a block reads the other side's embedding rows its positives touch,
+routed to it from the blocks that computed them (:mod:`fastpu.distributed.routing`). A side without features (but with the bias columns that features on the other side
 switch on) has Z = [I, 1], so its Θ and its gradient have a row per user: correct, but it moves
 rows·g per half-step through the client. (Plain MF without biases uses :mod:`fastpu.fbgd._dask`.)
 """
@@ -23,6 +24,7 @@ from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu.fbgd._problem import _EPS
 from fastpu.distributed import blocks as _blocks
+from fastpu.distributed import routing
 from fastpu.fbgd._dask_blocks import _loss, _sum, positive_task
 
 
@@ -39,11 +41,13 @@ def embed_task(fb, theta, n_threads):
         return P, S, s
 
 
-def grad_task(fb, E_full, F, S, s, r_neg, n_threads):
-    """Z_bᵀ G_b for the block, with G_b the gradient with respect to its embedding rows."""
+def grad_task(fb, own, S, s, r_neg, n_threads, *pieces):
+    """Z_bᵀ G_b for the block, with G_b the gradient with respect to its embedding rows (``own``:
+    the block's embed result; ``pieces``: the other side's rows its positives touch)."""
     with limit_threads(n_threads):
         blk, Z = fb
-        E = np.ascontiguousarray(E_full[blk.lo:blk.hi])
+        E = np.ascontiguousarray(_blocks.first(own))
+        F = routing.assemble(E.shape[1], E.dtype.name, *pieces)
         G = np.empty_like(E)
         if E.shape[0]:
             _k.side_gradient(blk.indptr, blk.indices, blk.cpos, blk.bpos, E, F, S, s,
@@ -56,25 +60,28 @@ def _rows(Z, cuts):
 
 
 class _Side:
-    def __init__(self, client, blocks, Z, cuts, workers):
-        self.on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True)
-                   for b in range(len(blocks))]
+    def __init__(self, client, routes, blocks, Z, side):
+        layout = routes.layout
+        cuts = layout.ub if side == "user" else layout.ib
+        self.router = routes.router(side)
+        self.on = [routes.on(b) for b in range(len(blocks))]
         self.fb = [client.submit(feat_block, blk, z, **self.on[b])
                    for b, (blk, z) in enumerate(zip(blocks, _rows(Z, cuts)))]
+        routes.held += self.fb
 
     def embed(self, client, theta, n_threads):
         futs = [client.submit(embed_task, fb, theta, n_threads, pure=False, **self.on[b])
                 for b, fb in enumerate(self.fb)]
-        F_f = client.submit(_blocks.concat_first, *futs, pure=False)
         parts = client.gather([client.submit(_blocks.drop_first, f, **self.on[b])
                                for b, f in enumerate(futs)])
         S, s = _sum(parts)
-        return F_f, S, s
+        return futs, S, s
 
-    def grad(self, client, E_f, F_f, S, s, r_neg, n_threads):
-        return _sum_dense(client.gather([client.submit(grad_task, fb, E_f, F_f, S, s, r_neg,
-                                                       n_threads, pure=False, **self.on[b])
-                                         for b, fb in enumerate(self.fb)]))
+    def grad(self, client, own, other, S, s, r_neg, n_threads):
+        return _sum_dense(client.gather([
+            client.submit(grad_task, fb, own[b], S, s, r_neg, n_threads,
+                          *self.router.pieces(other, b), pure=False, **self.on[b])
+            for b, fb in enumerate(self.fb)]))
 
 
 def _sum_dense(parts):
@@ -84,12 +91,12 @@ def _sum_dense(parts):
     return out
 
 
-def fit(client, layout, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_neg, lr, lam,
+def fit(client, routes, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_neg, lr, lam,
         adagrad, const, n_iter, n_threads, progress: Progress):
     """Batch epochs with Θ on the client; returns (P, Q, initial objective)."""
-    user = _Side(client, ub, Zx, layout.ub, layout.workers)
-    item = _Side(client, ib, Zy, layout.ib, layout.workers)
-    held = user.fb + item.fb
+    user = _Side(client, routes, ub, Zx, "user")
+    item = _Side(client, routes, ib, Zy, "item")
+    workers = routes.layout.workers
     acc_x, acc_y = np.zeros_like(theta_x), np.zeros_like(theta_y)
 
     def penalty():
@@ -97,27 +104,23 @@ def fit(client, layout, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_n
             return 0.0
         return lam * (float(np.sum(theta_x[free_x] ** 2)) + float(np.sum(theta_y[free_y] ** 2)))
 
-    try:
-        Q_f, Sq, sq = item.embed(client, theta_y, n_threads)
-        P_f, Sp, sp_ = user.embed(client, theta_x, n_threads)
-        pos = sum(client.gather([client.submit(positive_task, blk, Q_f, P_f, r_neg, n_threads,
-                                               **item.on[b]) for b, blk in enumerate(ib)]))
-        init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos) + penalty()
-        for epoch in range(1, n_iter + 1):
-            gx = user.grad(client, P_f, Q_f, Sq, sq, r_neg, n_threads)
-            _k.batch_update(gx, free_x, theta_x, acc_x, lr, lam, adagrad, _EPS)
-            P_f, Sp, sp_ = user.embed(client, theta_x, n_threads)
-            gy = item.grad(client, Q_f, P_f, Sp, sp_, r_neg, n_threads)
-            _k.batch_update(gy, free_y, theta_y, acc_y, lr, lam, adagrad, _EPS)
-            Q_f, Sq, sq = item.embed(client, theta_y, n_threads)
-            pos = sum(client.gather([client.submit(positive_task, blk, Q_f, P_f, r_neg, n_threads,
-                                                   **item.on[b]) for b, blk in enumerate(ib)]))
-            loss = _loss(Sq, sq, Sp, sp_, r_neg, const, pos)
-            if progress.step(epoch, loss + penalty(), loss=loss):
-                break
-        P, Q = client.gather([P_f, Q_f])
-    finally:
-        for f in held:
-            f.release()
-    return P, Q, init
+    def positive(Q_src, P_src):
+        return sum(client.gather([client.submit(positive_task, blk, Q_src[b], r_neg, n_threads,
+                                                *routes.item.pieces(P_src, b), **item.on[b])
+                                  for b, blk in enumerate(ib)]))
 
+    Q_src, Sq, sq = item.embed(client, theta_y, n_threads)
+    P_src, Sp, sp_ = user.embed(client, theta_x, n_threads)
+    init = _loss(Sq, sq, Sp, sp_, r_neg, const, positive(Q_src, P_src)) + penalty()
+    for epoch in range(1, n_iter + 1):
+        gx = user.grad(client, P_src, Q_src, Sq, sq, r_neg, n_threads)
+        _k.batch_update(gx, free_x, theta_x, acc_x, lr, lam, adagrad, _EPS)
+        P_src, Sp, sp_ = user.embed(client, theta_x, n_threads)
+        gy = item.grad(client, Q_src, P_src, Sp, sp_, r_neg, n_threads)
+        _k.batch_update(gy, free_y, theta_y, acc_y, lr, lam, adagrad, _EPS)
+        Q_src, Sq, sq = item.embed(client, theta_y, n_threads)
+        loss = _loss(Sq, sq, Sp, sp_, r_neg, const, positive(Q_src, P_src))
+        if progress.step(epoch, loss + penalty(), loss=loss):
+            break
+    return (_blocks.gather_rows(client, P_src, workers), _blocks.gather_rows(client, Q_src, workers),
+            init)

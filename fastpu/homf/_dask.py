@@ -1,46 +1,74 @@
-"""HOMF (``mode="dense"``) on a Dask cluster.
+"""HOMF on a Dask cluster: ``mode="exact"`` (the paper's Ω_T, ``fastpu.homf.fit``'s default) and
+``mode="dense"``.
 
-A dense half-step computes Z = f_T(P) L = (1/T) Σ_{l=1}^T P^l L by Horner's rule
-(a_1 = P L, a_t = a_1 + P a_{t-1}; P = A or Aᵀ) and solves (LᵀL + 2λI) new = Zᵀ for every row.
-Each Horner step is a sparse × dense product over row blocks of P: a block needs its own rows of
-P and the whole previous a_{t-1}, assembled by a task and fetched once per worker and step. The k×k system is the same for
-every row, so the rows of the new factor are solved block by block with the Cholesky factor
-computed on the client from the blocks' partial Grams.
+Both modes alternate V ← argmin over the columns of f_T(A) = (A + … + A^T)/T with U fixed, then U
+over its rows; the transition matrix A is built on the client from Y (and the side graphs) by
+the same code as :func:`fastpu.homf.fit`'s (the arguments through the same checks,
+:mod:`fastpu.homf._check`), and its row blocks and those of Aᵀ — the N = m + n nodes cut into
+ranges — are sent to the workers once.
 
-The transition matrix A is built on the client from Y (and the side graphs) by the same code as
-:func:`fastpu.homf.fit`'s (the arguments through the same checks, :mod:`fastpu.homf._check`),
-then its row blocks and those of Aᵀ are sent to the workers once.
+Dense mode. A half-step computes Z = f_T(P) L = (1/T) Σ_{l=1}^T P^l L by Horner's rule
+(a_1 = P L, a_t = a_1 + P a_{t-1}; P = Aᵀ for V, A for U) and solves (LᵀL + 2λI) new = Zᵀ for
+every row. Each Horner step is a sparse × dense product over row blocks of P: a block reads the
+rows of a_{t-1} (and of L, for a_1) at its columns only, which are routed to it from the blocks
+that computed them (:mod:`fastpu.distributed.routing`). The k×k system is the same for every row:
+its Cholesky factor is computed on the client from the blocks' partial Grams, and the new rows
+are solved on the blocks' workers, where they stay for the next half-step.
+
+Exact mode. Every column of f_T(A) is its own ridge regression over its nonzeros Ω_T^i; a
+column is computed by Algorithm 1's recursion, which walks T steps from the column's node, so
+it reads the whole of A, and its Ω_T^i — the nodes within T steps — reads the rows of L there.
+The columns are split into the node ranges of the blocks: each worker holds one copy of A and
+Aᵀ (assembled there from the blocks, once) and, per half-step, the whole fixed factor L
+(assembled from the blocks' rows by one task and fetched once per worker). Each column's
+numbers are those of the single-machine fit (the same kernels, column by column). The mode
+costs O(T·nnz(A)·N + N²k) per half-step (every column is walked as a dense N-vector), so it is
+for graphs where that work, not the N×k factor each worker receives, is what a cluster
+spreads; see docs/distributed.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
 from fastpu._kernels import homf as _K
 from fastpu._kernels.csr import csr_dense, weighted_gram
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu.homf._check import check_g, check_graph, check_run
-from fastpu.homf._fit import _params
+from fastpu.homf._fit import _check_fit_work, _params
 from fastpu.homf._graph import transition
 from fastpu.homf._solvers import DENSE_OBJECTIVE_NOTE
+from fastpu.homf._walk import _Walker
 from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
+from fastpu.distributed import routing
 
 
-def first_task(block, L, n_threads):
-    """Rows lo:hi of a_1 = P L."""
+def compact_task(block, touch):
+    """A block of A (or Aᵀ) with its columns re-indexed into the nodes it touches."""
+    return dataclasses.replace(block, indices=routing.compact(block.indices, touch),
+                               n_cols=touch.size)
+
+
+def first_task(block, k, n_threads, *pieces):
+    """The block's rows of a_1 = P L (``pieces``: the rows of L at its columns)."""
     with limit_threads(n_threads):
-        out = np.empty((block.n_rows, L.shape[1]))
+        L = routing.assemble(k, "float64", *pieces)
+        out = np.empty((block.n_rows, k))
         if block.n_rows:
             csr_dense(block.indptr, block.indices, block.data, L, out)
         return out
 
 
-def step_task(block, first, prev, n_threads):
-    """Rows lo:hi of a_t = a_1 + P a_{t-1}."""
+def step_task(block, first, k, n_threads, *pieces):
+    """The block's rows of a_t = a_1 + P a_{t-1} (``pieces``: the rows of a_{t-1} at its columns)."""
     with limit_threads(n_threads):
+        prev = routing.assemble(k, "float64", *pieces)
         out = np.empty_like(first)
         if block.n_rows:
             _K.walk_step(block.indptr, block.indices, block.data, first, prev, out)
@@ -60,89 +88,211 @@ def solve_task(last, T, cho, n_threads):
         return new, float(np.sum(new * Z)), G, float(np.sum(new * new))
 
 
-def gram_task(block, F, n_threads):
+def gram_task(own, n_threads):
+    """(FᵀF, ‖F‖²) of a block's rows ``own`` (an array or a result holding them)."""
     with limit_threads(n_threads):
-        Fb = np.ascontiguousarray(F[block.lo:block.hi])
-        k = F.shape[1]
+        Fb = np.ascontiguousarray(_blocks.first(own))
+        k = Fb.shape[1]
         G = np.zeros((k, k))
         if Fb.shape[0]:
             weighted_gram(Fb, np.ones(Fb.shape[0]), G, np.empty(k))
         return G, float(np.sum(Fb * Fb))
 
 
+def _small(result):
+    return result[1:]
+
+
 def fit(client, Y, workers, n_blocks, k, *, user_graph, item_graph, alpha, T, g, g_user_graph,
         g_item_graph, mode, lam, n_iter, block_size, seed, n_threads, callback, verbose):
-    """Dense-mode HOMF over row blocks of A and Aᵀ; see :func:`fastpu.distributed.fit` (which
-    fills in ``fastpu.homf.fit``'s defaults, with ``mode="dense"``, and checks Y). The other
-    arguments go through the same checks as ``fastpu.homf.fit``'s (:mod:`fastpu.homf._check`);
-    ``block_size`` (exact mode's column blocks) is checked only: the walk is blocked by rows."""
+    """HOMF over row blocks of A and Aᵀ; see :func:`fastpu.distributed.fit` (which fills in
+    ``fastpu.homf.fit``'s defaults and checks Y). The other arguments go through the same checks
+    as ``fastpu.homf.fit``'s (:mod:`fastpu.homf._check`); ``block_size`` is exact mode's column
+    blocks, as on one machine (checked only in dense mode, whose walk is blocked by rows)."""
     run = check_run(k, T=T, lam=lam, n_iter=n_iter, mode=mode, block_size=block_size,
                     callback=callback, verbose=verbose, seed=seed)
     g, g1, g3 = check_g(g, g_user_graph, g_item_graph)
     graph = check_graph(Y.shape, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
                         g_user_graph=g1, g_item_graph=g3)
-    A = transition(Y, graph)
-    k, T, lam, n_iter = run.k, run.T, run.lam, run.n_iter
     m, n = Y.shape
     N = m + n
-    params = dict(_params(run, graph, alpha=alpha, block_size=None, n_threads=n_threads, seed=seed),
+    block = _check_fit_work(N, run)
+    A = transition(Y, graph)
+    params = dict(_params(run, graph, alpha=alpha, block_size=run.block_size,
+                          n_threads=n_threads, seed=seed),
                   distributed=dict(n_blocks=n_blocks, n_workers=len(workers)))
-    U = run.rng.uniform(0.0, 1.0, size=(N, k))
-    Vf = run.rng.uniform(0.0, 1.0, size=(N, k))
+    U = run.rng.uniform(0.0, 1.0, size=(N, run.k))
+    Vf = run.rng.uniform(0.0, 1.0, size=(N, run.k))
     # blocks of A ("user" side of the layout) and of Aᵀ ("item" side): the N nodes cut in ranges
     layout = _blocks.layout_from_csr(client, A, n_blocks, workers)
-    a_blocks, at_blocks = layout.user, layout.item
-    progress = Progress("homf", verbose=run.verbose, callback=run.callback)
-    progress.note(DENSE_OBJECTIVE_NOTE)
-    on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True, pure=False)
-          for b in range(n_blocks)]
+    progress = Progress("homf", verbose=run.verbose, callback=run.callback,
+                        advice=f"raise lam (now {run.lam:g}), which keeps the ridge systems well "
+                               "conditioned")
     try:
-        U_f = client.scatter(U, broadcast=True, hash=False)
-        parts = client.gather([client.submit(gram_task, blk, U_f, n_threads, **on[b])
-                               for b, blk in enumerate(a_blocks)])
-        U_f.release()
-        UtU = _sum_mats([p[0] for p in parts])
-        sq_u = sum(p[1] for p in parts)
-        for it in range(1, n_iter + 1):
-            # V = f_T(A)ᵀ U (LᵀL+2λI)⁻¹ with the walk on Aᵀ; then U likewise on A
-            Vf, cross, VtV, sq_v = _half(client, at_blocks, on, U, UtU, T, lam, n_threads)
-            obj_v = -cross + 0.5 * float(np.sum(UtU * VtV)) + lam * (sq_u + sq_v)
-            U, cross, UtU, sq_u = _half(client, a_blocks, on, Vf, VtV, T, lam, n_threads)
-            obj = -cross + 0.5 * float(np.sum(UtU * VtV)) + lam * (sq_u + sq_v)
-            if progress.step(it, obj, objective_v=obj_v):
-                break
+        if run.mode == "dense":
+            U, Vf = _dense(client, layout, U, run, n_threads, progress)
+        else:
+            U, Vf = _exact(client, layout, U, run, m, block, n_threads, progress)
     finally:
         layout.release()
+    progress.finish(U, Vf, zero_advice=f"lower lam (now {run.lam:g})")
     return Factorization(user_factors=np.ascontiguousarray(U[:m]),
                          item_factors=np.ascontiguousarray(Vf[m:]), history=progress.history,
                          params=params, method="homf", extras={"U": U, "V": Vf, "A": A})
 
 
-def _half(client, blocks, on, L, LtL, T, lam, n_threads):
+# --------------------------------------------------------------------------- dense mode
+
+def _dense(client, layout, U, run, n_threads, progress):
+    """Dense-mode iterations; returns (U, V) gathered on the client at the end."""
+    progress.note(DENSE_OBJECTIVE_NOTE)
+    workers = layout.workers
+    on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True, pure=False)
+          for b in range(layout.n_blocks)]
+    routes = routing.Routes(client, layout)
+    try:
+        a_blocks = [client.submit(compact_task, blk, routes.user.touch[b], **on[b])
+                    for b, blk in enumerate(layout.user)]
+        at_blocks = [client.submit(compact_task, blk, routes.item.touch[b], **on[b])
+                     for b, blk in enumerate(layout.item)]
+        routes.held += a_blocks + at_blocks
+        U_src = _blocks.hold_slices(client, U, layout.ub, workers, "U")
+        parts = client.gather([client.submit(gram_task, U_src[b], n_threads, **on[b])
+                               for b in range(layout.n_blocks)])
+        UtU = _sum_mats([p[0] for p in parts])
+        sq_u = sum(p[1] for p in parts)
+        V_src = None
+        lam, T = run.lam, run.T
+        for it in range(1, run.n_iter + 1):
+            # V = f_T(A)ᵀ U (UᵀU+2λI)⁻¹ with the walk on Aᵀ; then U likewise on A
+            V_src, cross, VtV, sq_v = _half(client, routes.item, at_blocks, on, U_src, UtU, T,
+                                            lam, n_threads)
+            obj_v = -cross + 0.5 * float(np.sum(UtU * VtV)) + lam * (sq_u + sq_v)
+            U_src, cross, UtU, sq_u = _half(client, routes.user, a_blocks, on, V_src, VtV, T,
+                                            lam, n_threads)
+            obj = -cross + 0.5 * float(np.sum(UtU * VtV)) + lam * (sq_u + sq_v)
+            if progress.step(it, obj, objective_v=obj_v):
+                break
+        return (_blocks.gather_rows(client, U_src, workers),
+                _blocks.gather_rows(client, V_src, workers))
+    finally:
+        routes.release()
+
+
+def _half(client, router, blocks, on, L_src, LtL, T, lam, n_threads):
     """One dense half-step: the T Horner products, then the row solves.
 
-    Each step's full a_{t-1} is assembled by a task on a worker and fetched once by every worker
-    that runs a block; the client gets only the k×k sums and, at the end, the new factor's rows.
-    The previous factor ``L`` is the client's (it is the model's output anyway), scattered once.
+    Every product reads, per block, the rows of the previous iterate at its columns, routed to
+    it; the client gets only the k×k sums. The new factor's rows stay on the workers.
     """
-    k = L.shape[1]
+    k = LtL.shape[0]
     cho = sla.cho_factor(LtL + 2.0 * lam * np.eye(k), lower=True)
-    L_f = client.scatter(L, broadcast=True, hash=False)
+    first = [client.submit(first_task, blk, k, n_threads, *router.pieces(L_src, b), **on[b])
+             for b, blk in enumerate(blocks)]
+    prev = first
+    for _ in range(2, T + 1):
+        prev = [client.submit(step_task, blk, first[b], k, n_threads, *router.pieces(prev, b),
+                              **on[b])
+                for b, blk in enumerate(blocks)]
+    res = [client.submit(solve_task, prev[b], T, cho, n_threads, **on[b])
+           for b in range(len(blocks))]
+    small = client.gather([client.submit(_small, r, **on[b]) for b, r in enumerate(res)])
+    return (res, float(sum(r[0] for r in small)), _sum_mats([r[1] for r in small]),
+            float(sum(r[2] for r in small)))
+
+
+# --------------------------------------------------------------------------- exact mode
+
+def walkers_task(T, m, N, n_blocks, *blocks):
+    """One worker's copy of A and Aᵀ (from the row blocks of both) and the two walks of the exact
+    mode over them: columns of f_T(A) and rows (the columns of f_T(Aᵀ))."""
+    A = _whole(blocks[:n_blocks], N)
+    At = _whole(blocks[n_blocks:], N)
+    return _Walker(A, At, T, m), _Walker(At, A, T, m)
+
+
+def _whole(blocks, N):
+    indptr = [np.zeros(1, dtype=np.int64)]
+    off = 0
+    for b in blocks:
+        indptr.append(b.indptr[1:] + off)
+        off += b.nnz
+    indices = np.concatenate([b.indices for b in blocks])
+    data = np.concatenate([b.data for b in blocks])
+    return sp.csr_array((data, indices, np.concatenate(indptr)), shape=(N, N))
+
+
+def exact_task(walkers, L, which, lo, hi, lam, block, n_threads):
+    """The ridge solves of columns lo:hi of f_T(A) (``which`` = 0) or of its rows (1) against
+    the whole fixed factor L, in column blocks of ``block`` (never straddling the user/item
+    split, as on one machine). Returns (the new rows lo:hi, Σ_Ω residual², their ‖·‖²)."""
+    with limit_threads(n_threads):
+        walker = walkers[which]
+        k = L.shape[1]
+        LtL = np.empty((k, k))
+        weighted_gram(L, np.ones(L.shape[0]), LtL, np.empty(k))     # as _exact_half's _gram
+        out = np.empty((hi - lo, k))
+        total = 0.0
+        cuts = sorted(set(range(lo, hi, block)) | {hi}
+                      | ({walker.m} if walker.m is not None and lo < walker.m < hi else set()))
+        for start, stop in zip(cuts[:-1], cuts[1:]):
+            cols = np.arange(start, stop, dtype=np.int64)
+            Ct = np.ascontiguousarray(walker.columns(cols).T)
+            sol = np.empty((cols.size, k))
+            loss = np.empty(cols.size)
+            ok = np.empty(cols.size, dtype=np.bool_)
+            _K.ridge_columns(Ct, L, LtL, 2.0 * lam, False, sol, loss, ok)
+            if not ok.all():
+                raise FloatingPointError("homf: a ridge system was not positive definite; raise lam")
+            out[start - lo:stop - lo] = sol
+            total += float(loss.sum())
+        return out, total, float(np.sum(out * out))
+
+
+def _exact(client, layout, U, run, m, block, n_threads, progress):
+    """Exact-mode iterations, columns split by the blocks' node ranges; returns (U, V)."""
+    workers = layout.workers
+    nb = layout.n_blocks
+    N = layout.shape[0]
+    cuts = layout.ub
+    blocks = list(layout.user) + list(layout.item)
+    # one copy of A, Aᵀ and their walks per worker, built there from the blocks (so Dask can
+    # build it again from them); the columns of block b use the copy on b's worker
+    copies = [client.submit(walkers_task, run.T, m, N, nb, *blocks, workers=[w],
+                            allow_other_workers=True, key=f"fastpu-walkers-{i}-{_blocks.token()}")
+              for i, w in enumerate(workers[:nb])]
+    on = [dict(workers=[_blocks.home(workers, b)], allow_other_workers=True, pure=False)
+          for b in range(nb)]
+    lam = run.lam
     try:
-        first = [client.submit(first_task, blk, L_f, n_threads, **on[b])
-                 for b, blk in enumerate(blocks)]
-        prev = first
-        for _ in range(2, T + 1):
-            full = client.submit(_blocks.concat, *prev, pure=False)
-            prev = [client.submit(step_task, blk, first[b], full, n_threads, **on[b])
-                    for b, blk in enumerate(blocks)]
-        res = client.gather([client.submit(solve_task, prev[b], T, cho, n_threads, **on[b])
-                             for b in range(len(blocks))])
+        U_src = _blocks.hold_slices(client, U, cuts, workers, "U")
+        sq_u = float(np.sum(U * U))
+        for it in range(1, run.n_iter + 1):
+            V_src, res_v, sq_v = _exact_half(client, copies, U_src, 0, cuts, lam, block, on,
+                                             n_threads)
+            obj_v = 0.5 * res_v + lam * (sq_u + sq_v)
+            U_src, res_u, sq_u = _exact_half(client, copies, V_src, 1, cuts, lam, block, on,
+                                             n_threads)
+            obj = 0.5 * res_u + lam * (sq_u + sq_v)
+            if progress.step(it, obj, objective_v=obj_v):
+                break
+        return (_blocks.gather_rows(client, U_src, workers),
+                _blocks.gather_rows(client, V_src, workers))
     finally:
-        L_f.release()
-    new = np.concatenate([r[0] for r in res])
-    return (new, float(sum(r[1] for r in res)), _sum_mats([r[2] for r in res]),
-            float(sum(r[3] for r in res)))
+        for f in copies:
+            f.release()
+
+
+def _exact_half(client, copies, L_src, which, cuts, lam, block, on, n_threads):
+    """One exact half-step: the whole L assembled by one task (each worker fetches it once), then
+    one task per node range of columns."""
+    L = client.submit(_blocks.concat, *[client.submit(_blocks.first, s, **on[b])
+                                        for b, s in enumerate(L_src)], pure=False)
+    res = [client.submit(exact_task, copies[b % len(copies)], L, which, int(cuts[b]),
+                         int(cuts[b + 1]), lam, block, n_threads, **on[b])
+           for b in range(cuts.size - 1)]
+    small = client.gather([client.submit(_small, r, **on[b]) for b, r in enumerate(res)])
+    return res, float(sum(s[0] for s in small)), float(sum(s[1] for s in small))
 
 
 def _sum_mats(parts):
@@ -153,18 +303,15 @@ def _sum_mats(parts):
 
 
 #: what has a distributed form (fastpu.distributed.METHODS)
-SUMMARY = "mode='dense' (with or without side graphs), on a scipy.sparse Y"
-#: where the distributed fit's default differs from the single-machine fit's: its only form
-DEFAULTS = {"mode": "dense"}
+SUMMARY = ("mode='exact' (the default: whole A and L on every worker, columns split) and "
+           "mode='dense' (routed rows), with or without side graphs, on a scipy.sparse Y")
 #: the fit builds its blocks from the whole Y (the walk matrix), not from a layout of Y: why
 WHOLE_MATRIX = "HOMF builds its random-walk matrix from the whole Y on the client"
 
 
 def check(params):
-    """Refuse, in a sentence, a setting with no distributed form."""
-    if params.get("mode", "dense") != "dense":
-        raise ValueError(f"HOMF's mode={params['mode']!r} (the paper's Ω_T) has no distributed "
-                         "form; use mode='dense', or fastpu.homf.fit on one machine")
+    """Refuse, in a sentence, a setting with no distributed form (none: both modes have one)."""
+    return None
 
 
 def values_may_be_negative(params):

@@ -2,20 +2,22 @@
 
 With no features and no graph, the sub-problem of one side separates into one k-dimensional
 problem per row (see :mod:`fastpu._kernels.ocmf`); a row needs only its own entries, the other
-side's factors E, and the k×k / k-vector sums M = Eᵀ diag(q) E, κ = Eᵀ q. A half-step is therefore
+side's rows its positives touch, and the k×k / k-vector sums M = Eᵀ diag(q) E, κ = Eᵀ q. A
+half-step is therefore one task per row block (on the worker that holds the block) that
 
-1. the other side's factors E, assembled by one task from the previous half-step's blocks and
-   fetched once by every worker that runs a block (worker to worker: the factors never pass
-   through the client until the end); M and κ summed on the client from the k×k partials the
-   previous half-step returned;
-2. one task per row block (on the worker that holds the block): copy the block's rows of the
-   previous factors, run the same ``row_newton`` kernel as the single-machine fit, and return the
-   new rows with their own partial Gram (the next half-step's M, κ), the block's part of the
-   objective and of the regulariser.
+1. receives the pieces of the other side's current rows its positives touch
+   (:mod:`fastpu.distributed.routing`: cut by a task where each source block lives, moved worker
+   to worker, never through the client), and M, κ, which the client summed from the k×k
+   partials the previous half-step returned;
+2. starts from its own current rows (on its worker), runs the same ``row_newton`` kernel as the
+   single-machine fit on its compact entries, and returns the new rows with their own partial
+   Gram (the next half-step's M, κ), the block's part of the objective and of the regulariser.
+   The new rows stay on the worker: the next half-step routes them from there.
 
-Everything a task reads is its block and broadcast inputs, so a re-run gives the same numbers;
-and every input is the output of a task (or the initial factors, held for the whole fit), so a
-result lost with a worker is recomputed from its lineage.
+Everything a task reads is its block and its inputs, so a re-run gives the same numbers; and
+every input is the output of a task — the initial factors and the weights included, which are
+data of the task graph (:func:`fastpu.distributed.blocks.hold`) — so whatever a lost worker held
+is recomputed from its lineage.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from fastpu.ocmf._check import check_model, check_run, check_start, check_steps,
 from fastpu._core.progress import Progress
 from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
+from fastpu.distributed import routing
 from fastpu.ocmf import _dask_tron
 from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, update_task
 
@@ -98,68 +101,69 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
                   distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
     pw = rho * p
     const = abar ** 2 * float(pw.sum()) * float(q.sum())
-    sub = dict(allow_other_workers=True)
-    pw_f, q_f = client.scatter([pw, q], broadcast=True, hash=False)
-    if coupled:
-        progress = Progress("ocmf", verbose=verbose, callback=callback)
-        try:
-            Wc, Hc, U, Vf = _dask_tron.fit(
-                client, layout, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar, kind=kind,
-                const=const,
-                has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw, q=q, pw_f=pw_f, q_f=q_f,
-                n_iter=n_iter, n_inner=n_inner, nsteps=nsteps, csteps=csteps,
-                n_threads=n_threads, progress=progress)
-        finally:
-            pw_f.release()
-            q_f.release()
-        extras = {}
-        if X is not None:
-            extras["W"] = Wc
-        if Z is not None:
-            extras["H"] = Hc
-        return Factorization(U, Vf, progress.history, params, "ocmf", extras)
-    ublocks = [client.submit(make_block, c, pw_f, q_f, workers=[_blocks.home(layout.workers, b)], **sub)
-               for b, c in enumerate(layout.user)]
-    iblocks = [client.submit(make_block, c, q_f, pw_f, workers=[_blocks.home(layout.workers, b)], **sub)
-               for b, c in enumerate(layout.item)]
+    workers = layout.workers
     progress = Progress("ocmf", verbose=verbose, callback=callback)
-    # the initial factors are the roots of every later task's lineage: held for the whole fit
-    roots = client.scatter([W, H], broadcast=True, hash=False)
+    half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
+    # the other side's rows each block touches, and the weights of the rows: once, for the fit
+    routes = routing.Routes(client, layout)
     try:
-        W_f, H_f = roots
-        parts = client.gather([client.submit(gram_task, blk, H_f, n_threads, pure=False,
-                                             workers=[_blocks.home(layout.workers, b)], **sub)
+        pw_src = _blocks.hold_slices(client, pw, layout.ub, workers, "p")
+        q_src = _blocks.hold_slices(client, q, layout.ib, workers, "q")
+        routes.held += pw_src + q_src
+        if coupled:
+            Wc, Hc, U, Vf = _dask_tron.fit(
+                client, layout, routes, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar,
+                kind=kind, const=const, has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw,
+                q=q, pw_src=pw_src, q_src=q_src, n_iter=n_iter, n_inner=n_inner, nsteps=nsteps,
+                csteps=csteps, n_threads=n_threads, progress=progress)
+            extras = {}
+            if X is not None:
+                extras["W"] = Wc
+            if Z is not None:
+                extras["H"] = Hc
+            return Factorization(U, Vf, progress.history, params, "ocmf", extras)
+        ublocks = routes.blocks(make_block, "user", own=pw_src, other=q_src)
+        iblocks = routes.blocks(make_block, "item", own=q_src, other=pw_src)
+        # the initial factors are the roots of every later task's lineage: data of the graph
+        W_src = _blocks.hold_slices(client, W, layout.ub, workers, "W")
+        H_src = _blocks.hold_slices(client, H, layout.ib, workers, "H")
+        parts = client.gather([client.submit(gram_task, blk, H_src[b], n_threads, pure=False,
+                                             **_on(workers, b))
                                for b, blk in enumerate(iblocks)])
         M_h, kappa_h = _sum_parts(parts, 0, 1)
-        half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
         for it in range(1, n_iter + 1):
-            W_f, _, M_w, kappa_w, reg_w = _half_step(client, layout, ublocks, W_f, H_f, M_h,
-                                                     kappa_h, half)
-            H_f, f_h, M_h, kappa_h, _ = _half_step(client, layout, iblocks, H_f, W_f, M_w,
-                                                   kappa_w, half)
+            W_src, _, M_w, kappa_w, reg_w = _half_step(client, workers, routes.user, ublocks,
+                                                       W_src, H_src, M_h, kappa_h,
+                                                       dict(half, dtype=H.dtype.name))
+            H_src, f_h, M_h, kappa_h, _ = _half_step(client, workers, routes.item, iblocks,
+                                                     H_src, W_src, M_w, kappa_w,
+                                                     dict(half, dtype=W.dtype.name))
             obj = f_h + const + reg_w
             if progress.step(it, obj, inner=0):
                 break
-        W, H = client.gather([W_f, H_f])
+        W = _blocks.gather_rows(client, W_src, workers)
+        H = _blocks.gather_rows(client, H_src, workers)
     finally:
-        for f in ublocks + iblocks + [pw_f, q_f] + list(roots):
-            f.release()
+        routes.release()
     return Factorization(W, H, progress.history, params, "ocmf", {})
 
 
-def _half_step(client, layout, blocks, F_f, E_f, M, kappa, half):
-    """One task per block; the new factors are assembled by a task on a worker (the client gets
-    only the k×k sums) and the next half-step's tasks fetch them once per worker."""
-    on = [dict(workers=[_blocks.home(layout.workers, b)], allow_other_workers=True, pure=False)
-          for b in range(len(blocks))]
-    futs = [client.submit(update_task, blk, F_f, E_f, M, kappa, **half, **on[b])
+def _on(workers, b):
+    return dict(workers=[_blocks.home(workers, b)], allow_other_workers=True)
+
+
+def _half_step(client, workers, router, blocks, F_src, E_src, M, kappa, half):
+    """One task per block, each given the pieces of E its positives touch; the new rows stay on
+    the workers (the next half-step routes them), the client gets only the k×k sums."""
+    futs = [client.submit(update_task, blk, F_src[b], M, kappa, half,
+                          *router.pieces(E_src, b), pure=False, **_on(workers, b))
             for b, blk in enumerate(blocks)]
-    F_new = client.submit(_blocks.concat_first, *futs, pure=False)
-    res = client.gather([client.submit(_blocks.drop_first, f, **on[b]) for b, f in enumerate(futs)])
+    res = client.gather([client.submit(_blocks.drop_first, f, **_on(workers, b))
+                         for b, f in enumerate(futs)])
     f = float(sum(r[0] for r in res))
     M_new, kappa_new = _sum_parts(res, 1, 2)
     reg = float(sum(r[3] for r in res))
-    return F_new, f, M_new, kappa_new, reg
+    return futs, f, M_new, kappa_new, reg
 
 
 #: what has a distributed form (fastpu.distributed.METHODS)

@@ -1,5 +1,9 @@
 """The tasks both of ocmf's Dask forms run on a row block: the block's entries, its rows' partial
-Gram (M, κ for the next half-step), and the row-separable Newton–CG update of its rows."""
+Gram (M, κ for the next half-step), and the row-separable Newton–CG update of its rows.
+
+A block's column indices are compact (:mod:`fastpu.distributed.routing`): they index the
+matrix of the other side's rows the block touches, which its task assembles from the pieces
+routed to it."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import numpy as np
 from fastpu._core.threads import limit_threads
 from fastpu._kernels.ocmf import local_entries, row_newton
 from fastpu.distributed import blocks as _blocks
+from fastpu.distributed import routing
 from fastpu.ocmf._problem import kernel_indices
 
 _NO_Q = np.empty(0)
@@ -17,7 +22,10 @@ _NO_Q = np.empty(0)
 
 @dataclasses.dataclass
 class OcmfBlock:
-    """A block's loss entries (value: weights·l(1, s) − corr·(ā − s)²) and its rows' weights."""
+    """A block's loss entries (value: weights·l(1, s) − corr·(ā − s)²) and its rows' weights.
+
+    ``indices`` are compact: positions among the ``n_touched`` other-side rows the block touches.
+    """
 
     lo: int
     hi: int
@@ -27,37 +35,48 @@ class OcmfBlock:
     weights: np.ndarray
     corr: np.ndarray
     w: np.ndarray          # unlabeled weight of each row of the block (p_i for users, q_j for items)
+    n_touched: int
 
 
-def make_block(csr, own_w, other_w):
-    """The ocmf entries of a CSR block: corr = own_w[row] · other_w[col] (same products as ocmf)."""
-    rows = csr.rows()
-    return OcmfBlock(csr.lo, csr.hi, csr.indptr, csr.indices, np.ones(csr.nnz), csr.data,
-                     own_w[rows] * other_w[csr.indices], np.ascontiguousarray(own_w[csr.lo:csr.hi]))
+def make_block(csr, touch, own_w, *other_w):
+    """The ocmf entries of a CSR block: corr = own_w[row] · other_w[col] (the same products as
+    ocmf's); ``own_w`` holds the block's rows' weights, ``other_w`` the pieces (in source order)
+    of the other side's weights at the rows the block touches (``touch``)."""
+    other = np.concatenate(other_w) if other_w else np.empty(0)
+    local = np.repeat(np.arange(csr.n_rows, dtype=np.int64), np.diff(csr.indptr))
+    cols = routing.compact(csr.indices, touch)
+    own = np.ascontiguousarray(own_w, dtype=np.float64)
+    return OcmfBlock(csr.lo, csr.hi, csr.indptr, cols, np.ones(csr.nnz), csr.data,
+                     own[local] * other[cols], own, touch.size)
 
 
-def gram_task(block, F, n_threads):
-    """The block's partial (Fᵀ diag(w) F, Fᵀ w) over its own rows of the broadcast factors F."""
+def gram_task(block, own, n_threads):
+    """The block's partial (Fᵀ diag(w) F, Fᵀ w) over its rows ``own`` (or a result holding them)."""
     with limit_threads(n_threads):
-        return _blocks.gram(np.ascontiguousarray(F[block.lo:block.hi]), block.w, F.shape[1])
+        F = np.ascontiguousarray(_blocks.first(own))
+        return _blocks.gram(F, block.w, F.shape[1])
 
 
-def update_task(block, F, E, M, kappa, kind, abar, lam, nsteps, csteps, n_threads):
-    """New rows lo:hi of F (Newton–CG per row, warm-started from F) and the block's sums.
+def update_task(block, own, M, kappa, opts, *pieces):
+    """New rows of the block (Newton–CG per row, warm-started from its current rows ``own``, an
+    array or the previous result) and the block's sums; ``pieces`` are the other side's rows it
+    touches, routed to it in source order.
 
-    Returns (rows, Σ f_i, partial M, partial κ, λ‖rows‖²). F and E are read only.
+    Returns (rows, Σ f_i, partial M, partial κ, λ‖rows‖²). ``own`` is read only.
     """
-    with limit_threads(n_threads):
-        W = np.array(F[block.lo:block.hi], order="C")
+    with limit_threads(opts["n_threads"]):
+        W = np.array(_blocks.first(own), order="C")
         k = W.shape[1]
+        E = routing.assemble(k, opts["dtype"], *pieces)
+        lam = opts["lam"]
         f_rows = np.empty(W.shape[0])
         local_max = local_entries(k, E.dtype.itemsize)
         if W.shape[0]:
             # the kernel's one index type (int32 when it fits); per-entry corr, so no column weights
             indptr, indices = kernel_indices(block.indptr, block.indices, E.shape[0])
-            row_newton(kind, indptr, indices, block.labels, block.weights, block.corr, _NO_Q,
-                       abar, E, M, kappa, block.w, lam, W, nsteps, csteps, 1e-3, local_max, f_rows,
-                       _NO_Q)
+            row_newton(opts["kind"], indptr, indices, block.labels, block.weights, block.corr,
+                       _NO_Q, opts["abar"], E, M, kappa, block.w, lam, W, opts["nsteps"],
+                       opts["csteps"], 1e-3, local_max, f_rows, _NO_Q)
         Mp, kp = _blocks.gram(W, block.w, k)
         reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
         return W, float(f_rows.sum()), Mp, kp, reg

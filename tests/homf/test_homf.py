@@ -477,7 +477,8 @@ def test_the_dask_form_takes_the_side_graphs_functions():
     ref = homf.fit(R, 2, mode="dense", **kw)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
-        mod = fp.distributed.fit(R, 2, method="homf", client=client, n_threads=1, **kw)
+        mod = fp.distributed.fit(R, 2, method="homf", client=client, n_threads=1, mode="dense",
+                                 **kw)
     np.testing.assert_allclose(mod.extras["A"].toarray(), ref.extras["A"].toarray(), rtol=1e-15)
     np.testing.assert_allclose(mod.scores(), ref.scores(), rtol=1e-8, atol=1e-12)
     assert (mod.params["g_user_graph"], mod.params["g_item_graph"]) == ("linear", "exp")
