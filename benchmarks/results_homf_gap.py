@@ -57,7 +57,7 @@ def main():
         rows += [dict(r, split=s) for r in res.rows]
     wall = time.perf_counter() - t0
     desc = res.description.replace("; 1 random ", f"; {args.splits} random ").replace(
-        "split (seed", "splits (seeds")
+        f"split (seed {args.splits - 1})", f"splits (seeds 0..{args.splits - 1})")
     full = CompareResult(rows=rows, labels=[e[0] for e in ENTRIES], description=desc)
     homf_t = [r["best_params"].get("T") for r in rows if r["label"] == "HOMF"]
     head = (f"Command: `python benchmarks/results_homf_gap.py --splits {args.splits} --budget "
