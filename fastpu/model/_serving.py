@@ -147,6 +147,11 @@ def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Spars
     m, n = model.shape
     if Y_seen is None:
         return sp.csr_array((np.zeros(0), np.zeros(0, np.int64), np.zeros(m + 1, np.int64)), shape=(m, n))
+    if isinstance(Y_seen, (str, bytes, int, np.integer)) and not isinstance(Y_seen, bool):
+        # model.recommend(user) as implicit's recommend(userid, ...) is spelled
+        raise TypeError(f"Y_seen must be a scipy.sparse matrix, a Dataset, lists of item ids or "
+                        f"None, got the scalar {Y_seen!r}: recommend's first argument is Y_seen "
+                        f"(the items to leave out); pass the user as users={Y_seen!r}")
     return on_model(model, Y_seen, name="Y_seen")
 
 

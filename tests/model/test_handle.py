@@ -184,3 +184,12 @@ def test_as_frame(ml, small):
     res = ml[1].evaluate(train, test, k=(5, 10), as_frame=True)
     assert isinstance(res, pd.DataFrame) and res.attrs["n_users"] > 0
     assert set(res["metric"]) == {"precision", "recall", "f1", "ndcg", "map", "mrr", "auc"}
+
+
+def test_a_user_passed_where_y_seen_goes_says_to_use_users(small):
+    """model.recommend(user) is how implicit's recommend(userid, ...) reads; here the first
+    argument is Y_seen, and the error says so."""
+    data, model, _ = small
+    for user in ("ann", 0, np.int64(0)):
+        with pytest.raises(TypeError, match=r"recommend's first argument is Y_seen .*pass the user as users="):
+            model.recommend(user, n=2)
