@@ -207,8 +207,9 @@ def main(argv=None):
         done = sorted({r["split"] for r in rows})
         desc = res.description
         if len(done) > 1:
-            desc = desc.replace("; 1 random ", f"; {len(done)} random ").replace(
-                f"split (seed {s})", f"splits (seeds {', '.join(map(str, done))})")
+            desc = (desc.replace("; 1 random ", f"; {len(done)} random ")
+                    .replace("strong generalization, 1 split", f"strong generalization, {len(done)} split")
+                    .replace(f"split (seed {s})", f"splits (seeds {', '.join(map(str, done))})"))
         head = (f"Command: `python benchmarks/results_compare.py {shlex.join(argv or sys.argv[1:])}` "
                 f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
                 f"numba thread(s)); fastpu {fp.__version__}.")
