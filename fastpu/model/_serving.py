@@ -87,6 +87,7 @@ def _check_unique(ids: np.ndarray, name: str) -> None:
     except ValueError as exc:
         what = name.split(".")[-1].replace("_", " ")
         raise ValueError(f"the model's {what} are not unique, so they cannot serve as ids: {exc}") from None
+
     def forget(_: Any, key: int = key) -> None:
         _UNIQUE.pop(key, None)
 
