@@ -146,6 +146,17 @@ class CompareResult:
         plt.close(fig)
 
 
+def _train_users_graph(fixed: dict[str, Any], users: np.ndarray) -> dict[str, Any]:
+    """``fixed`` with its ``user_graph`` (a row and column per user of Y) cut down to the
+    training users of a strong-generalization split; the held-out users are new nodes to the
+    fitted model, folded in from their positives."""
+    graph = fixed.get("user_graph")
+    if graph is None:
+        return fixed
+    graph = sp.csr_array(graph) if sp.issparse(graph) else np.asarray(graph)
+    return {**fixed, "user_graph": graph[users][:, users]}
+
+
 def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str = "entries",
              ) -> list[tuple[str, Any, dict[str, Any]]]:
     """(label, method, fixed kwargs) triples from names, tuples or "all"."""
@@ -298,10 +309,15 @@ def compare(Y: Sparse | Dataset,
                                     strict_min=True, strict_max=True)
     entries = _entries(methods, params, split)
     if strong:                # before any fit: every entry must fold new users in
-        for label, method, _ in entries:
+        for label, method, fixed in entries:
             if not isinstance(method, str) or registry.get(method).fold is None:
                 raise ValueError(f"protocol='strong' folds the held-out users into each fitted "
                                  f"model, and {label!r} ({method}) has no fold-in; leave it out")
+            if fixed.get("user_features") is not None:
+                raise ValueError(f"protocol='strong' folds the held-out users in from their "
+                                 f"positives, and {label!r} is given user_features (a row per "
+                                 "user of Y, held-out users included); leave it out, or use "
+                                 "split='rows' to score new users from their features")
     splits = V.check_int(splits, name="splits", minimum=1)
     budget = V.check_int(budget, name="budget", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
@@ -339,6 +355,8 @@ def compare(Y: Sparse | Dataset,
                                  f"{s + 1}/{splits}: {why}")
         for label, method, fixed in entries:
             t0 = time.perf_counter()
+            if strong:            # a user graph covers every user of Y: keep the training users'
+                fixed = _train_users_graph(fixed, us.train_users)
             if method == "popularity":
                 model, best, best_iter = popularity(Y_train), {}, 0
                 if split == "rows":       # label frequencies of the training rows, for every test row

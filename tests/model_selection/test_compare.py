@@ -177,3 +177,36 @@ def test_strong_generalization_folds_the_held_out_users_in():
         fp.compare.compare(Y, ["bpr"], protocol="strong")
     with pytest.raises(ValueError, match="split='rows'"):
         fp.compare.compare(Y, ["ocmf"], protocol="strong", split="rows")
+
+
+def test_strong_generalization_cuts_a_user_graph_to_the_training_users():
+    """A user graph has a node per user of Y; under protocol="strong" the methods are fitted on
+    the training users only, so the graph given to them is theirs (it was passed whole, and
+    every trial failed on its shape). User features, which fold-in from positives cannot use
+    for the held-out users, are refused before any fit."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    import fastpu as fp
+
+    Y = fp.datasets.synthetic(120, 50, rank=3, density=0.15, seed=4).Y
+    rng = np.random.default_rng(0)
+    G = sp.random_array((120, 120), density=0.05, random_state=rng, format="csr")
+    G = ((G + G.T) > 0).astype(np.float64)
+    G.setdiag(0)
+    G.eliminate_zeros()
+    entries = [("mf + graph", "ocmf", {"n_iter": 3, "user_graph": G}),
+               ("homf + graph", "homf", {"n_iter": 3, "user_graph": G})]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fp.compare.compare(Y, entries, splits=1, budget=2, protocol="strong", users_frac=0.25)
+    assert [r["label"] for r in res.rows] == ["mf + graph", "homf + graph"]
+    assert all(0.0 <= r["ndcg@10"] <= 1.0 for r in res.rows)
+    s = fp.split.held_out_users(Y, users_frac=0.25, test_frac=0.2, seed=0)
+    cut = C._train_users_graph({"user_graph": G}, s.train_users)["user_graph"]
+    assert cut.shape == (s.train.shape[0],) * 2
+    np.testing.assert_array_equal(cut.toarray(), G.toarray()[np.ix_(s.train_users, s.train_users)])
+    X = np.ones((120, 2))
+    with pytest.raises(ValueError, match="'mf' is given user_features"):
+        fp.compare.compare(Y, [("mf", "ocmf", {"user_features": X})], protocol="strong")
