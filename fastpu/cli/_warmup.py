@@ -10,7 +10,8 @@ process compiles them itself, and nothing is lost but the other process's work).
   configuration for one iteration, in the reverse of the demo's order, while the demo trains
   from the front.
 * ``fastpu warmup`` (:func:`warm`) compiles, once per machine and installation, the kernels of
-  each method's demo configurations and default fit, split over a few processes.
+  each method's demo configurations and default fit, and of fold-in and ``recommend`` on the
+  default fit's model, split over a few processes.
 
 Timings in docs/bench_perf_firstrun.md.
 """
@@ -57,8 +58,24 @@ def run_jobs(job_list: Sequence[tuple[str, str, dict[str, Any]]], Y: Any,
                 from fastpu.model_selection.metrics import evaluate
 
                 evaluate(model, Y, Y_test, k=(5, 10))
+                if label.endswith(" default"):
+                    _serve(model, Y)
             done.append((label, time.perf_counter() - t0))
     return done
+
+
+def _serve(model: Any, Y: Any) -> None:
+    """Fold two rows into ``model`` and recommend for a user: fold-in's row solver runs in
+    float64 whatever the model's dtype, so its kernels are compiled apart from the fit's (a
+    first ``fold_in`` took about 19 s in an empty cache)."""
+    from fastpu.model import fold_in, recommend
+
+    rows = Y[:2]
+    try:
+        fold_in(model, rows)
+    except ValueError:                # a variant without fold-in (CSRR-I/II): nothing to compile
+        pass
+    recommend(model, Y, users=[0], n=5)
 
 
 def _child(job_list: Sequence[tuple[str, str, dict[str, Any]]], Y: Any, Y_test: Any) -> None:

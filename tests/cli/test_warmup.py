@@ -82,3 +82,25 @@ def test_demo_rejects_an_unknown_background_compile_mode(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["demo", "--background-compile=maybe"])
     assert exc.value.code == 2 and "invalid choice: 'maybe'" in capsys.readouterr().err
+
+
+def test_the_default_jobs_also_fold_in_and_recommend():
+    """fold-in's row solver runs in float64 whatever the model's dtype, so its kernels are not
+    the fit's: a first fold_in after `fastpu warmup` compiled for about 19 s. Each method's
+    default job now folds two rows in and recommends (CSRR-I/II have no fold-in)."""
+    Y = fp.datasets.synthetic(40, 30, rank=2, density=0.1, seed=0).Y
+    Y_train, Y_test = fp.split.holdout(Y, test_frac=0.2, seed=0)
+    calls = []
+    real_fold, real_rec = fp.model.fold_in, fp.model.recommend
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(fp.model, "fold_in", lambda m, Y, **kw: calls.append(("fold_in", m.method)) or real_fold(m, Y, **kw))
+    mp.setattr(fp.model, "recommend", lambda m, *a, **kw: calls.append(("recommend", m.method)) or real_rec(m, *a, **kw))
+    try:
+        jobs = [j for j in _warmup.jobs() if j[1].endswith(" default")]
+        _warmup.run_jobs(jobs, Y_train, Y_test)
+        _warmup.run_jobs([("ocmf", "a demo configuration", dict(k=2))], Y_train, Y_test)
+    finally:
+        mp.undo()
+    methods = [j[0] for j in jobs]
+    assert calls == [(what, m) for m in methods for what in ("fold_in", "recommend")]
