@@ -43,6 +43,7 @@ from fastpu.homf._check import check_g, check_graph, check_run
 from fastpu.homf._fit import _check_fit_work, _params
 from fastpu.homf._graph import transition
 from fastpu.homf._solvers import DENSE_OBJECTIVE_NOTE
+from fastpu.homf._solvers import _exact_half as solve_columns
 from fastpu.homf._walk import _Walker
 from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
@@ -227,25 +228,8 @@ def exact_task(walkers, L, which, lo, hi, lam, block, n_threads):
     the whole fixed factor L, in column blocks of ``block`` (never straddling the user/item
     split, as on one machine). Returns (the new rows lo:hi, Σ_Ω residual², their ‖·‖²)."""
     with limit_threads(n_threads):
-        walker = walkers[which]
-        k = L.shape[1]
-        LtL = np.empty((k, k))
-        weighted_gram(L, np.ones(L.shape[0]), LtL, np.empty(k))     # as _exact_half's _gram
-        out = np.empty((hi - lo, k))
-        total = 0.0
-        cuts = sorted(set(range(lo, hi, block)) | {hi}
-                      | ({walker.m} if walker.m is not None and lo < walker.m < hi else set()))
-        for start, stop in zip(cuts[:-1], cuts[1:]):
-            cols = np.arange(start, stop, dtype=np.int64)
-            Ct = np.ascontiguousarray(walker.columns(cols).T)
-            sol = np.empty((cols.size, k))
-            loss = np.empty(cols.size)
-            ok = np.empty(cols.size, dtype=np.bool_)
-            _K.ridge_columns(Ct, L, LtL, 2.0 * lam, False, sol, loss, ok)
-            if not ok.all():
-                raise FloatingPointError("homf: a ridge system was not positive definite; raise lam")
-            out[start - lo:stop - lo] = sol
-            total += float(loss.sum())
+        out = np.empty((hi - lo, L.shape[1]))
+        total = solve_columns(walkers[which], L, out, lam, block, lo, hi)
         return out, total, float(np.sum(out * out))
 
 

@@ -43,13 +43,16 @@ def _gram(U: np.ndarray, out: np.ndarray) -> None:
 
 # --------------------------------------------------------------------------- exact mode
 
-def _exact_half(walker: _Walker, L: np.ndarray, out: np.ndarray, lam: float, block: int) -> float:
-    """Ridge solve for every column of f_T(P) against fixed L; returns Σ_Ω residual²."""
+def _exact_half(walker: _Walker, L: np.ndarray, out: np.ndarray, lam: float, block: int,
+                lo: int = 0, hi: int | None = None) -> float:
+    """Ridge solve for columns lo:hi (every column by default) of f_T(P) against fixed L into
+    ``out`` (row c - lo for column c); returns Σ_Ω residual². The Dask form solves its blocks'
+    column ranges with it."""
     k = L.shape[1]
     LtL = np.empty((k, k))
     _gram(L, LtL)
     total = 0.0
-    for start, stop in walker.ranges(block):
+    for start, stop in walker.ranges(block, lo, hi):
         cols = np.arange(start, stop, dtype=np.int64)
         Ct = np.ascontiguousarray(walker.columns(cols).T)
         sol = np.empty((cols.size, k))
@@ -60,7 +63,7 @@ def _exact_half(walker: _Walker, L: np.ndarray, out: np.ndarray, lam: float, blo
             raise FloatingPointError(
                 "homf: a ridge system was not positive definite; raise lam"
             )
-        out[start:stop] = sol
+        out[start - lo:stop - lo] = sol
         total += float(loss.sum())
     return total
 

@@ -70,10 +70,12 @@ class _Walker:
             self.B = _sub_csr(P, 0, m, m, self.N)          # users <- items
             self.C = _sub_csr(P, m, self.N, 0, m)          # items <- users
 
-    def ranges(self, block):
-        """(start, stop) of consecutive column blocks, never straddling the user/item split."""
-        cuts = set(range(0, self.N, block)) | {self.N}
-        if self.m is not None:
+    def ranges(self, block, lo=0, hi=None):
+        """(start, stop) of consecutive column blocks of columns lo:hi (all by default), never
+        straddling the user/item split."""
+        hi = self.N if hi is None else hi
+        cuts = set(range(lo, hi, block)) | {hi}
+        if self.m is not None and lo < self.m < hi:
             cuts.add(self.m)
         order = sorted(cuts)
         return list(zip(order[:-1], order[1:]))
