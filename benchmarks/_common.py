@@ -16,6 +16,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -238,3 +239,51 @@ def cached_powerlaw(m, n, nnz, *, seed=0, folder=None):
     sp.save_npz(tmp, sp.csr_matrix(Y), compressed=False)
     os.replace(tmp, path)
     return Y
+
+
+def rss_mib():
+    """This process's resident set, MiB (``/proc/self/statm``)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def hwm_mib():
+    """This process's peak resident set since the last reset, MiB (``VmHWM``)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class PeakMemory:
+    """The memory of this process while a ``with`` block runs, MiB: ``before`` (resident set at
+    entry), ``sampled`` (the largest resident set seen by a 1 ms sampler thread), ``hwm``
+    (``VmHWM`` after resetting it at entry; NaN where the kernel refuses the reset) and
+    ``after`` (resident set at exit)."""
+
+    def __enter__(self):
+        self.sampled = 0.0
+        self._stop = threading.Event()
+        self.before = rss_mib()
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+            self._hwm_ok = True
+        except OSError:
+            self._hwm_ok = False
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.is_set():
+            self.sampled = max(self.sampled, rss_mib())
+            time.sleep(0.001)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.after = rss_mib()
+        self.hwm = hwm_mib() if self._hwm_ok else float("nan")
+        return False

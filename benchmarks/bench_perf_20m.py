@@ -48,7 +48,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 
@@ -102,19 +101,6 @@ def load_average():
 # ------------------------------------------------------------------------------------------
 # the child: one measured fit in a fresh process
 # ------------------------------------------------------------------------------------------
-
-def _rss_mib():
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def _hwm_mib():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
 
 def _as_input(Y):
     """What both libraries are given: CSR, float32 ones, int32 indices (implicit's format)."""
@@ -173,36 +159,18 @@ def child(spec):
             spent[0] += time.perf_counter() - now
         return False
 
-    peak = [0.0]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], _rss_mib())
-            time.sleep(0.001)
-
-    before = _rss_mib()
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        hwm_ok = True
-    except OSError:
-        hwm_ok = False
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    t0 = time.perf_counter()
-    c0 = time.process_time()
-    model = _fit(label, Y, k, n_iter, on_iteration, extra)
-    stop.set()
-    th.join()
-    hwm = _hwm_mib() if hwm_ok else float("nan")
+    with _common.PeakMemory() as mem:
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        model = _fit(label, Y, k, n_iter, on_iteration, extra)
+    hwm = mem.hwm
     wall = np.diff([t0] + [w for w, _ in marks])
     cpu = np.diff([c0] + [c for _, c in marks])
     import fastpu
 
     print(json.dumps(dict(label=label, k=k, wall=wall.tolist(), cpu=cpu.tolist(), curve=curve,
                           fastpu=os.path.dirname(os.path.dirname(fastpu.__file__)),
-                          peak_growth=max(peak[0], 0.0 if np.isnan(hwm) else hwm) - before,
+                          peak_growth=max(mem.sampled, 0.0 if np.isnan(hwm) else hwm) - mem.before,
                           load=load_average())))
     del model
 

@@ -34,7 +34,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 
@@ -46,7 +45,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from _common import hardware_line, md_table, powerlaw_pu  # noqa: E402
+from _common import PeakMemory, hardware_line, md_table, powerlaw_pu  # noqa: E402
 
 THREADS = 2
 RHO, LAM = 0.01, 1.0
@@ -87,7 +86,7 @@ def as_input(Y):
 
 def fit_fastpu(Y, k, label, n_iter):
     """(seconds to the first iteration, per-iteration seconds, model) of one ocmf fit."""
-    import fastpu.ocmf as ocmf_mod
+    import fastpu.ocmf._fit as ocmf_mod     # the module whose fit calls _update_side
     from fastpu import ocmf
 
     starts = []
@@ -145,19 +144,6 @@ def warm_up():
 # 1. memory, one fresh process per configuration and round
 # ------------------------------------------------------------------------------------------
 
-def _rss_mib():
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def _hwm_mib():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def child(path, label, k, n_iter):
     """Measure one fit's memory in this (fresh) process; print a JSON line."""
     z = np.load(path)
@@ -169,33 +155,13 @@ def child(path, label, k, n_iter):
             fit_fastpu(tiny(), k, label, 2)
     import gc
     gc.collect()
-    peak = [0.0]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], _rss_mib())
-            time.sleep(0.001)
-
-    with blas_one():
-        before = _rss_mib()
-        try:
-            with open("/proc/self/clear_refs", "w") as fh:
-                fh.write("5")
-            hwm_ok = True
-        except OSError:
-            hwm_ok = False
-        th = threading.Thread(target=sample, daemon=True)
-        th.start()
+    with blas_one(), PeakMemory() as mem:
         if label == IMPLICIT:
             _, _, model = fit_implicit(Y, k, n_iter)
         else:
             _, _, model = fit_fastpu(Y, k, label, n_iter)
-        stop.set()
-        th.join()
-        after = _rss_mib()
-    hwm = _hwm_mib() if hwm_ok else float("nan")
-    print(json.dumps(dict(label=label, before=before, after=after, sampled=peak[0], hwm=hwm)))
+    before, after, hwm = mem.before, mem.after, mem.hwm
+    print(json.dumps(dict(label=label, before=before, after=after, sampled=mem.sampled, hwm=hwm)))
     del model
 
 
