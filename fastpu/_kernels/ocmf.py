@@ -116,6 +116,17 @@ def _symv(M, v, out):
 
 
 @nb.njit(inline="always", **_JIT)
+def _mprod(M, mdv, diag, v, out):
+    """out = M v; with ``diag`` M is diagonal (the fit works in M's eigenbasis) and its diagonal
+    is mdv: k products instead of k²."""
+    if diag:
+        for a in range(v.shape[0]):
+            out[a] = mdv[a] * v[a]
+    else:
+        _symv(M, v, out)
+
+
+@nb.njit(inline="always", **_JIT)
 def _scores(G, idx, off, nrow, w, s):
     """s[t] = G[idx[off + t]] · w, four rows at a time."""
     t = 0
@@ -155,10 +166,10 @@ def _accumulate(G, idx, off, nrow, z, out):
 
 
 @nb.njit(inline="always", **_JIT)
-def _quad_part(M, kappa, abar, p_i, lam, w, g, mw):
+def _quad_part(M, mdv, diag, kappa, abar, p_i, lam, w, g, mw):
     """p_i (wᵀMw - 2 abar wᵀκ) + lam ‖w‖²; writes M w into mw and its gradient into g."""
     k = w.shape[0]
-    _symv(M, w, mw)
+    _mprod(M, mdv, diag, w, mw)
     quad = 0.0
     lin = 0.0
     nrm = 0.0
@@ -182,7 +193,7 @@ def _entry_terms(kind, yl, wt, rc, abar, st, t, d1, d2):
 
 
 @nb.njit(inline="always", **_JIT)
-def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, w,
+def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, mdv, diag, kappa, p_i, lam, w,
                 s, d1, d2, g, mw, fresh):
     """f_i(w), per-entry first/second derivatives d1, d2 and the gradient g in one pass.
 
@@ -193,7 +204,7 @@ def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, w
     the same order as a pass of scores, one of terms and one of accumulation.
     """
     k = w.shape[0]
-    val = _quad_part(M, kappa, abar, p_i, lam, w, g, mw)
+    val = _quad_part(M, mdv, diag, kappa, abar, p_i, lam, w, g, mw)
     t = 0
     while t + 4 <= nrow:
         j = off + t
@@ -227,7 +238,7 @@ def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, w
 
 
 @nb.njit(inline="always", **_JIT)
-def _hessp(G, idx, off, nrow, d2, M, p_i, lam, v, u, z, mv, out):
+def _hessp(G, idx, off, nrow, d2, M, mdv, diag, p_i, lam, v, u, z, mv, out):
     """out = (2 p_i M + 2 lam I + Σ_t d2[t] g_t g_tᵀ) v with g_t = G[idx[off + t]].
 
     Also leaves M v in mv and the scores g_t·v in u (z is unused). One pass over the item
@@ -236,7 +247,7 @@ def _hessp(G, idx, off, nrow, d2, M, p_i, lam, v, u, z, mv, out):
     as a pass of scores followed by a pass of accumulation, with half the reads of G.
     """
     k = v.shape[0]
-    _symv(M, v, mv)
+    _mprod(M, mdv, diag, v, mv)
     for a in range(k):
         out[a] = 2.0 * p_i * mv[a] + 2.0 * lam * v[a]
     t = 0
@@ -280,8 +291,8 @@ def _entry_value(kind, nrow, yl, wt, rc, abar, s, sd, alpha):
 
 
 @nb.njit(**_JIT)
-def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p,
-                 lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out, exact_value):
+def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, abar, E, M, diag,
+                 kappa, p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out, exact_value):
     """Newton–CG steps on rows c_lo..c_hi-1 of W, one after another (updated in place).
 
     Row i's f_i is minimised from its current value. Its item vectors are src[idx[off + t]]
@@ -326,6 +337,9 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     mw = np.empty(k, dtype=ct)
     md = np.empty(k, dtype=ct)
     mstep = np.empty(k)
+    mdv = np.empty(k, dtype=ct)          # M's diagonal, all of M when ``diag``
+    for a in range(k):
+        mdv[a] = M[a, a]
     # compact forms: a length-1 labels/weights array holds every entry's value; an empty corr
     # means r_e = p_i q_j
     l_step = 0 if labels.shape[0] == 1 else 1
@@ -365,8 +379,8 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
         f_cur = 0.0
         fresh = True
         for it in range(max(n_newton, 1)):
-            f_cur = _value_grad(kind, src, idx, off, nrow, yl, wt, rc, abar, M, kappa, p_i, lam,
-                                w, s, d1, d2, g, mw, fresh)
+            f_cur = _value_grad(kind, src, idx, off, nrow, yl, wt, rc, abar, M, mdv, diag, kappa,
+                                p_i, lam, w, s, d1, d2, g, mw, fresh)
             if it == 0 and keep_start:
                 f0_out[i] = f_cur
             if n_newton == 0:
@@ -392,7 +406,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
             rr = gg * sc * sc
             stop = cg_tol * cg_tol * rr
             for _c in range(n_cg):
-                _hessp(src, idx, off, nrow, d2, M, p_i, lam, d, u, z, md, Hd)
+                _hessp(src, idx, off, nrow, d2, M, mdv, diag, p_i, lam, d, u, z, md, Hd)
                 dHd = 0.0
                 for a in range(k):
                     dHd += np.float64(d[a]) * Hd[a]
@@ -493,7 +507,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
 
 
 def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kappa, p, lam,
-               W, n_newton, n_cg, cg_tol, local_max, f_out, f0_out):
+               W, n_newton, n_cg, cg_tol, local_max, f_out, f0_out, diag=False):
     """Update every row of W in place by ``n_newton`` Newton–CG steps on its own f_i.
 
     Entry e of row i (column j = indices[e]) has label labels[e], weight weights[e] and
@@ -520,8 +534,8 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
     n_newton, n_cg = int(n_newton), int(n_cg)
 
     def block(lo, hi):
-        _solve_chunk(kind, lo, hi, indptr, indices, labels, weights, corr, q, abar, E, M, kappa,
-                     p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out, exact_value)
+        _solve_chunk(kind, lo, hi, indptr, indices, labels, weights, corr, q, abar, E, M, diag,
+                     kappa, p, lam, W, n_newton, n_cg, cg_tol, cap, f_out, f0_out, exact_value)
 
     run_rows(block, indptr, W.shape[1], per_thread=_BLOCKS_PER_THREAD)
 
@@ -586,8 +600,8 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
         st = np.empty(nrow)
         d1 = np.empty(nrow)
         d2 = np.empty(nrow)
-        f = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, w, s, d1, d2,
-                        g, mw, True)
+        f = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, False, kappa, p_i, lam,
+                        w, s, d1, d2, g, mw, True)
         gn = np.sqrt(np.dot(g, g))
         g0 = gn
         it = 0
@@ -626,8 +640,8 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
                 break
             for a in range(k):
                 step[a] = w[a] + alpha * step[a]          # the trial point
-            ft = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, p_i, lam, step,
-                             st, d1, d2, gt, mstep, True)
+            ft = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, False, kappa, p_i,
+                             lam, step, st, d1, d2, gt, mstep, True)
             gt_norm = np.sqrt(np.dot(gt, gt))
             if ft > f and gt_norm >= gn:
                 break                      # rounding level: no progress possible

@@ -31,6 +31,7 @@ from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
 from fastpu.ocmf import _dask_tron
 from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, update_task
+from fastpu.ocmf._problem import _rotate_rows, eigen_rows, eigen_turn
 
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
 UNSUPPORTED = {"negatives": "full", "fast_path": True, "lam_w": None, "lam_h": None}
@@ -131,18 +132,26 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
                                              **_on(workers, b))
                                for b, blk in enumerate(iblocks)])
         M_h, kappa_h = _sum_parts(parts, 0, 1)
+        # float32 at large k: each half-step works in the eigenbasis of its M, as the
+        # single-machine fit does (fastpu.ocmf._problem._eigen_basis); a side's rows stay on
+        # their workers as written, and its next task first applies the turns made since
+        eigen = eigen_rows(k, fdt)
+        last: list[np.ndarray] = []        # the previous half-step's turn, not yet in the rows
         for it in range(1, n_iter + 1):
+            M_h, kappa_h, opts = _turn(M_h, kappa_h, last, eigen, dict(half, dtype=H.dtype.name))
             W_src, _, M_w, kappa_w, reg_w = _half_step(client, workers, routes.user, ublocks,
-                                                       W_src, H_src, M_h, kappa_h,
-                                                       dict(half, dtype=H.dtype.name))
+                                                       W_src, H_src, M_h, kappa_h, opts)
+            M_w, kappa_w, opts = _turn(M_w, kappa_w, last, eigen, dict(half, dtype=W.dtype.name))
             H_src, f_h, M_h, kappa_h, _ = _half_step(client, workers, routes.item, iblocks,
-                                                     H_src, W_src, M_w, kappa_w,
-                                                     dict(half, dtype=W.dtype.name))
+                                                     H_src, W_src, M_w, kappa_w, opts)
             obj = f_h + const + reg_w
             if progress.step(it, obj, inner=0):
                 break
         W = _blocks.gather_rows(client, W_src, workers)
         H = _blocks.gather_rows(client, H_src, workers)
+        for Q in last:                      # the items' last turn, which W has not had yet
+            W = np.array(W, order="C")
+            _rotate_rows(W, Q)
     finally:
         routes.release()
     return Factorization(W, H, progress.history, params, "ocmf", {})
@@ -150,6 +159,22 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
 
 def _on(workers, b):
     return dict(workers=[_blocks.home(workers, b)], allow_other_workers=True)
+
+
+def _turn(M, kappa, last, eigen, opts):
+    """This half-step's (M, κ, task options): with ``eigen``, M's eigenbasis (M diagonal, κ turned;
+    the turn Q for the routed rows and, for the block's own rows, the previous half-step's turn
+    and Q). ``last`` holds the previous turn and is replaced by this one."""
+    turn = eigen_turn(M, kappa) if eigen else None
+    if turn is None:                        # none wanted, or M not finite: keep the basis
+        opts = dict(opts, own_turns=tuple(last))
+        last.clear()
+        return M, kappa, opts
+    Q, D, kappa = turn
+    Qc = np.ascontiguousarray(Q, dtype=opts["dtype"])
+    opts = dict(opts, turn=Qc, own_turns=tuple(last) + (Qc,))
+    last[:] = [Qc]
+    return D, kappa, opts
 
 
 def _half_step(client, workers, router, blocks, F_src, E_src, M, kappa, half):

@@ -15,7 +15,7 @@ from fastpu._core.threads import limit_threads
 from fastpu._kernels.ocmf import local_entries, row_newton
 from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
-from fastpu.ocmf._problem import kernel_indices
+from fastpu.ocmf._problem import _rotate_rows, kernel_indices
 
 _NO_Q = np.empty(0)
 
@@ -63,11 +63,21 @@ def update_task(block, own, M, kappa, opts, *pieces):
     touches, routed to it in source order.
 
     Returns (rows, Σ f_i, partial M, partial κ, λ‖rows‖²). ``own`` is read only.
+
+    In the eigenbasis of M (``opts["turn"]``: the single-machine fit's ``_eigen_basis``), M is
+    diagonal, the block's rows are first turned by the turns the fit made since they were written
+    (``opts["own_turns"]``) and the routed rows by this half-step's turn, as the single-machine
+    fit turns both factors in place.
     """
     with limit_threads(opts["n_threads"]):
         W = np.array(_blocks.first(own), order="C")
         k = W.shape[1]
         E = routing.assemble(k, opts["dtype"], *pieces)
+        for Q in opts.get("own_turns", ()):
+            _rotate_rows(W, Q)
+        if opts.get("turn") is not None:
+            E = np.array(E, order="C")
+            _rotate_rows(E, opts["turn"])
         lam = opts["lam"]
         f_rows = np.empty(W.shape[0])
         local_max = local_entries(k, E.dtype.itemsize)
@@ -76,7 +86,8 @@ def update_task(block, own, M, kappa, opts, *pieces):
             indptr, indices = kernel_indices(block.indptr, block.indices, E.shape[0])
             row_newton(opts["kind"], indptr, indices, block.labels, block.weights, block.corr,
                        _NO_Q, opts["abar"], E, M, kappa, block.w, lam, W, opts["nsteps"],
-                       opts["csteps"], 1e-3, local_max, f_rows, _NO_Q)
+                       opts["csteps"], 1e-3, local_max, f_rows, _NO_Q,
+                       diag=opts.get("turn") is not None)
         Mp, kp = _blocks.gram(W, block.w, k)
         reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
         return W, float(f_rows.sum()), Mp, kp, reg

@@ -13,8 +13,8 @@ from fastpu.ocmf._nystrom import NystromMap, nystrom_features
 from fastpu.ocmf._check import (LOSSES, NEGATIVES, SOLVERS, Model, Run, check_factor,
                                 check_model, check_run, check_start, check_steps, check_y, dims,
                                 std_from_scale)
-from fastpu.ocmf._problem import (SubProblem, _full_objective, _latent, _side_reg, _update_side,
-                                  build)
+from fastpu.ocmf._problem import (SubProblem, _eigen_basis, _full_objective, _latent, _side_reg,
+                                  _update_side, build, eigen_rows)
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, Matrix, Seed, Sparse, Threads
@@ -319,17 +319,23 @@ def _alternate(setup: Any, W: np.ndarray, H: np.ndarray, run: Run, steps: tuple[
     else:
         progress.start(_full_objective(setup, W, H))
     solve = _with_advice(tron if run.solver == "tron" else gd, progress.advice)
+    # float32 rows at large k: each half-step turns W and H into the eigenbasis of its M, where
+    # the rows' k×k products are diagonal (the same iterates up to rounding; W Hᵀ unchanged)
+    eigen = (start is not None and setup.item.identity and setup.item.L is None
+             and eigen_rows(run.k, run.dtype))
     for it in range(1, run.n_iter + 1):
         E = _latent(setup.item, H)
+        gram = _eigen_basis(E, setup.q_quad, (W, H)) if eigen else None
         W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
                                      setup.q_quad, run.fast_path, solve, run.n_inner, nsteps, csteps,
-                                     start=start if it == 1 else None)
+                                     start=start if it == 1 else None, gram=gram)
         if it == 1 and start is not None:       # f(W0, H0): H is still the starting H
             progress.start(start[0] + _side_reg(setup, setup.item, H, E))
         B = _latent(setup.user, W)
+        gram = _eigen_basis(B, setup.p_quad, (W, H)) if eigen else None
         H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
                                              setup.q_quad, setup.p_quad, run.fast_path, solve,
-                                             run.n_inner, nsteps, csteps)
+                                             run.n_inner, nsteps, csteps, gram=gram)
         # f(W, H) = the H sub-problem's value + the W side's regulariser
         obj = sub_value + _side_reg(setup, setup.user, W, B)
         if progress.step(it, obj, inner=inner_w + inner_h, model=lambda: Factorization(

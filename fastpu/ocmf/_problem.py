@@ -21,6 +21,7 @@ from fastpu._kernels.csr import csr_dense, row_scaled_product, sampled_dots, wei
 from fastpu._kernels.losses import entry_losses, entry_values
 from fastpu.ocmf._check import kernel_indices, index_dtype
 from fastpu._kernels.ocmf import local_entries, row_newton
+from fastpu._kernels.rowpool import run_rows, uniform_rows
 
 
 
@@ -538,19 +539,78 @@ def _gram(E, q):
     return M, kappa
 
 
+#: The smallest k at which a float32 fit on the row path works in the eigenbasis of M (below).
+#: At 20M positives (docs/performance.md) it made an SQ-wSQ iteration 20% shorter at k = 256,
+#: where the rows' k×k products M·v had been a fifth of it, and about 3% at k = 64; two
+#: rotations of both factors per iteration cost half their multiply-adds, at BLAS speed.
+EIGEN_MIN_K = 64
+_ROT_CHUNK = 2048             # rows per BLAS call of a rotation: fixed, so never thread-dependent
+
+
+def _rotate_rows(A, Q):
+    """A ← A Q in place, in fixed chunks of rows on fastpu's threads (each a one-thread BLAS
+    product that releases the GIL: the same calls whatever the thread count)."""
+    n, k = A.shape
+    n_chunks = -(-n // _ROT_CHUNK)
+
+    def block(lo, hi):
+        tmp = np.empty((_ROT_CHUNK, k), dtype=A.dtype)
+        for c in range(lo, hi):
+            a, b = c * _ROT_CHUNK, min(n, (c + 1) * _ROT_CHUNK)
+            np.matmul(A[a:b], Q, out=tmp[:b - a])
+            A[a:b] = tmp[:b - a]
+
+    run_rows(block, uniform_rows(n_chunks), 1)
+
+
+def eigen_rows(k, dtype):
+    """Whether a row-path fit of rank k in ``dtype`` works in the eigenbasis of each M."""
+    return np.dtype(dtype) == np.float32 and k >= EIGEN_MIN_K
+
+
+def eigen_turn(M, kappa):
+    """(Q, Λ as a diagonal matrix, Qᵀκ) with M = Q Λ Qᵀ (float64), or None when M is not finite
+    (a diverging run, which the objective's check then reports)."""
+    if not np.isfinite(M).all():
+        return None
+    lam, Q = np.linalg.eigh(M)
+    return Q, np.diag(lam), Q.T @ kappa
+
+
+def _eigen_basis(E, q, factors):
+    """M = Eᵀ diag(q) E and κ = Eᵀ q, with every array of ``factors`` (E among them) turned in
+    place into the eigenbasis of M: A ← A Q with M = Q Λ Qᵀ.
+
+    W Hᵀ and ‖W‖², ‖H‖² do not change (Q is orthogonal), and the row problems of the half-step
+    are the same problems in the new coordinates, where M is Λ: each of their products M·v costs
+    k multiplications instead of k². Returns (Λ as a diagonal matrix, Qᵀκ, True), the ``gram``
+    of :func:`_update_side`; or (M, κ, False) without turning anything when M is not finite.
+    """
+    M, kappa = _gram(E, q)
+    turn = eigen_turn(M, kappa)
+    if turn is None:
+        return M, kappa, False
+    Q, D, kappa = turn
+    Qc = np.ascontiguousarray(Q, dtype=E.dtype)
+    for A in factors:
+        _rotate_rows(A, Qc)
+    return D, kappa, True
+
+
 def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, n_inner,
-                 nsteps, csteps, start=None):
+                 nsteps, csteps, start=None, gram=None):
     """Minimise over one side's W with the other side's latent matrix E fixed.
 
     On the fast path W is updated in place (``fit`` owns its factors); the solvers return a
     new array. Returns the new W, the solver iterations (0 on the fast path) and the sub-problem's
     objective g(W) at the new W (everything in f that depends on W, plus the constant).
     ``start`` (a list): on the fast path, g at the W it started from is appended to it (the
-    rows' first Newton step evaluates it anyway); elsewhere it is left empty.
+    rows' first Newton step evaluates it anyway); elsewhere it is left empty. ``gram`` (the row
+    path only): (M, κ, diagonal) of E from :func:`_eigen_basis`, instead of computing them here.
     """
     if fast_path and side.identity and side.L is None:
         E = np.ascontiguousarray(E)
-        M, kappa = _gram(E, q_quad)
+        M, kappa, diag = _gram(E, q_quad) + (False,) if gram is None else gram
         if not (W.flags.c_contiguous and W.flags.writeable):
             W = np.array(W, order="C")
         f_rows = np.empty(W.shape[0])
@@ -558,7 +618,7 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, n
         local_max = local_entries(W.shape[1], E.dtype.itemsize)
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
                    entries.corr, q_quad, setup.abar, E, M, kappa, p_quad, side.lam,
-                   W, nsteps, csteps, 1e-3, local_max, f_rows, f0_rows)
+                   W, nsteps, csteps, 1e-3, local_max, f_rows, f0_rows, diag=diag)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
         # rows of a diverging run hold ±inf (inf - inf in the sum): Progress reports the objective
         with np.errstate(over="ignore", invalid="ignore"):

@@ -64,6 +64,32 @@ def test_ocmf_equals_single_machine(dask_client, variant, n_blocks):
     assert mod.params["distributed"]["n_blocks"] == n_blocks
 
 
+@pytest.mark.parametrize("n_blocks", [1, 3])
+@pytest.mark.parametrize("variant", ["LR-wSQ", "SQ-wSQ"])
+def test_ocmf_in_the_eigenbasis_equals_single_machine(dask_client, monkeypatch, variant, n_blocks):
+    # float32 at k >= EIGEN_MIN_K works in the eigenbasis of each half-step's M; the client
+    # decides, so a lowered threshold reaches that path at a small k. Each block turns its rows
+    # and the routed rows in its task where one machine turns both factors in place: the same
+    # iterates, rounded in other BLAS calls (float32), so the model agrees to float32's rounding
+    from fastpu.ocmf import _problem
+
+    monkeypatch.setattr(_problem, "EIGEN_MIN_K", 1)
+    Y = _matrix(2, m=30, n=20, density=0.3)
+    kw = dict(OCMF_VARIANTS[variant])
+    ref = fp.ocmf.fit(Y, 3, n_iter=4, seed=7, n_threads=1, **kw)
+    mod = dfit(Y, 3, method="ocmf", client=dask_client, n_blocks=n_blocks, n_iter=4, seed=7, **kw)
+    h_ref = np.array([h["objective"] for h in ref.history])
+    h_mod = np.array([h["objective"] for h in mod.history])
+    np.testing.assert_allclose(h_mod, h_ref, rtol=1e-6)
+    np.testing.assert_allclose(mod.scores(), ref.scores(), rtol=0, atol=1e-5 * np.abs(ref.scores()).max())
+    # both are in the same (turned) coordinates, not merely the same scores
+    np.testing.assert_allclose(mod.user_factors, ref.user_factors, atol=1e-5)
+    np.testing.assert_allclose(mod.item_factors, ref.item_factors, atol=1e-5)
+    monkeypatch.setattr(_problem, "EIGEN_MIN_K", 10**9)
+    plain = fp.ocmf.fit(Y, 3, n_iter=4, seed=7, n_threads=1, **kw)
+    assert not np.allclose(plain.user_factors, ref.user_factors, atol=1e-3)
+
+
 def _features(m, n):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((m, 4))

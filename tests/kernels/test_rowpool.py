@@ -108,8 +108,8 @@ def _problem(seed, m=40, n=30, k=5, loss="logistic"):
 
 def _solve(P, lo, hi, W, f, local_max, f0):
     updates._solve_chunk(P["kind"], lo, hi, P["indptr"], P["indices"], P["labels"], P["weights"],
-                         P["corr"], P["q"], P["abar"], P["E"], P["M"], P["kappa"], P["p"],
-                         P["lam"], W, 1, 4, 1e-3, local_max, f, f0,
+                         P["corr"], P["q"], P["abar"], P["E"], P["M"], False, P["kappa"],
+                         P["p"], P["lam"], W, 1, 4, 1e-3, local_max, f, f0,
                          P["E"].dtype != np.float64)      # row_newton's exact_value
 
 
