@@ -540,7 +540,7 @@ def _gram(E, q):
 
 
 #: The smallest k at which a float32 fit on the row path works in the eigenbasis of M (below).
-#: At 20M positives (docs/performance.md) it made an SQ-wSQ iteration 20% shorter at k = 256,
+#: At 20M positives (docs/performance.md) it made an SQ-wSQ iteration 19% shorter at k = 256,
 #: where the rows' k×k products M·v had been a fifth of it, and about 3% at k = 64; two
 #: rotations of both factors per iteration cost half their multiply-adds, at BLAS speed.
 EIGEN_MIN_K = 64
