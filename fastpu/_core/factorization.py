@@ -74,9 +74,18 @@ class Factorization:
         except (AttributeError, ValueError, IndexError):
             shape = "shape unknown"
         uf = self.user_factors
-        k = uf.shape[1] if getattr(uf, "ndim", 0) == 2 else "?"
+        try:
+            products = self.scores_are_products()
+        except Exception:                      # a repr never raises
+            products = True
+        if products:
+            k = uf.shape[1] if getattr(uf, "ndim", 0) == 2 else "?"
+            width = f"k={k}"
+        else:                                  # an item-item model: no user vectors, B is n × n
+            width = f"item_factors={brief(self.item_factors)}"
+            uf = self.item_factors
         ids = "yes" if self.user_ids is not None or self.item_ids is not None else "no"
-        parts = [f"method={self.method!r}", shape, f"k={k}",
+        parts = [f"method={self.method!r}", shape, width,
                  f"dtype={getattr(uf, 'dtype', type(uf).__name__)}",
                  f"history={len(self.history)} {'entry' if len(self.history) == 1 else 'entries'}",
                  f"ids={ids}",

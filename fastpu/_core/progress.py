@@ -2,8 +2,11 @@
 
 With ``verbose`` a fit shows its progress as **one updating line** (each iteration rewrites it:
 ``[ocmf] iter   7  objective 1234.5  0.81s``), drawn by tqdm when it is installed and by a plain
-carriage-return fallback otherwise; the line stays on screen when the fit ends, and notes and
-warnings print on lines of their own. The first fit of a method whose numba kernels are not
+carriage-return fallback otherwise (``FASTPU_PROGRESS=plain``); the line stays on screen when the
+fit ends, and notes and warnings print on lines of their own. When the stream is not a terminal
+(output redirected to a log or a pipe) progress prints lines of their own instead of rewriting
+one: at most one every :data:`LOG_INTERVAL` seconds while a fit runs, and the line the terminal
+would end with. The first fit of a method whose numba kernels are not
 compiled yet also prints a one-line notice (how long compiling takes, once, and that
 ``fastpu warmup`` does it ahead): see :func:`compile_notice`.
 """
@@ -30,14 +33,32 @@ logger = logging.getLogger("fastpu")
 _state: dict[str, Any] = {"line": None, "label": None, "noticed": set()}
 
 
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+#: On a stream that is not a terminal, the least seconds between two progress lines of a fit
+#: (and from its start to the first); the line it ends with is always written.
+LOG_INTERVAL = 10.0
+
+
 class _Line:
-    """One updating line on ``stream``: tqdm's when it is installed, else carriage returns."""
+    """One updating line on ``stream``: tqdm's when it is installed, else carriage returns. On a
+    stream that is not a terminal (a log file, a pipe) every update is a line of its own: a
+    carriage return there would pile every iteration onto one line of the log."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
         self.width = 0
         self.bar: Any = None
-        if os.environ.get("FASTPU_PROGRESS", "").lower() != "plain":
+        self.lines = not _is_terminal(stream) and os.environ.get("FASTPU_PROGRESS", "").lower() != "plain"
+        self.last: str | None = None          # the last line written (lines mode)
+        self.pending: str | None = None       # the latest text, not yet written
+        self.written = time.monotonic()       # when a line was last written (or the start)
+        if not self.lines and os.environ.get("FASTPU_PROGRESS", "").lower() != "plain":
             try:
                 from tqdm.auto import tqdm
             except ImportError:
@@ -47,6 +68,13 @@ class _Line:
                                 dynamic_ncols=True, mininterval=0.0, delay=0.0)
 
     def show(self, text: str) -> None:
+        if self.lines:
+            self.pending = text
+            now = time.monotonic()
+            if now - self.written >= LOG_INTERVAL:
+                self._write_pending()
+                self.written = now
+            return
         if self.bar is not None:
             self.bar.set_description_str(text, refresh=True)
             return
@@ -55,7 +83,19 @@ class _Line:
         self.stream.flush()
         self.width = len(text)
 
+    def _write_pending(self) -> None:
+        if self.pending is not None and self.pending != self.last:
+            self.stream.write(self.pending + "\n")
+            self.stream.flush()
+            self.last = self.pending
+        self.pending = None
+
     def close(self, text: str | None = None) -> None:
+        if self.lines:                         # what a terminal's line ends up showing
+            if text is not None:
+                self.pending = text
+            self._write_pending()
+            return
         if text is not None:
             self.show(text)
         if self.bar is not None:

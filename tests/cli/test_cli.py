@@ -12,6 +12,9 @@ from fastpu.model import load_model as load
 
 
 def test_demo_prints_a_table_with_the_baseline(monkeypatch, capsys):
+    from fastpu._core import progress
+
+    monkeypatch.setattr(progress, "_is_terminal", lambda stream: True)  # a screen, not a log
     monkeypatch.setattr(fp.ocmf, "demo_configs",
                         lambda: [("LR-wSQ (ocmf)", dict(k=8, n_iter=2, loss="logistic", rho=0.03))])
     assert cli.main(["demo", "--methods", "ocmf", "--at", "5"]) == 0
@@ -32,6 +35,7 @@ def test_demo_fits_on_a_screen(monkeypatch, capsys):
 
     monkeypatch.setattr(progress, "uncompiled", lambda method: True)    # as on a first run
     monkeypatch.setitem(progress._state, "noticed", set())
+    monkeypatch.setattr(progress, "_is_terminal", lambda stream: True)  # a screen, not a log
     assert cli.main(["demo", "--background-compile", "off"]) == 0
     out, err = capsys.readouterr()
     lines = out.count("\n") + err.count("\n")
@@ -40,6 +44,22 @@ def test_demo_fits_on_a_screen(monkeypatch, capsys):
                           "use (about ")
     assert "`fastpu warmup` compiles them ahead of time" in err.splitlines()[0]
     assert "-- CSRR-e: iter 100" in err and err.count("-- CSRR-e: P@5") >= 1
+
+
+def test_demo_into_a_log_writes_one_line_per_configuration(monkeypatch, capsys):
+    """Redirected to a file, the demo's progress is what a screen ends with: one line per
+    configuration (its scores), with no carriage returns."""
+    from fastpu._core import progress
+
+    monkeypatch.setattr(progress, "_is_terminal", lambda stream: False)
+    monkeypatch.setattr(fp.ocmf, "demo_configs",
+                        lambda: [("LR-wSQ (ocmf)", dict(k=8, n_iter=2, loss="logistic", rho=0.03)),
+                                 ("SQ-wSQ (ocmf)", dict(k=8, n_iter=2, loss="square", rho=0.1))])
+    assert cli.main(["demo", "--methods", "ocmf", "--background-compile", "off"]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    mine = [ln for ln in err.splitlines() if ln.startswith("-- ")]
+    assert len(mine) == 2 and all(" P@5 0." in ln for ln in mine), err
 
 
 def test_run_on_a_csv_and_save(tmp_path, capsys):

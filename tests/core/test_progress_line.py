@@ -25,10 +25,17 @@ def test_plain_fallback_rewrites_one_line(plain):
     assert text.count("\r") == 3 and "[ocmf] iter   3  objective      3.33333" in text
 
 
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal (where progress is one updating line)."""
+
+    def isatty(self):
+        return True
+
+
 def test_tqdm_line_when_installed(monkeypatch):
     pytest.importorskip("tqdm")
     monkeypatch.delenv("FASTPU_PROGRESS", raising=False)
-    out = io.StringIO()
+    out = Terminal()
     p = progress.Progress("homf", verbose=True, stream=out, total=5)
     for it in range(1, 3):
         p.step(it, 1.0)
@@ -38,6 +45,23 @@ def test_tqdm_line_when_installed(monkeypatch):
     text = out.getvalue()
     assert "[homf] iter   2/5" in text and "[homf] a note on a line of its own\n" in text
     assert text.rstrip("\n").splitlines()[-1].lstrip("\r").startswith("[homf] iter   3/5")
+
+
+@pytest.mark.parametrize("interval", [0.0, 3600.0])
+def test_a_log_that_is_not_a_terminal_gets_lines_of_their_own(monkeypatch, interval):
+    # redirected output (a file, a pipe): no carriage returns piling iterations onto one line;
+    # at most one line per LOG_INTERVAL while it runs, and always the last
+    monkeypatch.delenv("FASTPU_PROGRESS", raising=False)
+    monkeypatch.setattr(progress, "LOG_INTERVAL", interval)
+    out = io.StringIO()
+    p = progress.Progress("ocmf", verbose=True, stream=out, total=4)
+    for it in range(1, 5):
+        p.step(it, 10.0 / it)
+    p.finish()
+    text = out.getvalue()
+    assert "\r" not in text and text.endswith("\n")
+    iters = [ln.split()[2] for ln in text.splitlines() if " iter " in ln]
+    assert iters == (["1/4", "2/4", "3/4", "4/4"] if interval == 0.0 else ["4/4"])
 
 
 def test_a_fit_prints_nothing_unless_verbose(capsys):

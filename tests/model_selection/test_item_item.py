@@ -118,3 +118,10 @@ def test_tune_and_compare_know_ease_and_item_knn():
     res = fp.select.tune("ease", Y, budget=2, metric="ndcg@5")
     assert set(res.best_params) == {"lam"} and res.model.method == "ease"
     assert "ease" in fp.compare.ALL and "itemknn" in fp.compare.ALL
+
+
+def test_repr_shows_the_item_item_matrix_not_a_rank():
+    Y = fp.datasets.synthetic(30, 20, rank=2, density=0.2, seed=0).Y
+    text = repr(fp.baselines.ease(Y, lam=10.0))
+    assert text.startswith("ItemItemModel(method='ease', 30 users × 20 items, ")
+    assert "item_factors=<ndarray 20×20>" in text and "k=" not in text
