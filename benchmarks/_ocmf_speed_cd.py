@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _ocmf_speed_common import (best_of, blas_limit, fmt_s, LAM, limit_threads, LOCAL_ENTRIES,
                                 log, ocmf, per_iteration, powerlaw_pu, RHO, sampled_dots,
                                 _setup, THREADS)  # noqa: E402
+from fastpu.ocmf import _problem  # noqa: E402
 
 
 def implicit_iteration_seconds(Y32, k, n_iter, threads):
@@ -72,6 +73,7 @@ def _kernel_copy(mod, name, mode):
 
     src = inspect.getsource(mod)
     src = re.sub(r"^from \.(\w+) import", r"from fastpu._kernels.\1 import", src, flags=re.M)
+    src = re.sub(r"^from \. import", "from fastpu._kernels import", src, flags=re.M)
     src = re.sub(r"\bcache=True", "cache=False", src)
     src = re.sub(r",\s*fastmath=\{[^}]*\}", "", src)
     if mode == "reassoc":
@@ -116,7 +118,7 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
         It updates W in place (as in ``fit``), so the caller passes a private copy; repeated
         calls continue from the updated rows like successive outer iterations do.
         """
-        return ocmf._update_side(setup, ent, side_, W, E, pq, qq, True, None, 1, ns, cs)[0]
+        return _problem._update_side(setup, ent, side_, W, E, pq, qq, True, None, 1, ns, cs)[0]
 
     def side(kernel, ent, side_, W, E, pq, qq):
         """The same update with a copy of row_newton (Grams by numpy)."""

@@ -205,7 +205,7 @@ def write_report(path, hw, cfg, quick, a, b, c, elapsed, warm):
     L.append("")
     L.append("Pieces of one outer iteration timed alone (" + f"{THREADS} numba threads, BLAS 1 "
              "thread, best of 2, starting from the factors of the timed fit). *library* rows call "
-             "`ocmf._update_side` exactly as `fit` does on the fast path. The *copy* rows time "
+             "`fastpu.ocmf._problem._update_side` exactly as `fit` does on the fast path. The *copy* rows time "
              "diagnostic copies of the library's current kernel source built by this script (the "
              "library is not changed), with Grams by numpy: *strict* = every fastmath flag removed "
              "(strict IEEE order of every sum, so LLVM cannot vectorise the length-k dot "
