@@ -67,11 +67,11 @@ class _Line:
                 self.bar = tqdm(total=None, file=stream, bar_format="{desc}", leave=True,
                                 dynamic_ncols=True, mininterval=0.0, delay=0.0)
 
-    def show(self, text: str) -> None:
+    def show(self, text: str, last: bool = False) -> None:
         if self.lines:
             self.pending = text
             now = time.monotonic()
-            if now - self.written >= LOG_INTERVAL:
+            if last or now - self.written >= LOG_INTERVAL:
                 self._write_pending()
                 self.written = now
             return
@@ -116,7 +116,10 @@ def end_line(text: str | None = None) -> None:
     line = _state["line"]
     _state["line"] = None
     if line is not None:
-        line.close(text)
+        try:
+            line.close(text)
+        except (ValueError, OSError):        # its stream was closed meanwhile (a test's capture)
+            pass
 
 
 @contextlib.contextmanager
@@ -229,6 +232,11 @@ class Progress:
         objective = float(objective)
         self.initial = objective if np.isfinite(objective) else None
 
+    def close(self) -> None:
+        """End the fit's progress line, for a fit that makes none of :meth:`finish`'s checks."""
+        if self.verbose and _state["label"] is None:
+            end_line()
+
     def note(self, text: str) -> None:
         """Print one ``[method] text`` line when ``verbose`` (what the reported numbers mean)."""
         if self.verbose:
@@ -287,7 +295,7 @@ class Progress:
             if line is None or line.stream is not self.stream:
                 end_line()
                 line = _state["line"] = _Line(self.stream)
-            line.show(text)
+            line.show(text, last=self.total is not None and iter >= self.total)
         if self.callback is not None:
             stop = self.callback(dict(rec) if model is None else dict(rec, model=model))
             return callback_stops(stop, self.method)

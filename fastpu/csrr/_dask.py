@@ -188,7 +188,7 @@ def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_i
     # the roots of the lineage: data of the task graph
     P_src = _blocks.hold_slices(client, P, layout.ub, workers, "P")
     Q_src = _blocks.hold_slices(client, Q, layout.ib, workers, "Q")
-    progress = Progress("csrr-e", verbose=run.verbose, callback=run.callback)
+    progress = Progress("csrr-e", verbose=run.verbose, callback=run.callback, total=run.n_iter)
     eV = eta if eta is not None else 1.0 / c
     opts = dict(k=k, hi=hi, lam1=lam1, kind=kind, alpha=alpha, eV=eV, lam2=lam2,
                 n_threads=n_threads)
@@ -230,6 +230,7 @@ def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_i
         to_u.release()
         to_i.release()
     Vm = _assemble(structure, vals, (m, n))
+    progress.close()
     return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
                      method="csrr", extras={}, U=None, V=Vm, variant="e")
 

@@ -95,7 +95,7 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
         ub = routes.blocks(make_block, "user", *coef, False, other=neg_src)
         ib = routes.blocks(make_block, "item", *coef, True, own=neg_src)
         const = w.r_neg * w.r_neg * m * float(neg.sum())
-        progress = Progress("fbgd", verbose=run.verbose, callback=run.callback)
+        progress = Progress("fbgd", verbose=run.verbose, callback=run.callback, total=run.n_iter)
         if not model.plain:
             Zxa, Zya = _augment(Zx, model.biases), _augment(Zy, model.biases)
             free_x, free_y = free_masks(Zxa.shape[1], Zya.shape[1], k, model.biases)
@@ -110,6 +110,7 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
                              n_threads, progress)
     finally:
         routes.release()
+        progress.close()
     extras = dict(V_user=P.copy(), V_item=Q.copy(), neg_weights=neg, neg_row_weights=None,
                   initial_objective=init0)
     return Factorization(user_factors=P, item_factors=Q, history=progress.history, params=params,

@@ -128,7 +128,7 @@ def fit(client, Y, workers, n_blocks, k, *, user_graph, item_graph, alpha, T, g,
     layout = _blocks.layout_from_csr(client, A, n_blocks, workers)
     progress = Progress("homf", verbose=run.verbose, callback=run.callback,
                         advice=f"raise lam (now {run.lam:g}), which keeps the ridge systems well "
-                               "conditioned")
+                               "conditioned", total=run.n_iter)
     try:
         if run.mode == "dense":
             U, Vf = _dense(client, layout, U, run, n_threads, progress)

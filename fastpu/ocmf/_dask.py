@@ -103,7 +103,7 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
     pw = rho * p
     const = abar ** 2 * float(pw.sum()) * float(q.sum())
     workers = layout.workers
-    progress = Progress("ocmf", verbose=verbose, callback=callback)
+    progress = Progress("ocmf", verbose=verbose, callback=callback, total=n_iter)
     half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
     # the other side's rows each block touches, and the weights of the rows: once, for the fit
     routes = routing.Routes(client, layout)
@@ -122,6 +122,7 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
                 extras["W"] = Wc
             if Z is not None:
                 extras["H"] = Hc
+            progress.close()
             return Factorization(U, Vf, progress.history, params, "ocmf", extras)
         ublocks = routes.blocks(make_block, "user", own=pw_src, other=q_src)
         iblocks = routes.blocks(make_block, "item", own=q_src, other=pw_src)
@@ -154,6 +155,7 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
             _rotate_rows(W, Q)
     finally:
         routes.release()
+    progress.close()
     return Factorization(W, H, progress.history, params, "ocmf", {})
 
 

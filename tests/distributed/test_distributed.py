@@ -265,6 +265,15 @@ HOMF_VARIANTS = {
 }
 
 
+@pytest.mark.parametrize("method", ["ocmf", "fbgd", "csrr", "homf"])
+def test_verbose_progress_counts_the_iterations(dask_client, capsys, method):
+    # as the single-machine fits do: "iter 2/2", not "iter 2"
+    dfit(_matrix(3), 2, method=method, client=dask_client, n_blocks=2, n_iter=2, seed=1,
+         verbose=True)
+    err = capsys.readouterr().err
+    assert "iter   2/2" in err, err
+
+
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])
 @pytest.mark.parametrize("variant", list(HOMF_VARIANTS))
 def test_homf_dense_equals_single_machine(dask_client, variant, n_blocks):
