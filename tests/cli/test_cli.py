@@ -47,8 +47,8 @@ def test_demo_fits_on_a_screen(monkeypatch, capsys):
 
 
 def test_demo_into_a_log_writes_one_line_per_configuration(monkeypatch, capsys):
-    """Redirected to a file, the demo's progress is what a screen ends with: one line per
-    configuration (its scores), with no carriage returns."""
+    """Redirected to a file, the demo writes per configuration its last iteration and its
+    scores, each on a line of its own, with no carriage returns."""
     from fastpu._core import progress
 
     monkeypatch.setattr(progress, "_is_terminal", lambda stream: False)
@@ -59,7 +59,9 @@ def test_demo_into_a_log_writes_one_line_per_configuration(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "\r" not in err
     mine = [ln for ln in err.splitlines() if ln.startswith("-- ")]
-    assert len(mine) == 2 and all(" P@5 0." in ln for ln in mine), err
+    assert len(mine) == 4, err
+    assert [" iter   2/2 " in ln for ln in mine] == [True, False, True, False], err
+    assert [" P@5 0." in ln for ln in mine] == [False, True, False, True], err
 
 
 def test_run_on_a_csv_and_save(tmp_path, capsys):
