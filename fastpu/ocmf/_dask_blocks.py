@@ -76,7 +76,8 @@ def update_task(block, own, M, kappa, opts, *pieces):
         for Q in opts.get("own_turns", ()):
             _rotate_rows(W, Q)
         if opts.get("turn") is not None:
-            E = np.array(E, order="C")
+            if len(pieces) == 1:                # assemble returned the routed piece itself
+                E = np.array(E, order="C")
             _rotate_rows(E, opts["turn"])
         lam = opts["lam"]
         f_rows = np.empty(W.shape[0])
