@@ -234,8 +234,8 @@ def report(results, args):
                          f"{s['received']:,}",
                          f"{s['sent_same_worker']:,.0f} / {s['sent_max']:,.0f}"])
     lines.append(md_table(head, body))
-    lines.append("\nPositives per block (min / median / max over the 100 blocks, contiguous "
-                 "ids, balanced by rows):\n")
+    lines.append(f"\nPositives per block (min / median / max over the {args.workers} blocks, "
+                 "contiguous ids, balanced by rows):\n")
     lines.append(md_table(["data", "user blocks", "item blocks"],
                           [[r["data"], " / ".join(f"{x:,}" for x in r["pos_user_blocks"]),
                             " / ".join(f"{x:,}" for x in r["pos_item_blocks"])]
