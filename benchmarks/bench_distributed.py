@@ -8,10 +8,17 @@ On a power-law PU matrix (default 50,000 users × 20,000 items, 2,000,000 positi
    positives (two points give the per-positive and per-row cost used in docs/distributed.md);
 3. bytes moved per iteration: Dask's own transfer records (every worker's
    ``transfer_outgoing_log``: gathers by the client, replication and dependency fetches between
-   workers) plus the client's scatter uploads (the factor arrays it scatters, counted from their
-   size: the client is not a worker and keeps no transfer log), against the model's
-   (m + n)·k·8 bytes per half-step. Per-iteration bytes are the difference of two fits that
-   differ only in n_iter, so the one-off cost of sending the blocks cancels.
+   workers) plus the client's scatter uploads (counted from their size: the client is not a
+   worker and keeps no transfer log; the routed layout scatters nothing, its initial data are
+   part of the task graph), and the loopback interface's byte counter (everything on the
+   machine, scheduler messages included), against the routed payload (the factor rows that move
+   between workers in both half-steps, as ``Router.remote_rows`` counts them, times k times the
+   factors' bytes) and the broadcast layout's estimate (P − 1 + (P − 1)/P)·(m + n)·k·bytes of
+   docs/distributed.md. Per-iteration bytes are the difference of two fits that differ only in
+   n_iter, so the one-off cost of sending the blocks cancels.
+
+The fits run at the method's defaults apart from the settings below (ocmf: float32 factors,
+issue 27; the report of the broadcast layout ran float64, the default then).
 
 Run ``python benchmarks/bench_distributed.py`` (several minutes), ``--quick`` for a smoke run,
 ``--method fbgd`` for fBGD's batch mode. Per-iteration times are medians over iterations 2..n
@@ -34,6 +41,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import fastpu as fp  # noqa: E402
 from fastpu import distributed  # noqa: E402
 from _common import hardware_line, md_table, per_iteration, powerlaw_pu  # noqa: E402
+from bench_distributed_traffic import lo_bytes, remote_rows  # noqa: E402
 
 DOCS = os.path.join(HERE, "..", "docs")
 
@@ -124,11 +132,11 @@ def main():
         try:
             dist_fit(client, Y[:200], k, args.method, kw, 1)            # warm the workers
             counter = ScatterCounter(client)
-            b0, s0 = out_bytes(client), counter.total
+            b0, s0, l0 = out_bytes(client), counter.total, lo_bytes()
             short = dist_fit(client, Y, k, args.method, kw, 2)
-            b1, s1 = out_bytes(client), counter.total
+            b1, s1, l1 = out_bytes(client), counter.total, lo_bytes()
             model = dist_fit(client, Y, k, args.method, kw, n_iter)
-            b2, s2 = out_bytes(client), counter.total
+            b2, s2, l2 = out_bytes(client), counter.total, lo_bytes()
             res[workers] = median_iter(model)
             best[workers] = min_iter(model)
             half = dist_fit(client, Yh, k, args.method, kw, n_iter)
@@ -136,7 +144,10 @@ def main():
             best[(workers, "half")] = min_iter(half)
             per_it_w = ((b2 - b1) - (b1 - b0)) / (n_iter - 2)
             per_it_c = ((s2 - s1) - (s1 - s0)) / (n_iter - 2)
-            byte_rows.append((workers, per_it_w, per_it_c))
+            per_it_l = ((l2 - l1) - (l1 - l0)) / (n_iter - 2)
+            itemsize = model.user_factors.dtype.itemsize
+            payload = remote_rows(Y, workers, workers) * k * itemsize
+            byte_rows.append((workers, per_it_w, per_it_c, per_it_l, payload, itemsize))
             rel = np.max(np.abs(np.array([h["objective"] for h in model.history])
                                 - np.array([h["objective"] for h in ref.history]))
                          / np.abs([h["objective"] for h in ref.history]))
@@ -151,7 +162,6 @@ def main():
             cl.close()
     load1 = load()
 
-    model_bytes = (m + n) * k * 8
     t1, t1h = res[1], res[(1, "half")]
     # two points (nnz, nnz/2) at the same m, n: t = a·nnz + b  (b: per-row work and overheads)
     a = (t1 - t1h) / (nnz - nnz // 2)
@@ -177,11 +187,17 @@ def main():
                  f"Distributed (2 workers) / single process (2 threads): **{res[2] / t_single:.2f}x** "
                  f"(median), **{best[2] / best['single']:.2f}x** (fastest); goal <= 1.3x.\n")
     lines.append(md_table(
-        ["workers", "worker transfers / iter (MB)", "client scatter uploads / iter (MB)",
-         "total / iter (MB)", "model (m+n)·k·8 per half-step (MB)", "total / (2 half-steps of model)"],
-        [[w, f"{bw / 1e6:.1f}", f"{bc / 1e6:.1f}", f"{(bw + bc) / 1e6:.1f}",
-          f"{model_bytes / 1e6:.1f}", f"{(bw + bc) / (2 * model_bytes):.2f}"]
-         for w, bw, bc in byte_rows]))
+        ["workers", "Dask transfers / iter (MB)", "client scatter uploads / iter (MB)",
+         "loopback / iter (MB)", "routed payload / iter (MB)", "loopback / payload",
+         "broadcast estimate / iter (MB)", "loopback / broadcast estimate"],
+        [[w, f"{bw / 1e6:.1f}", f"{bc / 1e6:.1f}", f"{bl / 1e6:.1f}", f"{pay / 1e6:.1f}",
+          f"{bl / pay:.2f}" if pay else "—",
+          f"{(w - 1 + (w - 1) / w) * (m + n) * k * isz / 1e6:.1f}",
+          f"{bl / ((w - 1 + (w - 1) / w) * (m + n) * k * isz):.2f}" if w > 1 else "—"]
+         for w, bw, bc, bl, pay, isz in byte_rows]))
+    lines.append(f"\nFactors in {byte_rows[0][5] * 8}-bit floats ({byte_rows[0][5]} B per "
+                 "element). The loopback counter counts every process on the machine; it is "
+                 "only an upper bound of the fit's own traffic.\n")
     lines.append(f"\nPer-worker cost model from the 1-worker runs at {nnz:,} and {nnz // 2:,} "
                  f"positives (same m, n): t ≈ a·|Ω+| + b with a = {a * 1e9:.1f} ns per positive "
                  f"and b = {b:.3f} s (the (m+n)k² row work, the Grams, serialisation and "

@@ -18,6 +18,13 @@ messages included). They are set against the broadcast layout's estimate
 ``--root PATH`` runs the same measurement with the fastpu of another checkout (for example a
 worktree of the broadcast layout); the workers import it too (PYTHONPATH). The distributed model
 is compared with the single-machine fit (objective history and factors, relative).
+
+Also printed: the routed layout's payload per iteration, the factor rows that move between
+workers in both half-steps (``fastpu.distributed.routing.Router.remote_rows``, recomputed here
+from Y with the same blocks and placement) times k times the factor's bytes, and the measured
+bytes over that payload (the wire overhead: serialisation, task messages, the k×k sums).
+``--dtype`` picks the factors' dtype (float64, as the issue's measurement; float32 is ocmf's
+default and what docs/distributed.md's projection ships).
 """
 
 from __future__ import annotations
@@ -64,6 +71,26 @@ def block_matrix(m=40_000, n=8_000, groups=4, nnz=400_000, inside=0.98, seed=0):
     return Y
 
 
+def remote_rows(Y, n_blocks, n_workers):
+    """Rows moved between workers per iteration by the routed layout: for each side, each
+    destination block's touched rows of the other side that live in a source block on another
+    worker (blocks.bounds, block b on worker b mod P), as Router.remote_rows counts them."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from fastpu.distributed.blocks import bounds
+
+    total = 0
+    for A in (sp.csr_array(Y), sp.csr_array(Y.T)):
+        own, other = bounds(A.shape[0], n_blocks), bounds(A.shape[1], n_blocks)
+        for b in range(n_blocks):
+            ids = np.unique(A.indices[A.indptr[own[b]]:A.indptr[own[b + 1]]])
+            per_src = np.diff(np.searchsorted(ids, other))
+            total += int(sum(int(per_src[c]) for c in range(n_blocks)
+                             if b % n_workers != c % n_workers))
+    return total
+
+
 def lo_bytes():
     with open("/proc/net/dev") as fh:
         for line in fh:
@@ -85,6 +112,7 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--k", type=int, default=32)
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     ap.add_argument("--iters", type=int, default=3, help="extra iterations of the longer fit")
     ap.add_argument("--quick", action="store_true", help="a 10x smaller matrix")
     ap.add_argument("--no-check", action="store_true", help="skip the single-machine comparison")
@@ -106,9 +134,9 @@ def main():
         Y = powerlaw_pu(40_000 // scale, 8_000 // scale, 400_000 // scale, seed=0)
     m, n = Y.shape
     k, P = args.k, args.workers
-    kw = dict(loss="square", rho=0.1, lam=1.0, dtype="float64", seed=0)
+    kw = dict(loss="square", rho=0.1, lam=1.0, dtype=args.dtype, seed=0)
     print(f"fastpu from {os.path.dirname(fp.__file__)}; {args.data} {m}x{n}, {Y.nnz} positives, "
-          f"k={k}, {P} workers, {args.blocks} blocks", flush=True)
+          f"k={k}, {args.dtype}, {P} workers, {args.blocks} blocks", flush=True)
     n1, n2 = 2, 2 + args.iters
     with LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cl, Client(cl) as client:
@@ -128,6 +156,11 @@ def main():
     print(f"bytes per iteration: Dask transfers {per_dask / 1e6:.2f} MB "
           f"({per_dask / estimate:.3f}x the estimate), loopback {per_lo / 1e6:.2f} MB "
           f"({per_lo / estimate:.3f}x); broadcast estimate {estimate / 1e6:.2f} MB", flush=True)
+    rows = remote_rows(Y, args.blocks, P)
+    payload = rows * k * np.dtype(args.dtype).itemsize
+    print(f"routed payload per iteration: {rows} rows between workers x {k} x "
+          f"{np.dtype(args.dtype).itemsize} B = {payload / 1e6:.2f} MB; measured / payload: "
+          f"Dask transfers {per_dask / payload:.3f}, loopback {per_lo / payload:.3f}", flush=True)
     print(f"fit times: {counts[0][2]:.1f} s ({n1} iterations), {counts[1][2]:.1f} s ({n2})",
           flush=True)
     if not args.no_check:
