@@ -541,6 +541,17 @@ def test_a_misspelt_keyword_of_a_fit_gets_the_closest_name(fit):
         fit(_Y(), 2, zzz=2)
 
 
+@pytest.mark.parametrize("theirs, ours", [("iterations", "n_iter"), ("regularization", "lam"),
+                                          ("factors", "k"), ("random_state", "seed")])
+def test_another_librarys_name_suggests_fastpus(theirs, ours):
+    # a new user's trial: iterations= suggested 'neg_ratio' (the closest spelling), and
+    # n_factors= without k was reported as a missing k rather than as a misnamed one
+    with pytest.raises(TypeError, match=rf"argument '{theirs}' \(did you mean '{ours}'\?\)"):
+        fp.ocmf.fit(_Y(), **({} if ours == "k" else {"k": 2}), **{theirs: 2})
+    with pytest.raises(TypeError, match=r"argument 'n_factors' \(did you mean 'k'\?\)"):
+        fp.fbgd.fit(_Y(), n_factors=2)
+
+
 def test_a_dataset_where_a_matrix_is_expected_is_told_to_pass_its_y():
     data = fp.datasets.synthetic(20, 10, rank=2, density=0.3, seed=0)
     model = fp.ocmf.fit(data, 2, n_iter=1)

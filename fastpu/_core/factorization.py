@@ -315,14 +315,14 @@ def accepts_dataset(fit: _F) -> _F:
 
     @functools.wraps(fit)
     def wrapper(Y: Any, *args: Any, **kwargs: Any) -> Any:
-        if needs_k and not args and "k" not in kwargs:
-            raise TypeError(f"{where}() missing k, the rank (the number of latent factors of each "
-                            f"user and item): e.g. {where}(Y, 32)")
         if names is not None:           # Python's own message, with the closest name it takes
-            for key in kwargs:
+            for key in kwargs:          # (first: n_factors=8 without k is a misnamed k)
                 if key not in names:
                     raise TypeError(f"{where}() got an unexpected keyword argument {key!r}"
                                     f"{V.did_you_mean(key, names)}; it takes {', '.join(sorted(names))}")
+        if needs_k and not args and "k" not in kwargs:
+            raise TypeError(f"{where}() missing k, the rank (the number of latent factors of each "
+                            f"user and item): e.g. {where}(Y, 32)")
         if not isinstance(Y, Dataset):
             return fit(Y, *args, **kwargs)
         model = fit(Y.Y, *args, **kwargs)

@@ -555,8 +555,28 @@ def ascii_int(s: str) -> int | None:
     return int(s) if re.fullmatch(r"[0-9]+", s) else None
 
 
+#: What other libraries (implicit, scikit-learn, LightFM, PyTorch) call fastpu's parameters:
+#: their name suggests fastpu's before any spelling match does.
+SYNONYMS = {
+    **dict.fromkeys(("iterations", "n_iterations", "max_iter", "epochs", "n_epochs", "num_epochs",
+                     "niter"), "n_iter"),
+    **dict.fromkeys(("regularization", "regularisation", "reg", "l2", "l2_reg", "weight_decay",
+                     "lambda", "lambda_", "lmbda", "alpha_reg"), "lam"),
+    **dict.fromkeys(("factors", "n_factors", "num_factors", "n_components", "rank", "dim",
+                     "embedding_dim", "no_components"), "k"),
+    **dict.fromkeys(("learning_rate", "eta0"), "lr"),
+    **dict.fromkeys(("num_threads", "n_jobs"), "n_threads"),
+    "random_state": "seed",
+    "show_progress": "verbose",
+}
+
+
 def did_you_mean(key: str, names: Collection[str]) -> str:
-    """`` (did you mean 'x'?)`` for the name in ``names`` closest to ``key``, else ``""``."""
+    """`` (did you mean 'x'?)`` for what ``key`` means among ``names``: its fastpu name when it is
+    another library's (:data:`SYNONYMS`), else the closest spelling, else ``""``."""
+    alias = SYNONYMS.get(key)
+    if alias is not None and alias in names:
+        return f" (did you mean {alias!r}?)"
     close = difflib.get_close_matches(key, sorted(names), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

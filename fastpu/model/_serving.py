@@ -316,6 +316,12 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | IdLists | None = 
     n = V.check_k(n, name="n")
     ids = _check_bool(ids, "ids")
     as_frame = _check_bool(as_frame, "as_frame")
+    if sp.issparse(users) and isinstance(Y_seen, (int, np.integer)) and not isinstance(Y_seen, bool):
+        # implicit's order, recommend(userid, user_items): fastpu's is (Y_seen, users)
+        raise TypeError(f"recommend takes (Y_seen, users), got a user ({int(Y_seen)}) first and a "
+                        f"sparse row second (implicit's order, recommend(userid, user_items)); "
+                        f"pass recommend(Y_seen, users={int(Y_seen)}), with Y_seen the whole "
+                        f"{model.shape[0]}×{model.shape[1]} matrix of seen items")
     single = users is not None and np.ndim(users) == 0
     users = _positions(model, users, side="user", name="users", ids=ids)
     if users is None:

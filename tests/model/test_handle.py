@@ -193,3 +193,10 @@ def test_a_user_passed_where_y_seen_goes_says_to_use_users(small):
     for user in ("ann", 0, np.int64(0)):
         with pytest.raises(TypeError, match=r"recommend's first argument is Y_seen .*pass the user as users="):
             model.recommend(user, n=2)
+    # implicit's full order, recommend(userid, user_items): a new user's trial got "users must
+    # be integer indices, got dtype object"
+    row = sp.csr_array(data.Y)[[0]]
+    for user in (0, np.int64(0)):
+        with pytest.raises(TypeError, match=r"recommend takes \(Y_seen, users\), got a user \(0\) "
+                                            r"first and a sparse row second .*users=0"):
+            model.recommend(user, row, n=2)
