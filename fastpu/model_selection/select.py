@@ -150,7 +150,8 @@ class SearchResult:
         for t in sorted(self.trials, key=lambda t: -t["best_score"]):
             cells = [str(t["trial"]), *(_fmt(t["params"].get(k)) for k in keys),
                      f"{t['best_score']:.4f}", str(t["best_iter"]), f"{t['fit_seconds']:.1f}",
-                     t["error"] or ""]
+                     t["error"] or (f"stopped at iteration {t['stopped_at']}: trailing the median"
+                                    if t.get("stopped_at") else "")]
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines)
 

@@ -357,6 +357,10 @@ def test_tune_tries_the_defaults_first_searches_the_rank_and_stops_trailing_tria
     assert {t["params"]["k"] for t in res.trials} <= {16, 32, 64, 128, 256, 512}
     stopped = [t for t in res.trials if t["stopped_at"] is not None]
     assert stopped and all(len(t["scores"]) == t["stopped_at"] >= 3 for t in stopped)
+    # the table says so too (its note column was empty for them: a new user's trial)
+    rows = {ln.split(" | ")[0].strip("| "): ln for ln in res.table().splitlines()[2:]}
+    for t in stopped:
+        assert f"stopped at iteration {t['stopped_at']}: trailing the median" in rows[str(t["trial"])]
     # the rule itself: a trial stops when its best trails the median of the earlier trials'
     rule = select._MedianRule(grace=3, min_trials=2)
     rule.add([0.1, 0.2, 0.3])
