@@ -55,6 +55,11 @@ class Entry:
         ``check(params)`` (refuses, in a sentence, a variant with no distributed form).
     space : str or None
         ``space(**fixed) -> (space, fixed)``: the default search space of ``tune``.
+    starts : str or None
+        ``starts(**fixed) -> [setting, ...]``: settings ``tune`` tries right after the
+        defaults, before its random draws (each a dict of some searched parameters; the others
+        keep their defaults), for a variant whose fit defaults are a poor start (ocmf's square
+        loss).
     demo : str or None
         ``demo_configs() -> [(label, fit kwargs), ...]``: ``fastpu demo`` and the warm-up.
     model_class : str
@@ -87,6 +92,7 @@ class Entry:
     partial: str | None = None
     dask: str | None = None
     space: str | None = None
+    starts: str | None = None
     demo: str | None = None
     model_class: str = "fastpu._core.factorization:Factorization"
     fitted: str | None = None
@@ -124,7 +130,8 @@ METHODS = (
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
           partial="fastpu.model._sides:ocmf", compile_seconds=6.5,
           fitted="fastpu.ocmf._check:check_fitted",
-          space="fastpu.ocmf._tuning:space", demo="fastpu.ocmf:demo_configs",
+          space="fastpu.ocmf._tuning:space", starts="fastpu.ocmf._tuning:starts",
+          demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
           fit="fastpu.fbgd:fit", fold="fastpu.fbgd._fold", dask="fastpu.fbgd._dask",

@@ -293,7 +293,7 @@ def _python(v: Any) -> Any:
 def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[str, Any], *,
            validation: float | tuple[Any, Any] = 0.2, metric: str = "ndcg@10",
            n_trials: int | None = None, seconds: float | None = None,
-           first: dict[str, Any] | None = None, stop_trailing: bool = False, seed: int = 0,
+           first: dict[str, Any] | list[dict[str, Any]] | None = None, stop_trailing: bool = False, seed: int = 0,
            refit: bool = True, split: str = "entries", n_threads: Threads = None,
            verbose: bool = False, **fixed: Any) -> SearchResult:
     """Search a method's settings on a validation split carved from ``Y``, keep the best iteration.
@@ -327,9 +327,10 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     seconds : float, optional
         A wall-time budget: no trial starts once this many seconds have passed (the trial under
         way finishes; the first trial always runs). With ``n_trials``, whichever runs out first.
-    first : dict, optional
-        A setting of the searched parameters tried before the drawn ones (``tune`` passes the
-        method's defaults), counted in ``n_trials``.
+    first : dict or list of dict, optional
+        A setting of the searched parameters (or a list of them, tried in order) tried before
+        the drawn ones (``tune`` passes the method's defaults, and for ocmf's square loss a
+        second start), counted in ``n_trials``.
     stop_trailing : bool
         Stop a trial whose best validation score so far trails the median of the earlier
         trials' best at the same iteration (the median stopping rule of Google Vizier), from the
@@ -595,24 +596,28 @@ class _MedianRule:
         return best < float(np.median(ref))
 
 
-def _check_first(first: Any, space: dict[str, Any]) -> dict[str, Any] | None:
-    """``first`` as a setting of exactly the searched parameters (or None)."""
+def _check_first(first: Any, space: dict[str, Any]) -> list[dict[str, Any]]:
+    """``first`` as a list of settings of exactly the searched parameters (empty for None)."""
     if first is None:
-        return None
-    if not isinstance(first, dict):
-        raise TypeError(f"first must be a dict of the searched parameters' values, got "
-                        f"{type(first).__name__}")
-    if set(first) != set(space):
-        raise ValueError(f"first must set exactly the searched parameters {sorted(space)}, got "
-                         f"{sorted(first)}")
-    return dict(first)
+        return []
+    many = isinstance(first, (list, tuple))
+    out = []
+    for one in (first if many else [first]):
+        if not isinstance(one, dict):
+            raise TypeError(f"first must be a dict of the searched parameters' values (or a list "
+                            f"of such dicts), got {type(one).__name__}")
+        if set(one) != set(space):
+            raise ValueError(f"first must set exactly the searched parameters {sorted(space)}, got "
+                             f"{sorted(one)}")
+        out.append(dict(one))
+    return out
 
 
 def _settings(space: dict[str, Any], n_trials: int | None, seconds: float | None,
-              first: dict[str, Any] | None, rng: np.random.Generator) -> Any:
-    """The settings to try, ``first`` first: a list (a grid, a sample of it, ``n_trials`` random
+              first: list[dict[str, Any]], rng: np.random.Generator) -> Any:
+    """The settings to try, ``first``'s first: a list (a grid, a sample of it, ``n_trials`` random
     draws), or an endless stream of random draws when only ``seconds`` bounds the search."""
-    lead = [first] if first is not None else []
+    lead = list(first)
     rest = None if n_trials is None else n_trials - len(lead)
     if rest is not None and rest <= 0:
         return lead[:n_trials]
@@ -719,7 +724,9 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     """Random search over the method's default space (:data:`SPACES`), the defaults first.
 
     The first trial is the method's own defaults (rank 64 where the space searches the rank);
-    the others are drawn from the space, which searches the rank on a log scale (16 to 512, as
+    with ocmf's square loss (SQ-wSQ) the second is ρ = 1/6, λ = 6, WRMF's α = 5, λ = 36 in
+    SQ-wSQ's terms (``fastpu.ocmf._tuning.starts``: the fit's defaults are LR-wSQ's); the
+    others are drawn from the space, which searches the rank on a log scale (16 to 512, as
     far as the matrix allows). A trial whose best validation score trails the median of the
     earlier trials' at the same iteration stops there (:func:`search`'s ``stop_trailing``), so
     the budget buys more settings. Keyword arguments the search does not cover are passed to
@@ -782,11 +789,29 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     if space is not None:       # the defaults yield to what the given space searches (e.g. k)
         fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
     else:
-        first = _defaults_of(method, default)
+        first = _starts_of(method, default, fixed_all)
     return search(method, Y, default if space is None else space, validation=validation,
                   metric=metric, n_trials=budget, seconds=seconds, first=first,
                   stop_trailing=True, seed=seed, refit=refit, split=split,
                   n_threads=n_threads, verbose=verbose, **fixed_all)
+
+
+def _starts_of(method: str, space: dict[str, Any],
+               fixed: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The first trials of :func:`tune`: the method's defaults, then the settings its registry
+    entry's ``starts`` adds for these fixed arguments (ocmf's square loss): one that sets only
+    searched parameters, completed with the defaults (the rank 64), unless a trial before it is
+    the same."""
+    lead = _defaults_of(method, space)
+    if lead is None:
+        return None
+    out = [lead]
+    entry = registry.get(method)
+    for extra in (entry.resolve("starts")(**fixed) if entry.starts is not None else []):
+        setting = {**lead, **extra}
+        if set(extra) <= set(space) and setting not in out:
+            out.append(setting)
+    return out
 
 
 def _defaults_of(method: str, space: dict[str, Any]) -> dict[str, Any] | None:
