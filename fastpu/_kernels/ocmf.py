@@ -141,31 +141,6 @@ def _scores(G, idx, off, nrow, w, s):
 
 
 @nb.njit(inline="always", **_JIT)
-def _accumulate(G, idx, off, nrow, z, out):
-    """out += Σ_t z[t] G[idx[off + t]], four rows at a time."""
-    k = out.shape[0]
-    t = 0
-    while t + 4 <= nrow:
-        j0 = idx[off + t]
-        j1 = idx[off + t + 1]
-        j2 = idx[off + t + 2]
-        j3 = idx[off + t + 3]
-        z0 = z[t]
-        z1 = z[t + 1]
-        z2 = z[t + 2]
-        z3 = z[t + 3]
-        for a in range(k):
-            out[a] += G[j0, a] * z0 + G[j1, a] * z1 + G[j2, a] * z2 + G[j3, a] * z3
-        t += 4
-    while t < nrow:
-        j = idx[off + t]
-        zt = z[t]
-        for a in range(k):
-            out[a] += G[j, a] * zt
-        t += 1
-
-
-@nb.njit(inline="always", **_JIT)
 def _quad_part(M, mdv, diag, kappa, abar, p_i, lam, w, g, mw):
     """p_i (wᵀMw - 2 abar wᵀκ) + lam ‖w‖²; writes M w into mw and its gradient into g."""
     k = w.shape[0]
@@ -238,10 +213,10 @@ def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, mdv, diag, kappa, 
 
 
 @nb.njit(inline="always", **_JIT)
-def _hessp(G, idx, off, nrow, d2, M, mdv, diag, p_i, lam, v, u, z, mv, out):
+def _hessp(G, idx, off, nrow, d2, M, mdv, diag, p_i, lam, v, u, mv, out):
     """out = (2 p_i M + 2 lam I + Σ_t d2[t] g_t g_tᵀ) v with g_t = G[idx[off + t]].
 
-    Also leaves M v in mv and the scores g_t·v in u (z is unused). One pass over the item
+    Also leaves M v in mv and the scores g_t·v in u. One pass over the item
     vectors: four at a time, the dot products g_t·v and then, while those four rows are still in
     the L1 cache, their contributions d2_t (g_t·v) g_t — the same operations in the same order
     as a pass of scores followed by a pass of accumulation, with half the reads of G.
@@ -323,7 +298,6 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     d1 = np.empty(longest, dtype=ct)
     d2 = np.empty(longest, dtype=ct)
     u = np.empty(longest)
-    z = np.empty(longest)
     sd = np.empty(longest)
     yl = np.empty(longest)
     wt = np.empty(longest)
@@ -406,7 +380,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
             rr = gg * sc * sc
             stop = cg_tol * cg_tol * rr
             for _c in range(n_cg):
-                _hessp(src, idx, off, nrow, d2, M, mdv, diag, p_i, lam, d, u, z, md, Hd)
+                _hessp(src, idx, off, nrow, d2, M, mdv, diag, p_i, lam, d, u, md, Hd)
                 dHd = 0.0
                 for a in range(k):
                     dHd += np.float64(d[a]) * Hd[a]
