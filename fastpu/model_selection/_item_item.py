@@ -115,6 +115,18 @@ def _check_rank(k: Any, name: str) -> None:
                         f"leave k out (got k={k!r})")
 
 
+def _start(name: str, Y: Any, n_iter: Any, seed: Any, callback: Callback,
+           verbose: Any) -> tuple[Sparse, Progress]:
+    """The checks both item-item fits share, after their own: (X, the 0/1 pattern of Y, and the
+    fit's progress). ``n_iter`` and ``seed`` are checked and unused (closed forms)."""
+    V.check_int(n_iter, name="n_iter", minimum=1)
+    V.check_seed(seed)
+    callback = V.check_callback(callback)
+    verbose = V.check_verbose(verbose)
+    X = V.check_trainable(_binary(Y))
+    return X, Progress(name, verbose=verbose, callback=callback)
+
+
 def _gram(X: Sparse, n_threads: Threads, name: str) -> np.ndarray:
     """XᵀX as a dense float64 n×n matrix, after the memory check of the n×n work."""
     n = X.shape[1]
@@ -180,12 +192,7 @@ def ease(Y: Sparse | Dataset, k: None = None, *, lam: float = 500.0, n_iter: int
     """
     _check_rank(k, "ease")
     lam = V.check_scalar(lam, name="lam", minimum=0.0, strict_min=True)
-    V.check_int(n_iter, name="n_iter", minimum=1)
-    V.check_seed(seed)
-    callback = V.check_callback(callback)
-    verbose = V.check_verbose(verbose)
-    X = V.check_trainable(_binary(Y))
-    progress = Progress("ease", verbose=verbose, callback=callback)
+    X, progress = _start("ease", Y, n_iter, seed, callback, verbose)
     with limit_threads(n_threads, blas=n_threads):
         G = _gram(X, n_threads, "ease")
         G[np.diag_indices_from(G)] += lam
@@ -273,12 +280,7 @@ def item_knn(Y: Sparse | Dataset, k: None = None, *, n_neighbors: int | None = 1
     if n_neighbors is not None:
         n_neighbors = V.check_int(n_neighbors, name="n_neighbors", minimum=1)
     shrink = V.check_scalar(shrink, name="shrink", minimum=0.0)
-    V.check_int(n_iter, name="n_iter", minimum=1)
-    V.check_seed(seed)
-    callback = V.check_callback(callback)
-    verbose = V.check_verbose(verbose)
-    X = V.check_trainable(_binary(Y))
-    progress = Progress("itemknn", verbose=verbose, callback=callback)
+    X, progress = _start("itemknn", Y, n_iter, seed, callback, verbose)
     with limit_threads(n_threads, blas=n_threads):
         C = _gram(X, n_threads, "item_knn")
         norms = np.sqrt(np.diag(C).copy())
