@@ -143,12 +143,17 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
                         "to give ids") from None
 
 
+def _is_a_user(Y_seen: Any) -> bool:
+    """Whether recommend's first argument is a user id or index (implicit's argument order)."""
+    return isinstance(Y_seen, (str, bytes, int, np.integer)) and not isinstance(Y_seen, bool)
+
+
 def _seen_matrix(model: Factorization, Y_seen: Sparse | Dataset | None) -> Sparse:
     """The items to exclude per user as canonical CSR of the model's shape."""
     m, n = model.shape
     if Y_seen is None:
         return sp.csr_array((np.zeros(0), np.zeros(0, np.int64), np.zeros(m + 1, np.int64)), shape=(m, n))
-    if isinstance(Y_seen, (str, bytes, int, np.integer)) and not isinstance(Y_seen, bool):
+    if _is_a_user(Y_seen):
         # model.recommend(user) as implicit's recommend(userid, ...) is spelled
         raise TypeError(f"Y_seen must be a scipy.sparse matrix, a Dataset, lists of item ids or "
                         f"None, got the scalar {Y_seen!r}: recommend's first argument is Y_seen "
@@ -316,11 +321,12 @@ def recommend(model: Factorization, Y_seen: Sparse | Dataset | IdLists | None = 
     n = V.check_k(n, name="n")
     ids = _check_bool(ids, "ids")
     as_frame = _check_bool(as_frame, "as_frame")
-    if sp.issparse(users) and isinstance(Y_seen, (int, np.integer)) and not isinstance(Y_seen, bool):
+    if sp.issparse(users) and _is_a_user(Y_seen):
         # implicit's order, recommend(userid, user_items): fastpu's is (Y_seen, users)
-        raise TypeError(f"recommend takes (Y_seen, users), got a user ({int(Y_seen)}) first and a "
+        who = int(Y_seen) if isinstance(Y_seen, (int, np.integer)) else repr(Y_seen)
+        raise TypeError(f"recommend takes (Y_seen, users), got a user ({who}) first and a "
                         f"sparse row second (implicit's order, recommend(userid, user_items)); "
-                        f"pass recommend(Y_seen, users={int(Y_seen)}), with Y_seen the whole "
+                        f"pass recommend(Y_seen, users={who}), with Y_seen the whole "
                         f"{model.shape[0]}×{model.shape[1]} matrix of seen items")
     single = users is not None and np.ndim(users) == 0
     users = _positions(model, users, side="user", name="users", ids=ids)
