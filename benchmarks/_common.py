@@ -241,6 +241,20 @@ def cached_powerlaw(m, n, nnz, *, seed=0, folder=None):
     return Y
 
 
+def git_commit():
+    """(short hash of the checkout's HEAD, whether fastpu/ has uncommitted changes), or
+    (None, False) outside a git checkout: what a report says it measured."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "fastpu"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None, False
+    return head, bool(dirty)
+
+
 def rss_mib():
     """This process's resident set, MiB (``/proc/self/statm``)."""
     with open("/proc/self/statm") as fh:

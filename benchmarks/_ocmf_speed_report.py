@@ -10,7 +10,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _ocmf_speed_common import (fmt_s, hardware_line, LAM_GRAPH, md_table, ROOT, THREADS)  # noqa: E402
+from _common import git_commit  # noqa: E402
+from _ocmf_speed_common import (fmt_s, hardware_line, LAM_GRAPH, md_table, THREADS)  # noqa: E402
 from _ocmf_speed_cd import F64_C, FASTPU_C, _goal  # noqa: E402
 
 GIT_STATE = "unknown commit"
@@ -316,14 +317,8 @@ def summary_lines(a, b, c):
 
 def _git_state():
     """Short commit hash of the repository and whether fastpu/ has uncommitted changes."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "fastpu"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+    head, dirty = git_commit()
+    if head is None:
         return "unknown commit"
     return f"commit {head}" + (" with uncommitted changes under fastpu/" if dirty else "")
 

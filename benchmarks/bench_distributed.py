@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -40,7 +39,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import fastpu as fp  # noqa: E402
 from fastpu import distributed  # noqa: E402
-from _common import hardware_line, md_table, per_iteration, powerlaw_pu  # noqa: E402
+from _common import git_commit, hardware_line, md_table, per_iteration, powerlaw_pu  # noqa: E402
 from bench_distributed_traffic import lo_bytes, remote_rows  # noqa: E402
 
 DOCS = os.path.join(HERE, "..", "docs")
@@ -204,8 +203,7 @@ def main():
                  f"scheduling at m + n = {m + n:,}, k = {k}), i.e. "
                  f"{nnz / t1 / 1e6:.2f} M positives per second per single-thread worker "
                  "at this density.\n")
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
-                         text=True, check=False).stdout.strip()
+    rev = git_commit()[0] or ""
     lines.append(f"Measured at commit {rev}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
                  f"`python benchmarks/bench_distributed.py{' --quick' if args.quick else ''}"
                  f"{'' if args.method == 'ocmf' else ' --method ' + args.method}`.\n")

@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -51,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from _common import PeakMemory, hardware_line, md_table  # noqa: E402
+from _common import PeakMemory, git_commit, hardware_line, md_table  # noqa: E402
 from fastpu.distributed.blocks import bounds  # noqa: E402
 
 DOCS = os.path.join(HERE, "..", "docs")
@@ -258,8 +257,7 @@ def report(results, args):
                          f"block's worker needs "
                          f"about {t['inputs_mib'] + t['peak_mib'] - t['rss_before_mib']:,.0f} "
                          "MiB for this task.\n")
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
-                         text=True, check=False).stdout.strip()
+    rev = git_commit()[0] or ""
     lines.append(f"\nMeasured at commit {rev}, "
                  f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
                  f"`python benchmarks/bench_distributed_projection.py"

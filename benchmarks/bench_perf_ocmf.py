@@ -45,7 +45,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from _common import PeakMemory, hardware_line, md_table, powerlaw_pu  # noqa: E402
+from _common import PeakMemory, git_commit, hardware_line, md_table, powerlaw_pu  # noqa: E402
 
 THREADS = 2
 RHO, LAM = 0.01, 1.0
@@ -314,14 +314,10 @@ def growth_rows_share(cfg):
 # ------------------------------------------------------------------------------------------
 
 def _git_state():
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "fastpu"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return sha + (" (with uncommitted changes to fastpu/)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
+    sha, dirty = git_commit()
+    if sha is None:
         return "unknown"
+    return sha + (" (with uncommitted changes to fastpu/)" if dirty else "")
 
 
 def _met(value, goal):
