@@ -47,18 +47,21 @@ LOG_INTERVAL = 10.0
 
 class _Line:
     """One updating line on ``stream``: tqdm's when it is installed, else carriage returns. On a
-    stream that is not a terminal (a log file, a pipe) every update is a line of its own: a
-    carriage return there would pile every iteration onto one line of the log."""
+    stream that is not a terminal (a log file, a pipe) updates are written as lines of their own,
+    at most one per :data:`LOG_INTERVAL` and the last: a carriage return there would pile every
+    iteration onto one line of the log."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
         self.width = 0
         self.bar: Any = None
-        self.lines = not _is_terminal(stream) and os.environ.get("FASTPU_PROGRESS", "").lower() != "plain"
+        plain = os.environ.get("FASTPU_PROGRESS", "").lower() == "plain"
+        terminal = _is_terminal(stream)
+        self.lines = not plain and not terminal
         self.last: str | None = None          # the last line written (lines mode)
         self.pending: str | None = None       # the latest text, not yet written
         self.written = time.monotonic()       # when a line was last written (or the start)
-        if not self.lines and os.environ.get("FASTPU_PROGRESS", "").lower() != "plain":
+        if not plain and terminal:
             try:
                 from tqdm.auto import tqdm
             except ImportError:
