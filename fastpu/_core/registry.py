@@ -55,11 +55,10 @@ class Entry:
         ``check(params)`` (refuses, in a sentence, a variant with no distributed form).
     space : str or None
         ``space(**fixed) -> (space, fixed)``: the default search space of ``tune``.
-    starts : str or None
-        ``starts(**fixed) -> [setting, ...]``: settings ``tune`` tries right after the
-        defaults, before its random draws (each a dict of some searched parameters; the others
-        keep their defaults), for a variant whose fit defaults are a poor start (ocmf's square
-        loss).
+    defaults : str or None
+        ``defaults(**fixed) -> dict``: the values of the fit's parameters whose signature
+        default is None because they depend on other arguments (ocmf's ρ and λ depend on the
+        loss), for ``tune``'s first trial, the method's defaults.
     demo : str or None
         ``demo_configs() -> [(label, fit kwargs), ...]``: ``fastpu demo`` and the warm-up.
     model_class : str
@@ -92,7 +91,7 @@ class Entry:
     partial: str | None = None
     dask: str | None = None
     space: str | None = None
-    starts: str | None = None
+    defaults: str | None = None
     demo: str | None = None
     model_class: str = "fastpu._core.factorization:Factorization"
     fitted: str | None = None
@@ -130,7 +129,7 @@ METHODS = (
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
           partial="fastpu.model._sides:ocmf", compile_seconds=6.5,
           fitted="fastpu.ocmf._check:check_fitted",
-          space="fastpu.ocmf._tuning:space", starts="fastpu.ocmf._tuning:starts",
+          space="fastpu.ocmf._tuning:space", defaults="fastpu.ocmf._check:loss_defaults",
           demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",

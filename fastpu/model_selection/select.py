@@ -329,8 +329,7 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
         way finishes; the first trial always runs). With ``n_trials``, whichever runs out first.
     first : dict or list of dict, optional
         A setting of the searched parameters (or a list of them, tried in order) tried before
-        the drawn ones (``tune`` passes the method's defaults, and for ocmf's square loss a
-        second start), counted in ``n_trials``.
+        the drawn ones (``tune`` passes the method's defaults), counted in ``n_trials``.
     stop_trailing : bool
         Stop a trial whose best validation score so far trails the median of the earlier
         trials' best at the same iteration (the median stopping rule of Google Vizier), from the
@@ -723,9 +722,8 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
          verbose: bool = False, **fixed: Any) -> SearchResult:
     """Random search over the method's default space (:data:`SPACES`), the defaults first.
 
-    The first trial is the method's own defaults (rank 64 where the space searches the rank);
-    with ocmf's square loss (SQ-wSQ) the second is ρ = 1/6, λ = 6, WRMF's α = 5, λ = 36 in
-    SQ-wSQ's terms (``fastpu.ocmf._tuning.starts``: the fit's defaults are LR-wSQ's); the
+    The first trial is the method's own defaults for the fixed arguments (rank 64 where the
+    space searches the rank; with ocmf's square loss, SQ-wSQ's ρ = 1/6, λ = 6); the
     others are drawn from the space, which searches the rank on a log scale (16 to 512, as
     far as the matrix allows). A trial whose best validation score trails the median of the
     earlier trials' at the same iteration stops there (:func:`search`'s ``stop_trailing``), so
@@ -798,31 +796,27 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
 
 def _starts_of(method: str, space: dict[str, Any],
                fixed: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The first trials of :func:`tune`: the method's defaults, then the settings its registry
-    entry's ``starts`` adds for these fixed arguments (ocmf's square loss): one that sets only
-    searched parameters, completed with the defaults (the rank 64), unless a trial before it is
-    the same."""
-    lead = _defaults_of(method, space)
-    if lead is None:
-        return None
-    out = [lead]
+    """The first trial of :func:`tune`: the method's defaults for these fixed arguments."""
+    lead = _defaults_of(method, space, fixed)
+    return None if lead is None else [lead]
+
+
+def _defaults_of(method: str, space: dict[str, Any],
+                 fixed: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The method's own default of every parameter the space searches: the fit's defaults
+    (where the fit's signature says None, the value its registry entry's ``defaults`` gives for
+    the ``fixed`` arguments: ocmf's ρ and λ depend on the loss), and rank 64 (or the largest
+    the space allows below it); None when a parameter has no default."""
     entry = registry.get(method)
-    for extra in (entry.resolve("starts")(**fixed) if entry.starts is not None else []):
-        setting = {**lead, **extra}
-        if set(extra) <= set(space) and setting not in out:
-            out.append(setting)
-    return out
-
-
-def _defaults_of(method: str, space: dict[str, Any]) -> dict[str, Any] | None:
-    """The method's own default of every parameter the space searches: the fit's defaults, and
-    rank 64 (or the largest the space allows below it); None when a parameter has no default."""
-    params = inspect.signature(registry.get(method).resolve("fit")).parameters
+    params = inspect.signature(entry.resolve("fit")).parameters
+    chosen = entry.resolve("defaults")(**(fixed or {})) if entry.defaults is not None else {}
     out: dict[str, Any] = {}
     for name, values in space.items():
         if name == "k" and isinstance(values, list):
             fits = [r for r in values if r <= registry.DEFAULT_RANK]
             out["k"] = max(fits) if fits else min(values)
+        elif name in params and params[name].default is None and name in chosen:
+            out[name] = chosen[name]
         elif name in params and params[name].default is not inspect.Parameter.empty:
             out[name] = params[name].default
         else:

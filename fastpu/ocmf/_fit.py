@@ -27,9 +27,9 @@ __all__ = ["fit", "objective", "nystrom_features", "NystromMap", "demo_configs",
 
 def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | None = None,
               item_features: Matrix | None = None, user_graph: Matrix | None = None,
-              item_graph: Matrix | None = None, loss: str = "logistic", rho: float = 0.01,
+              item_graph: Matrix | None = None, loss: str = "logistic", rho: float | None = None,
               p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
-              negatives: str = "full", neg_ratio: float = 1.0, lam: float = 1.0,
+              negatives: str = "full", neg_ratio: float = 1.0, lam: float | None = None,
               lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
               dense_limit: int | None = None, seed: Seed = 0, n_threads: Threads = None) -> float:
     """The objective f(W, H) of equation (2), computed in O(|Ω+|k + (m+n)k² + nnz(X, Z, L)k).
@@ -84,9 +84,9 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         item_features: Matrix | None = None, user_graph: Matrix | None = None,
-        item_graph: Matrix | None = None, loss: str = "logistic", rho: float = 0.01,
+        item_graph: Matrix | None = None, loss: str = "logistic", rho: float | None = None,
         p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
-        negatives: str = "full", neg_ratio: float = 1.0, lam: float = 1.0,
+        negatives: str = "full", neg_ratio: float = 1.0, lam: float | None = None,
         lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
         solver: str = "tron", n_iter: int = 15, n_inner: int = 5, fast_path: bool = True,
         newton_steps: int | None = None, cg_steps: int | None = None,
@@ -110,10 +110,12 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Symmetric non-negative similarities S; the regulariser uses L = D - S.
     loss : {"logistic", "square", "squared_hinge"}
         Loss on the positives: l(1, s).
-    rho : float
+    rho : float, optional
         Constant scaling of the unlabeled weight: p_i q_j ← rho · p_i · q_j. With ``p`` and
         ``q`` left at ``None`` (ones) the weight is ``rho`` everywhere (the paper's setting).
-        The largest weight rho · p_i · q_j is at most 1e20, as a penalty is.
+        The largest weight rho · p_i · q_j is at most 1e20, as a penalty is. ``None``
+        (default): 0.01 for the logistic and squared hinge losses, 1/6 for the square loss
+        (the square loss's was 0.01 before issue 26; see the CHANGELOG).
     p, q : array-like, optional
         Per-user and per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
@@ -125,8 +127,10 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         on every entry (LR-wLR), dense O(mnk): refused above ``dense_limit`` entries.
     neg_ratio : float
         Sampled negatives per positive with ``negatives="sampled"``.
-    lam : float
+    lam : float, optional
         Regularisation λ shared by both sides: the default of ``lam_w`` and ``lam_h``.
+        ``None`` (default): 1 for the logistic and squared hinge losses, 6 for the square loss
+        (it was 1 before issue 26).
     lam_w, lam_h : float, optional
         The paper's λ_w and λ_h of equation (2): separate regularisation weights of the
         users' side W (with its graph term) and the items' side H. ``None`` (default): ``lam``,
