@@ -5,10 +5,22 @@ reductions). The sparsity pattern is fixed for the whole fit, so once, when the 
 destination block computes the sorted ids of the other side's rows it touches (its *touched*
 rows) and how they split over the source blocks (the other side's contiguous row ranges). Per
 half-step, for every pair (source c, destination b) with a touched row in common, one task on
-c's worker cuts those rows out of c's current rows (a *piece*); b's task concatenates its pieces
-in source order into a compact matrix, one row per touched row, and its positives' column
-indices were re-indexed once into that matrix (:func:`compact`). This is Spark MLlib's ALS
-layout (in-blocks and out-blocks), with Dask moving the pieces worker to worker.
+c's worker cuts those rows out of c's current rows (a *piece*), and b's compact matrix holds
+them in source order, one row per touched row; its positives' column indices were re-indexed
+once into that matrix (:func:`compact`). This is Spark MLlib's ALS layout (in-blocks and
+out-blocks), with Dask moving the pieces worker to worker.
+
+A destination with several sources builds its compact matrix piece by piece, so that neither
+side holds all the pieces at once (issue 29: the projection at 10⁹ positives). A chain of tasks
+on b's worker allocates the matrix with the first piece (:func:`start`) and writes each next
+piece into its rows (:func:`place`); a piece is cut only once the chain is ready for it (its
+cut waits on a small marker the chain leaves, :func:`ready`), and Dask fetches a piece only
+when the task that places it is scheduled, which is after the previous piece is in place. So a
+destination holds its matrix plus about one piece, and a source about one outgoing piece per
+destination that is ready for it, instead of all of them until the block's task ends. The
+chain starts with the source on b's own worker and goes round from there, so that the sources
+are not all asked for their pieces in the same order. The price is latency: a destination's
+pieces arrive one after the other, one scheduler round trip each.
 
 A block therefore receives at most min(its positives, rows of the other side) rows per
 half-step, and nothing at all from a source block on its own worker. The kernels run unchanged
@@ -27,7 +39,7 @@ import numpy as np
 
 from fastpu.distributed.blocks import INDEX, first, home, token
 
-__all__ = ["Touch", "Router", "Routes", "compact", "assemble", "take"]
+__all__ = ["Touch", "Router", "Routes", "compact", "assemble", "take", "start", "place", "ready"]
 
 
 @dataclasses.dataclass
@@ -66,9 +78,36 @@ def compact(indices: np.ndarray, touch: Touch) -> np.ndarray:
     return np.searchsorted(touch.ids, indices).astype(INDEX)
 
 
-def take(source: Any, local: np.ndarray) -> np.ndarray:
-    """The rows ``local`` (positions within the source block) of a source's rows: a piece."""
-    return np.ascontiguousarray(first(source)[local])
+def take(source: Any, local: np.ndarray, then: Any = None, after: Any = None) -> np.ndarray:
+    """The rows ``local`` (positions within the source block) of a source's rows: a piece,
+    passed through ``then(piece) -> piece`` when given (ocmf turns it into this half-step's
+    eigenbasis). ``after`` is not read: it is the marker of the destination's chain that this
+    cut waits for (:func:`ready`)."""
+    piece = np.ascontiguousarray(first(source)[local])
+    return piece if then is None else then(piece)
+
+
+def start(n_rows: int, offset: int, piece: np.ndarray) -> np.ndarray:
+    """A destination's compact matrix (``n_rows`` rows), with its first piece at ``offset``;
+    the other rows are written by :func:`place`."""
+    out = np.empty((n_rows,) + piece.shape[1:], dtype=piece.dtype)   # rows, or weights (1-D)
+    out[offset:offset + piece.shape[0]] = piece
+    return out
+
+
+def place(acc: np.ndarray, offset: int, piece: np.ndarray) -> np.ndarray:
+    """``acc`` with ``piece`` written at row ``offset``, in place, and returned.
+
+    Writing into a task's result is safe here: the chain's matrix has one reader, the next
+    link (or the block's task, after the last), and a link that runs again writes the same rows.
+    """
+    acc[offset:offset + piece.shape[0]] = piece
+    return acc
+
+
+def ready(acc: Any) -> None:
+    """A marker that the chain has placed its pieces so far: the next cut waits for it."""
+    return None
 
 
 def assemble(k: int, dtype: str, *pieces: np.ndarray) -> np.ndarray:
@@ -129,13 +168,35 @@ class Router:
         """The source blocks destination b receives rows from, in order."""
         return [int(c) for c in np.flatnonzero(self.counts[b])]
 
-    def pieces(self, sources: list[Any], b: int) -> list[Any]:
-        """Futures of destination b's pieces (in source order) cut from ``sources`` (one future
-        per source block: its rows, or a result whose first element is its rows)."""
+    def pieces(self, sources: list[Any], b: int, then: Any = None) -> list[Any]:
+        """Destination b's routed rows cut from ``sources`` (one future per source block: its
+        rows, or a result whose first element is its rows), each piece passed through ``then``
+        (see :func:`take`) when given: a list of one future, its compact matrix (the pieces in source order; built by a chain
+        of tasks when there are several sources, see the module's docstring), or an empty list
+        when b touches no row."""
         c_ = self.client
-        return [c_.submit(take, sources[c], self.need[b, c], workers=[home(self.workers, c)],
-                          allow_other_workers=True, pure=False)
-                for c in self.sources_of(b)]
+        srcs = self.sources_of(b)
+        if not srcs:
+            return []
+        offsets = np.concatenate([[0], np.cumsum(self.counts[b])])
+        n_rows = int(offsets[-1])
+        # start with the source on b's own worker (no transfer), then round from there
+        order = sorted(srcs, key=lambda c: (c - b) % self.n_blocks)
+
+        def cut(c: int, after: Any = None) -> Any:
+            return c_.submit(take, sources[c], self.need[b, c], then, after,
+                             workers=[home(self.workers, c)], allow_other_workers=True,
+                             pure=False)
+
+        if len(order) == 1:
+            return [cut(order[0])]
+        on_b = dict(workers=[home(self.workers, b)], allow_other_workers=True, pure=False)
+        c = order[0]
+        acc = c_.submit(start, n_rows, int(offsets[c]), cut(c), **on_b)
+        for c in order[1:]:
+            piece = cut(c, c_.submit(ready, acc, **on_b))
+            acc = c_.submit(place, acc, int(offsets[c]), piece, **on_b)
+        return [acc]
 
     def remote_rows(self, n_workers: int | None = None) -> int:
         """Rows a half-step moves between workers: pieces whose source and destination blocks

@@ -22,6 +22,8 @@ is recomputed from its lineage.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from fastpu.ocmf._check import check_model, check_run, check_start, check_steps, dims
@@ -30,7 +32,7 @@ from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
 from fastpu.ocmf import _dask_tron
-from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, update_task
+from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, turned, update_task
 from fastpu.ocmf._problem import _rotate_rows, eigen_rows, eigen_turn
 
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
@@ -182,8 +184,9 @@ def _turn(M, kappa, last, eigen, opts):
 def _half_step(client, workers, router, blocks, F_src, E_src, M, kappa, half):
     """One task per block, each given the pieces of E its positives touch; the new rows stay on
     the workers (the next half-step routes them), the client gets only the k×k sums."""
+    then = None if half.get("turn") is None else functools.partial(turned, half["turn"])
     futs = [client.submit(update_task, blk, F_src[b], M, kappa, half,
-                          *router.pieces(E_src, b), pure=False, **_on(workers, b))
+                          *router.pieces(E_src, b, then), pure=False, **_on(workers, b))
             for b, blk in enumerate(blocks)]
     res = client.gather([client.submit(_blocks.drop_first, f, **_on(workers, b))
                          for b, f in enumerate(futs)])

@@ -57,6 +57,13 @@ def gram_task(block, own, n_threads):
         return _blocks.gram(F, block.w, F.shape[1])
 
 
+def turned(Q, piece):
+    """``piece`` turned in place into the eigenbasis of Q (A ← A Q) and returned: the routed
+    rows of a half-step in the eigenbasis, turned where they are cut (:func:`routing.take`)."""
+    _rotate_rows(piece, Q)
+    return piece
+
+
 def update_task(block, own, M, kappa, opts, *pieces):
     """New rows of the block (Newton–CG per row, warm-started from its current rows ``own``, an
     array or the previous result) and the block's sums; ``pieces`` are the other side's rows it
@@ -66,8 +73,8 @@ def update_task(block, own, M, kappa, opts, *pieces):
 
     In the eigenbasis of M (``opts["turn"]``: the single-machine fit's ``_eigen_basis``), M is
     diagonal, the block's rows are first turned by the turns the fit made since they were written
-    (``opts["own_turns"]``) and the routed rows by this half-step's turn, as the single-machine
-    fit turns both factors in place.
+    (``opts["own_turns"]``), and the routed rows arrive turned by this half-step's turn (their
+    pieces are cut with :func:`turned`), as the single-machine fit turns both factors in place.
     """
     with limit_threads(opts["n_threads"]):
         W = np.array(_blocks.first(own), order="C")
@@ -75,10 +82,6 @@ def update_task(block, own, M, kappa, opts, *pieces):
         E = routing.assemble(k, opts["dtype"], *pieces)
         for Q in opts.get("own_turns", ()):
             _rotate_rows(W, Q)
-        if opts.get("turn") is not None:
-            if len(pieces) == 1:                # assemble returned the routed piece itself
-                E = np.array(E, order="C")
-            _rotate_rows(E, opts["turn"])
         lam = opts["lam"]
         f_rows = np.empty(W.shape[0])
         local_max = local_entries(k, E.dtype.itemsize)
