@@ -162,8 +162,10 @@ def measure(args):
 def time_task(keys, lo, hi, n, ids, k, cuts):
     """One ocmf block update at full size (one thread): ``update_task`` on the block's entries
     and its compact matrix of the touched other-side rows (float32, as the default fit ships),
-    cut at the other side's block bounds ``cuts`` like the routed pieces. Seconds, the bytes of
-    the task's inputs, and the process's peak resident memory during the task."""
+    handed over as one array, as the chain of ``fastpu.distributed.routing`` delivers it (the
+    pieces, cut at the other side's block bounds ``cuts``, are written into it one by one
+    before the task runs). Seconds, the bytes of the task's inputs, and the process's peak
+    resident memory during the task."""
     import gc
 
     import fastpu._kernels.losses as L
@@ -181,10 +183,7 @@ def time_task(keys, lo, hi, n, ids, k, cuts):
     own_w = np.full(hi - lo, rho)
     blk = make_block(csr, touch, own_w, np.ones(ids.size))
     rng = np.random.default_rng(0)
-    E = (rng.standard_normal((ids.size, k)) * 0.1).astype(np.float32)
-    pieces = [np.ascontiguousarray(E[touch.starts[c]:touch.starts[c + 1]])
-              for c in range(cuts.size - 1) if touch.starts[c + 1] > touch.starts[c]]
-    del E
+    pieces = [(rng.standard_normal((ids.size, k)) * 0.1).astype(np.float32)]
     W = (rng.standard_normal((hi - lo, k)) * 0.1).astype(np.float32)
     M = np.eye(k) * 0.01 * ids.size
     kappa = np.zeros(k)
@@ -193,7 +192,7 @@ def time_task(keys, lo, hi, n, ids, k, cuts):
                 nsteps=1, csteps=4, n_threads=1, dtype="float32")
     del rows, cols
     # what the worker holds for this block when the task starts: the CSR block, the ocmf block's
-    # own arrays (compact indices, labels, corr, row weights), the routed pieces, the own rows
+    # own arrays (compact indices, labels, corr, row weights), the compact matrix, the own rows
     inputs = (sum(a.nbytes for a in (csr.indptr, csr.indices, csr.data))
               + sum(a.nbytes for a in (blk.indices, blk.labels, blk.corr, blk.w))
               + sum(x.nbytes for x in pieces) + W.nbytes + touch.ids.nbytes)
@@ -246,14 +245,14 @@ def report(results, args):
             t = r[side]["task"]
             lines.append(f"\nOne ocmf {side}-block update at full size ({r['data']}: "
                          f"{t['rows']:,} rows, {t['positives']:,} positives, {t['touched']:,} "
-                         f"touched {'item' if side == 'user' else 'user'} rows in float32 "
-                         "pieces; logistic loss, one thread): "
-                         f"{t['seconds']:.1f} s. Its inputs (CSR block, ocmf block, pieces, own "
+                         f"touched {'item' if side == 'user' else 'user'} rows in a float32 "
+                         "compact matrix; logistic loss, one thread): "
+                         f"{t['seconds']:.1f} s. Its inputs (CSR block, ocmf block, compact matrix, own "
                          f"rows, touched ids) are {t['inputs_mib']:,.0f} MiB; the process's "
                          f"resident memory rose from {t['rss_before_mib']:,.0f} MiB (with the "
                          f"script's own arrays) to a peak of {t['peak_mib']:,.0f} MiB during the "
                          f"task (+{t['peak_mib'] - t['rss_before_mib']:,.0f} MiB: what the task "
-                         f"allocates, the compact matrix, the new rows and temporaries), so the "
+                         f"allocates, the new rows and temporaries), so the "
                          f"block's worker needs "
                          f"about {t['inputs_mib'] + t['peak_mib'] - t['rss_before_mib']:,.0f} "
                          "MiB for this task.\n")
