@@ -22,8 +22,6 @@ is recomputed from its lineage.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from fastpu.ocmf._check import check_model, check_run, check_start, check_steps, dims
@@ -184,7 +182,9 @@ def _turn(M, kappa, last, eigen, opts):
 def _half_step(client, workers, router, blocks, F_src, E_src, M, kappa, half):
     """One task per block, each given the pieces of E its positives touch; the new rows stay on
     the workers (the next half-step routes them), the client gets only the k×k sums."""
-    then = None if half.get("turn") is None else functools.partial(turned, half["turn"])
+    then = None
+    if half.get("turn") is not None:        # Q as one small task (not in each of P² cuts)
+        then = (turned, client.submit(_blocks.held, half["turn"], pure=False))
     futs = [client.submit(update_task, blk, F_src[b], M, kappa, half,
                           *router.pieces(E_src, b, then), pure=False, **_on(workers, b))
             for b, blk in enumerate(blocks)]

@@ -481,7 +481,7 @@ def test_a_destination_builds_its_rows_piece_by_piece(dask_client):
             assert router.sources_of(b) == [0, 1, 2]
             rec.calls.clear()
             Q = np.linalg.qr(rng.standard_normal((3, 3)))[0]
-            out = router.pieces(H_src, b, functools.partial(turned, Q))
+            out = router.pieces(H_src, b, (turned, Q))
             assert len(out) == 1
             cols = np.unique(Y[layout.ub[b]:layout.ub[b + 1]].indices)
             np.testing.assert_allclose(out[0].result(), H[cols] @ Q, rtol=1e-14, atol=1e-14)
@@ -491,11 +491,11 @@ def test_a_destination_builds_its_rows_piece_by_piece(dask_client):
             # the source on b's own worker first, then round from there
             assert [router.need[b, c].key for c in ((b + i) % nb for i in range(nb))] == \
                 [t[1][1].key for t in takes]
-            assert takes[0][1][3] is None
+            assert takes[0][1][4] is None and all(t[1][2] is turned for t in takes)
             chain = [c[2] for c in rec.calls if c[0] in ("start", "place")]
             readies = [c for c in rec.calls if c[0] == "ready"]
             for i, t in enumerate(takes[1:]):
-                assert t[1][3] is readies[i][2]           # waits for the marker ...
+                assert t[1][4] is readies[i][2]           # waits for the marker ...
                 assert readies[i][1][0] is chain[i]       # ... of the pieces placed so far
             assert rec.calls[-1][2] is out[0]
     finally:
