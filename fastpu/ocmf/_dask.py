@@ -93,7 +93,8 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
         du, dv = dims(model, layout.shape)
         W = (rng.standard_normal((du, k)) * run.init_std).astype(fdt, copy=False)
         H = (rng.standard_normal((dv, k)) * run.init_std).astype(fdt, copy=False)
-    params = dict(k=k, loss=model.loss, rho=rho, a_bar=abar, lam=lam, negatives="full",
+    params = dict(k=k, loss=model.loss, rho=rho, a_bar=abar, lam=lam, lam_w=model.lam_w,
+                  lam_h=model.lam_h, neg_ratio=model.neg_ratio, negatives="full",
                   n_iter=n_iter, fast_path=True, newton_steps=newton_steps, cg_steps=cg_steps,
                   init_std=run.init_std, seed=seed, dtype=fdt.name, solver=solver,
                   n_inner=n_inner, user_features=X is not None,

@@ -385,6 +385,8 @@ def test_the_same_call_gives_the_same_model(dask_client, method):
     assert_same(ref, mod)
     same = {key: val for key, val in mod.params.items() if key != "distributed"}
     assert same == {key: val for key, val in ref.params.items() if key in same}
+    # every setting the single-machine model records, with the value it used
+    assert set(same) == set(ref.params), set(ref.params) ^ set(same)
 
 
 # ------------------------------------------------------------------------------ routed rows
