@@ -92,8 +92,7 @@ def main():
                       "re-chosen for issue 26 as WRMF's α = 5, λ = 36 in SQ-wSQ's terms "
                       "(ρ = 1/6, λ = 6): `tune`, which tried it as its second trial, kept it on "
                       "17 of the 20 MovieLens-100K and FilmTrust splits of docs/results.md "
-                      "(both protocols); this table's MovieLens-1M column predates that "
-                      "trial.", ""]
+                      "(both protocols).", ""]
         lines += ["| parameter | " + " | ".join(runs) + " | proposal | code |",
                   "|---|" + "---|" * len(runs) + "---|---|"]
         for p, scale in params.items():
