@@ -273,15 +273,18 @@ def _check_params(parser: argparse.ArgumentParser, method: str, params: dict[str
         if key in params:
             parser.error(f"argument --param: {key} is set with {option.format(value=params[key])}, "
                          f"not --param {key}={params[key]!r}")
-    names = V.fit_names(_part(method, "fit"))
+    fit = _part(method, "fit")
+    names = V.fit_names(fit)
     if names is None:
         return
     names -= {*_OWN, "callback"}
     unknown = [key for key in params if key not in names]
     if unknown:
-        hint = V.did_you_mean(unknown[0], names) if len(unknown) == 1 else ""
+        # a deprecated name is still accepted, but not offered
+        current = sorted(names - set(getattr(fit, "deprecated_names", {})))
+        hint = V.did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
         parser.error(f"argument --param: {method}.fit takes no parameter{'s' if len(unknown) > 1 else ''} "
-                     f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(sorted(names))}")
+                     f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -353,6 +353,8 @@ def test_run_unknown_param_is_a_usage_error_naming_it_and_the_method(method, par
     assert exc.value.code == 2 and msg in err and "Traceback" not in err, err
     taken = err.split("; it takes ")[1]
     assert "lam" in taken and "n_iter" in taken and "seed" not in taken.split(", ")
+    # deprecated names are still accepted, but not offered
+    assert "inner_iter" not in taken and "init_scale" not in taken
 
 
 @pytest.mark.parametrize("workers", ["0", "-2"])

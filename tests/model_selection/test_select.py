@@ -369,6 +369,16 @@ def test_tune_tries_the_defaults_first_searches_the_rank_and_stops_trailing_tria
     assert rule.trails([0.1, 0.2, 0.3]) and not rule.trails([0.0, 0.0, 0.36])
 
 
+def test_unknown_keyword_messages_offer_current_names_only(planted):
+    """A deprecated name (ocmf's inner_iter, init_scale) is still accepted, but an unknown
+    keyword's message does not offer it among the names the fit takes."""
+    with pytest.raises(TypeError, match="unknown keyword argument 'n_iters'") as exc:
+        select.tune("ocmf", planted.Y, budget=1, n_iters=3)
+    msg = str(exc.value)
+    assert "n_inner" in msg and "init_std" in msg
+    assert "inner_iter" not in msg and "init_scale" not in msg
+
+
 def test_tune_starts_from_the_defaults_of_the_loss(planted):
     """Issue 26: ocmf's rho and lam default by loss (fit's None): LR-wSQ's 0.01 and 1, SQ-wSQ's
     1/6 and 6 (WRMF's alpha = 5, lam = 36 in SQ-wSQ's terms, re-chosen from docs/results.md).
