@@ -173,9 +173,11 @@ class Router:
     def pieces(self, sources: list[Any], b: int, then: tuple[Any, Any] | None = None) -> list[Any]:
         """Destination b's routed rows cut from ``sources`` (one future per source block: its
         rows, or a result whose first element is its rows), each piece passed through
-        ``then = (function, arg)`` when given (see :func:`take`): a list of one future, its compact matrix (the pieces in source order; built by a chain
-        of tasks when there are several sources, see the module's docstring), or an empty list
-        when b touches no row."""
+        ``then = (function, arg)`` when given (see :func:`take`).
+
+        Returns a list of one future, b's compact matrix (the pieces in source order; built by
+        a chain of tasks when there are several sources, see the module's docstring), or an
+        empty list when b touches no row."""
         c_ = self.client
         srcs = self.sources_of(b)
         if not srcs:
