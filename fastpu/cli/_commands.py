@@ -292,6 +292,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     params = dict(args.param or [])
     _check_params(args.parser, args.method, params)
+    if "k" in params and registry.get(args.method).default_rank is not None:
+        V.check_int(params["k"], name="k", minimum=1)      # before the data are loaded
     if args.save is not None:             # --save '' is an error, not "do not save"
         V.check_save_path(args.save, name="--save")     # before training, not after
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)

@@ -367,6 +367,16 @@ def test_run_workers_below_1_is_refused(workers, capsys, monkeypatch):
     assert exc.value.code == 2 and f"argument --workers: expected a positive integer, got {workers}" in err
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "2.5"])
+def test_run_param_k_is_checked_before_any_work(value, capsys, monkeypatch):
+    # --param k=abc printed the run's start line, loaded the data, and only then failed in fit
+    _no_work(monkeypatch)
+    code = cli.main(["run", "--method", "ocmf", "--data", "ml-100k", "--quiet", "--param", f"k={value}"])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith("fastpu: k must be ") and ">= 1" in err, err
+    assert "fastpu run:" not in out
+
+
 def test_compare_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
     # an --out in a missing folder failed after the whole comparison had run
     import fastpu.compare
