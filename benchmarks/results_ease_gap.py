@@ -34,6 +34,7 @@ sys.path.insert(0, HERE)
 
 import fastpu as fp  # noqa: E402
 from fastpu import select  # noqa: E402
+from fastpu._core import registry  # noqa: E402
 from fastpu.split import holdout  # noqa: E402
 
 from _common import git_commit, hardware_line, md_table  # noqa: E402
@@ -68,9 +69,8 @@ def main():
         kw = dict(fixed, **best["params"])
         if method == "ocmf":
             kw["n_iter"] = best["best_iter"]
-        k = kw.pop("k", None)
-        fit = getattr(fp, method).fit if method == "ocmf" else fp.baselines.ease
-        model = fit(Y_train, k, n_threads=1, **kw) if k is not None else fit(Y_train, n_threads=1, **kw)
+        # EASE takes k=None: the same call for both
+        model = registry.get(method).resolve("fit")(Y_train, kw.pop("k", None), n_threads=1, **kw)
         test = fp.evaluate(model, Y_train, Y_test, k=(5, 10))
         rows.append(dict(label=label, trials=[dict(params=t["params"], score=t["best_score"],
                                                    best_iter=t["best_iter"]) for t in res.trials],

@@ -789,18 +789,11 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     if space is not None:       # the defaults yield to what the given space searches (e.g. k)
         fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
     else:
-        first = _starts_of(method, default, fixed_all)
+        first = _defaults_of(method, default, fixed_all)
     return search(method, Y, default if space is None else space, validation=validation,
                   metric=metric, n_trials=budget, seconds=seconds, first=first,
                   stop_trailing=True, seed=seed, refit=refit, split=split,
                   n_threads=n_threads, verbose=verbose, **fixed_all)
-
-
-def _starts_of(method: str, space: dict[str, Any],
-               fixed: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The first trial of :func:`tune`: the method's defaults for these fixed arguments."""
-    lead = _defaults_of(method, space, fixed)
-    return None if lead is None else [lead]
 
 
 def _defaults_of(method: str, space: dict[str, Any],

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import contextlib
 import functools
 import os
 import time
@@ -391,6 +392,27 @@ def test_the_same_call_gives_the_same_model(dask_client, method):
 
 # ------------------------------------------------------------------------------ routed rows
 
+@contextlib.contextmanager
+def _routed(client, Y, nb, workers=None):
+    """Y's layout over ``nb`` blocks and its two routers, released when the block ends."""
+    from fastpu.distributed import blocks as _blocks
+    from fastpu.distributed import routing
+
+    workers = _blocks.worker_addresses(client) if workers is None else workers
+    layout = _blocks.layout_from_csr(client, Y, nb, workers)
+    routes = routing.Routes(client, layout)
+    try:
+        yield layout, routes
+    finally:
+        routes.release()
+        layout.release()
+
+
+def _sources(client, F, cuts):
+    """F's rows cut at ``cuts``, one scattered future per block: what the routers cut from."""
+    return [client.scatter(F[cuts[c]:cuts[c + 1]]) for c in range(len(cuts) - 1)]
+
+
 def test_routing_sends_each_block_only_the_rows_it_touches(dask_client):
     """The routers of a layout: destination block b receives from source block c exactly the
     other side's rows of c's range that b's positives touch, in order, and the blocks' column
@@ -402,14 +424,11 @@ def test_routing_sends_each_block_only_the_rows_it_touches(dask_client):
     rng = np.random.default_rng(6)
     m, n, nb = 20, 12, 3
     Y = sp.csr_array((rng.random((m, n)) < 0.25).astype(float))
-    workers = _blocks.worker_addresses(dask_client)
-    layout = _blocks.layout_from_csr(dask_client, Y, nb, workers)
-    routes = routing.Routes(dask_client, layout)
-    try:
+    with _routed(dask_client, Y, nb) as (layout, routes):
         W = rng.standard_normal((m, 2))
         H = rng.standard_normal((n, 2))
-        W_src = [dask_client.scatter(W[layout.ub[c]:layout.ub[c + 1]]) for c in range(nb)]
-        H_src = [dask_client.scatter(H[layout.ib[c]:layout.ib[c + 1]]) for c in range(nb)]
+        W_src = _sources(dask_client, W, layout.ub)
+        H_src = _sources(dask_client, H, layout.ib)
         for router, A, cuts_b, cuts_c, E_src, E in ((routes.user, Y, layout.ub, layout.ib,
                                                      H_src, H),
                                                     (routes.item, Y.T.tocsr(), layout.ib,
@@ -427,20 +446,12 @@ def test_routing_sends_each_block_only_the_rows_it_touches(dask_client):
                 np.testing.assert_array_equal(touch.ids, cols)
                 idx = A[cuts_b[b]:cuts_b[b + 1]].indices
                 np.testing.assert_array_equal(cols[routing.compact(idx, touch)], idx)
-    finally:
-        routes.release()
-        layout.release()
     # block-diagonal: 2 groups, 2 blocks on 2 workers -> no row crosses a worker
     D = sp.csr_array(sp.block_diag([np.ones((5, 4)), np.ones((5, 4))], format="csr"))
-    layout = _blocks.layout_from_csr(dask_client, D, 2, workers[:2])
-    routes = routing.Routes(dask_client, layout)
-    try:
+    with _routed(dask_client, D, 2, _blocks.worker_addresses(dask_client)[:2]) as (_, routes):
         np.testing.assert_array_equal(routes.user.counts, [[4, 0], [0, 4]])
         np.testing.assert_array_equal(routes.item.counts, [[5, 0], [0, 5]])
         assert routes.user.remote_rows() == routes.item.remote_rows() == 0
-    finally:
-        routes.release()
-        layout.release()
 
 
 class _Recorder:
@@ -464,19 +475,14 @@ def test_a_destination_builds_its_rows_piece_by_piece(dask_client):
     cut after the first waits for the chain's marker of the pieces placed so far, so neither
     side holds every piece at once. The result is the touched rows in source order, and a
     ``then`` applied to every piece (ocmf's turn) applies to all of them."""
-    from fastpu.distributed import blocks as _blocks
-    from fastpu.distributed import routing
     from fastpu.ocmf._dask_blocks import turned
 
     rng = np.random.default_rng(2)
     m, n, nb = 12, 30, 3
     Y = sp.csr_array((rng.random((m, n)) < 0.6).astype(float))
-    workers = _blocks.worker_addresses(dask_client)
-    layout = _blocks.layout_from_csr(dask_client, Y, nb, workers)
-    routes = routing.Routes(dask_client, layout)
-    try:
+    with _routed(dask_client, Y, nb) as (layout, routes):
         H = rng.standard_normal((n, 3))
-        H_src = [dask_client.scatter(H[layout.ib[c]:layout.ib[c + 1]]) for c in range(nb)]
+        H_src = _sources(dask_client, H, layout.ib)
         router = routes.user
         router.client = rec = _Recorder(dask_client)
         for b in range(nb):
@@ -500,9 +506,6 @@ def test_a_destination_builds_its_rows_piece_by_piece(dask_client):
                 assert t[1][4] is readies[i][2]           # waits for the marker ...
                 assert readies[i][1][0] is chain[i]       # ... of the pieces placed so far
             assert rec.calls[-1][2] is out[0]
-    finally:
-        routes.release()
-        layout.release()
 
 
 # ---------------------------------------------------------------------------------- pairs input
