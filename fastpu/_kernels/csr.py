@@ -105,6 +105,30 @@ _GRAM_BLOCK = 64        # rows transposed into a contiguous block inside a chunk
 
 
 @nb.njit(**_JIT_DOT)
+def _group_dots(E, q, b_lo, nb_, Et, Qt, G, g):
+    """G[a, b] (b ≥ a) = Σ_t q_t E[t, a] E[t, b] and g[a] = Σ_t q_t E[t, a] over the ``nb_``
+    rows from ``b_lo``: the block is copied transposed (float64), so that every entry is one
+    contiguous dot product. The same rows give the same numbers wherever they are computed."""
+    k = E.shape[1]
+    for t in range(nb_):
+        qj = q[b_lo + t]
+        for a in range(k):
+            e = E[b_lo + t, a]
+            Et[a, t] = e
+            Qt[a, t] = qj * e
+    for a in range(k):
+        acc = 0.0
+        for t in range(nb_):
+            acc += Qt[a, t]
+        g[a] = acc
+        for b in range(a, k):
+            acc = 0.0
+            for t in range(nb_):
+                acc += Qt[a, t] * Et[b, t]
+            G[a, b] = acc
+
+
+@nb.njit(**_JIT_DOT)
 def _gram_partials(E, q, c_lo, c_hi, partM, partk):
     """partM[c] = upper triangle of Eᵀ diag(q) E and partk[c] = Eᵀ q over chunk c's rows.
 
@@ -113,27 +137,17 @@ def _gram_partials(E, q, c_lo, c_hi, partM, partk):
     n, k = E.shape
     Et = np.empty((k, _GRAM_BLOCK))
     Qt = np.empty((k, _GRAM_BLOCK))
+    G = np.empty((k, k))
+    g = np.empty(k)
     for c in range(c_lo, c_hi):
         lo = c * _GRAM_CHUNK
         hi = min(n, lo + _GRAM_CHUNK)
         for b_lo in range(lo, hi, _GRAM_BLOCK):
-            nb_ = min(hi, b_lo + _GRAM_BLOCK) - b_lo
-            for t in range(nb_):
-                qj = q[b_lo + t]
-                for a in range(k):
-                    e = E[b_lo + t, a]
-                    Et[a, t] = e
-                    Qt[a, t] = qj * e
+            _group_dots(E, q, b_lo, min(hi, b_lo + _GRAM_BLOCK) - b_lo, Et, Qt, G, g)
             for a in range(k):
-                acc = 0.0
-                for t in range(nb_):
-                    acc += Qt[a, t]
-                partk[c, a] += acc
+                partk[c, a] += g[a]
                 for b in range(a, k):
-                    acc = 0.0
-                    for t in range(nb_):
-                        acc += Qt[a, t] * Et[b, t]
-                    partM[c, a, b] += acc
+                    partM[c, a, b] += G[a, b]
 
 
 @nb.njit(**_JIT)
@@ -171,3 +185,126 @@ def weighted_gram(E, q, M_out, kappa_out):
     run_rows(lambda lo, hi: _gram_partials(E, q, lo, hi, partM, partk),
              np.zeros(n_chunks + 1, dtype=np.int64), 1)
     _gram_sum(partM, partk, M_out, kappa_out)
+
+
+#: Rows per group of :func:`gram_parts`. A group's dot products are one unit of work, and the
+#: groups' sums are added without rounding error: two calls whose rows are cut at multiples of
+#: this many rows (counted from the first row of the whole matrix) give the same parts' sum.
+GRAM_GROUP = _GRAM_BLOCK
+
+
+@nb.njit(**_JIT)                # no fastmath: the error-free sums below must stay as written
+def _gram_parts(E, q, c_lo, c_hi, hiM, loM, hik, lok):
+    """Chunk c's sums of its groups' dot products, as unevaluated pairs hi + lo (two-sum)."""
+    n, k = E.shape
+    Et = np.empty((k, _GRAM_BLOCK))
+    Qt = np.empty((k, _GRAM_BLOCK))
+    G = np.empty((k, k))
+    g = np.empty(k)
+    for c in range(c_lo, c_hi):
+        lo = c * _GRAM_CHUNK
+        hi = min(n, lo + _GRAM_CHUNK)
+        for b_lo in range(lo, hi, _GRAM_BLOCK):
+            _group_dots(E, q, b_lo, min(hi, b_lo + _GRAM_BLOCK) - b_lo, Et, Qt, G, g)
+            for a in range(k):
+                x = g[a]
+                h = hik[c, a]
+                s = h + x
+                v = s - h
+                lok[c, a] += (h - (s - v)) + (x - v)
+                hik[c, a] = s
+                for b in range(a, k):
+                    x = G[a, b]
+                    h = hiM[c, a, b]
+                    s = h + x
+                    v = s - h
+                    loM[c, a, b] += (h - (s - v)) + (x - v)
+                    hiM[c, a, b] = s
+
+
+def _pair_add(hi, lo, x_hi, x_lo):
+    """(hi, lo) += (x_hi, x_lo) in place: the high parts' two-sum, its error into the low part."""
+    s = hi + x_hi
+    v = s - hi
+    lo += x_lo + ((hi - (s - v)) + (x_hi - v))
+    hi[...] = s
+
+
+def gram_parts(E, q):
+    """Eᵀ diag(q) E (upper triangle) and Eᵀ q as unevaluated sums ``hi + lo`` of float64 pairs:
+    ``(M_hi, M_lo, kappa_hi, kappa_lo)``; :func:`sum_gram_parts` adds and rounds them.
+
+    The rows are taken in groups of :data:`GRAM_GROUP` (each group's dot products as in
+    :func:`weighted_gram`), and the groups' results are added with their rounding errors kept
+    (Ogita, Rump and Oishi's Sum2: about twice float64's precision). The rounded total
+    therefore does not depend on the order of the additions, except when it lies within about
+    10⁻³⁰ of a rounding boundary: a matrix cut into row blocks at multiples of ``GRAM_GROUP``
+    gives, block by block, the same M as in one call, whatever the threads and blocks.
+    """
+    n, k = E.shape
+    n_chunks = max(1, (n + _GRAM_CHUNK - 1) // _GRAM_CHUNK)
+    hiM, loM = np.zeros((n_chunks, k, k)), np.zeros((n_chunks, k, k))
+    hik, lok = np.zeros((n_chunks, k)), np.zeros((n_chunks, k))
+    if n:
+        run_rows(lambda lo, hi: _gram_parts(E, q, lo, hi, hiM, loM, hik, lok),
+                 np.zeros(n_chunks + 1, dtype=np.int64), 1)
+    for c in range(1, n_chunks):
+        _pair_add(hiM[0], loM[0], hiM[c], loM[c])
+        _pair_add(hik[0], lok[0], hik[c], lok[c])
+    return hiM[0], loM[0], hik[0], lok[0]
+
+
+def sum_gram_parts(parts):
+    """(M, κ) from a sequence of :func:`gram_parts` results, added as pairs and rounded once
+    (M made symmetric from its upper triangle)."""
+    parts = list(parts)
+    Mh, Ml, kh, kl = (np.array(a, dtype=np.float64) for a in parts[0])
+    for p in parts[1:]:
+        _pair_add(Mh, Ml, p[0], p[1])
+        _pair_add(kh, kl, p[2], p[3])
+    M = np.triu(Mh + Ml)
+    M += np.triu(M, 1).T
+    return M, kh + kl
+
+
+@nb.njit(**_JIT)
+def _turn_rows(A, Q, lo, hi):
+    """A[i] ← A[i] Q for rows lo:hi, each entry Σ_r A[i, r] Q[r, c] added in the order of r (in
+    A's dtype, no fused multiply-add): a row's result does not depend on the call that turns
+    it. Four rows share each pass over Q."""
+    k = A.shape[1]
+    tmp = np.empty((4, k), dtype=A.dtype)
+    i = lo
+    while i < hi:
+        nr = min(4, hi - i)
+        tmp[:nr] = 0
+        for r in range(k):
+            if nr == 4:
+                a0, a1, a2, a3 = A[i, r], A[i + 1, r], A[i + 2, r], A[i + 3, r]
+                for c in range(k):
+                    x = Q[r, c]
+                    tmp[0, c] += a0 * x
+                    tmp[1, c] += a1 * x
+                    tmp[2, c] += a2 * x
+                    tmp[3, c] += a3 * x
+            else:
+                for t in range(nr):
+                    a = A[i + t, r]
+                    for c in range(k):
+                        tmp[t, c] += a * Q[r, c]
+        for t in range(nr):
+            for c in range(k):
+                A[i + t, c] = tmp[t, c]
+        i += nr
+
+
+def turn_rows(A, Q, n_threads=None):
+    """A ← A Q in place (A C-contiguous, Q of A's dtype and shape (k, k)), on fastpu's threads.
+
+    Every row is turned by the same serial kernel, so a row's result is the same in any call
+    and with any thread count (BLAS products are not: their sums depend on the block a row is
+    in); the cost is that of one BLAS product to within about 1.3× at k = 64–256.
+    """
+    m, k = A.shape
+    run_rows(lambda lo, hi: _turn_rows(A, Q, lo, hi), uniform_rows(m), k * k,
+             n_threads=n_threads, min_work=MIN_BLOCK_WORK)

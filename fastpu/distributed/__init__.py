@@ -159,13 +159,15 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
     with _client(client, n_workers) as c, _lost_data_is_an_error():
         workers = _blocks.worker_addresses(c)
         nb = n_blocks if n_blocks is not None else len(workers)
+        # rows per unit of the blocks' cuts (ocmf in the eigenbasis: see its row_align)
+        align = getattr(driver, "row_align", lambda k, params: 1)(k, params)
         if whole:
             model = driver.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
         elif pairs:
-            layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers)
+            layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers, align)
             model = _fit_on_layout(c, layout, driver, k, n_threads, params)
         else:
-            layout = _blocks.layout_from_csr(c, Y, nb, workers)
+            layout = _blocks.layout_from_csr(c, Y, nb, workers, align)
             model = _fit_on_layout(c, layout, driver, k, n_threads, params)
     if ids is not None:
         model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])

@@ -76,9 +76,13 @@ def sparse_times(S, B):
     return out
 
 
-def bounds(n, n_blocks):
-    """``n_blocks + 1`` cut points of ``range(n)`` into near-equal contiguous ranges (some may be empty)."""
-    return np.linspace(0, n, n_blocks + 1).round().astype(INDEX)
+def bounds(n, n_blocks, align=1):
+    """``n_blocks + 1`` cut points of ``range(n)`` into near-equal contiguous ranges (some may be
+    empty); with ``align`` > 1 every inner cut is rounded to a multiple of ``align``."""
+    cuts = np.linspace(0, n, n_blocks + 1) / align
+    cuts = np.minimum(cuts.round() * align, n)
+    cuts[-1] = n
+    return cuts.astype(INDEX)
 
 
 def block_from_csr(lo, hi, n_cols, indptr, indices, data):
@@ -162,11 +166,12 @@ class Layout:
             f.release()
 
 
-def layout_from_csr(client, Y, n_blocks, workers):
-    """Split a canonical CSR into user and item blocks, each built once on its worker."""
+def layout_from_csr(client, Y, n_blocks, workers, align=1):
+    """Split a canonical CSR into user and item blocks, each built once on its worker (cuts at
+    multiples of ``align`` rows, :func:`bounds`)."""
     m, n = Y.shape
     YT = V.transpose_csr(Y)
-    ub, ib = bounds(m, n_blocks), bounds(n, n_blocks)
+    ub, ib = bounds(m, n_blocks, align), bounds(n, n_blocks, align)
     user: list[Any] = []
     item: list[Any] = []
     with warnings.catch_warnings():
@@ -349,16 +354,17 @@ def _piece(split, side, b):
     return split[side][b]
 
 
-def layout_from_pairs(client, ddf, shape, n_blocks, workers):
+def layout_from_pairs(client, ddf, shape, n_blocks, workers, align=1):
     """Shuffle the partitions into user and item blocks on the workers (never via the client).
 
     One task per partition cuts it into pieces per block (no placement: they run where the
     partitions are read); one task per block, placed on its worker, concatenates its pieces.
+    Cuts at multiples of ``align`` rows (:func:`bounds`).
     """
     import dask
 
     m, n = check_pairs(client, ddf, shape)
-    ub, ib = bounds(m, n_blocks), bounds(n, n_blocks)
+    ub, ib = bounds(m, n_blocks, align), bounds(n, n_blocks, align)
     split = client.compute([dask.delayed(split_partition, pure=True)(p, ub, ib)
                             for p in ddf.to_delayed()])
     user: list[Any] = []

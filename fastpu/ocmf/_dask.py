@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastpu._core import validation as V
+from fastpu._kernels.csr import GRAM_GROUP
 from fastpu.ocmf._check import check_model, check_run, check_start, check_steps, dims
 from fastpu._core.progress import Progress
 from fastpu._core.factorization import Factorization
@@ -130,14 +132,17 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
         # the initial factors are the roots of every later task's lineage: data of the graph
         W_src = _blocks.hold_slices(client, W, layout.ub, workers, "W")
         H_src = _blocks.hold_slices(client, H, layout.ib, workers, "H")
-        parts = client.gather([client.submit(gram_task, blk, H_src[b], n_threads, pure=False,
-                                             **_on(workers, b))
-                               for b, blk in enumerate(iblocks)])
-        M_h, kappa_h = _sum_parts(parts, 0, 1)
         # float32 at large k: each half-step works in the eigenbasis of its M, as the
         # single-machine fit does (fastpu.ocmf._problem._eigen_basis); a side's rows stay on
-        # their workers as written, and its next task first applies the turns made since
+        # their workers as written, and its next task first applies the turns made since. Its
+        # M is summed exactly enough (gram_parts) that the blocks give one machine's M bit for
+        # bit: the layout cuts rows at multiples of GRAM_GROUP (row_align below)
         eigen = eigen_rows(k, fdt)
+        half["exact"] = eigen
+        parts = client.gather([client.submit(gram_task, blk, H_src[b], n_threads, eigen,
+                                             pure=False, **_on(workers, b))
+                               for b, blk in enumerate(iblocks)])
+        M_h, kappa_h = _sum_parts(parts, eigen)
         last: list[np.ndarray] = []        # the previous half-step's turn, not yet in the rows
         for it in range(1, n_iter + 1):
             M_h, kappa_h, opts = _turn(M_h, kappa_h, last, eigen, dict(half, dtype=H.dtype.name))
@@ -158,6 +163,26 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
         routes.release()
     progress.close()
     return Factorization(W, H, progress.history, params, "ocmf", {})
+
+
+def row_align(k, params):
+    """The layout's cuts fall at multiples of this many rows: ``GRAM_GROUP`` when the fit works in
+    the eigenbasis (float32, k ≥ EIGEN_MIN_K, the row path), so that the blocks' partial Grams
+    add up to one machine's M bit for bit (:func:`fastpu._kernels.csr.gram_parts`); else 1.
+    Arguments the fit's own checks will refuse give 1 (the refusal comes from those checks)."""
+    if (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or _coupled(params)
+            or params.get("negatives", "full") != "full"):
+        return 1
+    try:
+        eigen = eigen_rows(int(k), V.check_float_dtype(params.get("dtype")))
+    except (TypeError, ValueError):
+        return 1
+    return GRAM_GROUP if eigen else 1
+
+
+def _coupled(params):
+    return any(params.get(name) is not None
+               for name in ("user_features", "item_features", "user_graph", "item_graph"))
 
 
 def _on(workers, b):
@@ -192,8 +217,8 @@ def _half_step(client, workers, router, blocks, F_src, E_src, M, kappa, half):
     res = client.gather([client.submit(_blocks.drop_first, f, **_on(workers, b))
                          for b, f in enumerate(futs)])
     f = float(sum(r[0] for r in res))
-    M_new, kappa_new = _sum_parts(res, 1, 2)
-    reg = float(sum(r[3] for r in res))
+    M_new, kappa_new = _sum_parts([r[1] for r in res], half.get("exact", False))
+    reg = float(sum(r[2] for r in res))
     return futs, f, M_new, kappa_new, reg
 
 

@@ -12,6 +12,7 @@ import dataclasses
 import numpy as np
 
 from fastpu._core.threads import limit_threads
+from fastpu._kernels.csr import gram_parts, sum_gram_parts
 from fastpu._kernels.ocmf import local_entries, row_newton
 from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
@@ -50,11 +51,18 @@ def make_block(csr, touch, own_w, *other_w):
                      own[local] * other[cols], own, touch.size)
 
 
-def gram_task(block, own, n_threads):
-    """The block's partial (Fᵀ diag(w) F, Fᵀ w) over its rows ``own`` (or a result holding them)."""
+def gram_task(block, own, n_threads, exact=False):
+    """The block's partial (Fᵀ diag(w) F, Fᵀ w) over its rows ``own`` (or a result holding them);
+    with ``exact``, as the pairs of :func:`fastpu._kernels.csr.gram_parts`."""
     with limit_threads(n_threads):
         F = np.ascontiguousarray(_blocks.first(own))
-        return _blocks.gram(F, block.w, F.shape[1])
+        return _partial_gram(F, block.w, exact)
+
+
+def _partial_gram(F, w, exact):
+    if exact:           # the eigenbasis path: the same M as one machine's, whatever the blocks
+        return gram_parts(F, w)
+    return _blocks.gram(F, w, F.shape[1])
 
 
 def turned(Q, piece):
@@ -69,7 +77,8 @@ def update_task(block, own, M, kappa, opts, *pieces):
     array or the previous result) and the block's sums; ``pieces`` are the other side's rows it
     touches, routed to it in source order.
 
-    Returns (rows, Σ f_i, partial M, partial κ, λ‖rows‖²). ``own`` is read only.
+    Returns (rows, Σ f_i, the rows' partial Gram (:func:`gram_task`'s), λ‖rows‖²). ``own`` is
+    read only.
 
     In the eigenbasis of M (``opts["turn"]``: the single-machine fit's ``_eigen_basis``), M is
     diagonal, the block's rows are first turned by the turns the fit made since they were written
@@ -92,16 +101,19 @@ def update_task(block, own, M, kappa, opts, *pieces):
                        _NO_Q, opts["abar"], E, M, kappa, block.w, lam, W, opts["nsteps"],
                        opts["csteps"], 1e-3, local_max, f_rows, _NO_Q,
                        diag=opts.get("turn") is not None)
-        Mp, kp = _blocks.gram(W, block.w, k)
+        gram = _partial_gram(W, block.w, opts.get("exact", False))
         reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
-        return W, float(f_rows.sum()), Mp, kp, reg
+        return W, float(f_rows.sum()), gram, reg
 
 
-def _sum_parts(parts, iM, ik):
-    """Σ of the blocks' partial Grams, in block order (deterministic)."""
-    M = parts[0][iM].copy()
-    kappa = parts[0][ik].copy()
-    for r in parts[1:]:
-        M += r[iM]
-        kappa += r[ik]
+def _sum_parts(grams, exact=False):
+    """(M, κ): Σ of the blocks' partial Grams, in block order (deterministic); with ``exact``,
+    the pairs added and rounded once (:func:`fastpu._kernels.csr.sum_gram_parts`)."""
+    if exact:
+        return sum_gram_parts(grams)
+    M = grams[0][0].copy()
+    kappa = grams[0][1].copy()
+    for g in grams[1:]:
+        M += g[0]
+        kappa += g[1]
     return M, kappa

@@ -337,13 +337,13 @@ def _latent(client, side, state, n_threads):
             _blocks.settle(client, src)
         parts = client.gather([client.submit(gram_task, blk, src[b], n_threads, **side.on[b])
                                for b, blk in enumerate(side.blocks)])
-        M, kappa = _sum_parts(parts, 0, 1)
+        M, kappa = _sum_parts(parts)
         return src, M, kappa
     src = [client.submit(latent_task, fb, state, n_threads, **side.on[b])
            for b, fb in enumerate(side.fblocks)]
     parts = client.gather([client.submit(_block_gram, blk, piece, **side.on[b])
                            for b, (blk, piece) in enumerate(zip(side.blocks, src))])
-    M, kappa = _sum_parts(parts, 0, 1)
+    M, kappa = _sum_parts(parts)
     return src, M, kappa
 
 
@@ -364,7 +364,7 @@ def _update(client, side, other, state, E_src, M, kappa, dvec, *, half, lam, lam
         res = client.gather([client.submit(_blocks.drop_first, f, **side.on[b])
                              for b, f in enumerate(futs)])
         return (futs, 0, float(sum(r[0] for r in res)) + const,
-                float(sum(r[3] for r in res)))
+                float(sum(r[2] for r in res)))
     k = state.shape[1]
     # the other side's rows each block touches, assembled once on its worker for all of TRON's
     # passes of this half-step

@@ -17,12 +17,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
-from fastpu._kernels.csr import csr_dense, row_scaled_product, sampled_dots, weighted_gram
+from fastpu._kernels.csr import (csr_dense, gram_parts, row_scaled_product, sampled_dots,
+                                 sum_gram_parts, turn_rows, weighted_gram)
 from fastpu._kernels.losses import entry_losses, entry_values
 from fastpu.ocmf._check import kernel_indices, index_dtype
 from fastpu._kernels.ocmf import local_entries, row_newton
-from fastpu._kernels.rowpool import run_rows, uniform_rows
-
 
 
 # ----------------------------------------------------------------------------------------------
@@ -542,25 +541,15 @@ def _gram(E, q):
 #: The smallest k at which a float32 fit on the row path works in the eigenbasis of M (below).
 #: At 20M positives (docs/performance.md) it made an SQ-wSQ iteration 19% shorter at k = 256,
 #: where the rows' k×k products M·v had been a fifth of it, and about 3% at k = 64; two
-#: rotations of both factors per iteration cost half their multiply-adds, at BLAS speed.
+#: rotations of both factors per iteration cost half their multiply-adds (a serial kernel per
+#: row, within about 1.3× of a BLAS product, so that a Dask block turns a row to the same numbers).
 EIGEN_MIN_K = 64
-_ROT_CHUNK = 2048             # rows per BLAS call of a rotation: fixed, so never thread-dependent
 
 
 def _rotate_rows(A, Q):
-    """A ← A Q in place, in fixed chunks of rows on fastpu's threads (each a one-thread BLAS
-    product that releases the GIL: the same calls whatever the thread count)."""
-    n, k = A.shape
-    n_chunks = -(-n // _ROT_CHUNK)
-
-    def block(lo, hi):
-        tmp = np.empty((_ROT_CHUNK, k), dtype=A.dtype)
-        for c in range(lo, hi):
-            a, b = c * _ROT_CHUNK, min(n, (c + 1) * _ROT_CHUNK)
-            np.matmul(A[a:b], Q, out=tmp[:b - a])
-            A[a:b] = tmp[:b - a]
-
-    run_rows(block, uniform_rows(n_chunks), 1)
+    """A ← A Q in place, each row by the same serial kernel on fastpu's threads (``turn_rows``):
+    a row is turned to the same numbers wherever it is, here or in a Dask block."""
+    turn_rows(A, Q)
 
 
 def eigen_rows(k, dtype):
@@ -586,7 +575,7 @@ def _eigen_basis(E, q, factors):
     k multiplications instead of k². Returns (Λ as a diagonal matrix, Qᵀκ, True), the ``gram``
     of :func:`_update_side`; or (M, κ, False) without turning anything when M is not finite.
     """
-    M, kappa = _gram(E, q)
+    M, kappa = sum_gram_parts([gram_parts(E, q)])
     turn = eigen_turn(M, kappa)
     if turn is None:
         return M, kappa, False

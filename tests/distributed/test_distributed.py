@@ -69,26 +69,43 @@ def test_ocmf_equals_single_machine(dask_client, variant, n_blocks):
 @pytest.mark.parametrize("variant", ["LR-wSQ", "SQ-wSQ"])
 def test_ocmf_in_the_eigenbasis_equals_single_machine(dask_client, monkeypatch, variant, n_blocks):
     # float32 at k >= EIGEN_MIN_K works in the eigenbasis of each half-step's M; the client
-    # decides, so a lowered threshold reaches that path at a small k. Each block turns its rows
-    # and the routed rows in its task where one machine turns both factors in place: the same
-    # iterates, rounded in other BLAS calls (float32), so the model agrees to float32's rounding
+    # decides, so a lowered threshold reaches that path at a small k. The blocks' partial Grams
+    # (cut at multiples of GRAM_GROUP rows) add up to one machine's M bit for bit, and each
+    # block turns its rows and the routed rows with the same row kernel as one machine turns
+    # both factors in place: the same float32 iterates, bit for bit
     from fastpu.ocmf import _problem
 
     monkeypatch.setattr(_problem, "EIGEN_MIN_K", 1)
-    Y = _matrix(2, m=30, n=20, density=0.3)
+    Y = _matrix(2, m=200, n=150, empty_rows=70, empty_cols=10, density=0.05)
     kw = dict(OCMF_VARIANTS[variant])
     ref = fp.ocmf.fit(Y, 3, n_iter=4, seed=7, n_threads=1, **kw)
     mod = dfit(Y, 3, method="ocmf", client=dask_client, n_blocks=n_blocks, n_iter=4, seed=7, **kw)
-    h_ref = np.array([h["objective"] for h in ref.history])
-    h_mod = np.array([h["objective"] for h in mod.history])
-    np.testing.assert_allclose(h_mod, h_ref, rtol=1e-6)
-    np.testing.assert_allclose(mod.scores(), ref.scores(), rtol=0, atol=1e-5 * np.abs(ref.scores()).max())
-    # both are in the same (turned) coordinates, not merely the same scores
-    np.testing.assert_allclose(mod.user_factors, ref.user_factors, atol=1e-5)
-    np.testing.assert_allclose(mod.item_factors, ref.item_factors, atol=1e-5)
+    assert_same(ref, mod)
+    # both are in the same (turned) coordinates, with the same numbers
+    np.testing.assert_array_equal(mod.user_factors, ref.user_factors)
+    np.testing.assert_array_equal(mod.item_factors, ref.item_factors)
     monkeypatch.setattr(_problem, "EIGEN_MIN_K", 10**9)
     plain = fp.ocmf.fit(Y, 3, n_iter=4, seed=7, n_threads=1, **kw)
     assert not np.allclose(plain.user_factors, ref.user_factors, atol=1e-3)
+
+
+def test_the_same_call_at_k_64_gives_the_same_float32_model(dask_client):
+    """The defaults at k = 64 (float32, the eigenbasis): distributed.fit gives ocmf.fit's
+    factors bit for bit, over blocks cut at multiples of GRAM_GROUP (64) rows (row_align)."""
+    from fastpu._kernels.csr import GRAM_GROUP
+    from fastpu.ocmf._dask import row_align
+
+    Y = _matrix(5, m=300, n=170, empty_rows=20, empty_cols=5, density=0.06)
+    ref = fp.ocmf.fit(Y, 64, n_iter=3)
+    mod = distributed.fit(Y, 64, method="ocmf", client=dask_client, n_blocks=3, n_iter=3)
+    assert_same(ref, mod)
+    np.testing.assert_array_equal(mod.user_factors, ref.user_factors)
+    np.testing.assert_array_equal(mod.item_factors, ref.item_factors)
+    assert row_align(64, dict(dtype="float32")) == GRAM_GROUP
+    assert row_align(63, dict(dtype="float32")) == 1
+    assert row_align(64, dict(dtype="float64")) == 1
+    assert row_align(64, dict(dtype="float32", user_features=np.ones((3, 2)))) == 1
+    assert row_align("64", dict(dtype="float32")) == 1      # refused later by the fit's checks
 
 
 def _features(m, n):

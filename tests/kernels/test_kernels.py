@@ -173,3 +173,56 @@ def test_weighted_gram_is_thread_count_independent(n, k, seed):
         K.weighted_gram(E, q, M1, k1)
     np.testing.assert_array_equal(M, M1)
     np.testing.assert_array_equal(kap, k1)
+
+
+@given(st.integers(0, 5000), st.integers(1, 70), st.sampled_from([np.float32, np.float64]),
+       st.lists(st.integers(0, 80), max_size=4), seeds)
+def test_gram_parts_sum_to_the_gram_whatever_the_blocks(n, k, dtype, cuts, seed):
+    """The pairs of ``gram_parts`` are Eᵀdiag(q)E and Eᵀq; over row blocks cut at multiples of
+    GRAM_GROUP, added in any order and with any thread count, they round to the same M and κ
+    bit for bit as one call over all rows (what lets a Dask fit reproduce one machine's M)."""
+    from fastpu._core.threads import limit_threads
+
+    rng = np.random.default_rng(seed)
+    E = (rng.normal(size=(n, k)) * rng.uniform(0.01, 100, size=k)).astype(dtype)
+    q = rng.uniform(size=n) * (rng.random(n) < 0.7)
+    M, kap = K.sum_gram_parts([K.gram_parts(E, q)])
+    E64 = E.astype(np.float64)
+    ref = (E64.T * q) @ E64
+    np.testing.assert_allclose(M, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max(initial=1.0))
+    np.testing.assert_allclose(kap, E64.T @ q, rtol=1e-12,
+                               atol=1e-12 * n * np.abs(E64).max(initial=1.0))
+    np.testing.assert_array_equal(M, M.T)
+    g = K.GRAM_GROUP
+    bounds = [0] + sorted({n, *(min(n, c * g) for c in cuts)})   # empty blocks included
+    parts = []
+    with limit_threads(1):
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            parts.append(K.gram_parts(np.ascontiguousarray(E[lo:hi]), q[lo:hi]))
+    for order in (parts, parts[::-1]):
+        M2, k2 = K.sum_gram_parts(order)
+        np.testing.assert_array_equal(M2, M)
+        np.testing.assert_array_equal(k2, kap)
+
+
+@given(st.integers(0, 300), st.integers(1, 70), st.sampled_from([np.float32, np.float64]),
+       st.integers(0, 300), st.integers(0, 300), seeds)
+def test_turn_rows_turns_each_row_to_the_same_numbers_in_any_call(n, k, dtype, a, b, seed):
+    """turn_rows is A Q in place; any slice of rows turned on its own, with 1 or 2 threads,
+    gives the rows of the whole call bit for bit (a BLAS product does not)."""
+    from fastpu._core.threads import limit_threads
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, k)).astype(dtype)
+    Q = np.linalg.qr(rng.normal(size=(k, k)))[0].astype(dtype)
+    expect = A.astype(np.float64) @ Q.astype(np.float64)
+    whole = A.copy()
+    K.turn_rows(whole, Q)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(whole, expect, atol=tol * np.abs(expect).max(initial=1.0))
+    lo, hi = sorted((min(a, n), min(b, n)))
+    for threads in (1, 2):
+        part = A[lo:hi].copy()
+        with limit_threads(threads):
+            K.turn_rows(part, Q)
+        np.testing.assert_array_equal(part, whole[lo:hi])

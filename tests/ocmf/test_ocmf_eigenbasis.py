@@ -65,11 +65,10 @@ def test_the_default_reaches_the_rotated_path_at_large_k_in_float32_only(monkeyp
 
 def test_the_rotated_fit_does_not_depend_on_the_thread_count(monkeypatch):
     monkeypatch.setattr(_problem, "EIGEN_MIN_K", 1)
-    monkeypatch.setattr(_problem, "_ROT_CHUNK", 16)        # several chunks for the threads
     Y = sp.random(150, 70, density=0.1, random_state=5, format="csr")
     Y.data[:] = 1.0
-    a = fp.ocmf.fit(Y, 8, n_iter=3, seed=2, n_threads=1)
-    b = fp.ocmf.fit(Y, 8, n_iter=3, seed=2, n_threads=2)
+    a = fp.ocmf.fit(Y, 16, n_iter=3, seed=2, n_threads=1)      # k = 16: the turns use 2 threads
+    b = fp.ocmf.fit(Y, 16, n_iter=3, seed=2, n_threads=2)
     np.testing.assert_array_equal(a.W, b.W)
     np.testing.assert_array_equal(a.H, b.H)
 
@@ -81,13 +80,8 @@ def test_rotate_rows_is_a_times_q_in_place(seed, n, k, dtype):
     A = rng.standard_normal((n, k)).astype(dtype)
     Q = np.linalg.qr(rng.standard_normal((k, k)))[0].astype(dtype)
     expect = A.astype(np.float64) @ Q.astype(np.float64)
-    old = _problem._ROT_CHUNK
-    try:
-        _problem._ROT_CHUNK = 8
-        with limit_threads(2):
-            _problem._rotate_rows(A, Q)
-    finally:
-        _problem._ROT_CHUNK = old
+    with limit_threads(2):
+        _problem._rotate_rows(A, Q)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(A, expect, atol=tol * max(1.0, np.abs(expect).max()))
 
