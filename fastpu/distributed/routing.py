@@ -78,15 +78,11 @@ def compact(indices: np.ndarray, touch: Touch) -> np.ndarray:
     return np.searchsorted(touch.ids, indices).astype(INDEX)
 
 
-def take(source: Any, local: np.ndarray, then: Any = None, arg: Any = None,
-         after: Any = None) -> np.ndarray:
-    """The rows ``local`` (positions within the source block) of a source's rows: a piece,
-    passed through ``then(arg, piece) -> piece`` when ``then`` is given (ocmf turns it into
-    this half-step's eigenbasis; ``arg`` may be a future, fetched once per worker). ``after`` is
-    not read: it is the marker of the destination's chain that this cut waits for
+def take(source: Any, local: np.ndarray, after: Any = None) -> np.ndarray:
+    """The rows ``local`` (positions within the source block) of a source's rows: a piece.
+    ``after`` is not read: it is the marker of the destination's chain that this cut waits for
     (:func:`ready`)."""
-    piece = np.ascontiguousarray(first(source)[local])
-    return piece if then is None else then(arg, piece)
+    return np.ascontiguousarray(first(source)[local])
 
 
 def start(n_rows: int, offset: int, piece: np.ndarray) -> np.ndarray:
@@ -170,10 +166,9 @@ class Router:
         """The source blocks destination b receives rows from, in order."""
         return [int(c) for c in np.flatnonzero(self.counts[b])]
 
-    def pieces(self, sources: list[Any], b: int, then: tuple[Any, Any] | None = None) -> list[Any]:
+    def pieces(self, sources: list[Any], b: int) -> list[Any]:
         """Destination b's routed rows cut from ``sources`` (one future per source block: its
-        rows, or a result whose first element is its rows), each piece passed through
-        ``then = (function, arg)`` when given (see :func:`take`).
+        rows, or a result whose first element is its rows).
 
         Returns a list of one future, b's compact matrix (the pieces in source order; built by
         a chain of tasks when there are several sources, see the module's docstring), or an
@@ -188,7 +183,7 @@ class Router:
         order = sorted(srcs, key=lambda c: (c - b) % self.n_blocks)
 
         def cut(c: int, after: Any = None) -> Any:
-            return c_.submit(take, sources[c], self.need[b, c], *(then or (None, None)), after,
+            return c_.submit(take, sources[c], self.need[b, c], after,
                              workers=[home(self.workers, c)], allow_other_workers=True,
                              pure=False)
 

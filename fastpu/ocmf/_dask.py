@@ -33,7 +33,7 @@ from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
 from fastpu.ocmf import _dask_tron
 from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, turned, update_task
-from fastpu.ocmf._problem import _rotate_rows, eigen_rows, eigen_turn
+from fastpu.ocmf._problem import eigen_rows, eigen_turn
 
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
 UNSUPPORTED = {"negatives": "full", "fast_path": True, "lam_w": None, "lam_h": None}
@@ -133,32 +133,33 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
         W_src = _blocks.hold_slices(client, W, layout.ub, workers, "W")
         H_src = _blocks.hold_slices(client, H, layout.ib, workers, "H")
         # float32 at large k: each half-step works in the eigenbasis of its M, as the
-        # single-machine fit does (fastpu.ocmf._problem._eigen_basis); a side's rows stay on
-        # their workers as written, and its next task first applies the turns made since. Its
-        # M is summed exactly enough (gram_parts) that the blocks give one machine's M bit for
-        # bit: the layout cuts rows at multiples of GRAM_GROUP (row_align below)
+        # single-machine fit does (fastpu.ocmf._problem._eigen_basis), and gets its numbers bit
+        # for bit: M is summed by gram_parts, and every row is turned once per half-step by
+        # turn_rows, where it lives, in the same fixed chunks of rows as on one machine (the
+        # layout cuts rows at multiples of GRAM_GROUP: row_align below)
         eigen = eigen_rows(k, fdt)
         half["exact"] = eigen
         parts = client.gather([client.submit(gram_task, blk, H_src[b], n_threads, eigen,
                                              pure=False, **_on(workers, b))
                                for b, blk in enumerate(iblocks)])
         M_h, kappa_h = _sum_parts(parts, eigen)
-        last: list[np.ndarray] = []        # the previous half-step's turn, not yet in the rows
         for it in range(1, n_iter + 1):
-            M_h, kappa_h, opts = _turn(M_h, kappa_h, last, eigen, dict(half, dtype=H.dtype.name))
+            # (the rows a name held before are released as it is rebound: a worker holds one
+            # copy of a side's rows, plus the new one while a task writes it)
+            M_h, kappa_h, opts = _turn(M_h, kappa_h, eigen, dict(half, dtype=H.dtype.name))
+            H_src = _turned_rows(client, workers, H_src, opts)
             W_src, _, M_w, kappa_w, reg_w = _half_step(client, workers, routes.user, ublocks,
                                                        W_src, H_src, M_h, kappa_h, opts)
-            M_w, kappa_w, opts = _turn(M_w, kappa_w, last, eigen, dict(half, dtype=W.dtype.name))
+            M_w, kappa_w, opts = _turn(M_w, kappa_w, eigen, dict(half, dtype=W.dtype.name))
+            W_src = _turned_rows(client, workers, W_src, opts)
             H_src, f_h, M_h, kappa_h, _ = _half_step(client, workers, routes.item, iblocks,
                                                      H_src, W_src, M_w, kappa_w, opts)
             obj = f_h + const + reg_w
             if progress.step(it, obj, inner=0):
                 break
+        # both in the last half-step's basis: W was turned there as the routed side
         W = _blocks.gather_rows(client, W_src, workers)
         H = _blocks.gather_rows(client, H_src, workers)
-        for Q in last:                      # the items' last turn, which W has not had yet
-            W = np.array(W, order="C")
-            _rotate_rows(W, Q)
     finally:
         routes.release()
     progress.close()
@@ -189,30 +190,34 @@ def _on(workers, b):
     return dict(workers=[_blocks.home(workers, b)], allow_other_workers=True)
 
 
-def _turn(M, kappa, last, eigen, opts):
-    """This half-step's (M, κ, task options): with ``eigen``, M's eigenbasis (M diagonal, κ turned;
-    the turn Q for the routed rows and, for the block's own rows, the previous half-step's turn
-    and Q). ``last`` holds the previous turn and is replaced by this one."""
+def _turn(M, kappa, eigen, opts):
+    """This half-step's (M, κ, task options): with ``eigen``, M's eigenbasis (M diagonal, κ turned,
+    and the turn Q in ``opts["turn"]`` for both sides' rows)."""
     turn = eigen_turn(M, kappa) if eigen else None
     if turn is None:                        # none wanted, or M not finite: keep the basis
-        opts = dict(opts, own_turns=tuple(last))
-        last.clear()
         return M, kappa, opts
     Q, D, kappa = turn
     Qc = np.ascontiguousarray(Q, dtype=opts["dtype"])
-    opts = dict(opts, turn=Qc, own_turns=tuple(last) + (Qc,))
-    last[:] = [Qc]
-    return D, kappa, opts
+    return D, kappa, dict(opts, turn=Qc, own_turns=(Qc,))
+
+
+def _turned_rows(client, workers, sources, opts):
+    """The blocks' rows turned by this half-step's turn, each where it lives (one task per
+    block, as the single-machine fit turns the routed factor in place); ``sources`` when the
+    half-step makes no turn."""
+    if opts.get("turn") is None:
+        return sources
+    Q = client.submit(_blocks.held, opts["turn"], pure=False)    # one small task, not in each
+    return [client.submit(turned, Q, src, opts["n_threads"], pure=False, **_on(workers, c))
+            for c, src in enumerate(sources)]
 
 
 def _half_step(client, workers, router, blocks, F_src, E_src, M, kappa, half):
-    """One task per block, each given the pieces of E its positives touch; the new rows stay on
-    the workers (the next half-step routes them), the client gets only the k×k sums."""
-    then = None
-    if half.get("turn") is not None:        # Q as one small task (not in each of P² cuts)
-        then = (turned, client.submit(_blocks.held, half["turn"], pure=False))
+    """One task per block, each given the pieces of E its positives touch (E already in the
+    half-step's basis: :func:`_turned_rows`); the new rows stay on the workers (the next
+    half-step routes them), the client gets only the k×k sums."""
     futs = [client.submit(update_task, blk, F_src[b], M, kappa, half,
-                          *router.pieces(E_src, b, then), pure=False, **_on(workers, b))
+                          *router.pieces(E_src, b), pure=False, **_on(workers, b))
             for b, blk in enumerate(blocks)]
     res = client.gather([client.submit(_blocks.drop_first, f, **_on(workers, b))
                          for b, f in enumerate(futs)])

@@ -65,11 +65,14 @@ def _partial_gram(F, w, exact):
     return _blocks.gram(F, w, F.shape[1])
 
 
-def turned(Q, piece):
-    """``piece`` turned in place into the eigenbasis of Q (A ← A Q) and returned: the routed
-    rows of a half-step in the eigenbasis, turned where they are cut (:func:`routing.take`)."""
-    _rotate_rows(piece, Q)
-    return piece
+def turned(Q, rows, n_threads):
+    """A copy of a block's rows (an array or a result holding them) turned into the eigenbasis
+    of Q (A ← A Q): the routed side's rows of a half-step, turned once where they live, as the
+    single-machine fit turns that factor in place."""
+    with limit_threads(n_threads):
+        A = np.array(_blocks.first(rows), order="C")
+        _rotate_rows(A, Q)
+        return A
 
 
 def update_task(block, own, M, kappa, opts, *pieces):
@@ -81,9 +84,9 @@ def update_task(block, own, M, kappa, opts, *pieces):
     read only.
 
     In the eigenbasis of M (``opts["turn"]``: the single-machine fit's ``_eigen_basis``), M is
-    diagonal, the block's rows are first turned by the turns the fit made since they were written
-    (``opts["own_turns"]``), and the routed rows arrive turned by this half-step's turn (their
-    pieces are cut with :func:`turned`), as the single-machine fit turns both factors in place.
+    diagonal, the block's rows are first turned by this half-step's turn (``opts["own_turns"]``)
+    and the routed rows arrive turned by it (cut from the other side's rows turned by
+    :func:`turned`), as the single-machine fit turns both factors in place.
     """
     with limit_threads(opts["n_threads"]):
         W = np.array(_blocks.first(own), order="C")

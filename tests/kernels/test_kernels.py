@@ -206,10 +206,11 @@ def test_gram_parts_sum_to_the_gram_whatever_the_blocks(n, k, dtype, cuts, seed)
 
 
 @given(st.integers(0, 300), st.integers(1, 70), st.sampled_from([np.float32, np.float64]),
-       st.integers(0, 300), st.integers(0, 300), seeds)
+       st.integers(0, 5), st.integers(0, 5), seeds)
 def test_turn_rows_turns_each_row_to_the_same_numbers_in_any_call(n, k, dtype, a, b, seed):
-    """turn_rows is A Q in place; any slice of rows turned on its own, with 1 or 2 threads,
-    gives the rows of the whole call bit for bit (a BLAS product does not)."""
+    """turn_rows is A Q in place; a block of rows cut at multiples of TURN_ROWS (or at the
+    end), turned on its own with 1 or 2 threads and 1 or 2 BLAS threads, gives the rows of the
+    whole call bit for bit (what a Dask block relies on)."""
     from fastpu._core.threads import limit_threads
 
     rng = np.random.default_rng(seed)
@@ -220,9 +221,9 @@ def test_turn_rows_turns_each_row_to_the_same_numbers_in_any_call(n, k, dtype, a
     K.turn_rows(whole, Q)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(whole, expect, atol=tol * np.abs(expect).max(initial=1.0))
-    lo, hi = sorted((min(a, n), min(b, n)))
-    for threads in (1, 2):
+    lo, hi = sorted((min(a * K.TURN_ROWS, n), min(b * K.TURN_ROWS, n) if b < 5 else n))
+    for threads, blas in ((1, 1), (2, 2)):
         part = A[lo:hi].copy()
-        with limit_threads(threads):
+        with limit_threads(threads, blas=blas):
             K.turn_rows(part, Q)
         np.testing.assert_array_equal(part, whole[lo:hi])
