@@ -207,8 +207,9 @@ def _turned_rows(client, workers, sources, opts):
     half-step makes no turn."""
     if opts.get("turn") is None:
         return sources
-    Q = client.submit(_blocks.held, opts["turn"], pure=False)    # one small task, not in each
-    return [client.submit(turned, Q, src, opts["n_threads"], pure=False, **_on(workers, c))
+    # Q (k×k) goes in each of the P tasks: one more task holding it would cost a round trip
+    return [client.submit(turned, opts["turn"], src, opts["n_threads"], pure=False,
+                          **_on(workers, c))
             for c, src in enumerate(sources)]
 
 
