@@ -541,14 +541,15 @@ def _gram(E, q):
 #: The smallest k at which a float32 fit on the row path works in the eigenbasis of M (below).
 #: At 20M positives (docs/performance.md) it made an SQ-wSQ iteration 19% shorter at k = 256,
 #: where the rows' k×k products M·v had been a fifth of it, and about 3% at k = 64; two
-#: rotations of both factors per iteration cost half their multiply-adds (a serial kernel per
-#: row, within about 1.3× of a BLAS product, so that a Dask block turns a row to the same numbers).
+#: rotations of both factors per iteration cost half their multiply-adds (BLAS products on fixed
+#: chunks of 64 rows, so that a Dask block turns its rows to the same numbers: ``turn_rows``).
 EIGEN_MIN_K = 64
 
 
 def _rotate_rows(A, Q):
-    """A ← A Q in place, each row by the same serial kernel on fastpu's threads (``turn_rows``):
-    a row is turned to the same numbers wherever it is, here or in a Dask block."""
+    """A ← A Q in place on fastpu's threads (``turn_rows``: one-thread BLAS products on fixed
+    chunks of 64 rows): a block of rows that starts at a multiple of 64 is turned to the same
+    numbers here and in a Dask block."""
     turn_rows(A, Q)
 
 
