@@ -89,12 +89,12 @@ class _Before:
     """The previous turn and Gram in place of the new ones, while the block runs."""
 
     def __enter__(self):
-        self.saved = (_problem._rotate_rows, _problem.gram_parts)
-        _problem._rotate_rows, _problem.gram_parts = blas_turn, chunk_gram
+        self.saved = (_problem.turn_rows, _problem.gram_parts)
+        _problem.turn_rows, _problem.gram_parts = blas_turn, chunk_gram
         return self
 
     def __exit__(self, *exc):
-        _problem._rotate_rows, _problem.gram_parts = self.saved
+        _problem.turn_rows, _problem.gram_parts = self.saved
 
 
 def fits(Y, ks, n_iter, rounds):

@@ -445,6 +445,12 @@ def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     return (set(params) - {"Y"}) | set(getattr(fit, "deprecated_names", {}))
 
 
+def offered_names(fit: Callable[..., Any], names: set[str]) -> list[str]:
+    """``names`` to offer in a message, sorted: a deprecated name ``fit`` still takes
+    (:func:`renamed`) is accepted, but not offered."""
+    return sorted(names - set(getattr(fit, "deprecated_names", {})))
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning at the first frame outside fastpu (the user's
     call), however many of fastpu's wrappers lie between (as pandas' ``find_stack_level``)."""

@@ -190,8 +190,7 @@ def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> 
         return
     unknown = [key for key in fixed if key not in names]
     if unknown:
-        # the names to advertise: a deprecated name is still accepted, but not offered
-        current = sorted(names - set(getattr(fit, "deprecated_names", {})))
+        current = V.offered_names(fit, names)
         hint = V.did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
         raise TypeError(f"{label} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")

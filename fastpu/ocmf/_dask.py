@@ -171,8 +171,7 @@ def row_align(k, params):
     the eigenbasis (float32, k ≥ EIGEN_MIN_K, the row path), so that the blocks' partial Grams
     add up to one machine's M bit for bit (:func:`fastpu._kernels.csr.gram_parts`); else 1.
     Arguments the fit's own checks will refuse give 1 (the refusal comes from those checks)."""
-    if (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or _coupled(params)
-            or params.get("negatives", "full") != "full"):
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or _coupled(params):
         return 1
     try:
         eigen = eigen_rows(int(k), V.check_float_dtype(params.get("dtype")))
@@ -198,7 +197,7 @@ def _turn(M, kappa, eigen, opts):
         return M, kappa, opts
     Q, D, kappa = turn
     Qc = np.ascontiguousarray(Q, dtype=opts["dtype"])
-    return D, kappa, dict(opts, turn=Qc, own_turns=(Qc,))
+    return D, kappa, dict(opts, turn=Qc)
 
 
 def _turned_rows(client, workers, sources, opts):

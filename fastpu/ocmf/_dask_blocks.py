@@ -12,11 +12,11 @@ import dataclasses
 import numpy as np
 
 from fastpu._core.threads import limit_threads
-from fastpu._kernels.csr import gram_parts, sum_gram_parts
+from fastpu._kernels.csr import gram_parts, sum_gram_parts, turn_rows
 from fastpu._kernels.ocmf import local_entries, row_newton
 from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
-from fastpu.ocmf._problem import _rotate_rows, kernel_indices
+from fastpu.ocmf._problem import kernel_indices
 
 _NO_Q = np.empty(0)
 
@@ -71,7 +71,7 @@ def turned(Q, rows, n_threads):
     single-machine fit turns that factor in place."""
     with limit_threads(n_threads):
         A = np.array(_blocks.first(rows), order="C")
-        _rotate_rows(A, Q)
+        turn_rows(A, Q)
         return A
 
 
@@ -84,7 +84,7 @@ def update_task(block, own, M, kappa, opts, *pieces):
     read only.
 
     In the eigenbasis of M (``opts["turn"]``: the single-machine fit's ``_eigen_basis``), M is
-    diagonal, the block's rows are first turned by this half-step's turn (``opts["own_turns"]``)
+    diagonal, the block's rows are first turned by this half-step's turn Q (``opts["turn"]``)
     and the routed rows arrive turned by it (cut from the other side's rows turned by
     :func:`turned`), as the single-machine fit turns both factors in place.
     """
@@ -92,8 +92,8 @@ def update_task(block, own, M, kappa, opts, *pieces):
         W = np.array(_blocks.first(own), order="C")
         k = W.shape[1]
         E = routing.assemble(k, opts["dtype"], *pieces)
-        for Q in opts.get("own_turns", ()):
-            _rotate_rows(W, Q)
+        if opts.get("turn") is not None:
+            turn_rows(W, opts["turn"])
         lam = opts["lam"]
         f_rows = np.empty(W.shape[0])
         local_max = local_entries(k, E.dtype.itemsize)

@@ -546,13 +546,6 @@ def _gram(E, q):
 EIGEN_MIN_K = 64
 
 
-def _rotate_rows(A, Q):
-    """A ← A Q in place on fastpu's threads (``turn_rows``: one-thread BLAS products on fixed
-    chunks of 64 rows): a block of rows that starts at a multiple of 64 is turned to the same
-    numbers here and in a Dask block."""
-    turn_rows(A, Q)
-
-
 def eigen_rows(k, dtype):
     """Whether a row-path fit of rank k in ``dtype`` works in the eigenbasis of each M."""
     return np.dtype(dtype) == np.float32 and k >= EIGEN_MIN_K
@@ -583,7 +576,7 @@ def _eigen_basis(E, q, factors):
     Q, D, kappa = turn
     Qc = np.ascontiguousarray(Q, dtype=E.dtype)
     for A in factors:
-        _rotate_rows(A, Qc)
+        turn_rows(A, Qc)
     return D, kappa, True
 
 

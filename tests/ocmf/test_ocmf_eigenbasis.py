@@ -75,13 +75,13 @@ def test_the_rotated_fit_does_not_depend_on_the_thread_count(monkeypatch):
 
 @settings(max_examples=25, deadline=None)
 @given(seeds, st.integers(1, 70), st.integers(1, 9), st.sampled_from([np.float32, np.float64]))
-def test_rotate_rows_is_a_times_q_in_place(seed, n, k, dtype):
+def test_turn_rows_is_a_times_q_in_place(seed, n, k, dtype):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, k)).astype(dtype)
     Q = np.linalg.qr(rng.standard_normal((k, k)))[0].astype(dtype)
     expect = A.astype(np.float64) @ Q.astype(np.float64)
     with limit_threads(2):
-        _problem._rotate_rows(A, Q)
+        _problem.turn_rows(A, Q)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(A, expect, atol=tol * max(1.0, np.abs(expect).max()))
 
