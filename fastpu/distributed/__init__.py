@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
 def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None,
         n_workers: int | None = None, n_blocks: int | None = None,
         shape: tuple[int, int] | None = None, n_threads: Threads = None,
-        **params: Any) -> Factorization:
+        grid: tuple[int, int] | None = None, **params: Any) -> Factorization:
     """Fit a method on a Dask cluster; the same model the single-machine ``fit`` returns.
 
     Parameters
@@ -78,6 +78,14 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         Number of row blocks of Y and of Yᵀ (default: the number of workers).
     shape : tuple (m, n), optional
         Matrix shape of a pairs input (default: the largest ids + 1).
+    grid : tuple (p, q), optional
+        ``method="ocmf"`` (its row-separable fast path) on a two-dimensional grid instead of
+        row blocks: Y is cut into p user ranges × q item ranges, one cell per task, so a task
+        holds at most n/q item rows (user half-step) or m/p user rows (item half-step) whatever
+        the pattern, at the price of summing each row's solve over the q (or p) cells of its
+        range, a round of tasks per CG step (docs/distributed.md, "The 2-D block grid"). The
+        model is the row-block fit's to rounding (about 1e-12 in float64; float32 to its
+        rounding). Needs a sparse ``Y``; not with ``n_blocks``.
     n_threads : int, optional
         Numba threads per task on the workers (default: 1 on the local cluster started here, else
         the workers' own ``NUMBA_NUM_THREADS``). Set a worker's thread count in the environment
@@ -142,6 +150,8 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
             raise TypeError("shape= is only for a dask dataframe of pairs; a sparse Y has its own shape")
     if n_blocks is not None:
         n_blocks = V.check_int(n_blocks, name="n_blocks", minimum=1)
+    if grid is not None:
+        _check_grid_call(method, driver, pairs, n_blocks)
     if n_workers is not None:
         n_workers = V.check_int(n_workers, name="n_workers", minimum=1)
         if client is not None:
@@ -161,7 +171,9 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         nb = n_blocks if n_blocks is not None else len(workers)
         # rows per unit of the blocks' cuts (ocmf in the eigenbasis: see its row_align)
         align = getattr(driver, "row_align", lambda k, params: 1)(k, params)
-        if whole:
+        if grid is not None:
+            model = driver.fit_grid(c, Y, workers, grid, k, n_threads=n_threads, **params)
+        elif whole:
             model = driver.fit(c, Y, workers, nb, k, n_threads=n_threads, **params)
         elif pairs:
             layout = _blocks.layout_from_pairs(c, Y, shape, nb, workers, align)
@@ -172,6 +184,19 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
     if ids is not None:
         model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
     return model
+
+
+def _check_grid_call(method, driver, pairs, n_blocks):
+    """Refuse, in a sentence, a ``grid=`` the call cannot run."""
+    if not hasattr(driver, "fit_grid"):
+        raise ValueError(f"grid= runs method='ocmf' (its row-separable fast path); "
+                         f"method={method!r} runs on row blocks: drop grid= (n_blocks= sets "
+                         "the number of blocks)")
+    if pairs:
+        raise TypeError("grid= needs Y as a scipy.sparse matrix (the cells are cut on the "
+                        "client); a dask dataframe of pairs runs on row blocks: drop grid=")
+    if n_blocks is not None:
+        raise ValueError(f"grid= and n_blocks={n_blocks} both set the layout; pass one of them")
 
 
 @contextlib.contextmanager

@@ -22,6 +22,8 @@ is recomputed from its lineage.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from fastpu._core import validation as V
@@ -31,7 +33,7 @@ from fastpu._core.progress import Progress
 from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
-from fastpu.ocmf import _dask_tron
+from fastpu.ocmf import _dask_tron, _grid
 from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, turned, update_task
 from fastpu.ocmf._problem import eigen_rows, eigen_turn
 
@@ -61,52 +63,100 @@ def _short(v):
     return type(v).__name__ if hasattr(v, "shape") else repr(v)
 
 
+def _setup(shape, k, kw, other, where):
+    """The checks and the start shared by the row-block and the grid fit: ``fastpu.ocmf.fit``'s
+    checks, its initial factors (the same draws in the same order), the fit's params record."""
+    _check_unsupported(other)
+    unknown = set(other) - set(UNSUPPORTED) - set(IGNORED)
+    if unknown:
+        raise TypeError(f"fastpu.distributed.fit(method='ocmf') got unexpected parameters "
+                        f"{sorted(unknown)}; see fastpu.ocmf.fit for the accepted ones")
+    solver, seed = kw["solver"], kw["seed"]
+    run = check_run(k, solver=solver, n_iter=kw["n_iter"], n_inner=kw["n_inner"],
+                    init_std=kw["init_std"], callback=kw["callback"], fast_path=True,
+                    verbose=kw["verbose"], seed=seed, dtype=kw["dtype"])
+    model = check_model(shape, loss=kw["loss"], rho=kw["rho"], p=kw["p"], q=kw["q"],
+                        a_bar=kw["a_bar"], user_features=kw["user_features"],
+                        item_features=kw["item_features"], user_graph=kw["user_graph"],
+                        item_graph=kw["item_graph"], lam=kw["lam"], lam_w=None, lam_h=None,
+                        lam_graph=kw["lam_graph"], negatives="full", neg_ratio=1.0,
+                        dense_limit=None)
+    if model.coupled and solver != "tron":
+        raise ValueError("solver='gd' has no distributed form here (use TRON for features and graphs); "
+                         "use solver='tron' (the default), or fastpu.ocmf.fit")
+    nsteps, csteps = check_steps(model, kw["newton_steps"], kw["cg_steps"])
+    start = check_start(kw["init"], model, run, shape)
+    fdt, rng = run.dtype, run.rng
+    if start is not None:
+        W, H = start
+    else:                                   # the same draws, in the same order, as fastpu.ocmf.fit
+        du, dv = dims(model, shape)
+        W = (rng.standard_normal((du, run.k)) * run.init_std).astype(fdt, copy=False)
+        H = (rng.standard_normal((dv, run.k)) * run.init_std).astype(fdt, copy=False)
+    params = dict(k=run.k, loss=model.loss, rho=model.rho, a_bar=model.abar, lam=model.lam,
+                  lam_w=model.lam_w, lam_h=model.lam_h, neg_ratio=model.neg_ratio,
+                  negatives="full", n_iter=run.n_iter, fast_path=True,
+                  newton_steps=kw["newton_steps"], cg_steps=kw["cg_steps"],
+                  init_std=run.init_std, seed=seed, dtype=fdt.name, solver=solver,
+                  n_inner=run.n_inner, user_features=model.user_features is not None,
+                  item_features=model.item_features is not None,
+                  has_user_graph=kw["user_graph"] is not None,
+                  has_item_graph=kw["item_graph"] is not None, lam_graph=model.lam_graph,
+                  distributed=where)
+    pw = model.rho * model.p
+    const = model.abar ** 2 * float(pw.sum()) * float(model.q.sum())
+    progress = Progress("ocmf", verbose=kw["verbose"], callback=kw["callback"], total=run.n_iter)
+    return types.SimpleNamespace(
+        model=model, W=W, H=H, pw=pw, q=model.q, progress=progress, k=run.k, n_iter=run.n_iter,
+        n_inner=run.n_inner, abar=model.abar, lam=model.lam, const=const, kind=model.kind,
+        nsteps=nsteps, csteps=csteps, coupled=model.coupled, params=params, dtype=fdt)
+
+
+def fit_grid(client, Y, workers, grid, k, *, user_features, item_features, user_graph,
+             item_graph, loss, rho, p, q, a_bar, lam, lam_graph, solver, n_iter, n_inner,
+             newton_steps, cg_steps, init, init_std, dtype, seed, n_threads, callback, verbose,
+             **other):
+    """The fast path on a p × q grid of Y's cells (:mod:`fastpu.ocmf._grid`); the same
+    arguments and checks as :func:`fit`, and a sentence for what the grid does not run."""
+    grid = _grid.check_grid(grid, Y.shape)
+    coupled = any(v is not None for v in (user_features, item_features, user_graph, item_graph))
+    if coupled:
+        raise ValueError("grid= runs ocmf's row-separable fast path (no features, no graphs); "
+                         "user/item features and graphs run on row blocks: drop grid= (and use "
+                         "n_blocks= if needed)")
+    s = _setup(Y.shape, k, dict(
+        user_features=None, item_features=None, user_graph=None, item_graph=None, loss=loss,
+        rho=rho, p=p, q=q, a_bar=a_bar, lam=lam, lam_graph=lam_graph, solver=solver,
+        n_iter=n_iter, n_inner=n_inner, newton_steps=newton_steps, cg_steps=cg_steps, init=init,
+        init_std=init_std, dtype=dtype, seed=seed, callback=callback, verbose=verbose), other,
+        dict(grid=grid, n_workers=len(workers)))
+    W, H = _grid.fit(client, Y, grid, workers, s.W, s.H, s.pw, s.q, kind=s.kind, abar=s.abar,
+                     lam=s.lam, nsteps=s.nsteps, csteps=s.csteps, const=s.const, k=s.k,
+                     n_iter=s.n_iter, n_threads=n_threads, progress=s.progress)
+    s.progress.close()
+    return Factorization(W, H, s.progress.history, s.params, "ocmf", {})
+
+
 def fit(client, layout, k, *, user_features, item_features, user_graph, item_graph, loss, rho, p,
         q, a_bar, lam, lam_graph, solver, n_iter, n_inner, newton_steps, cg_steps, init, init_std,
         dtype, seed, n_threads, callback, verbose, **other):
     """Alternating row-block updates; see :func:`fastpu.distributed.fit` (which fills in
     ``fastpu.ocmf.fit``'s defaults: no default is spelled out here). The arguments go through
     the same checks as ``fastpu.ocmf.fit``'s (:mod:`fastpu.ocmf._check`)."""
-    _check_unsupported(other)
-    unknown = set(other) - set(UNSUPPORTED) - set(IGNORED)
-    if unknown:
-        raise TypeError(f"fastpu.distributed.fit(method='ocmf') got unexpected parameters "
-                        f"{sorted(unknown)}; see fastpu.ocmf.fit for the accepted ones")
-    run = check_run(k, solver=solver, n_iter=n_iter, n_inner=n_inner, init_std=init_std,
-                    callback=callback, fast_path=True, verbose=verbose, seed=seed, dtype=dtype)
-    model = check_model(layout.shape, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar,
-                        user_features=user_features, item_features=item_features,
-                        user_graph=user_graph, item_graph=item_graph, lam=lam, lam_w=None,
-                        lam_h=None, lam_graph=lam_graph, negatives="full", neg_ratio=1.0,
-                        dense_limit=None)
-    k, n_iter, n_inner, fdt, rng = run.k, run.n_iter, run.n_inner, run.dtype, run.rng
-    abar, rho, p, q, lam, lam_g = model.abar, model.rho, model.p, model.q, model.lam, model.lam_graph
+    s = _setup(layout.shape, k, dict(
+        user_features=user_features, item_features=item_features, user_graph=user_graph,
+        item_graph=item_graph, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, lam=lam,
+        lam_graph=lam_graph, solver=solver, n_iter=n_iter, n_inner=n_inner,
+        newton_steps=newton_steps, cg_steps=cg_steps, init=init, init_std=init_std, dtype=dtype,
+        seed=seed, callback=callback, verbose=verbose), other,
+        dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
+    model, W, H, pw, q, progress = s.model, s.W, s.H, s.pw, s.q, s.progress
+    k, n_iter, n_inner, abar, lam, const = s.k, s.n_iter, s.n_inner, s.abar, s.lam, s.const
+    kind, nsteps, csteps, coupled, params = s.kind, s.nsteps, s.csteps, s.coupled, s.params
     X, Z, Lu, Lv = model.user_features, model.item_features, model.L_user, model.L_item
-    coupled = model.coupled
-    if coupled and solver != "tron":
-        raise ValueError("solver='gd' has no distributed form here (use TRON for features and graphs); "
-                         "use solver='tron' (the default), or fastpu.ocmf.fit")
-    kind = model.kind
-    nsteps, csteps = check_steps(model, newton_steps, cg_steps)
-    start = check_start(init, model, run, layout.shape)
-    if start is not None:
-        W, H = start
-    else:                                   # the same draws, in the same order, as fastpu.ocmf.fit
-        du, dv = dims(model, layout.shape)
-        W = (rng.standard_normal((du, k)) * run.init_std).astype(fdt, copy=False)
-        H = (rng.standard_normal((dv, k)) * run.init_std).astype(fdt, copy=False)
-    params = dict(k=k, loss=model.loss, rho=rho, a_bar=abar, lam=lam, lam_w=model.lam_w,
-                  lam_h=model.lam_h, neg_ratio=model.neg_ratio, negatives="full",
-                  n_iter=n_iter, fast_path=True, newton_steps=newton_steps, cg_steps=cg_steps,
-                  init_std=run.init_std, seed=seed, dtype=fdt.name, solver=solver,
-                  n_inner=n_inner, user_features=X is not None,
-                  item_features=Z is not None, has_user_graph=user_graph is not None,
-                  has_item_graph=item_graph is not None, lam_graph=lam_g,
-                  distributed=dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
-    pw = rho * p
-    const = abar ** 2 * float(pw.sum()) * float(q.sum())
+    lam_g = model.lam_graph
+    fdt = s.dtype
     workers = layout.workers
-    progress = Progress("ocmf", verbose=verbose, callback=callback, total=n_iter)
     half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
     # the other side's rows each block touches, and the weights of the rows: once, for the fit
     routes = routing.Routes(client, layout)

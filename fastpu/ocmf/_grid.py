@@ -1,0 +1,492 @@
+"""ocmf's row-separable fast path on a two-dimensional grid of Y's blocks (``grid=(p, q)``).
+
+The routed layout (:mod:`fastpu.ocmf._dask`) gives each row block the whole of its rows'
+entries, so a block's task receives every other-side row its positives touch; on a catalogue
+where a block's users touch most of the items that is most of the other side. A grid cuts Y
+into p user ranges × q item ranges instead and keeps one *cell* (one range of each side) on a
+worker: in the user half-step a cell needs only the n/q item rows of its item range, in the
+item half-step only the m/p user rows of its user range. That caps the other side's rows a
+worker holds, whatever the pattern.
+
+The price is that a row's entries are spread over the cells of its range, so its Newton–CG
+solve (:func:`fastpu._kernels.ocmf.row_newton`: Newton steps of a few CG steps, with a
+backtracking line search for losses that are not quadratic) needs its sums over entries —
+value, gradient, each Hessian–vector product, the line search's values — added up across the
+cells. A half-step is therefore a sequence of rounds, each with one task per cell that returns
+the rows' partial sums (rows × k, or rows × a few) and one task per row range (a *reducer*)
+that adds them to the k×k part (p_i M v + λ v) and takes the CG step for all of its rows at
+once, with the same per-row decisions as the kernel (CG stops at dᵀHd ≤ 0 or a residual below
+10⁻³ of the first; no step when gᵀs ≥ 0; the Armijo test on α = 1, ½, ¼, ...). The
+cells keep their entries' scores and second derivatives between the rounds of a Newton step.
+
+The rounds add the same terms as the kernel in another order and in float64, so the model is
+the single-machine model up to rounding: to about 1e-12 in float64. What travels between the
+rounds (the directions, the steps and the cells' partial products) is in the factors' dtype, as
+the kernel computes those vectors: with float32 factors, rounded to float32 there and at the
+end of every half-step, but not the kernel's float32 products (nor, at k ≥ 64, in the
+eigenbasis of M), so a float32 grid fit agrees with one machine's to float32 rounding and what
+the iterations make of it.
+
+What travels per half-step (docs/distributed.md, "The 2-D block grid"): each cell receives its
+other-side range once and, per round, the direction of its own range's rows (rows × k), and
+sends back a partial of the same size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import warnings
+from typing import Any
+
+import numpy as np
+
+from fastpu._core.threads import limit_threads
+from fastpu._kernels.csr import csr_dense, sampled_dots
+from fastpu._kernels.losses import SQUARE, entry_losses, entry_values
+from fastpu.distributed import blocks as _blocks
+
+CG_TOL = 1e-3                       # row_newton's cg_tol in the fit
+ARMIJO = 1e-4                       # the kernel's sufficient-decrease constant
+LADDER = 0.5 ** np.arange(30)       # the kernel's backtracking steps α = 1, ½, ..., 2⁻²⁹
+FIRST_STEPS = 4                     # α tried in a line search's first round; the rest if needed
+
+
+@dataclasses.dataclass
+class Cell:
+    """The entries of one cell, rows of one side × columns of the other (one orientation).
+
+    ``indptr`` is local to the cell's rows, ``indices`` are local to its column range; the
+    entry arrays are those :func:`fastpu._kernels.losses.entry_losses` reads.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    rows: np.ndarray        # the cell's local row of every entry
+    labels: np.ndarray
+    weights: np.ndarray
+    corr: np.ndarray
+
+    @property
+    def n_rows(self):
+        return self.indptr.size - 1
+
+
+def make_cell(indptr, indices, data, own_w, other_w):
+    """A :class:`Cell` from a CSR slice (local ``indptr`` and ``indices``): corr = own_w[row] ·
+    other_w[col], ocmf's Full weights (``own_w`` and ``other_w`` are the two ranges' slices)."""
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    own = np.asarray(own_w, dtype=np.float64)
+    other = np.asarray(other_w, dtype=np.float64)
+    return Cell(indptr, indices, rows, np.ones(indices.size), np.asarray(data, dtype=np.float64),
+                own[rows] * other[indices])
+
+
+def _f64(A):
+    return np.ascontiguousarray(_blocks.first(A), dtype=np.float64)
+
+
+def _scores(cell, W, E):
+    s = np.empty(cell.indices.size)
+    if s.size:
+        sampled_dots(cell.indptr, cell.indices, W, E, s)
+    return s
+
+
+def _times(cell, data, E):
+    out = np.zeros((cell.n_rows, E.shape[1]))
+    if cell.indices.size:
+        csr_dense(cell.indptr, cell.indices, data, E, out)
+    return out
+
+
+def cell_grad(cell, E, W, kind, abar, n_threads, wire):
+    """((Σ_e value_e, Σ_e ℓ'_e h_e) per row, (scores, ℓ''_e)): the entries' part of the
+    rows' f_i and gradient at the rows ``W`` (the cell's own range), and the state the
+    cell's later rounds of this Newton step read."""
+    with limit_threads(n_threads):
+        E, W = _f64(E), _f64(W)
+        s = _scores(cell, W, E)
+        val, d1, d2 = np.empty_like(s), np.empty_like(s), np.empty_like(s)
+        if s.size:
+            entry_losses(kind, cell.labels, cell.weights, cell.corr, abar, s, val, d1, d2)
+        f = np.bincount(cell.rows, weights=val, minlength=cell.n_rows)
+        return (f, _times(cell, d1, E).astype(wire, copy=False)), (s, d2)
+
+
+def cell_hessp(cell, E, state, D, wire):
+    """Σ_e ℓ''_e (h_e·d) h_e per row: the entries' part of the Hessian's product with the rows'
+    CG directions ``D``."""
+    E, D = _f64(E), _f64(D)
+    u = _scores(cell, D, E)
+    return _times(cell, state[1] * u, E).astype(wire, copy=False)
+
+
+def cell_line(cell, E, state, S, alphas, kind, abar):
+    """Σ_e value_e(s_e + α h_e·step) per row and α (rows × len(alphas)): the entries' part of
+    f_i along the rows' steps ``S``."""
+    E, S = _f64(E), _f64(S)
+    s = state[0]
+    sd = _scores(cell, S, E)
+    out = np.zeros((cell.n_rows, len(alphas)))
+    val = np.empty_like(s)
+    for c, alpha in enumerate(alphas):
+        if s.size:
+            entry_values(kind, cell.labels, cell.weights, cell.corr, abar, s + alpha * sd, val)
+        out[:, c] = np.bincount(cell.rows, weights=val, minlength=cell.n_rows)
+    return out
+
+
+@dataclasses.dataclass
+class Rows:
+    """A reducer's state: its range's rows and their solves (float64, one row per row)."""
+
+    w: np.ndarray
+    pw: np.ndarray                  # the rows' unlabeled weights p_i
+    f: np.ndarray                   # f_i at the current rows (the kernel's f_cur)
+    done: np.ndarray                # the row has left its Newton loop
+    act: Any = None          # taking a Newton step now
+    cg: Any = None           # still in this step's CG loop
+    line: Any = None         # waiting for an accepted α
+    g: Any = None
+    step: Any = None
+    r: Any = None
+    d: Any = None
+    rr: Any = None
+    stop: Any = None
+    sc: Any = None
+    gs: Any = None
+    tried: int = 0                  # α of the ladder tried so far
+
+
+def start_rows(W, pw):
+    """The state of a range's rows at the start of a half-step."""
+    w = _f64(W).copy()
+    n = w.shape[0]
+    return Rows(w, np.asarray(pw, dtype=np.float64), np.zeros(n), np.zeros(n, dtype=bool))
+
+
+def _rowdot(A, B):
+    return np.einsum("ij,ij->i", A, B)
+
+
+def _hk(st, M, v, lam):
+    """The k×k part of the Hessian product: 2 p_i M v + 2 λ v (M symmetric)."""
+    return 2.0 * st.pw[:, None] * (v @ M) + 2.0 * lam * v
+
+
+def red_grad(st, M, kappa, opts, *parts):
+    """Add the cells' values and gradients, start each active row's CG (the kernel's
+    first lines of a Newton step); returns (state, the CG directions)."""
+    st = dataclasses.replace(st)
+    lam, abar = opts["lam"], opts["abar"]
+    w = st.w
+    mw = w @ M
+    quad = st.pw * (_rowdot(w, mw) - 2.0 * abar * (w @ kappa)) + lam * _rowdot(w, w)
+    g = 2.0 * st.pw[:, None] * (mw - abar * kappa) + 2.0 * lam * w
+    f = quad.copy()
+    for val, grad in parts:
+        f += val
+        g += grad
+    act = ~st.done
+    st.f = np.where(act, f, st.f)
+    gg = _rowdot(g, g)
+    st.done = st.done | (act & (gg == 0.0))
+    act = act & (gg != 0.0)
+    # the kernel's scaling by a power of two near 1/‖g‖ (exact: the iterates do not change)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        e = np.frexp(np.sqrt(gg))[1]
+        sc = np.where(np.isfinite(gg) & act, np.ldexp(1.0, -e), 1.0)
+    st.act, st.cg, st.g, st.sc = act, act.copy(), g, sc
+    st.step = np.zeros_like(w)
+    st.r = np.where(act[:, None], -g * sc[:, None], 0.0)
+    st.d = st.r.copy()
+    st.rr = gg * sc * sc
+    st.stop = CG_TOL * CG_TOL * st.rr
+    return st, st.d.astype(opts["dtype"], copy=False)
+
+
+def red_hessp(st, M, opts, *parts):
+    """One CG step for every row still in its CG loop; returns (state, the next directions)."""
+    st = dataclasses.replace(st)
+    Hd = _hk(st, M, st.d, opts["lam"])
+    for part in parts:
+        Hd += part
+    dHd = _rowdot(st.d, Hd)
+    cg = st.cg & (dHd > 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = np.where(cg, st.rr / np.where(cg, dHd, 1.0), 0.0)
+    step = st.step + alpha[:, None] * st.d
+    r = st.r - alpha[:, None] * Hd
+    rr_new = _rowdot(r, r)
+    st.step = np.where(cg[:, None], step, st.step)
+    st.r = np.where(cg[:, None], r, st.r)
+    go = cg & ~(rr_new <= st.stop)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beta = np.where(go, rr_new / np.where(go, st.rr, 1.0), 0.0)
+    st.d = np.where(go[:, None], st.r + beta[:, None] * st.d, 0.0)
+    st.rr = np.where(go, rr_new, st.rr)
+    st.cg = go
+    return st, st.d.astype(opts["dtype"], copy=False)
+
+
+def red_step(st, opts):
+    """The end of the CG loop: undo the scaling; rows with gᵀstep ≥ 0 leave; the square loss
+    takes its step (f_i from the CG identity); other losses wait for a line search. Returns
+    (state, the steps)."""
+    st = dataclasses.replace(st)
+    inv = 1.0 / st.sc
+    st.step = st.step * inv[:, None]
+    st.r = st.r * inv[:, None]
+    gs = _rowdot(st.g, st.step)
+    leave = st.act & (gs >= 0.0)
+    st.done = st.done | leave
+    act = st.act & ~leave
+    st.act, st.gs = act, gs
+    if opts["kind"] == SQUARE:
+        sr = _rowdot(st.step, st.r)
+        st.w = np.where(act[:, None], st.w + st.step, st.w)
+        st.f = np.where(act, st.f + 0.5 * (gs - sr), st.f)
+        if opts["csteps"] >= st.w.shape[1]:
+            st.done = st.done | act
+        st.line = np.zeros_like(act)
+    else:
+        st.line = act.copy()
+    st.tried = 0
+    return st, np.where(st.line[:, None], st.step, 0.0).astype(opts["dtype"], copy=False)
+
+
+def red_line(st, M, kappa, opts, alphas, last, *parts):
+    """The line search's test on ``alphas`` (the next ones of the ladder) for every row still
+    waiting; with ``last``, a row that passed none leaves its Newton loop unchanged."""
+    st = dataclasses.replace(st)
+    lam, abar = opts["lam"], opts["abar"]
+    w, s = st.w, st.step
+    mw, ms = w @ M, s @ M
+    wmw, smw, sms = _rowdot(w, mw), _rowdot(s, mw), _rowdot(s, ms)
+    wk, sk = w @ kappa, s @ kappa
+    ww, ws, ss = _rowdot(w, w), _rowdot(w, s), _rowdot(s, s)
+    entries = sum(parts)
+    line = st.line.copy()
+    for c, alpha in enumerate(alphas):
+        quad = st.pw * (wmw + alpha * (2.0 * smw + alpha * sms) - 2.0 * abar * (wk + alpha * sk))
+        reg = lam * (ww + alpha * (2.0 * ws + alpha * ss))
+        f_new = entries[:, c] + quad + reg
+        ok = line & (f_new <= st.f + ARMIJO * alpha * st.gs)
+        st.w = np.where(ok[:, None], w + alpha * s, st.w)
+        st.f = np.where(ok, f_new, st.f)
+        line &= ~ok
+    st.line = line
+    st.tried += len(alphas)
+    if last:
+        st.done = st.done | line
+        st.line = np.zeros_like(line)
+    return st
+
+
+def waiting(st):
+    """Whether any row still waits for its line search."""
+    return bool(st.line.any())
+
+
+def red_finish(st, dtype, lam, k):
+    """(new rows in ``dtype``, Σ f_i, their partial Gram, λ‖rows‖²): a reducer's result."""
+    W = st.w.astype(dtype)
+    reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
+    return W, float(st.f.sum()), _blocks.gram(np.ascontiguousarray(W), st.pw, k), reg
+
+
+def w_of(st):
+    return st.w
+
+
+class Grid:
+    """The cells of Y on the workers: ``cells["user"][a][b]`` holds Y[users a, items b] (rows:
+    users), ``cells["item"][b][a]`` its transpose, both first on the same worker."""
+
+    def __init__(self, client, Y, grid, workers, pw, q):
+        self.p, self.q = grid
+        m, n = Y.shape
+        self.cuts = {"user": _blocks.bounds(m, self.p), "item": _blocks.bounds(n, self.q)}
+        self.workers = workers
+        YT = Y.T.tocsr()
+        self.cells: dict[str, list[list[Any]]] = {
+            "user": [[None] * self.q for _ in range(self.p)],
+                      "item": [[None] * self.p for _ in range(self.q)]}
+        ub, ib = self.cuts["user"], self.cuts["item"]
+        with warnings.catch_warnings():
+            # the slices are meant to be in the graph: a lost worker's cells are rebuilt from it
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            for a in range(self.p):
+                for b in range(self.q):
+                    for side, A, lo, hi, clo, chi, own, other, i, j in (
+                            ("user", Y, ub[a], ub[a + 1], ib[b], ib[b + 1], pw, q, a, b),
+                            ("item", YT, ib[b], ib[b + 1], ub[a], ub[a + 1], q, pw, b, a)):
+                        sub = A[int(lo):int(hi), int(clo):int(chi)].tocsr()
+                        sub.sort_indices()
+                        self.cells[side][i][j] = client.submit(
+                            make_cell, sub.indptr, sub.indices, sub.data,
+                            own[int(lo):int(hi)], other[int(clo):int(chi)],
+                            key=f"fastpu-grid-{side}-{a}-{b}-{_blocks.token()}",
+                            **self.on(a, b))
+        futures = [f for side in self.cells.values() for row in side for f in row]
+        _blocks.settle(client, futures)
+
+    def on(self, a, b):
+        """Where cell (user range a, item range b) lives first."""
+        return dict(workers=[_blocks.home(self.workers, a * self.q + b)],
+                    allow_other_workers=True)
+
+    def cell_on(self, side, i, j):
+        return self.on(i, j) if side == "user" else self.on(j, i)
+
+    def reducer_on(self, side, i):
+        """A reducer lives with one of its range's cells."""
+        return self.cell_on(side, i, i % (self.q if side == "user" else self.p))
+
+    def release(self):
+        for side in self.cells.values():
+            for row in side:
+                for f in row:
+                    f.release()
+
+
+def half_step(client, grid, side, own, other, weights, M, kappa, opts):
+    """One half-step of ``side`` (its ranges' rows ``own``, the other side's ``other``, futures
+    of arrays; ``weights[i]`` the unlabeled weights of range i's rows); returns the reducers'
+    futures of :func:`red_finish`'s results."""
+    cells = grid.cells[side]
+    n_own, n_other = len(cells), len(cells[0])
+    sub = client.submit
+    kind, abar, nt = opts["kind"], opts["abar"], opts["n_threads"]
+    ron = [grid.reducer_on(side, i) for i in range(n_own)]
+
+    def con(i, j):
+        return grid.cell_on(side, i, j)
+
+    def pick(futs, idx, where):
+        return [sub(operator.itemgetter(idx), f, **where[i]) for i, f in enumerate(futs)]
+
+    wire = opts["dtype"]
+    st = [sub(start_rows, own[i], weights[i], **ron[i]) for i in range(n_own)]
+    for step in range(opts["nsteps"]):
+        # the first step starts from the rows ``own``: the cells hold them already when the
+        # previous half-step sent them there as its other side's rows
+        W = own if step == 0 else [sub(w_of, s, **ron[i]) for i, s in enumerate(st)]
+        res = [[sub(cell_grad, cells[i][j], other[j], W[i], kind, abar, nt, wire, **con(i, j))
+                for j in range(n_other)] for i in range(n_own)]
+        keep = [[sub(operator.itemgetter(1), r, **con(i, j)) for j, r in enumerate(row)]
+                for i, row in enumerate(res)]
+        parts = [[sub(operator.itemgetter(0), r, **con(i, j)) for j, r in enumerate(row)]
+                 for i, row in enumerate(res)]
+        out = [sub(red_grad, st[i], M, kappa, opts, *parts[i], **ron[i]) for i in range(n_own)]
+        st, D = pick(out, 0, ron), pick(out, 1, ron)
+        for _c in range(opts["csteps"]):
+            parts = [[sub(cell_hessp, cells[i][j], other[j], keep[i][j], D[i], wire,
+                          **con(i, j))
+                      for j in range(n_other)] for i in range(n_own)]
+            out = [sub(red_hessp, st[i], M, opts, *parts[i], **ron[i]) for i in range(n_own)]
+            st, D = pick(out, 0, ron), pick(out, 1, ron)
+        out = [sub(red_step, st[i], opts, **ron[i]) for i in range(n_own)]
+        st, S = pick(out, 0, ron), pick(out, 1, ron)
+        if kind == SQUARE:
+            continue
+        for lo, hi in ((0, FIRST_STEPS), (FIRST_STEPS, LADDER.size)):
+            alphas = tuple(float(a) for a in LADDER[lo:hi])
+            last = hi == LADDER.size
+            parts = [[sub(cell_line, cells[i][j], other[j], keep[i][j], S[i], alphas, kind,
+                          abar, **con(i, j)) for j in range(n_other)] for i in range(n_own)]
+            st = [sub(red_line, st[i], M, kappa, opts, alphas, last, *parts[i], **ron[i])
+                  for i in range(n_own)]
+            if last or not any(client.gather([sub(waiting, s, **ron[i])
+                                              for i, s in enumerate(st)])):
+                break
+    return [sub(red_finish, s, opts["dtype"], opts["lam"], opts["k"], **ron[i])
+            for i, s in enumerate(st)]
+
+
+def fit(client, Y, grid, workers, W, H, pw, q, *, kind, abar, lam, nsteps, csteps, const, k,
+        n_iter, n_threads, progress):
+    """Alternating half-steps on the grid from the factors W, H; returns the final (W, H)."""
+    g = Grid(client, Y, grid, workers, pw, q)
+    held = []
+    try:
+        w_src = {"user": _hold_rows(client, g, "user", pw, "p"),
+                 "item": _hold_rows(client, g, "item", q, "q")}
+        held += w_src["user"] + w_src["item"]
+        opts = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, k=k,
+                    n_threads=n_threads, dtype=W.dtype.name)
+        W_src = _hold_rows(client, g, "user", W, "W")
+        H_src = _hold_rows(client, g, "item", H, "H")
+        held += W_src + H_src
+        parts = client.gather([client.submit(_gram_of, h, w_src["item"][b], k,
+                                             **g.reducer_on("item", b))
+                               for b, h in enumerate(H_src)])
+        M_h, kappa_h = _sum(parts)
+        for it in range(1, n_iter + 1):
+            out = half_step(client, g, "user", W_src, H_src, w_src["user"], M_h, kappa_h, opts)
+            W_src = [client.submit(operator.itemgetter(0), o, **g.reducer_on("user", a))
+                     for a, o in enumerate(out)]
+            res = client.gather([client.submit(_blocks.drop_first, o, **g.reducer_on("user", a))
+                                 for a, o in enumerate(out)])
+            M_w, kappa_w = _sum([r[1] for r in res])
+            reg_w = float(sum(r[2] for r in res))
+            out = half_step(client, g, "item", H_src, W_src, w_src["item"], M_w, kappa_w, opts)
+            H_src = [client.submit(operator.itemgetter(0), o, **g.reducer_on("item", b))
+                     for b, o in enumerate(out)]
+            res = client.gather([client.submit(_blocks.drop_first, o, **g.reducer_on("item", b))
+                                 for b, o in enumerate(out)])
+            M_h, kappa_h = _sum([r[1] for r in res])
+            obj = float(sum(r[0] for r in res)) + const + reg_w
+            if progress.step(it, obj, inner=0):
+                break
+        W_out = np.concatenate(client.gather(W_src), axis=0)
+        H_out = np.concatenate(client.gather(H_src), axis=0)
+    finally:
+        g.release()
+        for f in held:
+            f.release()
+    return W_out, H_out
+
+
+def _hold_rows(client, g, side, A, tag):
+    """A's rows of each range of ``side``, data of the task graph (:func:`fastpu.distributed.
+    blocks.hold`), placed with the range's reducer."""
+    cuts = g.cuts[side]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        warnings.filterwarnings("ignore", message="Large object", category=UserWarning)
+        out = [client.submit(_blocks.held, np.array(A[int(cuts[i]):int(cuts[i + 1])]),
+                             key=f"fastpu-grid-{tag}-{i}-{_blocks.token()}",
+                             **g.reducer_on(side, i))
+               for i in range(cuts.size - 1)]
+    _blocks.settle(client, out)
+    return out
+
+
+def _gram_of(H, w, k):
+    return _blocks.gram(np.ascontiguousarray(H), np.asarray(w, dtype=np.float64), k)
+
+
+def _sum(parts):
+    M = parts[0][0].copy()
+    kappa = parts[0][1].copy()
+    for G, g in parts[1:]:
+        M += G
+        kappa += g
+    return M, kappa
+
+
+def check_grid(grid, shape):
+    """``grid`` as (p, q): two positive ints, at most the matrix's rows and columns."""
+    if (not isinstance(grid, (tuple, list)) or len(grid) != 2
+            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in grid)):
+        raise TypeError(f"grid must be a pair (p, q) of ints (user ranges × item ranges), got "
+                        f"{grid!r}")
+    p, q = int(grid[0]), int(grid[1])
+    if p < 1 or q < 1 or p > shape[0] or q > shape[1]:
+        raise ValueError(f"grid must be (p, q) with 1 <= p <= {shape[0]} (rows of Y) and "
+                         f"1 <= q <= {shape[1]} (columns of Y), got {grid!r}")
+    return p, q
