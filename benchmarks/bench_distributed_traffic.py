@@ -15,6 +15,9 @@ interface's byte counter (/proc/net/dev, everything on the machine: scheduler an
 messages included). They are set against the broadcast layout's estimate
 (P − 1 + (P − 1)/P)·(m + n)·k·8 of docs/distributed.md; the issue's target is at most 0.5×.
 
+``--grid P,Q`` fits on a P × Q grid of cells (``distributed.fit(..., grid=(P, Q))``) instead of
+row blocks, for the same two counts (the routed payload below is then not printed).
+
 ``--root PATH`` runs the same measurement with the fastpu of another checkout (for example a
 worktree of the broadcast layout); the workers import it too (PYTHONPATH). The distributed model
 is compared with the single-machine fit (objective history and factors, relative).
@@ -111,6 +114,9 @@ def main():
     ap.add_argument("--data", choices=("blocks", "powerlaw"), default="blocks")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--blocks", type=int, default=4)
+    ap.add_argument("--grid", default=None, metavar="P,Q",
+                    help="fit on a P x Q grid of cells (distributed.fit's grid=) instead of "
+                         "--blocks row blocks")
     ap.add_argument("--k", type=int, default=32)
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     ap.add_argument("--iters", type=int, default=3, help="extra iterations of the longer fit")
@@ -138,17 +144,20 @@ def main():
     print(f"fastpu from {os.path.dirname(fp.__file__)}; {args.data} {m}x{n}, {Y.nnz} positives, "
           f"k={k}, {args.dtype}, {P} workers, {args.blocks} blocks", flush=True)
     n1, n2 = 2, 2 + args.iters
+    grid = tuple(int(v) for v in args.grid.split(",")) if args.grid else None
+    layout = dict(grid=grid) if grid else dict(n_blocks=args.blocks)
+    print(f"layout: {layout}", flush=True)
     with LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cl, Client(cl) as client:
         client.wait_for_workers(P, timeout=120)
-        distributed.fit(Y[:200], k, client=client, n_blocks=args.blocks, n_iter=1, n_threads=1,
+        distributed.fit(Y[:200], k, client=client, n_iter=1, n_threads=1, **layout,
                         **kw)                                       # warm the workers
         counts = []
         models = {}
         for n_iter in (n1, n2):
             b0, l0, t0 = out_bytes(client), lo_bytes(), time.perf_counter()
-            models[n_iter] = distributed.fit(Y, k, client=client, n_blocks=args.blocks,
-                                             n_iter=n_iter, n_threads=1, **kw)
+            models[n_iter] = distributed.fit(Y, k, client=client, n_iter=n_iter, n_threads=1,
+                                             **layout, **kw)
             counts.append((out_bytes(client) - b0, lo_bytes() - l0, time.perf_counter() - t0))
     per_dask = (counts[1][0] - counts[0][0]) / (n2 - n1)
     per_lo = (counts[1][1] - counts[0][1]) / (n2 - n1)
@@ -156,11 +165,13 @@ def main():
     print(f"bytes per iteration: Dask transfers {per_dask / 1e6:.2f} MB "
           f"({per_dask / estimate:.3f}x the estimate), loopback {per_lo / 1e6:.2f} MB "
           f"({per_lo / estimate:.3f}x); broadcast estimate {estimate / 1e6:.2f} MB", flush=True)
-    rows = remote_rows(Y, args.blocks, P)
-    payload = rows * k * np.dtype(args.dtype).itemsize
-    print(f"routed payload per iteration: {rows} rows between workers x {k} x "
-          f"{np.dtype(args.dtype).itemsize} B = {payload / 1e6:.2f} MB; measured / payload: "
-          f"Dask transfers {per_dask / payload:.3f}, loopback {per_lo / payload:.3f}", flush=True)
+    if grid is None:
+        rows = remote_rows(Y, args.blocks, P)
+        payload = rows * k * np.dtype(args.dtype).itemsize
+        print(f"routed payload per iteration: {rows} rows between workers x {k} x "
+              f"{np.dtype(args.dtype).itemsize} B = {payload / 1e6:.2f} MB; measured / payload: "
+              f"Dask transfers {per_dask / payload:.3f}, loopback {per_lo / payload:.3f}",
+              flush=True)
     print(f"fit times: {counts[0][2]:.1f} s ({n1} iterations), {counts[1][2]:.1f} s ({n2})",
           flush=True)
     if not args.no_check:
