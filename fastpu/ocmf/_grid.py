@@ -68,11 +68,11 @@ class Cell:
     corr: np.ndarray
 
     @property
-    def n_rows(self):
+    def n_rows(self) -> int:
         return self.indptr.size - 1
 
 
-def make_cell(indptr, indices, data, own_w, other_w):
+def make_cell(indptr: Any, indices: Any, data: Any, own_w: Any, other_w: Any) -> Cell:
     """A :class:`Cell` from a CSR slice (local ``indptr`` and ``indices``): corr = own_w[row] ·
     other_w[col], ocmf's Full weights (``own_w`` and ``other_w`` are the two ranges' slices)."""
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -84,25 +84,26 @@ def make_cell(indptr, indices, data, own_w, other_w):
                 own[rows] * other[indices])
 
 
-def _f64(A):
+def _f64(A: Any) -> np.ndarray:
     return np.ascontiguousarray(_blocks.first(A), dtype=np.float64)
 
 
-def _scores(cell, W, E):
+def _scores(cell: Cell, W: np.ndarray, E: np.ndarray) -> np.ndarray:
     s = np.empty(cell.indices.size)
     if s.size:
         sampled_dots(cell.indptr, cell.indices, W, E, s)
     return s
 
 
-def _times(cell, data, E):
+def _times(cell: Cell, data: np.ndarray, E: np.ndarray) -> np.ndarray:
     out = np.zeros((cell.n_rows, E.shape[1]))
     if cell.indices.size:
         csr_dense(cell.indptr, cell.indices, data, E, out)
     return out
 
 
-def cell_grad(cell, E, W, kind, abar, n_threads, wire):
+def cell_grad(cell: Cell, E: Any, W: Any, kind: int, abar: float, n_threads: int | None,
+              wire: str) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """((Σ_e value_e, Σ_e ℓ'_e h_e) per row, (scores, ℓ''_e)): the entries' part of the
     rows' f_i and gradient at the rows ``W`` (the cell's own range), and the state the
     cell's later rounds of this Newton step read."""
@@ -116,7 +117,8 @@ def cell_grad(cell, E, W, kind, abar, n_threads, wire):
         return (f, _times(cell, d1, E).astype(wire, copy=False)), (s, d2)
 
 
-def cell_hessp(cell, E, state, D, wire):
+def cell_hessp(cell: Cell, E: Any, state: tuple[np.ndarray, np.ndarray], D: Any,
+               wire: str) -> np.ndarray:
     """Σ_e ℓ''_e (h_e·d) h_e per row: the entries' part of the Hessian's product with the rows'
     CG directions ``D``."""
     E, D = _f64(E), _f64(D)
@@ -124,7 +126,8 @@ def cell_hessp(cell, E, state, D, wire):
     return _times(cell, state[1] * u, E).astype(wire, copy=False)
 
 
-def cell_line(cell, E, state, S, alphas, kind, abar):
+def cell_line(cell: Cell, E: Any, state: tuple[np.ndarray, np.ndarray], S: Any,
+              alphas: tuple[float, ...], kind: int, abar: float) -> np.ndarray:
     """Σ_e value_e(s_e + α h_e·step) per row and α (rows × len(alphas)): the entries' part of
     f_i along the rows' steps ``S``."""
     E, S = _f64(E), _f64(S)
@@ -161,23 +164,24 @@ class Rows:
     tried: int = 0                  # α of the ladder tried so far
 
 
-def start_rows(W, pw):
+def start_rows(W: Any, pw: Any) -> Rows:
     """The state of a range's rows at the start of a half-step."""
     w = _f64(W).copy()
     n = w.shape[0]
     return Rows(w, np.asarray(pw, dtype=np.float64), np.zeros(n), np.zeros(n, dtype=bool))
 
 
-def _rowdot(A, B):
+def _rowdot(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", A, B)
 
 
-def _hk(st, M, v, lam):
+def _hk(st: Rows, M: np.ndarray, v: np.ndarray, lam: float) -> np.ndarray:
     """The k×k part of the Hessian product: 2 p_i M v + 2 λ v (M symmetric)."""
     return 2.0 * st.pw[:, None] * (v @ M) + 2.0 * lam * v
 
 
-def red_grad(st, M, kappa, opts, *parts):
+def red_grad(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
+             *parts: tuple[np.ndarray, np.ndarray]) -> tuple[Rows, np.ndarray]:
     """Add the cells' values and gradients, start each active row's CG (the kernel's
     first lines of a Newton step); returns (state, the CG directions)."""
     st = dataclasses.replace(st)
@@ -208,7 +212,8 @@ def red_grad(st, M, kappa, opts, *parts):
     return st, st.d.astype(opts["dtype"], copy=False)
 
 
-def red_hessp(st, M, opts, *parts):
+def red_hessp(st: Rows, M: np.ndarray, opts: dict[str, Any],
+              *parts: np.ndarray) -> tuple[Rows, np.ndarray]:
     """One CG step for every row still in its CG loop; returns (state, the next directions)."""
     st = dataclasses.replace(st)
     Hd = _hk(st, M, st.d, opts["lam"])
@@ -232,7 +237,7 @@ def red_hessp(st, M, opts, *parts):
     return st, st.d.astype(opts["dtype"], copy=False)
 
 
-def red_step(st, opts):
+def red_step(st: Rows, opts: dict[str, Any]) -> tuple[Rows, np.ndarray]:
     """The end of the CG loop: undo the scaling; rows with gᵀstep ≥ 0 leave; the square loss
     takes its step (f_i from the CG identity); other losses wait for a line search. Returns
     (state, the steps)."""
@@ -258,7 +263,8 @@ def red_step(st, opts):
     return st, np.where(st.line[:, None], st.step, 0.0).astype(opts["dtype"], copy=False)
 
 
-def red_line(st, M, kappa, opts, alphas, last, *parts):
+def red_line(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
+             alphas: tuple[float, ...], last: bool, *parts: np.ndarray) -> Rows:
     """The line search's test on ``alphas`` (the next ones of the ladder) for every row still
     waiting; with ``last``, a row that passed none leaves its Newton loop unchanged."""
     st = dataclasses.replace(st)
@@ -268,7 +274,7 @@ def red_line(st, M, kappa, opts, alphas, last, *parts):
     wmw, smw, sms = _rowdot(w, mw), _rowdot(s, mw), _rowdot(s, ms)
     wk, sk = w @ kappa, s @ kappa
     ww, ws, ss = _rowdot(w, w), _rowdot(w, s), _rowdot(s, s)
-    entries = sum(parts)
+    entries = np.sum(parts, axis=0)
     line = st.line.copy()
     for c, alpha in enumerate(alphas):
         quad = st.pw * (wmw + alpha * (2.0 * smw + alpha * sms) - 2.0 * abar * (wk + alpha * sk))
@@ -286,19 +292,21 @@ def red_line(st, M, kappa, opts, alphas, last, *parts):
     return st
 
 
-def waiting(st):
+def waiting(st: Rows) -> bool:
     """Whether any row still waits for its line search."""
     return bool(st.line.any())
 
 
-def red_finish(st, dtype, lam, k):
+def red_finish(st: Rows, dtype: str, lam: float,
+               k: int) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray], float]:
     """(new rows in ``dtype``, Σ f_i, their partial Gram, λ‖rows‖²): a reducer's result."""
     W = st.w.astype(dtype)
     reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
     return W, float(st.f.sum()), _blocks.gram(np.ascontiguousarray(W), st.pw, k), reg
 
 
-def w_of(st):
+def w_of(st: Rows) -> np.ndarray:
+    """The rows of a reducer's state (the cells' input to a Newton step after the first)."""
     return st.w
 
 
@@ -306,7 +314,8 @@ class Grid:
     """The cells of Y on the workers: ``cells["user"][a][b]`` holds Y[users a, items b] (rows:
     users), ``cells["item"][b][a]`` its transpose, both first on the same worker."""
 
-    def __init__(self, client, Y, grid, workers, pw, q):
+    def __init__(self, client: Any, Y: Any, grid: tuple[int, int], workers: list[str],
+                 pw: np.ndarray, q: np.ndarray) -> None:
         self.p, self.q = grid
         m, n = Y.shape
         self.cuts = {"user": _blocks.bounds(m, self.p), "item": _blocks.bounds(n, self.q)}
@@ -334,26 +343,29 @@ class Grid:
         futures = [f for side in self.cells.values() for row in side for f in row]
         _blocks.settle(client, futures)
 
-    def on(self, a, b):
+    def on(self, a: int, b: int) -> dict[str, Any]:
         """Where cell (user range a, item range b) lives first."""
         return dict(workers=[_blocks.home(self.workers, a * self.q + b)],
                     allow_other_workers=True)
 
-    def cell_on(self, side, i, j):
+    def cell_on(self, side: str, i: int, j: int) -> dict[str, Any]:
+        """Where cell (range i of ``side``, range j of the other side) lives first."""
         return self.on(i, j) if side == "user" else self.on(j, i)
 
-    def reducer_on(self, side, i):
+    def reducer_on(self, side: str, i: int) -> dict[str, Any]:
         """A reducer lives with one of its range's cells."""
         return self.cell_on(side, i, i % (self.q if side == "user" else self.p))
 
-    def release(self):
+    def release(self) -> None:
         for side in self.cells.values():
             for row in side:
                 for f in row:
                     f.release()
 
 
-def half_step(client, grid, side, own, other, weights, M, kappa, opts):
+def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any],
+              weights: list[Any], M: np.ndarray, kappa: np.ndarray,
+              opts: dict[str, Any]) -> list[Any]:
     """One half-step of ``side`` (its ranges' rows ``own``, the other side's ``other``, futures
     of arrays; ``weights[i]`` the unlabeled weights of range i's rows); returns the reducers'
     futures of :func:`red_finish`'s results."""
@@ -363,10 +375,10 @@ def half_step(client, grid, side, own, other, weights, M, kappa, opts):
     kind, abar, nt = opts["kind"], opts["abar"], opts["n_threads"]
     ron = [grid.reducer_on(side, i) for i in range(n_own)]
 
-    def con(i, j):
+    def con(i: int, j: int) -> dict[str, Any]:
         return grid.cell_on(side, i, j)
 
-    def pick(futs, idx, where):
+    def pick(futs: list[Any], idx: int, where: list[dict[str, Any]]) -> list[Any]:
         return [sub(operator.itemgetter(idx), f, **where[i]) for i, f in enumerate(futs)]
 
     wire = opts["dtype"]
@@ -407,8 +419,10 @@ def half_step(client, grid, side, own, other, weights, M, kappa, opts):
             for i, s in enumerate(st)]
 
 
-def fit(client, Y, grid, workers, W, H, pw, q, *, kind, abar, lam, nsteps, csteps, const, k,
-        n_iter, n_threads, progress):
+def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.ndarray,
+        H: np.ndarray, pw: np.ndarray, q: np.ndarray, *, kind: int, abar: float, lam: float,
+        nsteps: int, csteps: int, const: float, k: int, n_iter: int, n_threads: int | None,
+        progress: Any) -> tuple[np.ndarray, np.ndarray]:
     """Alternating half-steps on the grid from the factors W, H; returns the final (W, H)."""
     g = Grid(client, Y, grid, workers, pw, q)
     held = []
@@ -451,7 +465,7 @@ def fit(client, Y, grid, workers, W, H, pw, q, *, kind, abar, lam, nsteps, cstep
     return W_out, H_out
 
 
-def _hold_rows(client, g, side, A, tag):
+def _hold_rows(client: Any, g: Grid, side: str, A: np.ndarray, tag: str) -> list[Any]:
     """A's rows of each range of ``side``, data of the task graph (:func:`fastpu.distributed.
     blocks.hold`), placed with the range's reducer."""
     cuts = g.cuts[side]
@@ -466,11 +480,11 @@ def _hold_rows(client, g, side, A, tag):
     return out
 
 
-def _gram_of(H, w, k):
+def _gram_of(H: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _blocks.gram(np.ascontiguousarray(H), np.asarray(w, dtype=np.float64), k)
 
 
-def _sum(parts):
+def _sum(parts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     M = parts[0][0].copy()
     kappa = parts[0][1].copy()
     for G, g in parts[1:]:
@@ -479,7 +493,7 @@ def _sum(parts):
     return M, kappa
 
 
-def check_grid(grid, shape):
+def check_grid(grid: Any, shape: tuple[int, int]) -> tuple[int, int]:
     """``grid`` as (p, q): two positive ints, at most the matrix's rows and columns."""
     if (not isinstance(grid, (tuple, list)) or len(grid) != 2
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in grid)):
