@@ -118,41 +118,46 @@ def cell_grad(cell: Cell, E: Any, W: Any, kind: int, abar: float, n_threads: int
 
 
 def cell_hessp(cell: Cell, E: Any, state: tuple[np.ndarray, np.ndarray], D: Any,
-               wire: str) -> np.ndarray:
+               n_threads: int | None, wire: str) -> np.ndarray:
     """Σ_e ℓ''_e (h_e·d) h_e per row: the entries' part of the Hessian's product with the rows'
     CG directions ``D``."""
-    E, D = _f64(E), _f64(D)
-    u = _scores(cell, D, E)
-    return _times(cell, state[1] * u, E).astype(wire, copy=False)
+    with limit_threads(n_threads):
+        E, D = _f64(E), _f64(D)
+        u = _scores(cell, D, E)
+        return _times(cell, state[1] * u, E).astype(wire, copy=False)
 
 
 def cell_line(cell: Cell, E: Any, state: tuple[np.ndarray, np.ndarray], S: Any,
-              alphas: tuple[float, ...], kind: int, abar: float) -> np.ndarray:
+              alphas: tuple[float, ...], kind: int, abar: float,
+              n_threads: int | None) -> np.ndarray:
     """Σ_e value_e(s_e + α h_e·step) per row and α (rows × len(alphas)): the entries' part of
     f_i along the rows' steps ``S``."""
-    E, S = _f64(E), _f64(S)
-    s = state[0]
-    sd = _scores(cell, S, E)
-    out = np.zeros((cell.n_rows, len(alphas)))
-    val = np.empty_like(s)
-    for c, alpha in enumerate(alphas):
-        if s.size:
-            entry_values(kind, cell.labels, cell.weights, cell.corr, abar, s + alpha * sd, val)
-        out[:, c] = np.bincount(cell.rows, weights=val, minlength=cell.n_rows)
-    return out
+    with limit_threads(n_threads):
+        E, S = _f64(E), _f64(S)
+        s = state[0]
+        sd = _scores(cell, S, E)
+        out = np.zeros((cell.n_rows, len(alphas)))
+        val = np.empty_like(s)
+        for c, alpha in enumerate(alphas):
+            if s.size:
+                entry_values(kind, cell.labels, cell.weights, cell.corr, abar, s + alpha * sd,
+                             val)
+            out[:, c] = np.bincount(cell.rows, weights=val, minlength=cell.n_rows)
+        return out
 
 
 @dataclasses.dataclass
 class Rows:
-    """A reducer's state: its range's rows and their solves (float64, one row per row)."""
+    """A reducer's state: its range's rows and their solves (float64; one entry, or one row of
+    k, per row of the range)."""
 
     w: np.ndarray
     pw: np.ndarray                  # the rows' unlabeled weights p_i
     f: np.ndarray                   # f_i at the current rows (the kernel's f_cur)
     done: np.ndarray                # the row has left its Newton loop
-    act: Any = None          # taking a Newton step now
-    cg: Any = None           # still in this step's CG loop
-    line: Any = None         # waiting for an accepted α
+    act: Any = None                 # taking a Newton step now
+    cg: Any = None                  # still in this step's CG loop
+    line: Any = None                # waiting for an accepted α
     g: Any = None
     step: Any = None
     r: Any = None
@@ -161,7 +166,6 @@ class Rows:
     stop: Any = None
     sc: Any = None
     gs: Any = None
-    tried: int = 0                  # α of the ladder tried so far
 
 
 def start_rows(W: Any, pw: Any) -> Rows:
@@ -259,7 +263,6 @@ def red_step(st: Rows, opts: dict[str, Any]) -> tuple[Rows, np.ndarray]:
         st.line = np.zeros_like(act)
     else:
         st.line = act.copy()
-    st.tried = 0
     return st, np.where(st.line[:, None], st.step, 0.0).astype(opts["dtype"], copy=False)
 
 
@@ -285,7 +288,6 @@ def red_line(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
         st.f = np.where(ok, f_new, st.f)
         line &= ~ok
     st.line = line
-    st.tried += len(alphas)
     if last:
         st.done = st.done | line
         st.line = np.zeros_like(line)
@@ -396,7 +398,7 @@ def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any
         out = [sub(red_grad, st[i], M, kappa, opts, *parts[i], **ron[i]) for i in range(n_own)]
         st, D = pick(out, 0, ron), pick(out, 1, ron)
         for _c in range(opts["csteps"]):
-            parts = [[sub(cell_hessp, cells[i][j], other[j], keep[i][j], D[i], wire,
+            parts = [[sub(cell_hessp, cells[i][j], other[j], keep[i][j], D[i], nt, wire,
                           **con(i, j))
                       for j in range(n_other)] for i in range(n_own)]
             out = [sub(red_hessp, st[i], M, opts, *parts[i], **ron[i]) for i in range(n_own)]
@@ -409,7 +411,7 @@ def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any
             alphas = tuple(float(a) for a in LADDER[lo:hi])
             last = hi == LADDER.size
             parts = [[sub(cell_line, cells[i][j], other[j], keep[i][j], S[i], alphas, kind,
-                          abar, **con(i, j)) for j in range(n_other)] for i in range(n_own)]
+                          abar, nt, **con(i, j)) for j in range(n_other)] for i in range(n_own)]
             st = [sub(red_line, st[i], M, kappa, opts, alphas, last, *parts[i], **ron[i])
                   for i in range(n_own)]
             if last or not any(client.gather([sub(waiting, s, **ron[i])
