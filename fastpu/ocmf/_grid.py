@@ -325,7 +325,7 @@ class Grid:
         YT = Y.T.tocsr()
         self.cells: dict[str, list[list[Any]]] = {
             "user": [[None] * self.q for _ in range(self.p)],
-                      "item": [[None] * self.p for _ in range(self.q)]}
+            "item": [[None] * self.p for _ in range(self.q)]}
         ub, ib = self.cuts["user"], self.cuts["item"]
         with warnings.catch_warnings():
             # the slices are meant to be in the graph: a lost worker's cells are rebuilt from it
