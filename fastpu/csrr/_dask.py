@@ -192,6 +192,20 @@ def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_i
     eV = eta if eta is not None else 1.0 / c
     opts = dict(k=k, hi=hi, lam1=lam1, kind=kind, alpha=alpha, eV=eV, lam2=lam2,
                 n_threads=n_threads)
+
+    def current(history=()):
+        """The model at the current iterate (P, Q and V gathered on the client)."""
+        vfin = [client.submit(v_task, ub[b], P_src[b], vu[b], opts, *to_u.pieces(Q_src, b),
+                              **on[b]) for b in range(nb_)]
+        P = _blocks.gather_rows(client, P_src, workers)
+        Q = _blocks.gather_rows(client, Q_src, workers)
+        vals = client.gather(vfin)
+        structure = client.gather([client.submit(_structure, blk, to_u.touch[b], **on[b])
+                                   for b, blk in enumerate(ub)])
+        return CSRRModel(user_factors=P, item_factors=Q, history=list(history), params=params,
+                         method="csrr", extras={}, U=None, V=_assemble(structure, vals, (m, n)),
+                         variant="e")
+
     try:
         GQ = _sum(client.gather([client.submit(gram_task, blk, Q_src[b], **on[b])
                                  for b, blk in enumerate(ib)]))
@@ -215,24 +229,16 @@ def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_i
             nnz_v = sum(s[3] for s in small)
             f = (0.5 * lam1 * (float(np.trace(GP)) + float(np.trace(GQ))) + lam2 * vsum
                  + 0.5 * float(np.sum(GP * GQ)) + corr)
-            if progress.step(t, f, inner=1, nnz_V=int(nnz_v)):
+            if progress.step(t, f, inner=1, nnz_V=int(nnz_v), model=current):
                 break
-        vfin = [client.submit(v_task, ub[b], P_src[b], vu[b], opts, *to_u.pieces(Q_src, b),
-                              **on[b]) for b in range(nb_)]
-        P = _blocks.gather_rows(client, P_src, workers)
-        Q = _blocks.gather_rows(client, Q_src, workers)
-        vals = client.gather(vfin)
-        structure = client.gather([client.submit(_structure, blk, to_u.touch[b], **on[b])
-                                   for b, blk in enumerate(ub)])
+        result = current()
     finally:
         for f_ in held:
             f_.release()
         to_u.release()
         to_i.release()
-    Vm = _assemble(structure, vals, (m, n))
     progress.close()
-    return CSRRModel(user_factors=P, item_factors=Q, history=progress.history, params=params,
-                     method="csrr", extras={}, U=None, V=Vm, variant="e")
+    return dataclasses.replace(result, history=progress.history)
 
 
 def _small(r):

@@ -84,8 +84,8 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         holds at most n/q item rows (user half-step) or m/p user rows (item half-step) whatever
         the pattern, at the price of summing each row's solve over the q (or p) cells of its
         range, a round of tasks per CG step (docs/distributed.md, "The 2-D block grid"). The
-        model is the row-block fit's to rounding (about 1e-12 in float64; float32 to its
-        rounding). Needs a sparse ``Y``; not with ``n_blocks``.
+        model is the row-block fit's to rounding (1e-15 to 1e-11 relative measured in
+        float64; float32 to its rounding). Needs a sparse ``Y``; not with ``n_blocks``.
     n_threads : int, optional
         Numba threads per task on the workers (default: 1 on the local cluster started here, else
         the workers' own ``NUMBA_NUM_THREADS``). Set a worker's thread count in the environment
@@ -93,7 +93,8 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         when it compiles and refuses a count that changed after its threads started.
     **params
         The method's parameters, as for ``fastpu.<method>.fit`` (``n_iter``, ``seed``,
-        ``callback``, ``verbose``, ...).
+        ``callback``, ``verbose``, ...). A callback's ``info["model"]()`` is the model at that
+        iteration, as on one machine; it gathers the factors from the workers when called.
 
     Returns
     -------
@@ -106,8 +107,10 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         An unknown method or a variant with no distributed form (the message names the
         single-machine function to use); a pairs dataframe with missing columns, non-integer or
         negative ids, or ids outside ``shape``; a ``Y`` with no row or no column, or with no
-        positive (an empty dataframe, or a sparse Y with no stored nonzero value); any error
-        the method's own checks raise.
+        positive (an empty dataframe, or a sparse Y with no stored nonzero value); a ``grid``
+        that is not a pair of ints from 1 to Y's rows and columns, or with another method
+        than ``"ocmf"``, features or graphs, a pairs input or ``n_blocks``; any error the
+        method's own checks raise.
     RuntimeError
         If the scheduler lost data it cannot recompute (every input of a fit is data of the task
         graph or the output of a task, so a lost worker, or every worker at once, is recovered

@@ -99,10 +99,15 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
         if not model.plain:
             Zxa, Zya = _augment(Zx, model.biases), _augment(Zy, model.biases)
             free_x, free_y = free_masks(Zxa.shape[1], Zya.shape[1], k, model.biases)
+            def wrap(P, Q, tx, ty):     # the callback's info["model"] of an iterate
+                return _result(P, Q, tx, ty, px, py, k, biases=model.biases, has_ux=model.has_ux,
+                               has_ix=model.has_ix, neg=neg, neg_rows=None, init=None,
+                               history=[], params=params)
+
             P, Q, init0 = _dask_features.fit(
                 client, routes, ub, ib, Zxa, Zya, theta_x, theta_y, free_x, free_y,
                 r_neg=w.r_neg, lr=run.lr, lam=lam, adagrad=run.adagrad, const=const,
-                n_iter=run.n_iter, n_threads=n_threads, progress=progress)
+                n_iter=run.n_iter, n_threads=n_threads, progress=progress, wrap=wrap)
             return _result(P, Q, theta_x, theta_y, px, py, k, biases=model.biases,
                            has_ux=model.has_ux, has_ix=model.has_ix, neg=neg, neg_rows=None,
                            init=init0, history=progress.history, params=params)
@@ -150,7 +155,9 @@ def _plain(client, routes, ub, ib, P, Q, run, lam, r_neg, const, n_threads, prog
         sq_q = sum(r[2] for r in res)
         loss = _loss(Sq, sq, Sp, sp_, r_neg, const, sum(r[3] for r in res))
         penalty = 0.0 if lam == 0.0 else lam * (sq_p + sq_q)
-        if progress.step(it, loss + penalty, loss=loss):
+        if progress.step(it, loss + penalty, loss=loss, model=lambda: Factorization(
+                _blocks.gather_rows(client, P_src, workers),
+                _blocks.gather_rows(client, Q_src, workers), method="fbgd")):
             break
     return (_blocks.gather_rows(client, P_src, workers), _blocks.gather_rows(client, Q_src, workers),
             init)

@@ -92,8 +92,9 @@ def _sum_dense(parts):
 
 
 def fit(client, routes, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_neg, lr, lam,
-        adagrad, const, n_iter, n_threads, progress: Progress):
-    """Batch epochs with Θ on the client; returns (P, Q, initial objective)."""
+        adagrad, const, n_iter, n_threads, progress: Progress, wrap):
+    """Batch epochs with Θ on the client; returns (P, Q, initial objective). ``wrap(P, Q, Θx,
+    Θy)`` makes the callback's ``info["model"]`` of an iterate."""
     user = _Side(client, routes, ub, Zx, "user")
     item = _Side(client, routes, ib, Zy, "item")
     workers = routes.layout.workers
@@ -120,7 +121,9 @@ def fit(client, routes, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_n
         _k.batch_update(gy, free_y, theta_y, acc_y, lr, lam, adagrad, _EPS)
         Q_src, Sq, sq = item.embed(client, theta_y, n_threads)
         loss = _loss(Sq, sq, Sp, sp_, r_neg, const, positive(Q_src, P_src))
-        if progress.step(epoch, loss + penalty(), loss=loss):
+        if progress.step(epoch, loss + penalty(), loss=loss, model=lambda: wrap(
+                _blocks.gather_rows(client, P_src, workers),
+                _blocks.gather_rows(client, Q_src, workers), theta_x.copy(), theta_y.copy())):
             break
     return (_blocks.gather_rows(client, P_src, workers), _blocks.gather_rows(client, Q_src, workers),
             init)

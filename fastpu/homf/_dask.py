@@ -129,11 +129,15 @@ def fit(client, Y, workers, n_blocks, k, *, user_graph, item_graph, alpha, T, g,
     progress = Progress("homf", verbose=run.verbose, callback=run.callback,
                         advice=f"raise lam (now {run.lam:g}), which keeps the ridge systems well "
                                "conditioned", total=run.n_iter)
+
+    def iterate(U, V):          # the callback's info["model"], as fastpu.homf.fit makes it
+        return Factorization(U[:m].copy(), V[m:].copy(), params=params, method="homf")
+
     try:
         if run.mode == "dense":
-            U, Vf = _dense(client, layout, U, run, n_threads, progress)
+            U, Vf = _dense(client, layout, U, run, n_threads, progress, iterate)
         else:
-            U, Vf = _exact(client, layout, U, run, m, block, n_threads, progress)
+            U, Vf = _exact(client, layout, U, run, m, block, n_threads, progress, iterate)
     finally:
         layout.release()
     progress.finish(U, Vf, zero_advice=f"lower lam (now {run.lam:g})")
@@ -144,7 +148,7 @@ def fit(client, Y, workers, n_blocks, k, *, user_graph, item_graph, alpha, T, g,
 
 # --------------------------------------------------------------------------- dense mode
 
-def _dense(client, layout, U, run, n_threads, progress):
+def _dense(client, layout, U, run, n_threads, progress, iterate):
     """Dense-mode iterations; returns (U, V) gathered on the client at the end."""
     progress.note(DENSE_OBJECTIVE_NOTE)
     workers = layout.workers
@@ -172,7 +176,9 @@ def _dense(client, layout, U, run, n_threads, progress):
             U_src, cross, UtU, sq_u = _half(client, routes.user, a_blocks, on, V_src, VtV, T,
                                             lam, n_threads)
             obj = -cross + 0.5 * float(np.sum(UtU * VtV)) + lam * (sq_u + sq_v)
-            if progress.step(it, obj, objective_v=obj_v):
+            if progress.step(it, obj, objective_v=obj_v, model=lambda: iterate(
+                    _blocks.gather_rows(client, U_src, workers),
+                    _blocks.gather_rows(client, V_src, workers))):
                 break
         return (_blocks.gather_rows(client, U_src, workers),
                 _blocks.gather_rows(client, V_src, workers))
@@ -233,7 +239,7 @@ def exact_task(walkers, L, which, lo, hi, lam, block, n_threads):
         return out, total, float(np.sum(out * out))
 
 
-def _exact(client, layout, U, run, m, block, n_threads, progress):
+def _exact(client, layout, U, run, m, block, n_threads, progress, iterate):
     """Exact-mode iterations, columns split by the blocks' node ranges; returns (U, V)."""
     workers = layout.workers
     nb = layout.n_blocks
@@ -258,7 +264,9 @@ def _exact(client, layout, U, run, m, block, n_threads, progress):
             U_src, res_u, sq_u = _exact_half(client, copies, V_src, 1, cuts, lam, block, on,
                                              n_threads)
             obj = 0.5 * res_u + lam * (sq_u + sq_v)
-            if progress.step(it, obj, objective_v=obj_v):
+            if progress.step(it, obj, objective_v=obj_v, model=lambda: iterate(
+                    _blocks.gather_rows(client, U_src, workers),
+                    _blocks.gather_rows(client, V_src, workers))):
                 break
         return (_blocks.gather_rows(client, U_src, workers),
                 _blocks.gather_rows(client, V_src, workers))

@@ -49,7 +49,7 @@ def _check_unsupported(params):
                 f"fastpu.distributed.fit(method='ocmf') supports the row-separable fast path and "
                 f"features/graphs with TRON (negatives='full', fast_path=True); got "
                 f"{name}={_short(params[name])}. "
-                f"Use fastpu.ocmf.fit on one machine for {name}."
+                f"Use fastpu.ocmf.fit on one machine for {name}={_short(params[name])}."
             )
 
 
@@ -132,7 +132,8 @@ def fit_grid(client, Y, workers, grid, k, *, user_features, item_features, user_
         dict(grid=grid, n_workers=len(workers)))
     W, H = _grid.fit(client, Y, grid, workers, s.W, s.H, s.pw, s.q, kind=s.kind, abar=s.abar,
                      lam=s.lam, nsteps=s.nsteps, csteps=s.csteps, const=s.const, k=s.k,
-                     n_iter=s.n_iter, n_threads=n_threads, progress=s.progress)
+                     n_iter=s.n_iter, n_threads=n_threads, progress=s.progress,
+                     wrap=lambda W, H: Factorization(W, H, params=s.params, method="ocmf"))
     s.progress.close()
     return Factorization(W, H, s.progress.history, s.params, "ocmf", {})
 
@@ -165,18 +166,21 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
         q_src = _blocks.hold_slices(client, q, layout.ib, workers, "q")
         routes.held += pw_src + q_src
         if coupled:
+            def wrap(Wc, Hc, U, Vf, history=()):
+                extras = {}
+                if X is not None:
+                    extras["W"] = Wc
+                if Z is not None:
+                    extras["H"] = Hc
+                return Factorization(U, Vf, list(history), params, "ocmf", extras)
+
             Wc, Hc, U, Vf = _dask_tron.fit(
                 client, layout, routes, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar,
                 kind=kind, const=const, has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw,
                 q=q, pw_src=pw_src, q_src=q_src, n_iter=n_iter, n_inner=n_inner, nsteps=nsteps,
-                csteps=csteps, n_threads=n_threads, progress=progress)
-            extras = {}
-            if X is not None:
-                extras["W"] = Wc
-            if Z is not None:
-                extras["H"] = Hc
+                csteps=csteps, n_threads=n_threads, progress=progress, wrap=wrap)
             progress.close()
-            return Factorization(U, Vf, progress.history, params, "ocmf", extras)
+            return wrap(Wc, Hc, U, Vf, progress.history)
         ublocks = routes.blocks(make_block, "user", own=pw_src, other=q_src)
         iblocks = routes.blocks(make_block, "item", own=q_src, other=pw_src)
         # the initial factors are the roots of every later task's lineage: data of the graph
@@ -205,7 +209,9 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
             H_src, f_h, M_h, kappa_h, _ = _half_step(client, workers, routes.item, iblocks,
                                                      H_src, W_src, M_w, kappa_w, opts)
             obj = f_h + const + reg_w
-            if progress.step(it, obj, inner=0):
+            if progress.step(it, obj, inner=0, model=lambda: Factorization(
+                    _blocks.gather_rows(client, W_src, workers),
+                    _blocks.gather_rows(client, H_src, workers), params=params, method="ocmf")):
                 break
         # both in the last half-step's basis: W was turned there as the routed side
         W = _blocks.gather_rows(client, W_src, workers)

@@ -279,10 +279,10 @@ class _Side:
 
 
 def fit(client, layout, routes, setup, W, H, *, lam, lam_g, abar, kind, const, has_quad, pw, q,
-        pw_src, q_src, n_iter, n_inner, nsteps, csteps, n_threads, progress):
+        pw_src, q_src, n_iter, n_inner, nsteps, csteps, n_threads, progress, wrap):
     """Alternating minimisation; ``setup`` = (X, Z, L_u, L_v) as canonicalised at the boundary.
     A fast side's rows live on the workers (a list of futures, one per block); a TRON side's W
-    on the client."""
+    on the client. ``wrap(W, H, U, V)`` makes the callback's ``info["model"]`` of an iterate."""
     X, Z, Lu, Lv = setup
     user = _Side(client, routes, "user", pw_src, q_src, X, Lu, pw, W.dtype)
     item = _Side(client, routes, "item", q_src, pw_src, Z, Lv, q, H.dtype)
@@ -294,6 +294,16 @@ def fit(client, layout, routes, setup, W, H, *, lam, lam_g, abar, kind, const, h
     opts = dict(half=half, lam=lam, lam_g=lam_g, abar=abar, kind=kind, const=const,
                 has_quad=has_quad, n_inner=n_inner, n_threads=n_threads)
     E_src, M, kappa = _latent(client, item, Hs, n_threads)
+
+    def factors():
+        """(W, H, U = X W, V = Z H) on the client, from where they live now."""
+        W = _blocks.gather_rows(client, Ws, workers) if user.fast else Ws.copy()
+        H = _blocks.gather_rows(client, Hs, workers) if item.fast else Hs.copy()
+        U = _blocks.gather_rows(client, _latent(client, user, Ws, n_threads)[0], workers) \
+            if X is not None else W
+        Vf = _blocks.gather_rows(client, E_src, workers) if Z is not None else H
+        return W, H, U, Vf
+
     for it in range(1, n_iter + 1):
         Ws, inner_w, _, reg_w = _update(client, user, item, Ws, E_src, M, kappa, dvec[id(user)],
                                         **opts)
@@ -301,14 +311,10 @@ def fit(client, layout, routes, setup, W, H, *, lam, lam_g, abar, kind, const, h
         Hs, inner_h, sub_value, _ = _update(client, item, user, Hs, B_src, Mw, kw,
                                             dvec[id(item)], **opts)
         E_src, M, kappa = _latent(client, item, Hs, n_threads)
-        if progress.step(it, sub_value + reg_w, inner=inner_w + inner_h):
+        if progress.step(it, sub_value + reg_w, inner=inner_w + inner_h,
+                         model=lambda: wrap(*factors())):
             break
-    W = _blocks.gather_rows(client, Ws, workers) if user.fast else Ws
-    H = _blocks.gather_rows(client, Hs, workers) if item.fast else Hs
-    U = _blocks.gather_rows(client, _latent(client, user, Ws, n_threads)[0], workers) \
-        if X is not None else W
-    Vf = _blocks.gather_rows(client, E_src, workers) if Z is not None else H
-    return W, H, U, Vf
+    return factors()
 
 
 def _dvec(client, side):

@@ -424,8 +424,9 @@ def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any
 def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.ndarray,
         H: np.ndarray, pw: np.ndarray, q: np.ndarray, *, kind: int, abar: float, lam: float,
         nsteps: int, csteps: int, const: float, k: int, n_iter: int, n_threads: int | None,
-        progress: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Alternating half-steps on the grid from the factors W, H; returns the final (W, H)."""
+        progress: Any, wrap: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Alternating half-steps on the grid from the factors W, H; returns the final (W, H).
+    ``wrap(W, H)`` makes the callback's ``info["model"]`` of an iterate."""
     g = Grid(client, Y, grid, workers, pw, q)
     held = []
     try:
@@ -456,7 +457,9 @@ def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.nd
                                  for b, o in enumerate(out)])
             M_h, kappa_h = _sum([r[1] for r in res])
             obj = float(sum(r[0] for r in res)) + const + reg_w
-            if progress.step(it, obj, inner=0):
+            if progress.step(it, obj, inner=0, model=lambda: wrap(
+                    np.concatenate(client.gather(W_src), axis=0),
+                    np.concatenate(client.gather(H_src), axis=0))):
                 break
         W_out = np.concatenate(client.gather(W_src), axis=0)
         H_out = np.concatenate(client.gather(H_src), axis=0)
@@ -497,6 +500,8 @@ def _sum(parts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
 
 def check_grid(grid: Any, shape: tuple[int, int]) -> tuple[int, int]:
     """``grid`` as (p, q): two positive ints, at most the matrix's rows and columns."""
+    if isinstance(grid, np.ndarray) and grid.ndim == 1 and grid.dtype.kind in "iu":
+        grid = tuple(grid.tolist())
     if (not isinstance(grid, (tuple, list)) or len(grid) != 2
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in grid)):
         raise TypeError(f"grid must be a pair (p, q) of ints (user ranges × item ranges), got "

@@ -942,3 +942,43 @@ def test_a_methods_dask_form_imports_first_in_a_fresh_process():
     code = "import fastpu.ocmf._dask, fastpu.csrr._dask, fastpu.fbgd._dask, fastpu.homf._dask"
     root = __import__("pathlib").Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(root))
+
+
+MODEL_CASES = {
+    "ocmf": ("ocmf", dict()),
+    "ocmf-grid": ("ocmf", dict(grid=(2, 2), dtype="float64")),
+    "ocmf-features": ("ocmf", dict(item_features="Z", dtype="float64")),
+    "fbgd": ("fbgd", dict()),
+    "fbgd-features": ("fbgd", dict(user_features="X", update="batch")),
+    "csrr": ("csrr", dict()),
+    "homf": ("homf", dict()),
+    "homf-dense": ("homf", dict(mode="dense")),
+}
+
+
+@pytest.mark.parametrize("case", list(MODEL_CASES))
+def test_the_callback_gets_the_iterate_as_on_one_machine(dask_client, case):
+    """``info["model"]()`` in a callback is the model at that iteration, as the single-machine
+    fit gives it (gathered from the workers when the callback asks for it)."""
+    method, kw = MODEL_CASES[case]
+    Y = _matrix(19, m=16, n=12, empty_rows=2, empty_cols=2)
+    X, Z = _features(*Y.shape)
+    kw = {key: {"X": sp.csr_array(np.abs(X)), "Z": Z}.get(v, v) if isinstance(v, str)
+          and v in "XZ" else v for key, v in kw.items()}
+    grid = kw.pop("grid", None)
+    seen = {}
+
+    def keep(name):
+        def callback(info):
+            if info["iter"] == 2:
+                seen[name] = info["model"]()
+        return callback
+
+    getattr(fp, method).fit(Y, 3, n_iter=3, seed=4, n_threads=1, callback=keep("one"), **kw)
+    layout = dict(grid=grid) if grid else dict(n_blocks=3)
+    dfit(Y, 3, method=method, client=dask_client, n_iter=3, seed=4, callback=keep("cluster"),
+         **layout, **kw)
+    ref, mod = seen["one"], seen["cluster"]
+    assert type(mod) is type(ref) and mod.method == ref.method
+    s_ref = ref.scores()
+    np.testing.assert_allclose(mod.scores(), s_ref, rtol=RTOL, atol=RTOL * np.abs(s_ref).max())

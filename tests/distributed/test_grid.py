@@ -153,7 +153,7 @@ def test_grid_with_init_and_progress(dask_client, capsys):
     init = (rng.normal(size=(13, 2)), rng.normal(size=(9, 2)))
     kw = dict(loss="square", dtype="float64", init=init, n_iter=2)
     ref = fp.ocmf.fit(Y, 2, **kw)
-    mod = dfit(Y, 2, client=dask_client, grid=(2, 2), verbose=True, **kw)
+    mod = dfit(Y, 2, client=dask_client, grid=np.array([2, 2]), verbose=True, **kw)
     assert_same(ref, mod)
     assert "ocmf" in capsys.readouterr().err
 
@@ -193,6 +193,11 @@ def test_bad_grids_are_refused_in_a_sentence(dask_client):
         dfit(Y, 2, grid=4, client=dask_client)
     with pytest.raises(TypeError, match=r"grid must be a pair.*got \(2, 2.0\)"):
         dfit(Y, 2, grid=(2, 2.0), client=dask_client)
+    with pytest.raises(TypeError, match=r"grid must be a pair.*got array\(\[2., 2.\]\)"):
+        dfit(Y, 2, grid=np.array([2.0, 2.0]), client=dask_client)
+    with pytest.raises(ValueError, match="fast_path=False. Use fastpu.ocmf.fit on one machine "
+                                         "for fast_path=False"):
+        dfit(Y, 2, grid=(2, 2), fast_path=False, client=dask_client)
     with pytest.raises(ValueError, match=r"1 <= p <= 13 \(rows of Y\).*got \(14, 1\)"):
         dfit(Y, 2, grid=(14, 1), client=dask_client)
     with pytest.raises(ValueError, match=r"1 <= q <= 9 \(columns of Y\).*got \(1, 0\)"):
