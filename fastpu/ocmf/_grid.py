@@ -443,20 +443,11 @@ def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.nd
                                for b, h in enumerate(H_src)])
         M_h, kappa_h = _sum(parts)
         for it in range(1, n_iter + 1):
-            out = half_step(client, g, "user", W_src, H_src, w_src["user"], M_h, kappa_h, opts)
-            W_src = [client.submit(operator.itemgetter(0), o, **g.reducer_on("user", a))
-                     for a, o in enumerate(out)]
-            res = client.gather([client.submit(_blocks.drop_first, o, **g.reducer_on("user", a))
-                                 for a, o in enumerate(out)])
-            M_w, kappa_w = _sum([r[1] for r in res])
-            reg_w = float(sum(r[2] for r in res))
-            out = half_step(client, g, "item", H_src, W_src, w_src["item"], M_w, kappa_w, opts)
-            H_src = [client.submit(operator.itemgetter(0), o, **g.reducer_on("item", b))
-                     for b, o in enumerate(out)]
-            res = client.gather([client.submit(_blocks.drop_first, o, **g.reducer_on("item", b))
-                                 for b, o in enumerate(out)])
-            M_h, kappa_h = _sum([r[1] for r in res])
-            obj = float(sum(r[0] for r in res)) + const + reg_w
+            W_src, _, M_w, kappa_w, reg_w = _side(client, g, "user", W_src, H_src, w_src,
+                                                  M_h, kappa_h, opts)
+            H_src, f_h, M_h, kappa_h, _ = _side(client, g, "item", H_src, W_src, w_src,
+                                                M_w, kappa_w, opts)
+            obj = f_h + const + reg_w
             if progress.step(it, obj, inner=0, model=lambda: wrap(
                     np.concatenate(client.gather(W_src), axis=0),
                     np.concatenate(client.gather(H_src), axis=0))):
@@ -468,6 +459,21 @@ def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.nd
         for f in held:
             f.release()
     return W_out, H_out
+
+
+def _side(client: Any, g: Grid, side: str, own: list[Any], other: list[Any],
+          weights: dict[str, list[Any]], M: np.ndarray, kappa: np.ndarray,
+          opts: dict[str, Any]) -> tuple[list[Any], float, np.ndarray, np.ndarray, float]:
+    """A half-step of ``side``: (its new rows, futures left on the reducers; Σ f_i; the new
+    rows' M and κ; λ‖rows‖²)."""
+    out = half_step(client, g, side, own, other, weights[side], M, kappa, opts)
+    on = [g.reducer_on(side, i) for i in range(len(out))]
+    rows = [client.submit(operator.itemgetter(0), o, **on[i]) for i, o in enumerate(out)]
+    res = client.gather([client.submit(_blocks.drop_first, o, **on[i])
+                         for i, o in enumerate(out)])
+    M_new, kappa_new = _sum([r[1] for r in res])
+    return (rows, float(sum(r[0] for r in res)), M_new, kappa_new,
+            float(sum(r[2] for r in res)))
 
 
 def _hold_rows(client: Any, g: Grid, side: str, A: np.ndarray, tag: str) -> list[Any]:

@@ -697,6 +697,8 @@ def _assert_killed(done, pid, ended):
 SIGKILL_CASES = {
     "ocmf": (fp.ocmf.fit, dict()),
     "ocmf-features": (fp.ocmf.fit, dict(item_features="Z", dtype="float64")),
+    # a 3 × 2 grid of cells (distributed.fit's grid=): float64, where it equals one machine
+    "ocmf-grid": (fp.ocmf.fit, dict(grid=(3, 2), dtype="float64", loss="logistic")),
     "fbgd": (fp.fbgd.fit, dict()),
     "fbgd-features": (fp.fbgd.fit, dict(user_features="X", update="batch")),
     "csrr": (fp.csrr.fit, dict()),
@@ -718,12 +720,13 @@ def test_sigkill_of_a_worker_at_a_random_half_step(dask_client, case):
     kw = {key: {"X": sp.csr_array(np.abs(X)), "Z": Z}.get(v, v) if isinstance(v, str)
           and v in "XZ" else v for key, v in kw.items()}
     n_iter = 6
+    layout = dict(grid=kw.pop("grid")) if "grid" in kw else dict(n_blocks=3)
     ref = single(Y, 3, n_iter=n_iter, seed=3, n_threads=1, **kw)
     callback, done, pid = _sigkill_at_random(dask_client, rng, n_iter)
     method = case.split("-")[0]
     try:
-        mod = dfit(Y, 3, method=method, client=dask_client, n_blocks=3, n_iter=n_iter, seed=3,
-                   callback=callback, **kw)
+        mod = dfit(Y, 3, method=method, client=dask_client, n_iter=n_iter, seed=3,
+                   callback=callback, **layout, **kw)
         _assert_killed(done, pid, time.monotonic())
     finally:
         dask_client.wait_for_workers(2, timeout=180)

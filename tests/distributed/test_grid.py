@@ -2,9 +2,6 @@
 machine's fit, on real Dask clusters; the rounds' arithmetic against the row kernel."""
 
 import functools
-import os
-import time
-import zlib
 
 import numpy as np
 import pytest
@@ -18,8 +15,7 @@ from fastpu._kernels.ocmf import row_newton
 from fastpu.distributed import blocks as _blocks
 from fastpu.ocmf import _grid
 
-from test_distributed import (OCMF_VARIANTS, _assert_killed, _matrix, _pairs,
-                               _sigkill_at_random, assert_same)
+from test_distributed import OCMF_VARIANTS, _matrix, _pairs, assert_same
 
 dfit = functools.partial(distributed.fit, n_threads=1)
 
@@ -156,26 +152,6 @@ def test_grid_with_init_and_progress(dask_client, capsys):
     mod = dfit(Y, 2, client=dask_client, grid=np.array([2, 2]), verbose=True, **kw)
     assert_same(ref, mod)
     assert "ocmf" in capsys.readouterr().err
-
-
-def test_sigkill_of_a_worker_during_a_grid_fit(dask_client):
-    """A worker process killed by SIGKILL at a random moment of a grid fit: the cells, the
-    weights and the initial factors are data of the task graph, every other value a task's
-    output, so the fit goes on and ends with the same model."""
-    Y = _matrix(18, m=24, n=17, empty_rows=2, empty_cols=2, density=0.3)
-    rng = np.random.default_rng([zlib.crc32(b"grid"),
-                                 int(os.environ.get("FASTPU_FAULT_SEED", "0"))])
-    n_iter = 6
-    kw = dict(dtype="float64", loss="logistic")
-    ref = fp.ocmf.fit(Y, 3, n_iter=n_iter, seed=3, n_threads=1, **kw)
-    callback, done, pid = _sigkill_at_random(dask_client, rng, n_iter)
-    try:
-        mod = dfit(Y, 3, client=dask_client, grid=(3, 2), n_iter=n_iter, seed=3,
-                   callback=callback, **kw)
-        _assert_killed(done, pid, time.monotonic())
-    finally:
-        dask_client.wait_for_workers(2, timeout=180)
-    assert_same(ref, mod)
 
 
 def test_bad_grids_are_refused_in_a_sentence(dask_client):
