@@ -45,6 +45,7 @@ from fastpu._core.threads import limit_threads
 from fastpu._kernels.csr import csr_dense, sampled_dots
 from fastpu._kernels.losses import SQUARE, entry_losses, entry_values
 from fastpu.distributed import blocks as _blocks
+from fastpu.ocmf._dask_blocks import _sum_parts
 
 CG_TOL = 1e-3                       # row_newton's cg_tol in the fit
 ARMIJO = 1e-4                       # the kernel's sufficient-decrease constant
@@ -194,7 +195,7 @@ def red_grad(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
     mw = w @ M
     quad = st.pw * (_rowdot(w, mw) - 2.0 * abar * (w @ kappa)) + lam * _rowdot(w, w)
     g = 2.0 * st.pw[:, None] * (mw - abar * kappa) + 2.0 * lam * w
-    f = quad.copy()
+    f = quad
     for val, grad in parts:
         f += val
         g += grad
@@ -346,7 +347,7 @@ class Grid:
         _blocks.settle(client, futures)
 
     def on(self, a: int, b: int) -> dict[str, Any]:
-        """Where cell (user range a, item range b) lives first."""
+        """Where cell (user range a, item range b) lives first: block a·q + b's worker."""
         return dict(workers=[_blocks.home(self.workers, a * self.q + b)],
                     allow_other_workers=True)
 
@@ -354,9 +355,15 @@ class Grid:
         """Where cell (range i of ``side``, range j of the other side) lives first."""
         return self.on(i, j) if side == "user" else self.on(j, i)
 
+    def reducer_cell(self, side: str, i: int) -> int:
+        """The block number (a·q + b) of the cell range i's reducer lives with."""
+        a, b = (i, i % self.q) if side == "user" else (i % self.p, i)
+        return a * self.q + b
+
     def reducer_on(self, side: str, i: int) -> dict[str, Any]:
         """A reducer lives with one of its range's cells."""
-        return self.cell_on(side, i, i % (self.q if side == "user" else self.p))
+        return dict(workers=[_blocks.home(self.workers, self.reducer_cell(side, i))],
+                    allow_other_workers=True)
 
     def release(self) -> None:
         for side in self.cells.values():
@@ -441,19 +448,17 @@ def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.nd
         parts = client.gather([client.submit(_gram_of, h, w_src["item"][b], k,
                                              **g.reducer_on("item", b))
                                for b, h in enumerate(H_src)])
-        M_h, kappa_h = _sum(parts)
+        M_h, kappa_h = _sum_parts(parts)
         for it in range(1, n_iter + 1):
             W_src, _, M_w, kappa_w, reg_w = _side(client, g, "user", W_src, H_src, w_src,
                                                   M_h, kappa_h, opts)
             H_src, f_h, M_h, kappa_h, _ = _side(client, g, "item", H_src, W_src, w_src,
                                                 M_w, kappa_w, opts)
             obj = f_h + const + reg_w
-            if progress.step(it, obj, inner=0, model=lambda: wrap(
-                    np.concatenate(client.gather(W_src), axis=0),
-                    np.concatenate(client.gather(H_src), axis=0))):
+            if progress.step(it, obj, inner=0,
+                             model=lambda: wrap(_gather(client, W_src), _gather(client, H_src))):
                 break
-        W_out = np.concatenate(client.gather(W_src), axis=0)
-        H_out = np.concatenate(client.gather(H_src), axis=0)
+        W_out, H_out = _gather(client, W_src), _gather(client, H_src)
     finally:
         g.release()
         for f in held:
@@ -471,7 +476,7 @@ def _side(client: Any, g: Grid, side: str, own: list[Any], other: list[Any],
     rows = [client.submit(operator.itemgetter(0), o, **on[i]) for i, o in enumerate(out)]
     res = client.gather([client.submit(_blocks.drop_first, o, **on[i])
                          for i, o in enumerate(out)])
-    M_new, kappa_new = _sum([r[1] for r in res])
+    M_new, kappa_new = _sum_parts([r[1] for r in res])
     return (rows, float(sum(r[0] for r in res)), M_new, kappa_new,
             float(sum(r[2] for r in res)))
 
@@ -480,28 +485,20 @@ def _hold_rows(client: Any, g: Grid, side: str, A: np.ndarray, tag: str) -> list
     """A's rows of each range of ``side``, data of the task graph (:func:`fastpu.distributed.
     blocks.hold`), placed with the range's reducer."""
     cuts = g.cuts[side]
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-        warnings.filterwarnings("ignore", message="Large object", category=UserWarning)
-        out = [client.submit(_blocks.held, np.array(A[int(cuts[i]):int(cuts[i + 1])]),
-                             key=f"fastpu-grid-{tag}-{i}-{_blocks.token()}",
-                             **g.reducer_on(side, i))
-               for i in range(cuts.size - 1)]
+    out = [_blocks.hold(client, np.array(A[int(cuts[i]):int(cuts[i + 1])]),
+                        g.reducer_cell(side, i), g.workers, f"grid-{tag}")
+           for i in range(cuts.size - 1)]
     _blocks.settle(client, out)
     return out
 
 
+def _gather(client: Any, rows: list[Any]) -> np.ndarray:
+    """A side's rows, from its ranges' futures, stacked on the client."""
+    return np.concatenate(client.gather(rows), axis=0)
+
+
 def _gram_of(H: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _blocks.gram(np.ascontiguousarray(H), np.asarray(w, dtype=np.float64), k)
-
-
-def _sum(parts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    M = parts[0][0].copy()
-    kappa = parts[0][1].copy()
-    for G, g in parts[1:]:
-        M += G
-        kappa += g
-    return M, kappa
 
 
 def check_grid(grid: Any, shape: tuple[int, int]) -> tuple[int, int]:
