@@ -30,6 +30,7 @@ from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.hints import ArrayLike, Callback, Seed, Sparse, Threads
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
+from fastpu._kernels.topk import topk_rows
 
 __all__ = ["ItemItemModel", "ease", "item_knn"]
 
@@ -284,19 +285,35 @@ def item_knn(Y: Sparse | Dataset, k: None = None, *, n_neighbors: int | None = 1
     with limit_threads(n_threads, blas=n_threads):
         C = _gram(X, n_threads, "item_knn")
         norms = np.sqrt(np.diag(C).copy())
-        denom = np.outer(norms, norms) + shrink
-        np.divide(C, denom, out=C, where=denom > 0)
-        C[denom <= 0] = 0.0
-        del denom
+        step = 1024                     # rows at a time: no second n×n array for the denominator
+        for lo in range(0, C.shape[0], step):
+            rows = C[lo:lo + step]
+            denom = np.multiply.outer(norms[lo:lo + step], norms) + shrink
+            np.divide(rows, denom, out=rows, where=denom > 0)
+            rows[denom <= 0] = 0.0
         C[np.diag_indices_from(C)] = 0.0
         n = C.shape[0]
         if n_neighbors is not None and n_neighbors < n - 1:
-            # for each item j (column), keep its n_neighbors largest similarities (stable: ties
-            # by lower item number)
-            order = np.argsort(-C, axis=0, kind="stable")
-            drop = order[n_neighbors:]
-            np.put_along_axis(C, drop, 0.0, axis=0)
+            _keep_neighbours(C, n_neighbors)
     return _wrap("itemknn", X, C, dict(n_neighbors=n_neighbors, shrink=shrink), progress, 0.0)
+
+
+def _keep_neighbours(C: np.ndarray, n_neighbors: int) -> None:
+    """Zero in place all but each column's ``n_neighbors`` largest entries (ties: lower row).
+
+    C is symmetric (XᵀX of a 0/1 X holds exact integer counts, and the cosine's denominator
+    ‖x_l‖ ‖x_j‖ + shrink is symmetric too), so column j's candidates are row j: the parallel
+    top-k of the metrics, with nothing excluded, ranks them by value, then by lower index, as a
+    stable sort of each column would. It replaces that sort (an n×n int64 order, O(n² log n)).
+    """
+    n = C.shape[0]
+    kept = np.empty((n, n_neighbors), dtype=np.int64)        # kept[j]: column j's rows
+    topk_rows(C, np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+              np.arange(n, dtype=np.int64), n_neighbors, kept, np.empty((n, n_neighbors)))
+    cols = np.broadcast_to(np.arange(n)[:, None], kept.shape)
+    values = C[kept, cols]
+    C[...] = 0.0
+    C[kept, cols] = values
 
 
 def _binary(Y: Any) -> Sparse:
