@@ -137,6 +137,13 @@ def main(argv=None):
                     help="rewrite docs/results/<name>.md and .png from the saved .json, fit nothing")
     ap.add_argument("--resume", action="store_true",
                     help="keep the splits already in docs/results/<name>.json and run the rest")
+    ap.add_argument("--split-ids", default=None, metavar="S,S",
+                    help="run only these split numbers (each seeded by its number, as in a full "
+                         "run), into docs/results/<name>-splits<S_S>.json: a second process can "
+                         "take some splits while another runs the rest")
+    ap.add_argument("--join-splits", default=None, metavar="NAME[,NAME]",
+                    help="add to docs/results/<name>.json the splits it lacks from these files "
+                         "(written by --split-ids) and rewrite its report; fit nothing")
     ap.add_argument("--paper", choices=("003",), default=None,
                     help="003: paper 003's protocol on ML-100K (ratings > 3 are the positives) "
                          "with its own search ranges beside fastpu's (issue 14 item 6)")
@@ -180,8 +187,16 @@ def main(argv=None):
         methods = [m for m in methods if isinstance(m, str) or folds(m)]
     if args.only:
         tag += "-" + re.sub(r"[^A-Za-z0-9_-]+", "", "_".join(sorted(args.only.split(","))))
+    split_ids = range(args.splits)
+    if args.split_ids:
+        split_ids = [int(v) for v in args.split_ids.split(",")]
+        tag += "-splits" + "_".join(map(str, split_ids))
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, tag)
+    if args.join_splits:
+        join_splits(path, [os.path.join(OUT, name) for name in args.join_splits.split(",")],
+                    argv or sys.argv[1:])
+        return
     if args.report_only:
         write_report(path)
         return
@@ -193,7 +208,7 @@ def main(argv=None):
     labels = [m if isinstance(m, str) else m[0] for m in methods]
     # one split at a time (compare's split s uses seed s, so this equals one call with all the
     # splits), saved after each: a long run can be stopped and resumed with --resume
-    for s in range(args.splits):
+    for s in split_ids:
         if any(r["split"] == s for r in rows):
             continue
         t0 = time.perf_counter()
@@ -247,6 +262,32 @@ def merge(src, dst, labels, all_labels, argv):
                    f"`python benchmarks/results_compare.py {shlex.join(argv)}`.")
     with open(dst + ".json", "w") as fh:
         json.dump(old, fh, indent=1)
+    write_report(dst)
+
+
+def join_splits(dst, srcs, argv):
+    """Add to ``dst``.json the splits it lacks from each of ``srcs`` (the same methods, run by
+    another process with ``--split-ids``), and rewrite its report."""
+    with open(dst + ".json") as fh:
+        out = json.load(fh)
+    for src in srcs:
+        with open(src + ".json") as fh:
+            new = json.load(fh)
+        if new["labels"] != out["labels"]:
+            raise SystemExit(f"cannot join: {src}.json has {new['labels']}, {dst}.json {out['labels']}")
+        have = {r["split"] for r in out["rows"]}
+        out["rows"] += [r for r in new["rows"] if r["split"] not in have]
+        out["wall_seconds"] += new["wall_seconds"]
+        out["head"] += f" Splits {sorted({r['split'] for r in new['rows']} - have)} from: {new['head']}"
+    done = sorted({r["split"] for r in out["rows"]})
+    out["rows"].sort(key=lambda r: (r["split"], out["labels"].index(r["label"])))
+    out["description"] = re.sub(r"\d+ random (.*?) splits? \(seeds? [0-9, ]+\)",
+                                lambda mo: f"{len(done)} random {mo.group(1)} splits "
+                                           f"(seeds {', '.join(map(str, done))})",
+                                out["description"])
+    out["head"] += f" Joined by `python benchmarks/results_compare.py {shlex.join(argv)}`."
+    with open(dst + ".json", "w") as fh:
+        json.dump(out, fh, indent=1)
     write_report(dst)
 
 
