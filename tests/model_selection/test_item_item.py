@@ -66,6 +66,23 @@ def test_item_knn_equals_the_definition(Y, n_neighbors, shrink):
     np.testing.assert_allclose(model.scores(), X @ model.B, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("n_neighbors, shrink", [(1, 0.0), (3, 0.0), (7, 1.0), (38, 0.0)])
+def test_item_knn_keeps_tied_neighbours_as_a_stable_sort(n_neighbors, shrink):
+    # 40 items built from a few repeated columns, so that most columns hold long runs of equal
+    # similarities: the kept ones must be those of lower item number, at any thread count
+    rng = np.random.default_rng(3)
+    base = (rng.random((25, 5)) < 0.4).astype(np.float64)
+    Y = sp.csr_array(base[:, rng.integers(0, 5, size=40)])
+    X = _dense_x(Y)
+    want = _naive_knn(X, None, shrink)
+    order = np.argsort(-want, axis=0, kind="stable")
+    np.put_along_axis(want, order[n_neighbors:], 0.0, axis=0)
+    for threads in (1, 2):
+        got = fp.baselines.item_knn(Y, n_neighbors=n_neighbors, shrink=shrink, n_threads=threads).B
+        np.testing.assert_array_equal(got != 0, want != 0)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
 def test_ease_and_knn_serve_save_load_and_fold_in(tmp_path):
     Y = fp.datasets.synthetic(60, 30, rank=3, density=0.15, seed=0).Y
     for model in (fp.baselines.ease(Y, lam=20.0), fp.baselines.item_knn(Y, n_neighbors=5)):
