@@ -233,10 +233,11 @@ def hold(client, value, b, workers, tag="held"):
                              workers=[home(workers, b)], allow_other_workers=True)
 
 
-def hold_slices(client, A, cuts, workers, tag="held"):
-    """Rows ``cuts[b]:cuts[b+1]`` of A (copies), one :func:`hold` per block, placed (see
-    :func:`settle`)."""
-    out = [hold(client, np.array(A[int(cuts[b]):int(cuts[b + 1])]), b, workers, tag)
+def hold_slices(client, A, cuts, workers, tag="held", places=None):
+    """Rows ``cuts[b]:cuts[b+1]`` of A (copies), one :func:`hold` per slice, placed (see
+    :func:`settle`) on block b's worker, or on block ``places[b]``'s when given."""
+    out = [hold(client, np.array(A[int(cuts[b]):int(cuts[b + 1])]),
+                b if places is None else places[b], workers, tag)
            for b in range(cuts.size - 1)]
     settle(client, out)
     return out

@@ -346,10 +346,13 @@ class Grid:
         futures = [f for side in self.cells.values() for row in side for f in row]
         _blocks.settle(client, futures)
 
+    def place(self, block: int) -> dict[str, Any]:
+        """Where a task lives first: block ``block``'s worker (cell (a, b) is block a·q + b)."""
+        return dict(workers=[_blocks.home(self.workers, block)], allow_other_workers=True)
+
     def on(self, a: int, b: int) -> dict[str, Any]:
-        """Where cell (user range a, item range b) lives first: block a·q + b's worker."""
-        return dict(workers=[_blocks.home(self.workers, a * self.q + b)],
-                    allow_other_workers=True)
+        """Where cell (user range a, item range b) lives first."""
+        return self.place(a * self.q + b)
 
     def cell_on(self, side: str, i: int, j: int) -> dict[str, Any]:
         """Where cell (range i of ``side``, range j of the other side) lives first."""
@@ -362,8 +365,7 @@ class Grid:
 
     def reducer_on(self, side: str, i: int) -> dict[str, Any]:
         """A reducer lives with one of its range's cells."""
-        return dict(workers=[_blocks.home(self.workers, self.reducer_cell(side, i))],
-                    allow_other_workers=True)
+        return self.place(self.reducer_cell(side, i))
 
     def release(self) -> None:
         for side in self.cells.values():
@@ -485,11 +487,8 @@ def _hold_rows(client: Any, g: Grid, side: str, A: np.ndarray, tag: str) -> list
     """A's rows of each range of ``side``, data of the task graph (:func:`fastpu.distributed.
     blocks.hold`), placed with the range's reducer."""
     cuts = g.cuts[side]
-    out = [_blocks.hold(client, np.array(A[int(cuts[i]):int(cuts[i + 1])]),
-                        g.reducer_cell(side, i), g.workers, f"grid-{tag}")
-           for i in range(cuts.size - 1)]
-    _blocks.settle(client, out)
-    return out
+    return _blocks.hold_slices(client, A, cuts, g.workers, f"grid-{tag}",
+                               places=[g.reducer_cell(side, i) for i in range(cuts.size - 1)])
 
 
 def _gather(client: Any, rows: list[Any]) -> np.ndarray:
