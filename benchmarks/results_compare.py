@@ -222,9 +222,7 @@ def main(argv=None):
         done = sorted({r["split"] for r in rows})
         desc = res.description
         if len(done) > 1:
-            desc = (desc.replace("; 1 random ", f"; {len(done)} random ")
-                    .replace("strong generalization, 1 split", f"strong generalization, {len(done)} split")
-                    .replace(f"split (seed {s})", f"splits (seeds {', '.join(map(str, done))})"))
+            desc = count_splits(desc, done)
         head = (f"Command: `python benchmarks/results_compare.py {shlex.join(argv or sys.argv[1:])}` "
                 f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
                 f"numba thread(s)); fastpu {fp.__version__}.")
@@ -265,6 +263,16 @@ def merge(src, dst, labels, all_labels, argv):
     write_report(dst)
 
 
+# "1 random per-user 80%/20% split (seed 3)", "strong generalization, 3 splits (seeds 0, 1, 2)"
+SPLITS = re.compile(r"\b\d+ (random [^;:]*?)?splits? \(seeds? [0-9., ]+\)")
+
+
+def count_splits(desc, done):
+    """``compare``'s description of a run, made to name the splits ``done`` (more than one)."""
+    return SPLITS.sub(lambda mo: f"{len(done)} {mo.group(1) or ''}splits "
+                                 f"(seeds {', '.join(map(str, done))})", desc)
+
+
 def join_splits(dst, srcs, argv):
     """Add to ``dst``.json the splits it lacks from each of ``srcs`` (the same methods, run by
     another process with ``--split-ids``), and rewrite its report."""
@@ -281,10 +289,7 @@ def join_splits(dst, srcs, argv):
         out["head"] += f" Splits {sorted({r['split'] for r in new['rows']} - have)} from: {new['head']}"
     done = sorted({r["split"] for r in out["rows"]})
     out["rows"].sort(key=lambda r: (r["split"], out["labels"].index(r["label"])))
-    out["description"] = re.sub(r"\d+ random (.*?) splits? \(seeds? [0-9, ]+\)",
-                                lambda mo: f"{len(done)} random {mo.group(1)} splits "
-                                           f"(seeds {', '.join(map(str, done))})",
-                                out["description"])
+    out["description"] = count_splits(out["description"], done)
     out["head"] += f" Joined by `python benchmarks/results_compare.py {shlex.join(argv)}`."
     with open(dst + ".json", "w") as fh:
         json.dump(out, fh, indent=1)
