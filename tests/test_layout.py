@@ -184,3 +184,26 @@ def test_the_methods_are_listed_once():
 ])
 def test_the_private_rule_itself(importer, target, name, expected):
     assert _private_step(importer, target, name) == expected
+
+
+def test_numba_compiles_only_the_kernels_folder():
+    """The kernel cache's key hashes the sources of ``fastpu/_kernels/`` (fastpu/_core/cache.py):
+    that covers every helper a cached kernel can inline only while no other module defines
+    compiled code. Any use of numba's compiling decorators elsewhere would escape the key."""
+    compilers = {"njit", "jit", "vectorize", "guvectorize", "cfunc", "generated_jit", "stencil",
+                 "overload", "register_jitable", "jitclass"}
+    found = []
+    for mod, path in MODULES.items():
+        if mod.startswith("fastpu._kernels"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = None
+            if isinstance(node, ast.Attribute) and node.attr in compilers:
+                name = node.attr
+            elif isinstance(node, ast.Name) and node.id in compilers - {"overload"}:
+                name = node.id                        # (typing.overload is a plain name)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("numba"):
+                name = ",".join(a.name for a in node.names if a.name in compilers) or None
+            if name:
+                found.append(f"{mod}:{node.lineno} {name}")
+    assert found == []

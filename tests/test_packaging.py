@@ -262,15 +262,21 @@ def test_clear_cache_prunes_the_folders_of_installations_that_are_gone(tmp_path,
     monkeypatch.setenv("FASTPU_CACHE_DIR", str(root))
     own = _cache_folder(root, fp.cache_dir().name, source=ROOT / "fastpu")
     alive_pkg = tmp_path / "venv" / "fastpu"
-    alive_pkg.mkdir(parents=True)
-    (alive_pkg / "_cache.py").write_text("")
-    alive = _cache_folder(root, "0.1.0-py311-aaaaaaaaaaaaaaaa", source=alive_pkg)
+    (alive_pkg / "_kernels").mkdir(parents=True)
+    (alive_pkg / "_core").mkdir()
+    (alive_pkg / "_core" / "version.py").write_text('__version__ = "0.0.7"\n')
+    (alive_pkg / "_kernels" / "csr.py").write_text("# its kernels\n")
+    alive = _cache_folder(root, _cache._install_key(str(alive_pkg), "0.0.7"), source=alive_pkg)
+    # the same installation's folders of an earlier version and of earlier kernel sources
+    older = _cache_folder(root, _cache._install_key(str(alive_pkg), "0.0.6"), source=alive_pkg)
+    edited = _cache_folder(root, "0.0.7-py311-aaaaaaaaaaaaaaaa", source=alive_pkg)
     gone = _cache_folder(root, "0.1.0-py311-bbbbbbbbbbbbbbbb", source=tmp_path / "deleted" / "fastpu")
     unknown = _cache_folder(root, "0.1.0-py310-cccccccccccccccc")          # made before the record
     (root / "notes.txt").write_text("a user's file")
 
-    assert fp.clear_cache() == [gone]
-    assert own.exists() and alive.exists() and unknown.exists() and not gone.exists()
+    assert fp.clear_cache() == sorted([edited, older, gone])
+    assert own.exists() and alive.exists() and unknown.exists()
+    assert not (gone.exists() or older.exists() or edited.exists())
     assert cli.main(["cache"]) == 0 and capsys.readouterr().out.strip() == str(fp.cache_dir())
     assert cli.main(["cache", "--prune"]) == 0
     assert "removed 0 folder(s)" in capsys.readouterr().out

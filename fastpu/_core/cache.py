@@ -11,8 +11,8 @@ behaviour) and sends them to
 1. ``$NUMBA_CACHE_DIR`` when the user sets it (numba's own layout there);
 2. else :func:`cache_dir`: ``$FASTPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/fastpu``, else
    ``~/.cache/fastpu``, in a subfolder named after fastpu's version, the Python version and a
-   hash of the package folder's real path, so two installs, versions or checkouts never share
-   entries;
+   hash of the package folder's real path and of the source of every kernel module, so two
+   installs, versions, checkouts or edits of a kernel never share entries;
 3. if that folder cannot be written, or is not safe: a folder private to the process that is
    removed at exit (kernels then compile afresh in every process), with a single warning.
 
@@ -23,6 +23,16 @@ another user, or can be written by others (a shared ``chmod 1777`` folder as
 ``FASTPU_CACHE_DIR``) is refused, before anything is read from it or written into it
 (:func:`folder_problem`); ``NUMBA_CACHE_DIR`` is held to the same rule for fastpu's kernels.
 
+Why the kernels' sources are in the key: numba invalidates a cached function only when the file
+that *defines* it changes (its index records that file's modification time and size). A kernel
+inlines helpers from other files (``fastpu/_kernels/ocmf.py`` compiles ``losses.loss_derivs``
+into its row solver), so an edit to the helper's file alone would leave the kernel's old machine
+code in use. Every function numba compiles for fastpu is defined in ``fastpu/_kernels/``
+(``tests/test_layout.py`` checks that no other module calls numba's decorators), so a digest of
+those files' bytes, read once per process (about 0.1 MB, well under a millisecond), covers all
+code that can be inlined into a cached kernel: any edit there moves every kernel to a new,
+empty folder, and the old one becomes stale (:func:`clear_cache` deletes it).
+
 The locator has to be in place before the first kernel module is imported: numba picks the
 locator when the decorator runs. ``fastpu/__init__.py`` calls :func:`install` first thing.
 Two cases stay numba's: a user who sets ``NUMBA_CACHE_LOCATOR_CLASSES`` chooses numba's
@@ -32,6 +42,7 @@ locators explicitly, and when not even a temporary folder can be created fastpu 
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import pathlib
@@ -179,18 +190,62 @@ def _base_dir() -> pathlib.Path:
     return root / "fastpu"
 
 
-def _install_key(package_dir: str) -> str:
-    digest = hashlib.sha1(os.path.realpath(package_dir).encode()).hexdigest()[:16]
+#: the package's subfolder that holds every module numba compiles (see the module docstring)
+_KERNELS = "_kernels"
+_VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"$', re.M)
+
+
+def _sources_digest(package_dir: str) -> bytes:
+    """SHA-1 of the names and bytes of every ``.py`` file in ``package_dir/_kernels`` (sorted),
+    or of what could be read when the folder cannot (another installation's, half deleted)."""
+    h = hashlib.sha1()
+    folder = os.path.join(package_dir, _KERNELS)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as fh:
+                data = fh.read()
+            h.update(f"{name}\0{len(data)}\0".encode())
+            h.update(data)
+    except OSError:
+        pass
+    return h.digest()
+
+
+@functools.lru_cache(maxsize=None)
+def _install_key(package_dir: str, version: str = __version__) -> str:
+    """``<version>-py<XY>-<16 hex digits>``, the digits a hash of the package folder's real path
+    and of its kernels' sources (:func:`_sources_digest`); read once per process and folder."""
+    real = os.path.realpath(package_dir)
+    digest = hashlib.sha1(real.encode() + b"\0" + _sources_digest(real)).hexdigest()[:16]
     py = f"py{sys.version_info[0]}{sys.version_info[1]}"
-    return f"{__version__}-{py}-{digest}"
+    return f"{version}-{py}-{digest}"
+
+
+def _in_use(package_dir: str, folder_name: str) -> bool:
+    """Whether ``folder_name`` is the cache folder the installation in ``package_dir`` would use
+    today: its version (from that installation's ``_core/version.py``) and its digest, sources
+    read afresh, match. The Python tag is not compared: one checkout can serve two Pythons."""
+    try:
+        with open(os.path.join(package_dir, "_core", "version.py"), encoding="utf-8") as fh:
+            found = _VERSION_LINE.search(fh.read())
+    except (OSError, UnicodeDecodeError):
+        return False
+    if found is None:
+        return False
+    want = _install_key.__wrapped__(package_dir, found.group(1))
+    return (folder_name.split("-", 1)[0] == want.split("-", 1)[0]
+            and folder_name.rsplit("-", 1)[-1] == want.rsplit("-", 1)[-1])
 
 
 def cache_dir() -> pathlib.Path:
     """Return the folder where this installation of fastpu caches its compiled kernels.
 
     The folder is ``$FASTPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/fastpu``, else
-    ``~/.cache/fastpu``, followed by a subfolder proper to this installation (fastpu's version,
-    the Python version and a hash of the package's location). Deleting the folder is always
+    ``~/.cache/fastpu``, followed by a subfolder proper to this installation and its kernels'
+    code (fastpu's version, the Python version, and a hash of the package's location and of the
+    sources of ``fastpu/_kernels/``: an edited kernel or helper gets a new, empty folder and
+    compiles afresh, never running code that no longer exists). Deleting the folder is always
     safe: the kernels compile again on their next use (its parent, ``~/.cache/fastpu`` by
     default, also keeps downloaded data archives unless ``$FASTPU_DATA`` is set). When
     ``NUMBA_CACHE_DIR`` is set, numba's cache files go there instead and this folder is unused.
@@ -210,7 +265,7 @@ def cache_dir() -> pathlib.Path:
 
 
 def clear_cache(*, stale: bool = True) -> list[pathlib.Path]:
-    """Delete cached kernels of fastpu installations: by default those that no longer exist.
+    """Delete cached kernels of fastpu installations: by default those no installation uses.
 
     Every installation, version or checkout of fastpu has a folder of its own under the cache
     root (see :func:`cache_dir`); the folders of deleted checkouts and virtual environments stay
@@ -219,15 +274,16 @@ def clear_cache(*, stale: bool = True) -> list[pathlib.Path]:
     it was made for (``source.txt``), in a real folder (not a symbolic link) owned by the user.
     Anything else under the root (a user's ``2024-photos/``, the data archives of
     :func:`fastpu.datasets.download`, folders made before fastpu kept the record) is left alone.
-    ``stale=True`` deletes the marked folders whose installation is gone (the recorded package
-    folder no longer holds fastpu), never this installation's; ``stale=False`` deletes every
+    ``stale=True`` deletes the marked folders no installation uses any more: the recorded
+    package folder no longer holds fastpu, or it does but its version or kernel sources have
+    changed since (it now uses another folder); never this installation's. ``stale=False`` deletes every
     marked folder, this installation's included. Deleting is always safe: kernels compile
     again on next use.
 
     Parameters
     ----------
     stale : bool
-        Delete only folders of installations that no longer exist (default), else all.
+        Delete only the folders no existing installation uses (default), else all.
 
     Returns
     -------
@@ -256,11 +312,8 @@ def clear_cache(*, stale: bool = True) -> list[pathlib.Path]:
         source = _marked(folder)
         if source is None:
             continue                              # not identified as fastpu's: never deleted
-        if stale:
-            if folder == own:
-                continue
-            if any(os.path.exists(os.path.join(source, f)) for f in ("_cache.py", "_core")):
-                continue                          # that installation still exists
+        if stale and (folder == own or _in_use(source, folder.name)):
+            continue                              # an installation that exists uses it
         shutil.rmtree(folder, ignore_errors=True)
         if not os.path.lexists(folder):
             removed.append(folder)
