@@ -20,11 +20,13 @@ def loss(kind, y, s):
 
 def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=None,
                    user_graph=None, item_graph=None, lam, lam_graph, negatives="full",
-                   neg_mask=None, lam_w=None, lam_h=None):
+                   neg_mask=None, lam_w=None, lam_h=None, nu=0.0):
     """Equation (2) of Yu et al. with C_ij from (3), every entry visited explicitly.
 
     Regulariser λ_w (‖W‖² + λ_g tr(Bᵀ L_u B)) + λ_h (‖H‖² + λ_g tr(Eᵀ L_v E)), where
-    λ_w, λ_h default to ``lam``.
+    λ_w, λ_h default to ``lam``. With ``nu`` (frequency-scaled regularisation, Rendle et al.
+    2022; no features) the ‖W‖² term is Σ_i λ_w c_i^ν ‖w_i‖², c_i = (positives of row i) +
+    Σ_j ρ p_i q_j (the unlabeled weight of every entry of the row), and likewise for H.
 
     negatives="full": positives C_ij l(1, s_ij), every other entry p_i q_j (a - s_ij)^2.
     negatives="full_logistic": every other entry p_i q_j l(a, s_ij).
@@ -51,8 +53,12 @@ def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=
                 total += w * loss(loss_name, a_bar, S[i, j])
     lam_w = lam if lam_w is None else lam_w
     lam_h = lam if lam_h is None else lam_h
-    for lam_side, F, G, M in ((lam_w, W, user_graph, B), (lam_h, H, item_graph, E)):
-        reg = np.sum(F * F)
+    weight = rho * np.outer(p, q)               # every entry's unlabeled weight
+    counts = (pos.sum(axis=1) + weight.sum(axis=1), pos.sum(axis=0) + weight.sum(axis=0))
+    for lam_side, F, G, M, c in ((lam_w, W, user_graph, B, counts[0]),
+                                 (lam_h, H, item_graph, E, counts[1])):
+        scale = np.ones(F.shape[0]) if nu == 0 else c.astype(float) ** nu
+        reg = sum(scale[r] * np.sum(F[r] * F[r]) for r in range(F.shape[0]))
         if G is not None and lam_graph > 0:
             Sg = dense(G)
             Lg = np.diag(Sg.sum(axis=1)) - Sg

@@ -33,3 +33,12 @@ def dense_arrays(draw, shape, scale=1.0):
 
 
 seeds = st.integers(0, 2**31 - 1)
+
+
+# the losses, from the one table that lists them (fastpu/_kernels/losses.py): tests that run
+# "every loss" are parametrised over these, so a new loss is tested where the others are
+from fastpu._kernels.losses import LOSS_TABLE  # noqa: E402
+
+LOSS_NAMES = tuple(loss.name for loss in LOSS_TABLE)
+QUADRATIC_LOSSES = tuple(loss.name for loss in LOSS_TABLE if loss.quadratic)
+LINE_SEARCH_LOSSES = tuple(loss.name for loss in LOSS_TABLE if not loss.quadratic)

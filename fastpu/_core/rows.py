@@ -75,3 +75,15 @@ def no_weights(model: Any, p: Any, q: Any) -> None:
     if p is not None or q is not None:
         raise ValueError(f"p and q are ocmf's unlabeled weights; a {model.method} model does not "
                          "use them (leave them None)")
+
+
+def scaled_penalty(lam: float, nu: float, count: Any) -> np.ndarray:
+    """Frequency-scaled regularisation (Rendle, Krichene, Zhang, Koren, 2022): row i's weight
+    λ_i = lam · count_i^nu, where count_i is the weight the row's terms carry (its positives and
+    its unlabeled mass; each method says which). With ``nu = 0`` the single value ``[lam]``:
+    every row lam, the kernels' compact form, and not one bit different from a scalar lam."""
+    if nu == 0.0:
+        return np.array([float(lam)])
+    with np.errstate(over="ignore"):
+        out = float(lam) * np.power(np.asarray(count, dtype=np.float64), float(nu))
+    return np.ascontiguousarray(out)

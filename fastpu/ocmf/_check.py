@@ -1,10 +1,14 @@
-"""ocmf's boundary: every argument of ``fit``, ``objective`` and the Dask form, checked once here.
+"""ocmf's boundary: every argument of ``fit``, ``objective`` and the Dask forms, checked once here.
 
-:func:`check_run` checks what drives a fit (rank, solver, iterations, start, precision, seed,
-callback); :func:`check_model` what defines the objective (loss, weights, side information,
-penalties, negatives) against the matrix shape; :func:`check_steps` and :func:`check_start` the
-row solver's steps and the starting factors, which depend on both. Everything below them (the
-problem, the solvers, the kernels) takes the canonical values and checks nothing again.
+:func:`check_fit` turns a fit's arguments into one frozen record, :class:`Fit`, which the
+single-machine fit and both Dask forms (row blocks and the 2-D grid) take whole: a new parameter
+is one edit here and one where it is used. It is made of :func:`check_run` (what drives a fit:
+rank, solver, iterations, start, precision, seed, callback), :func:`check_model` (what defines
+the objective: loss, weights, side information, penalties, negatives, against the matrix
+shape), :func:`check_rows` (the row solver's options, a
+:class:`fastpu._kernels.ocmf.RowOptions`) and :func:`check_start` (the starting factors).
+Everything below them (the problem, the solvers, the kernels) takes the canonical values and
+checks nothing again.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, Matrix, Seed
-from fastpu._kernels.losses import LOSS_CODES, SQUARE
+from fastpu._kernels.losses import LOSS_CODES, LOSSES as LOSS_FACTS
+from fastpu._kernels.ocmf import RowOptions
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
@@ -67,7 +72,7 @@ def check_y(Y: Any, *, fit: bool) -> Any:
     return out
 
 
-LOSSES = tuple(LOSS_CODES)
+LOSSES = tuple(LOSS_CODES)            # the loss table's names (fastpu._kernels.losses)
 NEGATIVES = ("full", "sampled", "full_logistic")
 SOLVERS = ("tron", "gd")
 
@@ -112,6 +117,7 @@ class Model:
     lam_w: float
     lam_h: float
     lam_graph: float
+    nu: float
     negatives: str
     neg_ratio: float
     dense_limit: int | None
@@ -121,13 +127,6 @@ class Model:
         """Whether a side has features or a graph (a TRON / GD sub-problem, not rows)."""
         return any(x is not None for x in (self.user_features, self.item_features, self.L_user,
                                           self.L_item))
-
-
-def std_from_scale(init_scale: Any, call: dict[str, Any]) -> float:
-    """``init_std`` from the deprecated ``init_scale`` (the standard deviation was
-    init_scale / √k)."""
-    scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
-    return scale / np.sqrt(V.check_k(call.get("k")))
 
 
 def check_run(k: Any, *, solver: Any, n_iter: Any, n_inner: Any, init_std: Any, callback: Any,
@@ -149,32 +148,20 @@ def check_run(k: Any, *, solver: Any, n_iter: Any, n_inner: Any, init_std: Any, 
     return Run(k, solver, n_iter, n_inner, bool(fast_path), init_std, fdt, rng, callback, verbose)
 
 
-#: ``fit``'s defaults of ρ and λ for each loss (its ``rho=None``, ``lam=None``). The logistic
-#: and squared hinge losses (LR-wSQ) keep the settings of earlier releases. The square loss's
-#: (SQ-wSQ) were re-chosen for issue 26 from ``tune``'s runs in docs/results.md: ρ = 1/6,
-#: λ = 6 is WRMF's α = 5, λ = 36 in SQ-wSQ's terms. Tried as a start, it won the search on 17
-#: of the 20 MovieLens-100K and FilmTrust splits (both protocols) and a random draw of
-#: ρ = 0.154, λ = 6.6 won the other 3, where the former ρ = 0.01, λ = 1 scored about a fifth
-#: lower on validation (every MovieLens-100K split).
-LOSS_DEFAULTS: dict[str, dict[str, float]] = {
-    "logistic": dict(rho=0.01, lam=1.0),
-    "squared_hinge": dict(rho=0.01, lam=1.0),
-    "square": dict(rho=1 / 6, lam=6.0),
-}
-
-
 def loss_defaults(loss: Any = "logistic", **_: Any) -> dict[str, float]:
-    """ρ and λ that ``fit(..., loss=loss)`` uses when they are not given (:data:`LOSS_DEFAULTS`).
+    """ρ and λ that ``fit(..., loss=loss)`` uses when they are not given (the loss table's,
+    :data:`fastpu._kernels.losses.LOSS_TABLE`).
 
     Other keyword arguments (a call's fixed settings) are ignored; an unknown loss gets the
     logistic loss's, and ``fit`` then refuses the loss by name."""
-    return dict(LOSS_DEFAULTS.get(loss, LOSS_DEFAULTS["logistic"])) if isinstance(loss, str) \
-        else dict(LOSS_DEFAULTS["logistic"])
+    facts = LOSS_FACTS.get(loss) if isinstance(loss, str) else None
+    facts = LOSS_FACTS["logistic"] if facts is None else facts
+    return dict(rho=facts.rho, lam=facts.lam)
 
 
 def _resolve_abar(loss: str, a_bar: Any) -> float:
     if a_bar is None:
-        return 0.0 if loss == "square" else -1.0
+        return LOSS_FACTS[loss].a_bar
     a_bar = V.check_scalar(a_bar, name="a_bar")
     if abs(a_bar) > 1e150:           # ā² enters the objective: it must be a finite float
         raise ValueError(f"a_bar={a_bar:g} is too large: the objective uses a_bar² (overflow); "
@@ -207,7 +194,7 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
                 q: ArrayLike | None, a_bar: Any, user_features: Matrix | None,
                 item_features: Matrix | None, user_graph: Matrix | None,
                 item_graph: Matrix | None, lam: Any, lam_w: Any, lam_h: Any, lam_graph: Any,
-                negatives: Any, neg_ratio: Any, dense_limit: Any) -> Model:
+                negatives: Any, neg_ratio: Any, dense_limit: Any, nu: Any = 0.0) -> Model:
     """The arguments that define the objective, for an m × n matrix."""
     m, n = shape
     V.check_choice(loss, name="loss", choices=LOSSES)
@@ -230,19 +217,47 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
     if dense_limit is not None:
         V.check_int(dense_limit, name="dense_limit", minimum=0)
     neg_ratio = V.check_scalar(neg_ratio, name="neg_ratio", minimum=0.0, strict_min=True)
+    nu = check_nu(nu, X, Z)
     check_unlabeled_weights(rho, p, q, abar, where="")      # the weight of (i, j) is rho·p_i·q_j
     return Model(loss, LOSS_CODES[loss], abar, rho, p, q, X, Z, Su, Sv, Lu, Lv, lam, lam_w, lam_h,
-                 lam_g, negatives, neg_ratio, dense_limit)
+                 lam_g, nu, negatives, neg_ratio, dense_limit)
 
 
-def check_steps(model: Model, newton_steps: Any, cg_steps: Any) -> tuple[int, int]:
-    """Newton and CG steps per row and outer iteration (defaults: 1 and 3 for the square loss,
-    1 and 4 otherwise)."""
-    nsteps = V.check_int(newton_steps if newton_steps is not None else 1,
+#: the largest ν accepted: λ_i = λ·count_i^ν already spans 10³⁰ at ν = 10 and 10⁹ positives
+NU_MAX = 10.0
+
+
+def check_nu(nu: Any, user_features: Any = None, item_features: Any = None) -> float:
+    """The exponent ν of frequency-scaled regularisation, in [0, :data:`NU_MAX`]; refused with
+    features, where a row of W or H belongs to a feature, not to a user or an item."""
+    nu = V.check_scalar(nu, name="nu", minimum=0.0)
+    if nu > NU_MAX:
+        raise ValueError(f"nu must be at most {NU_MAX:g} (λ_i = lam·count_i^nu), got {nu:g}; "
+                         "the frequency-scaled regularisation of Rendle et al. uses nu = 1")
+    if nu != 0.0:
+        for name, F in (("user_features", user_features), ("item_features", item_features)):
+            if F is not None:
+                raise ValueError(
+                    f"nu={nu:g} scales each user's (item's) penalty by its count of positives, "
+                    f"but with {name} the rows of W (H) are the features' coefficients, shared "
+                    "by every user (item): there is no per-row count to scale by. Use nu=0 with "
+                    "features, or fit without them")
+    return nu
+
+
+def check_rows(model: Model, newton_steps: Any, cg_steps: Any, cg_tol: Any) -> RowOptions:
+    """The row solver's options: Newton and CG steps per row and outer iteration (defaults from
+    the loss table: 1 and 3 for the square loss, 1 and 4 otherwise) and CG's tolerance."""
+    facts = LOSS_FACTS[model.loss]
+    nsteps = V.check_int(newton_steps if newton_steps is not None else facts.newton_steps,
                          name="newton_steps", minimum=1)
-    csteps = V.check_int(cg_steps if cg_steps is not None else (3 if model.kind == SQUARE else 4),
+    csteps = V.check_int(cg_steps if cg_steps is not None else facts.cg_steps,
                          name="cg_steps", minimum=1)
-    return nsteps, csteps
+    tol = V.check_scalar(cg_tol, name="cg_tol", minimum=0.0)
+    if not tol < 1.0:
+        raise ValueError(f"cg_tol must be below 1 (CG stops once its residual is cg_tol times "
+                         f"the first), got {tol:g}; the default is 1e-3")
+    return RowOptions(newton_steps=nsteps, cg_steps=csteps, cg_tol=tol)
 
 
 def dims(model: Model, shape: tuple[int, int]) -> tuple[int, int]:
@@ -274,6 +289,65 @@ def check_start(init: Any, model: Model, run: Run, shape: tuple[int, int]) -> tu
         W = check_factor(init[0], "init[0] (W0)", du, run.k).astype(run.dtype, copy=False)
         H = check_factor(init[1], "init[1] (H0)", dv, run.k).astype(run.dtype, copy=False)
     return W, H
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """A fit's arguments, checked: what the single-machine fit and the Dask forms run."""
+
+    run: Run
+    model: Model
+    rows: RowOptions
+    start: tuple[Any, Any] | None       # the starting factors (copies), or None to draw them
+    seed: Seed                          # as given (the params record keeps it)
+
+    def params(self) -> dict[str, Any]:
+        """What the model records of its fit (``Factorization.params``)."""
+        run, model, rows = self.run, self.model, self.rows
+        return dict(k=run.k, loss=model.loss, rho=model.rho, a_bar=model.abar, lam=model.lam,
+                    lam_w=model.lam_w, lam_h=model.lam_h, lam_graph=model.lam_graph,
+                    nu=model.nu, negatives=model.negatives, neg_ratio=model.neg_ratio,
+                    solver=run.solver, n_iter=run.n_iter, n_inner=run.n_inner,
+                    fast_path=run.fast_path, newton_steps=rows.newton_steps,
+                    cg_steps=rows.cg_steps, cg_tol=rows.cg_tol, init_std=run.init_std,
+                    seed=self.seed, dtype=run.dtype.name,
+                    user_features=model.user_features is not None,
+                    item_features=model.item_features is not None,
+                    has_user_graph=model.user_graph is not None,
+                    has_item_graph=model.item_graph is not None)
+
+
+#: the arguments of :func:`fastpu.ocmf.fit` that :func:`check_fit` reads (all but Y, n_threads)
+FIT_ARGS = ("k", "user_features", "item_features", "user_graph", "item_graph", "loss", "rho",
+            "p", "q", "a_bar", "negatives", "neg_ratio", "lam", "lam_w", "lam_h", "lam_graph",
+            "nu", "solver", "n_iter", "n_inner", "fast_path", "newton_steps", "cg_steps",
+            "cg_tol", "init", "init_std", "dtype", "dense_limit", "seed", "callback", "verbose")
+
+
+def check_fit_run(args: dict[str, Any]) -> Run:
+    """The arguments of ``args`` (:data:`FIT_ARGS`) that drive a fit, which do not depend on
+    the matrix: checked first, before Y."""
+    a = args
+    return check_run(a["k"], solver=a["solver"], n_iter=a["n_iter"], n_inner=a["n_inner"],
+                     init_std=a["init_std"], callback=a["callback"], fast_path=a["fast_path"],
+                     verbose=a["verbose"], seed=a["seed"], dtype=a["dtype"])
+
+
+def check_fit(shape: tuple[int, int], args: dict[str, Any], run: Run | None = None) -> Fit:
+    """Every argument of a fit of an m × n matrix (``args``: :data:`FIT_ARGS`, as
+    :func:`fastpu.ocmf.fit` received them), checked once, as one record (``run``: the record
+    of :func:`check_fit_run` when it was checked already)."""
+    a = args
+    run = check_fit_run(args) if run is None else run
+    model = check_model(shape, loss=a["loss"], rho=a["rho"], p=a["p"], q=a["q"],
+                        a_bar=a["a_bar"], user_features=a["user_features"],
+                        item_features=a["item_features"], user_graph=a["user_graph"],
+                        item_graph=a["item_graph"], lam=a["lam"], lam_w=a["lam_w"],
+                        lam_h=a["lam_h"], lam_graph=a["lam_graph"], negatives=a["negatives"],
+                        neg_ratio=a["neg_ratio"], dense_limit=a["dense_limit"], nu=a["nu"])
+    rows = check_rows(model, a["newton_steps"], a["cg_steps"], a["cg_tol"])
+    start = check_start(a["init"], model, run, shape)
+    return Fit(run, model, rows, start, a["seed"])
 
 
 # --------------------------------------------------------------------------- a fitted model
@@ -333,6 +407,13 @@ def check_fitted(model: Any) -> None:
     for key in ("lam", "lam_w", "lam_h", "lam_graph"):
         if prm.get(key) is not None:
             V.check_penalty(prm[key], name=_p(key))
+    if prm.get("nu") is not None:
+        try:
+            check_nu(prm["nu"])
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{_p('nu')}: {exc}") from None
+    if prm.get("cg_tol") is not None:
+        V.check_scalar(prm["cg_tol"], name=_p("cg_tol"), minimum=0.0)
     for key in ("fast_path", "user_features", "item_features", "has_user_graph", "has_item_graph"):
         check_flag(prm, key)
     for key, optional in (("n_iter", False), ("n_inner", False), ("newton_steps", True),

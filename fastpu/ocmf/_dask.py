@@ -22,13 +22,14 @@ is recomputed from its lineage.
 
 from __future__ import annotations
 
+import inspect
 import types
 
 import numpy as np
 
 from fastpu._core import validation as V
 from fastpu._kernels.csr import GRAM_GROUP
-from fastpu.ocmf._check import check_model, check_run, check_start, check_steps, dims
+from fastpu.ocmf._check import FIT_ARGS, check_fit, dims
 from fastpu._core.progress import Progress
 from fastpu._core.factorization import Factorization
 from fastpu.distributed import blocks as _blocks
@@ -63,102 +64,80 @@ def _short(v):
     return type(v).__name__ if hasattr(v, "shape") else repr(v)
 
 
-def _setup(shape, k, kw, other, where):
-    """The checks and the start shared by the row-block and the grid fit: ``fastpu.ocmf.fit``'s
-    checks, its initial factors (the same draws in the same order), the fit's params record."""
-    _check_unsupported(other)
-    unknown = set(other) - set(UNSUPPORTED) - set(IGNORED)
+def fit_args(k, params):
+    """``params`` completed with :func:`fastpu.ocmf.fit`'s defaults: the arguments
+    :func:`fastpu.ocmf._check.check_fit` reads. A name ``fit`` does not take is a TypeError."""
+    from fastpu.ocmf._fit import fit as single
+
+    known = {name: par.default for name, par in inspect.signature(single).parameters.items()
+             if name in FIT_ARGS}
+    unknown = set(params) - set(known)
     if unknown:
         raise TypeError(f"fastpu.distributed.fit(method='ocmf') got unexpected parameters "
                         f"{sorted(unknown)}; see fastpu.ocmf.fit for the accepted ones")
-    solver, seed = kw["solver"], kw["seed"]
-    run = check_run(k, solver=solver, n_iter=kw["n_iter"], n_inner=kw["n_inner"],
-                    init_std=kw["init_std"], callback=kw["callback"], fast_path=True,
-                    verbose=kw["verbose"], seed=seed, dtype=kw["dtype"])
-    model = check_model(shape, loss=kw["loss"], rho=kw["rho"], p=kw["p"], q=kw["q"],
-                        a_bar=kw["a_bar"], user_features=kw["user_features"],
-                        item_features=kw["item_features"], user_graph=kw["user_graph"],
-                        item_graph=kw["item_graph"], lam=kw["lam"], lam_w=None, lam_h=None,
-                        lam_graph=kw["lam_graph"], negatives="full", neg_ratio=1.0,
-                        dense_limit=None)
-    if model.coupled and solver != "tron":
+    return dict(known, **params, k=k)
+
+
+def _setup(shape, k, params, where):
+    """The checks and the start shared by the row-block and the grid fit: ``fastpu.ocmf.fit``'s
+    checked record (:func:`fastpu.ocmf._check.check_fit`) of the same arguments, its initial
+    factors (the same draws in the same order) and its params record."""
+    from fastpu.ocmf._fit import _draw_start
+
+    _check_unsupported(params)
+    c = check_fit(shape, fit_args(k, params))
+    run, model = c.run, c.model
+    if model.coupled and run.solver != "tron":
         raise ValueError("solver='gd' has no distributed form here (use TRON for features and graphs); "
                          "use solver='tron' (the default), or fastpu.ocmf.fit")
-    nsteps, csteps = check_steps(model, kw["newton_steps"], kw["cg_steps"])
-    start = check_start(kw["init"], model, run, shape)
-    fdt, rng = run.dtype, run.rng
-    if start is not None:
-        W, H = start
-    else:                                   # the same draws, in the same order, as fastpu.ocmf.fit
-        du, dv = dims(model, shape)
-        W = (rng.standard_normal((du, run.k)) * run.init_std).astype(fdt, copy=False)
-        H = (rng.standard_normal((dv, run.k)) * run.init_std).astype(fdt, copy=False)
-    params = dict(k=run.k, loss=model.loss, rho=model.rho, a_bar=model.abar, lam=model.lam,
-                  lam_w=model.lam_w, lam_h=model.lam_h, neg_ratio=model.neg_ratio,
-                  negatives="full", n_iter=run.n_iter, fast_path=True,
-                  newton_steps=kw["newton_steps"], cg_steps=kw["cg_steps"],
-                  init_std=run.init_std, seed=seed, dtype=fdt.name, solver=solver,
-                  n_inner=run.n_inner, user_features=model.user_features is not None,
-                  item_features=model.item_features is not None,
-                  has_user_graph=kw["user_graph"] is not None,
-                  has_item_graph=kw["item_graph"] is not None, lam_graph=model.lam_graph,
-                  distributed=where)
+    if model.coupled and model.nu != 0.0:
+        raise ValueError(f"nu={model.nu:g} with a user or item graph has no distributed form "
+                         "(the graph's TRON side keeps one λ); use nu=0 with graphs, or "
+                         "fastpu.ocmf.fit on one machine")
+    W, H = c.start if c.start is not None else _draw_start(run, dims(model, shape))
     pw = model.rho * model.p
     const = model.abar ** 2 * float(pw.sum()) * float(model.q.sum())
-    progress = Progress("ocmf", verbose=kw["verbose"], callback=kw["callback"], total=run.n_iter)
-    return types.SimpleNamespace(
-        model=model, W=W, H=H, pw=pw, q=model.q, progress=progress, k=run.k, n_iter=run.n_iter,
-        n_inner=run.n_inner, abar=model.abar, lam=model.lam, const=const, kind=model.kind,
-        nsteps=nsteps, csteps=csteps, coupled=model.coupled, params=params, dtype=fdt)
+    progress = Progress("ocmf", verbose=run.verbose, callback=run.callback, total=run.n_iter)
+    # each side's rule for its rows' λ_i (make_block applies it to the block's rows)
+    penalty = {"user": (model.lam_w, model.nu, float(model.q.sum())),
+               "item": (model.lam_h, model.nu, float(pw.sum()))}
+    return types.SimpleNamespace(c=c, model=model, W=W, H=H, pw=pw, q=model.q, progress=progress,
+                                 const=const, penalty=penalty,
+                                 params=dict(c.params(), distributed=where))
 
 
-def fit_grid(client, Y, workers, grid, k, *, user_features, item_features, user_graph,
-             item_graph, loss, rho, p, q, a_bar, lam, lam_graph, solver, n_iter, n_inner,
-             newton_steps, cg_steps, init, init_std, dtype, seed, n_threads, callback, verbose,
-             **other):
+def fit_grid(client, Y, workers, grid, k, *, n_threads, **params):
     """The fast path on a p × q grid of Y's cells (:mod:`fastpu.ocmf._grid`); the same
     arguments and checks as :func:`fit`, and a sentence for what the grid does not run."""
     grid = _grid.check_grid(grid, Y.shape)
-    coupled = any(v is not None for v in (user_features, item_features, user_graph, item_graph))
-    if coupled:
+    if any(params.get(name) is not None
+           for name in ("user_features", "item_features", "user_graph", "item_graph")):
         raise ValueError("grid= runs ocmf's row-separable fast path (no features, no graphs); "
                          "user/item features and graphs run on row blocks: drop grid= (and use "
                          "n_blocks= if needed)")
-    s = _setup(Y.shape, k, dict(
-        user_features=None, item_features=None, user_graph=None, item_graph=None, loss=loss,
-        rho=rho, p=p, q=q, a_bar=a_bar, lam=lam, lam_graph=lam_graph, solver=solver,
-        n_iter=n_iter, n_inner=n_inner, newton_steps=newton_steps, cg_steps=cg_steps, init=init,
-        init_std=init_std, dtype=dtype, seed=seed, callback=callback, verbose=verbose), other,
-        dict(grid=grid, n_workers=len(workers)))
-    W, H = _grid.fit(client, Y, grid, workers, s.W, s.H, s.pw, s.q, kind=s.kind, abar=s.abar,
-                     lam=s.lam, nsteps=s.nsteps, csteps=s.csteps, const=s.const, k=s.k,
-                     n_iter=s.n_iter, n_threads=n_threads, progress=s.progress,
+    s = _setup(Y.shape, k, params, dict(grid=grid, n_workers=len(workers)))
+    W, H = _grid.fit(client, Y, grid, workers, s.W, s.H, s.pw, s.q, s.c, const=s.const,
+                     n_threads=n_threads, progress=s.progress,
                      wrap=lambda W, H: Factorization(W, H, params=s.params, method="ocmf"))
     s.progress.close()
     return Factorization(W, H, s.progress.history, s.params, "ocmf", {})
 
 
-def fit(client, layout, k, *, user_features, item_features, user_graph, item_graph, loss, rho, p,
-        q, a_bar, lam, lam_graph, solver, n_iter, n_inner, newton_steps, cg_steps, init, init_std,
-        dtype, seed, n_threads, callback, verbose, **other):
-    """Alternating row-block updates; see :func:`fastpu.distributed.fit` (which fills in
-    ``fastpu.ocmf.fit``'s defaults: no default is spelled out here). The arguments go through
-    the same checks as ``fastpu.ocmf.fit``'s (:mod:`fastpu.ocmf._check`)."""
-    s = _setup(layout.shape, k, dict(
-        user_features=user_features, item_features=item_features, user_graph=user_graph,
-        item_graph=item_graph, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar, lam=lam,
-        lam_graph=lam_graph, solver=solver, n_iter=n_iter, n_inner=n_inner,
-        newton_steps=newton_steps, cg_steps=cg_steps, init=init, init_std=init_std, dtype=dtype,
-        seed=seed, callback=callback, verbose=verbose), other,
-        dict(n_blocks=layout.n_blocks, n_workers=len(layout.workers)))
-    model, W, H, pw, q, progress = s.model, s.W, s.H, s.pw, s.q, s.progress
-    k, n_iter, n_inner, abar, lam, const = s.k, s.n_iter, s.n_inner, s.abar, s.lam, s.const
-    kind, nsteps, csteps, coupled, params = s.kind, s.nsteps, s.csteps, s.coupled, s.params
+def fit(client, layout, k, *, n_threads, **params):
+    """Alternating row-block updates; see :func:`fastpu.distributed.fit`. ``params`` are
+    ``fastpu.ocmf.fit``'s arguments, completed with its defaults and checked by its own checks
+    (:func:`fastpu.ocmf._check.check_fit`): no default or check is spelled out here."""
+    s = _setup(layout.shape, k, params, dict(n_blocks=layout.n_blocks,
+                                             n_workers=len(layout.workers)))
+    c, model, W, H, pw, q, progress = s.c, s.model, s.W, s.H, s.pw, s.q, s.progress
+    run, rows = c.run, c.rows
+    k, n_iter, n_inner, abar, lam, const = run.k, run.n_iter, run.n_inner, model.abar, model.lam, s.const
+    kind, coupled, params = model.kind, model.coupled, s.params
     X, Z, Lu, Lv = model.user_features, model.item_features, model.L_user, model.L_item
     lam_g = model.lam_graph
-    fdt = s.dtype
+    fdt = run.dtype
     workers = layout.workers
-    half = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, n_threads=n_threads)
+    half = dict(kind=kind, abar=abar, rows=rows, n_threads=n_threads)
     # the other side's rows each block touches, and the weights of the rows: once, for the fit
     routes = routing.Routes(client, layout)
     try:
@@ -177,12 +156,12 @@ def fit(client, layout, k, *, user_features, item_features, user_graph, item_gra
             Wc, Hc, U, Vf = _dask_tron.fit(
                 client, layout, routes, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar,
                 kind=kind, const=const, has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw,
-                q=q, pw_src=pw_src, q_src=q_src, n_iter=n_iter, n_inner=n_inner, nsteps=nsteps,
-                csteps=csteps, n_threads=n_threads, progress=progress, wrap=wrap)
+                q=q, pw_src=pw_src, q_src=q_src, n_iter=n_iter, n_inner=n_inner, rows=rows,
+                penalty=s.penalty, n_threads=n_threads, progress=progress, wrap=wrap)
             progress.close()
             return wrap(Wc, Hc, U, Vf, progress.history)
-        ublocks = routes.blocks(make_block, "user", own=pw_src, other=q_src)
-        iblocks = routes.blocks(make_block, "item", own=q_src, other=pw_src)
+        ublocks = routes.blocks(make_block, "user", s.penalty["user"], own=pw_src, other=q_src)
+        iblocks = routes.blocks(make_block, "item", s.penalty["item"], own=q_src, other=pw_src)
         # the initial factors are the roots of every later task's lineage: data of the graph
         W_src = _blocks.hold_slices(client, W, layout.ub, workers, "W")
         H_src = _blocks.hold_slices(client, H, layout.ib, workers, "H")
@@ -230,7 +209,7 @@ def row_align(k, params):
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or _coupled(params):
         return 1
     try:
-        eigen = eigen_rows(int(k), V.check_float_dtype(params.get("dtype")))
+        eigen = eigen_rows(int(k), V.check_float_dtype(fit_args(k, params)["dtype"]))
     except (TypeError, ValueError):
         return 1
     return GRAM_GROUP if eigen else 1

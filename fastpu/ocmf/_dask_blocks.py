@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 
+from fastpu._core.rows import scaled_penalty
 from fastpu._core.threads import limit_threads
 from fastpu._kernels.csr import gram_parts, sum_gram_parts, turn_rows
 from fastpu._kernels.ocmf import local_entries, row_newton
@@ -36,19 +37,24 @@ class OcmfBlock:
     weights: np.ndarray
     corr: np.ndarray
     w: np.ndarray          # unlabeled weight of each row of the block (p_i for users, q_j for items)
+    lam: np.ndarray        # the rows' regularisation weights (one value, or one per row)
     n_touched: int
 
 
-def make_block(csr, touch, own_w, *other_w):
+def make_block(csr, touch, penalty, own_w, *other_w):
     """The ocmf entries of a CSR block: corr = own_w[row] · other_w[col] (the same products as
     ocmf's); ``own_w`` holds the block's rows' weights, ``other_w`` the pieces (in source order)
-    of the other side's weights at the rows the block touches (``touch``)."""
+    of the other side's weights at the rows the block touches (``touch``). ``penalty`` is
+    (λ, ν, Σ of the other side's weights): the rows' λ_i = λ (|Ω+_i| + w_i Σ)^ν, as
+    :func:`fastpu.ocmf._problem.row_penalties` computes them for the whole side."""
     other = np.concatenate(other_w) if other_w else np.empty(0)
     local = np.repeat(np.arange(csr.n_rows, dtype=np.int64), np.diff(csr.indptr))
     cols = routing.compact(csr.indices, touch)
     own = np.ascontiguousarray(own_w, dtype=np.float64)
+    lam, nu, other_sum = penalty
+    count = np.diff(csr.indptr).astype(np.float64) + own * other_sum if nu != 0.0 else None
     return OcmfBlock(csr.lo, csr.hi, csr.indptr, cols, np.ones(csr.nnz), csr.data,
-                     own[local] * other[cols], own, touch.size)
+                     own[local] * other[cols], own, scaled_penalty(lam, nu, count), touch.size)
 
 
 def gram_task(block, own, n_threads, exact=False):
@@ -80,8 +86,9 @@ def update_task(block, own, M, kappa, opts, *pieces):
     array or the previous result) and the block's sums; ``pieces`` are the other side's rows it
     touches, routed to it in source order.
 
-    Returns (rows, Σ f_i, the rows' partial Gram (:func:`gram_task`'s), λ‖rows‖²). ``own`` is
-    read only.
+    Returns (rows, Σ f_i, the rows' partial Gram (:func:`gram_task`'s), Σ λ_i‖row_i‖²).
+    ``own`` is read only; ``opts["rows"]`` is the row solver's
+    :class:`~fastpu._kernels.ocmf.RowOptions`.
 
     In the eigenbasis of M (``opts["turn"]``: the single-machine fit's ``_eigen_basis``), M is
     diagonal, the block's rows are first turned by this half-step's turn Q (``opts["turn"]``)
@@ -94,18 +101,19 @@ def update_task(block, own, M, kappa, opts, *pieces):
         E = routing.assemble(k, opts["dtype"], *pieces)
         if opts.get("turn") is not None:
             turn_rows(W, opts["turn"])
-        lam = opts["lam"]
+        lam = block.lam
         f_rows = np.empty(W.shape[0])
         local_max = local_entries(k, E.dtype.itemsize)
         if W.shape[0]:
             # the kernel's one index type (int32 when it fits); per-entry corr, so no column weights
             indptr, indices = kernel_indices(block.indptr, block.indices, E.shape[0])
             row_newton(opts["kind"], indptr, indices, block.labels, block.weights, block.corr,
-                       _NO_Q, opts["abar"], E, M, kappa, block.w, lam, W, opts["nsteps"],
-                       opts["csteps"], 1e-3, local_max, f_rows, _NO_Q,
-                       diag=opts.get("turn") is not None)
+                       _NO_Q, opts["abar"], E, M, kappa, block.w, lam, W, opts["rows"],
+                       local_max, f_rows, _NO_Q, diag=opts.get("turn") is not None)
         gram = _partial_gram(W, block.w, opts.get("exact", False))
-        reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
+        sq = np.square(W, dtype=np.float64)
+        reg = (float(lam[0]) * float(np.sum(sq)) if lam.shape[0] == 1
+               else float(lam @ sq.sum(axis=1)))
         return W, float(f_rows.sum()), gram, reg
 
 

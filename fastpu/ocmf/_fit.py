@@ -10,9 +10,9 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu.ocmf._nystrom import NystromMap, nystrom_features
-from fastpu.ocmf._check import (LOSSES, NEGATIVES, SOLVERS, Model, Run, check_factor,
-                                check_model, check_run, check_start, check_steps, check_y, dims,
-                                std_from_scale)
+from fastpu.ocmf._check import (FIT_ARGS, LOSSES, NEGATIVES, SOLVERS, Fit, Model, Run,
+                                check_factor, check_fit, check_fit_run, check_model, check_y,
+                                dims)
 from fastpu.ocmf._problem import (SubProblem, _eigen_basis, _full_objective, _latent, _side_reg,
                                   _update_side, build, eigen_rows)
 from fastpu._core.progress import Progress
@@ -31,7 +31,8 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
               p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
               negatives: str = "full", neg_ratio: float = 1.0, lam: float | None = None,
               lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
-              dense_limit: int | None = None, seed: Seed = 0, n_threads: Threads = None) -> float:
+              nu: float = 0.0, dense_limit: int | None = None, seed: Seed = 0,
+              n_threads: Threads = None) -> float:
     """The objective f(W, H) of equation (2), computed in O(|Ω+|k + (m+n)k² + nnz(X, Z, L)k).
 
     Parameters
@@ -40,8 +41,9 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
         Observed positives; the stored values are the weights C_ij (1 for binary data).
     W : array, shape (d, k) with ``user_features`` X (m×d), else (m, k)
     H : array, shape (e, k) with ``item_features`` Z (n×e), else (n, k)
-    user_features, item_features, user_graph, item_graph, loss, rho, p, q, a_bar, negatives, neg_ratio, lam, lam_w, lam_h, lam_graph, dense_limit, seed
+    user_features, item_features, user_graph, item_graph, loss, rho, p, q, a_bar, negatives, neg_ratio, lam, lam_w, lam_h, lam_graph, nu, dense_limit, seed
         As in :func:`fit` (``lam_w``, ``lam_h``: λ_w and λ_h of equation (2); ``None``: ``lam``).
+        With ``nu`` > 0 the counts of frequency-scaled regularisation are ``Y``'s.
     n_threads : int, optional
         Threads for the kernels (restored afterwards).
 
@@ -70,7 +72,7 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
                             user_features=user_features, item_features=item_features,
                             user_graph=user_graph, item_graph=item_graph, lam=lam, lam_w=lam_w,
                             lam_h=lam_h, lam_graph=lam_graph, negatives=negatives,
-                            neg_ratio=neg_ratio, dense_limit=dense_limit)
+                            neg_ratio=neg_ratio, dense_limit=dense_limit, nu=nu)
         setup = build(Y, model, V.check_seed(seed))
         W = check_factor(W, "W", setup.user.dim)
         H = check_factor(H, "H", setup.item.dim, W.shape[1])
@@ -80,7 +82,6 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
                                                   "lam_w", "lam_h")))
 
 
-@V.renamed(inner_iter="n_inner", init_scale=("init_std", std_from_scale))
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         item_features: Matrix | None = None, user_graph: Matrix | None = None,
@@ -88,9 +89,10 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
         negatives: str = "full", neg_ratio: float = 1.0, lam: float | None = None,
         lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
-        solver: str = "tron", n_iter: int = 15, n_inner: int = 5, fast_path: bool = True,
-        newton_steps: int | None = None, cg_steps: int | None = None,
-        init: tuple[ArrayLike, ArrayLike] | None = None, init_std: float | None = None,
+        nu: float = 0.0, solver: str = "tron", n_iter: int = 15, n_inner: int = 5,
+        fast_path: bool = True, newton_steps: int | None = None, cg_steps: int | None = None,
+        cg_tol: float = 1e-3, init: tuple[ArrayLike, ArrayLike] | None = None,
+        init_std: float | None = None,
         dtype: DTypeLike = "float32", dense_limit: int | None = None, seed: Seed = 0,
         n_threads: Threads = None, callback: Callback = None,
         verbose: bool = False) -> Factorization:
@@ -115,7 +117,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         ``q`` left at ``None`` (ones) the weight is ``rho`` everywhere (the paper's setting).
         The largest weight rho · p_i · q_j is at most 1e20, as a penalty is. ``None``
         (default): 0.01 for the logistic and squared hinge losses, 1/6 for the square loss
-        (the square loss's was 0.01 before issue 26; see the CHANGELOG).
+        (the loss table's defaults, :data:`fastpu._kernels.losses.LOSS_TABLE`, chosen on the
+        tables of docs/results.md).
     p, q : array-like, optional
         Per-user and per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
@@ -129,22 +132,29 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Sampled negatives per positive with ``negatives="sampled"``.
     lam : float, optional
         Regularisation λ shared by both sides: the default of ``lam_w`` and ``lam_h``.
-        ``None`` (default): 1 for the logistic and squared hinge losses, 6 for the square loss
-        (it was 1 before issue 26).
+        ``None`` (default): 1 for the logistic and squared hinge losses, 6 for the square loss.
     lam_w, lam_h : float, optional
         The paper's λ_w and λ_h of equation (2): separate regularisation weights of the
         users' side W (with its graph term) and the items' side H. ``None`` (default): ``lam``,
         which reproduces the shared-λ model exactly.
     lam_graph : float
         Graph weight λ_g (terms λ_w λ_g tr(Bᵀ L_u B) and λ_h λ_g tr(Eᵀ L_v E)).
+    nu : float
+        Frequency-scaled regularisation (ν of Rendle, Krichene, Zhang and Koren, 2022, "Revisiting
+        the Performance of iALS"): user i's penalty λ_w‖w_i‖² becomes λ_w c_i^ν ‖w_i‖² with
+        c_i = |Ω+_i| + ρ p_i Σ_j q_j (its positives plus the unlabeled weight its row carries),
+        and item j's λ_h c_j^ν ‖h_j‖² with c_j = |Ω+_j| + q_j Σ_i ρ p_i. ``0`` (default) is
+        the paper's model, bit for bit; ν = 1 with a λ of order 1e-3 and a rank in the
+        hundreds is the iALS recipe (docs/ocmf.md). The graph term keeps λ_w and λ_h. Refused
+        (above 0) with features, whose W and H rows are features' coefficients, not users or
+        items.
     solver : {"tron", "gd"}
         Solver of a coupled sub-problem (features or a graph on that side): the trust-region
         Newton method, or gradient descent with the O(|Ω+|k) line search.
     n_iter : int
         Alternating (outer) iterations.
     n_inner : int
-        Solver iterations per coupled sub-problem (was ``inner_iter``, which still works until
-        the next release, with a DeprecationWarning).
+        Solver iterations per coupled sub-problem.
     fast_path : bool
         Solve a side with no features and no graph row by row (independent k-dimensional
         Newton–CG problems, in parallel) instead of with ``solver``.
@@ -152,15 +162,16 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Newton steps and CG steps per row and outer iteration on the fast path (defaults: 1 and
         3 for the square loss, 1 and 4 otherwise; the rows are warm-started, and on MovieLens-100K
         more steps change P@5 by less than 0.002 — see docs/ocmf.md).
+    cg_tol : float
+        Each row's CG solve stops once its residual is at most ``cg_tol`` times the first (or
+        after ``cg_steps`` steps), in [0, 1).
     init : tuple (W0, H0), optional
         Starting factors; default Gaussian noise with standard deviation ``init_std``.
     init_std : float, optional
-        Standard deviation of each entry of the default start; ``None``: 0.1/√k. (The
-        deprecated ``init_scale=s`` still works until the next release and means
-        ``init_std=s/√k``.)
+        Standard deviation of each entry of the default start; ``None``: 0.1/√k.
     dtype : {"float32", "float64"}
         Precision in which the factors are stored between side updates and returned (default
-        "float32" since issue 27; it was "float64"). The fast path reads them in float32 — half
+        "float32"). The fast path reads them in float32 — half
         the memory and the memory traffic of float64 — and accumulates every sum in float64;
         coupled sides are solved in float64 and rounded back. The objective is always computed
         in float64. On MovieLens-100K and -1M the float32 and float64 fits rank alike (the
@@ -219,26 +230,21 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     >>> [h["iter"] for h in model.history]
     [1, 2, 3]
     """
-    run = check_run(k, solver=solver, n_iter=n_iter, n_inner=n_inner, init_std=init_std,
-                    callback=callback, fast_path=fast_path, verbose=verbose, seed=seed, dtype=dtype)
+    args = {name: value for name, value in locals().items() if name in FIT_ARGS}
+    run = check_fit_run(args)
     with limit_threads(n_threads):
         Y = check_y(Y, fit=True)
-        model = check_model(Y.shape, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar,
-                            user_features=user_features, item_features=item_features,
-                            user_graph=user_graph, item_graph=item_graph, lam=lam, lam_w=lam_w,
-                            lam_h=lam_h, lam_graph=lam_graph, negatives=negatives,
-                            neg_ratio=neg_ratio, dense_limit=dense_limit)
-        steps = check_steps(model, newton_steps, cg_steps)
+        c = check_fit(Y.shape, args, run)
+        run, model = c.run, c.model
         _check_memory(Y.shape, model, run)
         setup = build(Y, model, run.rng)
-        start = check_start(init, model, run, Y.shape)
-        W, H = start if start is not None else _draw_start(run, dims(model, Y.shape))
-        _check_finite_start(W, H, run, from_init=start is not None)
-        params = _params(run, model, newton_steps, cg_steps, seed)
+        W, H = c.start if c.start is not None else _draw_start(run, dims(model, Y.shape))
+        _check_finite_start(W, H, run, from_init=c.start is not None)
+        params = c.params()
         progress = Progress("ocmf", verbose=run.verbose, callback=run.callback,
                             advice=_advice(Y, setup, model.rho, model.lam, run.init_std, W, H),
                             total=run.n_iter)
-        W, H = _alternate(setup, W, H, run, steps, progress, params, model)
+        W, H = _alternate(setup, W, H, c, progress, params)
         with np.errstate(over="ignore"):        # an overflow is refused just below, by name
             U = np.ascontiguousarray(_latent(setup.user, W), dtype=run.dtype)
             Vf = np.ascontiguousarray(_latent(setup.item, H), dtype=run.dtype)
@@ -295,28 +301,14 @@ def _draw_start(run: Run, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray
             _init_factor(run.rng, rows[1], run.k, run.init_std, run.dtype))
 
 
-def _params(run: Run, model: Model, newton_steps: Any, cg_steps: Any, seed: Any) -> dict[str, Any]:
-    """What the model records of its fit (``Factorization.params``)."""
-    return dict(k=run.k, loss=model.loss, rho=model.rho, a_bar=model.abar, lam=model.lam,
-                lam_w=model.lam_w, lam_h=model.lam_h, lam_graph=model.lam_graph,
-                negatives=model.negatives, neg_ratio=model.neg_ratio, solver=run.solver,
-                n_iter=run.n_iter, n_inner=run.n_inner, fast_path=run.fast_path,
-                newton_steps=newton_steps, cg_steps=cg_steps, init_std=run.init_std,
-                seed=seed, dtype=run.dtype.name,
-                user_features=model.user_features is not None,
-                item_features=model.item_features is not None,
-                has_user_graph=model.user_graph is not None,
-                has_item_graph=model.item_graph is not None)
-
-
-def _alternate(setup: Any, W: np.ndarray, H: np.ndarray, run: Run, steps: tuple[int, int],
-               progress: Progress, params: dict[str, Any], model: Model) -> tuple[Any, Any]:
+def _alternate(setup: Any, W: np.ndarray, H: np.ndarray, c: Fit, progress: Progress,
+               params: dict[str, Any]) -> tuple[Any, Any]:
     """The solver: W ← argmin, then H ← argmin, ``run.n_iter`` times (or until the callback stops).
 
     On the row path the first user-side update evaluates f(W0, H0) anyway (each row's first
     Newton step); otherwise it is computed here before the first update.
     """
-    nsteps, csteps = steps
+    run, model, rows = c.run, c.model, c.rows
     start: list[float] | None = None
     if run.fast_path and setup.user.identity and setup.user.L is None:
         start = []
@@ -331,7 +323,7 @@ def _alternate(setup: Any, W: np.ndarray, H: np.ndarray, run: Run, steps: tuple[
         E = _latent(setup.item, H)
         gram = _eigen_basis(E, setup.q_quad, (W, H)) if eigen else None
         W, inner_w, _ = _update_side(setup, setup.entries, setup.user, W, E, setup.p_quad,
-                                     setup.q_quad, run.fast_path, solve, run.n_inner, nsteps, csteps,
+                                     setup.q_quad, run.fast_path, solve, run.n_inner, rows,
                                      start=start if it == 1 else None, gram=gram)
         if it == 1 and start is not None:       # f(W0, H0): H is still the starting H
             progress.start(start[0] + _side_reg(setup, setup.item, H, E))
@@ -339,7 +331,7 @@ def _alternate(setup: Any, W: np.ndarray, H: np.ndarray, run: Run, steps: tuple[
         gram = _eigen_basis(B, setup.p_quad, (W, H)) if eigen else None
         H, inner_h, sub_value = _update_side(setup, setup.entries_t, setup.item, H, B,
                                              setup.q_quad, setup.p_quad, run.fast_path, solve,
-                                             run.n_inner, nsteps, csteps, gram=gram)
+                                             run.n_inner, rows, gram=gram)
         # f(W, H) = the H sub-problem's value + the W side's regulariser
         obj = sub_value + _side_reg(setup, setup.user, W, B)
         if progress.step(it, obj, inner=inner_w + inner_h, model=lambda: Factorization(

@@ -19,13 +19,20 @@ from fastpu._core import rows as row_problem
 from fastpu._core import validation as V
 from fastpu._kernels import ocmf as K
 from fastpu._kernels.csr import weighted_gram
-from fastpu._kernels.losses import LOSS_CODES, SQUARE
-from fastpu.ocmf._problem import _sample_negatives
+from fastpu._kernels.losses import LOSS_CODES, LOSSES
+from fastpu.ocmf._problem import loss_entries, negative_entries
+
+#: fold-in's line search tries more step lengths than a fit's (its rows start from w = 0)
+FOLD_BACKTRACKS = 60
 
 
 def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_iter: int,
               rng: np.random.Generator, dense_limit: int | None) -> tuple[np.ndarray, dict[str, Any]]:
-    """The new rows' factors and the solver's report (see :func:`fastpu.fold_in`)."""
+    """The new rows' factors and the solver's report (see :func:`fastpu.fold_in`).
+
+    A new row's regularisation weight is the fitted users' rule applied to its own row: λ_w,
+    or with frequency-scaled regularisation (``params["nu"]`` > 0) λ_w (|Ω+_i| + ρ p_i Σ_j
+    q_j)^ν from its own positives."""
     prm = model.params
     if prm.get("user_features"):
         if p is not None or q is not None:
@@ -46,7 +53,9 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     # the users' side is regularised by λ_w (lam_w; lam when the model has none)
     lam_w = prm.get("lam_w")
     abar, lam, rho = float(prm["a_bar"]), float(prm["lam"] if lam_w is None else lam_w), float(prm["rho"])
+    nu = float(prm.get("nu") or 0.0)
     pw = rho * p
+    lam_rows = row_problem.scaled_penalty(lam, nu, np.diff(Y.indptr) + pw * float(q.sum()))
     negatives = prm.get("negatives", "full")
     info = {}
     if negatives == "full":
@@ -58,30 +67,20 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
         weighted_gram(E, q, M, kappa)
         p_quad = pw
     else:
-        if negatives == "full_logistic":
-            V.check_dense_size(m_new, n, what='fold_in of a negatives="full_logistic" model',
-                               alternative="fewer new users per call", limit=dense_limit)
-            neg = sp.csr_array(np.ones((m_new, n))) - (Y != 0).astype(np.float64)
-            neg = V.check_csr(sp.csr_array(neg), name="negatives")
-            neg.eliminate_zeros()
-        else:
-            neg = _sample_negatives(Y, float(prm["neg_ratio"]), rng)
+        neg = negative_entries(Y, negatives, float(prm.get("neg_ratio", 1.0)), rng, dense_limit,
+                               what='fold_in of a negatives="full_logistic" model',
+                               alternative="fewer new users per call")
+        if negatives == "sampled":
             info["negatives"] = neg
-        pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=Y.shape)
-        both = V.check_csr(pos + 2.0 * neg, name="entries")
-        is_pos = both.data == 1.0
-        rows = row_problem.rows_of(both)
-        labels = np.where(is_pos, 1.0, abar)
-        weights = np.where(is_pos, 0.0, pw[rows] * q[both.indices])
-        weights[is_pos] = Y.data
-        indptr, indices = both.indptr, both.indices
-        corr = np.zeros(both.nnz)
+        indptr, indices, labels, weights = loss_entries(Y, neg, pw, q, abar)
+        corr = np.zeros(indices.size)
         M, kappa, p_quad = np.zeros((k, k)), np.zeros(k), np.zeros(m_new)
     W = np.empty((m_new, k))
     gn, g0 = np.empty(m_new), np.empty(m_new)
     it = np.empty(m_new, dtype=np.int64)
-    K.newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, p_quad, lam,
-                  tol, max_iter, W, gn, g0, it)
+    opts = K.RowOptions(newton_steps=max_iter, grad_tol=tol, backtracks=FOLD_BACKTRACKS)
+    K.newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa, p_quad,
+                  lam_rows, opts, W, gn, g0, it)
     info.update(row_problem.iter_info(gn, g0, it, tol))
-    info["square"] = kind == SQUARE
+    info["square"] = LOSSES[prm["loss"]].quadratic
     return W, info

@@ -14,10 +14,12 @@ backtracking line search for losses that are not quadratic) needs its sums over 
 value, gradient, each Hessian–vector product, the line search's values — added up across the
 cells. A half-step is therefore a sequence of rounds, each with one task per cell that returns
 the rows' partial sums (rows × k, or rows × a few) and one task per row range (a *reducer*)
-that adds them to the k×k part (p_i M v + λ v) and takes the CG step for all of its rows at
-once, with the same per-row decisions as the kernel (CG stops at dᵀHd ≤ 0 or a residual below
-10⁻³ of the first; no step when gᵀs ≥ 0; the Armijo test on α = 1, ½, ¼, ...). The
-cells keep their entries' scores and second derivatives between the rounds of a Newton step.
+that adds them up and takes the solver's next step for all of its rows at once. The steps are
+the row kernel's own, compiled once (:mod:`fastpu._kernels.ocmf`'s ``grid_*`` kernels run
+the same CG step, line search and stopping tests on the sums), with the constants of the
+fit's :class:`~fastpu._kernels.ocmf.RowOptions`, so each row takes the kernel's Newton steps,
+CG steps and backtracks (``tests/distributed/test_grid.py`` compares them). The cells keep
+their entries' scores and second derivatives between the rounds of a Newton step.
 
 The rounds add the same terms as the kernel in another order and in float64, so the model is
 the single-machine model up to rounding: to about 1e-12 in float64. What travels between the
@@ -42,14 +44,12 @@ from typing import Any
 import numpy as np
 
 from fastpu._core.threads import limit_threads
+from fastpu._kernels import ocmf as K
 from fastpu._kernels.csr import csr_dense, sampled_dots
-from fastpu._kernels.losses import SQUARE, entry_losses, entry_values
+from fastpu._kernels.losses import LOSS_TABLE, entry_losses, entry_values
 from fastpu.distributed import blocks as _blocks
 from fastpu.ocmf._dask_blocks import _sum_parts
 
-CG_TOL = 1e-3                       # row_newton's cg_tol in the fit
-ARMIJO = 1e-4                       # the kernel's sufficient-decrease constant
-LADDER = 0.5 ** np.arange(30)       # the kernel's backtracking steps α = 1, ½, ..., 2⁻²⁹
 FIRST_STEPS = 4                     # α tried in a line search's first round; the rest if needed
 
 
@@ -149,149 +149,93 @@ def cell_line(cell: Cell, E: Any, state: tuple[np.ndarray, np.ndarray], S: Any,
 
 @dataclasses.dataclass
 class Rows:
-    """A reducer's state: its range's rows and their solves (float64; one entry, or one row of
-    k, per row of the range)."""
+    """A reducer's state: its range's rows and where each row's solve stands (float64; one
+    entry, or one row of k, per row of the range). The steps are those of the fit's kernel
+    (:mod:`fastpu._kernels.ocmf`'s ``grid_*``), which update a copy of the state in place."""
 
     w: np.ndarray
     pw: np.ndarray                  # the rows' unlabeled weights p_i
+    lam: np.ndarray                 # their regularisation weight (one value, or one per row)
     f: np.ndarray                   # f_i at the current rows (the kernel's f_cur)
     done: np.ndarray                # the row has left its Newton loop
-    act: Any = None                 # taking a Newton step now
-    cg: Any = None                  # still in this step's CG loop
-    line: Any = None                # waiting for an accepted α
-    g: Any = None
-    step: Any = None
-    r: Any = None
-    d: Any = None
-    rr: Any = None
-    stop: Any = None
-    sc: Any = None
-    gs: Any = None
+    counts: np.ndarray              # Newton steps, CG steps, backtracks (the kernel's counts_out)
+    act: np.ndarray                 # taking a Newton step now
+    cg: np.ndarray                  # still in this step's CG loop
+    line: np.ndarray                # waiting for an accepted α
+    g: np.ndarray
+    step: np.ndarray
+    r: np.ndarray
+    d: np.ndarray
+    rr: np.ndarray
+    stop: np.ndarray
+    sc: np.ndarray
+    gs: np.ndarray
+
+    def copy(self) -> Rows:
+        return Rows(**{f.name: getattr(self, f.name).copy()
+                       for f in dataclasses.fields(self)})
 
 
-def start_rows(W: Any, pw: Any) -> Rows:
+def start_rows(W: Any, pw: Any, lam: Any) -> Rows:
     """The state of a range's rows at the start of a half-step."""
     w = _f64(W).copy()
-    n = w.shape[0]
-    return Rows(w, np.asarray(pw, dtype=np.float64), np.zeros(n), np.zeros(n, dtype=bool))
+    n, k = w.shape
+    z = np.zeros(n)
+    no = np.zeros(n, dtype=bool)
+    return Rows(w, np.asarray(pw, dtype=np.float64), K.per_row(lam, n), z.copy(), no.copy(),
+                np.zeros((n, 3), dtype=np.int32), no.copy(), no.copy(), no.copy(),
+                np.zeros_like(w), np.zeros_like(w), np.zeros_like(w), np.zeros_like(w), z.copy(),
+                z.copy(), np.ones(n), z.copy())
 
 
-def _rowdot(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", A, B)
-
-
-def _hk(st: Rows, M: np.ndarray, v: np.ndarray, lam: float) -> np.ndarray:
-    """The k×k part of the Hessian product: 2 p_i M v + 2 λ v (M symmetric)."""
-    return 2.0 * st.pw[:, None] * (v @ M) + 2.0 * lam * v
+def _summed(parts: tuple[Any, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The cells' partial sums added in cell order (float64)."""
+    out = np.zeros(shape)
+    for part in parts:
+        out += part
+    return out
 
 
 def red_grad(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
              *parts: tuple[np.ndarray, np.ndarray]) -> tuple[Rows, np.ndarray]:
-    """Add the cells' values and gradients, start each active row's CG (the kernel's
-    first lines of a Newton step); returns (state, the CG directions)."""
-    st = dataclasses.replace(st)
-    lam, abar = opts["lam"], opts["abar"]
-    w = st.w
-    mw = w @ M
-    quad = st.pw * (_rowdot(w, mw) - 2.0 * abar * (w @ kappa)) + lam * _rowdot(w, w)
-    g = 2.0 * st.pw[:, None] * (mw - abar * kappa) + 2.0 * lam * w
-    f = quad
-    for val, grad in parts:
-        f += val
-        g += grad
-    act = ~st.done
-    st.f = np.where(act, f, st.f)
-    gg = _rowdot(g, g)
-    st.done = st.done | (act & (gg == 0.0))
-    act = act & (gg != 0.0)
-    # the kernel's scaling by a power of two near 1/‖g‖ (exact: the iterates do not change)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        e = np.frexp(np.sqrt(gg))[1]
-        sc = np.where(np.isfinite(gg) & act, np.ldexp(1.0, -e), 1.0)
-    st.act, st.cg, st.g, st.sc = act, act.copy(), g, sc
-    st.step = np.zeros_like(w)
-    st.r = np.where(act[:, None], -g * sc[:, None], 0.0)
-    st.d = st.r.copy()
-    st.rr = gg * sc * sc
-    st.stop = CG_TOL * CG_TOL * st.rr
+    """Add the cells' values and gradients and start each active row's CG (the kernel's first
+    lines of a Newton step); returns (state, the CG directions)."""
+    st = st.copy()
+    n, k = st.w.shape
+    fe = _summed(tuple(val for val, _ in parts), (n,))
+    ge = _summed(tuple(grad for _, grad in parts), (n, k))
+    K.grid_begin(st.w, st.pw, st.lam, M, kappa, opts["abar"], fe, ge, st.done, st.f, st.g,
+                 st.step, st.r, st.d, st.rr, st.stop, st.sc, st.act, st.cg, opts["rows"].cg_tol)
     return st, st.d.astype(opts["dtype"], copy=False)
 
 
 def red_hessp(st: Rows, M: np.ndarray, opts: dict[str, Any],
               *parts: np.ndarray) -> tuple[Rows, np.ndarray]:
     """One CG step for every row still in its CG loop; returns (state, the next directions)."""
-    st = dataclasses.replace(st)
-    Hd = _hk(st, M, st.d, opts["lam"])
-    for part in parts:
-        Hd += part
-    dHd = _rowdot(st.d, Hd)
-    cg = st.cg & (dHd > 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = np.where(cg, st.rr / np.where(cg, dHd, 1.0), 0.0)
-    step = st.step + alpha[:, None] * st.d
-    r = st.r - alpha[:, None] * Hd
-    rr_new = _rowdot(r, r)
-    st.step = np.where(cg[:, None], step, st.step)
-    st.r = np.where(cg[:, None], r, st.r)
-    go = cg & ~(rr_new <= st.stop)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        beta = np.where(go, rr_new / np.where(go, st.rr, 1.0), 0.0)
-    st.d = np.where(go[:, None], st.r + beta[:, None] * st.d, 0.0)
-    st.rr = np.where(go, rr_new, st.rr)
-    st.cg = go
+    st = st.copy()
+    K.grid_cg(st.pw, st.lam, M, _summed(parts, st.w.shape), st.d, st.step, st.r, st.rr,
+              st.stop, st.cg, st.counts)
     return st, st.d.astype(opts["dtype"], copy=False)
 
 
 def red_step(st: Rows, opts: dict[str, Any]) -> tuple[Rows, np.ndarray]:
-    """The end of the CG loop: undo the scaling; rows with gᵀstep ≥ 0 leave; the square loss
-    takes its step (f_i from the CG identity); other losses wait for a line search. Returns
-    (state, the steps)."""
-    st = dataclasses.replace(st)
-    inv = 1.0 / st.sc
-    st.step = st.step * inv[:, None]
-    st.r = st.r * inv[:, None]
-    gs = _rowdot(st.g, st.step)
-    leave = st.act & (gs >= 0.0)
-    st.done = st.done | leave
-    act = st.act & ~leave
-    st.act, st.gs = act, gs
-    if opts["kind"] == SQUARE:
-        sr = _rowdot(st.step, st.r)
-        st.w = np.where(act[:, None], st.w + st.step, st.w)
-        st.f = np.where(act, st.f + 0.5 * (gs - sr), st.f)
-        if opts["csteps"] >= st.w.shape[1]:
-            st.done = st.done | act
-        st.line = np.zeros_like(act)
-    else:
-        st.line = act.copy()
+    """The end of the CG loop (the kernel's): rows with gᵀstep ≥ 0 leave; the square loss
+    takes its step; other losses wait for a line search. Returns (state, the steps)."""
+    st = st.copy()
+    K.grid_step(st.w, st.g, st.step, st.r, st.sc, st.f, st.act, st.done, st.line, st.gs,
+                LOSS_TABLE[opts["kind"]].quadratic, opts["rows"].cg_steps, st.counts)
     return st, np.where(st.line[:, None], st.step, 0.0).astype(opts["dtype"], copy=False)
 
 
 def red_line(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
-             alphas: tuple[float, ...], last: bool, *parts: np.ndarray) -> Rows:
-    """The line search's test on ``alphas`` (the next ones of the ladder) for every row still
-    waiting; with ``last``, a row that passed none leaves its Newton loop unchanged."""
-    st = dataclasses.replace(st)
-    lam, abar = opts["lam"], opts["abar"]
-    w, s = st.w, st.step
-    mw, ms = w @ M, s @ M
-    wmw, smw, sms = _rowdot(w, mw), _rowdot(s, mw), _rowdot(s, ms)
-    wk, sk = w @ kappa, s @ kappa
-    ww, ws, ss = _rowdot(w, w), _rowdot(w, s), _rowdot(s, s)
-    entries = np.sum(parts, axis=0)
-    line = st.line.copy()
-    for c, alpha in enumerate(alphas):
-        quad = st.pw * (wmw + alpha * (2.0 * smw + alpha * sms) - 2.0 * abar * (wk + alpha * sk))
-        reg = lam * (ww + alpha * (2.0 * ws + alpha * ss))
-        f_new = entries[:, c] + quad + reg
-        ok = line & (f_new <= st.f + ARMIJO * alpha * st.gs)
-        st.w = np.where(ok[:, None], w + alpha * s, st.w)
-        st.f = np.where(ok, f_new, st.f)
-        line &= ~ok
-    st.line = line
-    if last:
-        st.done = st.done | line
-        st.line = np.zeros_like(line)
+             first: int, alphas: tuple[float, ...], last: bool, *parts: np.ndarray) -> Rows:
+    """The line search's test on ``alphas`` (the ladder from position ``first``) for every row
+    still waiting; with ``last``, a row that passed none leaves its Newton loop unchanged."""
+    st = st.copy()
+    values = _summed(parts, (st.w.shape[0], len(alphas)))
+    K.grid_line(st.w, st.step, st.pw, st.lam, M, kappa, opts["abar"], st.f, st.gs, st.line,
+                st.done, values, np.asarray(alphas, dtype=np.float64), first,
+                opts["rows"].armijo, last, st.counts)
     return st
 
 
@@ -300,12 +244,16 @@ def waiting(st: Rows) -> bool:
     return bool(st.line.any())
 
 
-def red_finish(st: Rows, dtype: str, lam: float,
-               k: int) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray], float]:
-    """(new rows in ``dtype``, Σ f_i, their partial Gram, λ‖rows‖²): a reducer's result."""
+def red_finish(st: Rows, dtype: str,
+               k: int) -> tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray], float, np.ndarray]:
+    """(new rows in ``dtype``, Σ f_i, their partial Gram, Σ λ_i‖row_i‖², the rows' counts):
+    a reducer's result."""
     W = st.w.astype(dtype)
-    reg = lam * float(np.sum(np.square(W, dtype=np.float64)))
-    return W, float(st.f.sum()), _blocks.gram(np.ascontiguousarray(W), st.pw, k), reg
+    sq = np.square(W, dtype=np.float64)
+    reg = (float(st.lam[0]) * float(np.sum(sq)) if st.lam.shape[0] == 1
+           else float(st.lam @ sq.sum(axis=1)))
+    return (W, float(st.f.sum()), _blocks.gram(np.ascontiguousarray(W), st.pw, k), reg,
+            st.counts)
 
 
 def w_of(st: Rows) -> np.ndarray:
@@ -375,11 +323,11 @@ class Grid:
 
 
 def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any],
-              weights: list[Any], M: np.ndarray, kappa: np.ndarray,
+              weights: list[Any], lams: list[Any], M: np.ndarray, kappa: np.ndarray,
               opts: dict[str, Any]) -> list[Any]:
     """One half-step of ``side`` (its ranges' rows ``own``, the other side's ``other``, futures
-    of arrays; ``weights[i]`` the unlabeled weights of range i's rows); returns the reducers'
-    futures of :func:`red_finish`'s results."""
+    of arrays; ``weights[i]`` the unlabeled weights of range i's rows, ``lams[i]`` their
+    regularisation weights); returns the reducers' futures of :func:`red_finish`'s results."""
     cells = grid.cells[side]
     n_own, n_other = len(cells), len(cells[0])
     sub = client.submit
@@ -393,8 +341,8 @@ def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any
         return [sub(operator.itemgetter(idx), f, **where[i]) for i, f in enumerate(futs)]
 
     wire = opts["dtype"]
-    st = [sub(start_rows, own[i], weights[i], **ron[i]) for i in range(n_own)]
-    for step in range(opts["nsteps"]):
+    st = [sub(start_rows, own[i], weights[i], lams[i], **ron[i]) for i in range(n_own)]
+    for step in range(opts["rows"].newton_steps):
         # the first step starts from the rows ``own``: the cells hold them already when the
         # previous half-step sent them there as its other side's rows
         W = own if step == 0 else [sub(w_of, s, **ron[i]) for i, s in enumerate(st)]
@@ -406,7 +354,7 @@ def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any
                  for i, row in enumerate(res)]
         out = [sub(red_grad, st[i], M, kappa, opts, *parts[i], **ron[i]) for i in range(n_own)]
         st, D = pick(out, 0, ron), pick(out, 1, ron)
-        for _c in range(opts["csteps"]):
+        for _c in range(opts["rows"].cg_steps):
             parts = [[sub(cell_hessp, cells[i][j], other[j], keep[i][j], D[i], nt, wire,
                           **con(i, j))
                       for j in range(n_other)] for i in range(n_own)]
@@ -414,35 +362,48 @@ def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any
             st, D = pick(out, 0, ron), pick(out, 1, ron)
         out = [sub(red_step, st[i], opts, **ron[i]) for i in range(n_own)]
         st, S = pick(out, 0, ron), pick(out, 1, ron)
-        if kind == SQUARE:
+        if LOSS_TABLE[kind].quadratic:
             continue
-        for lo, hi in ((0, FIRST_STEPS), (FIRST_STEPS, LADDER.size)):
-            alphas = tuple(float(a) for a in LADDER[lo:hi])
-            last = hi == LADDER.size
+        ladder = opts["rows"].ladder()
+        for lo, hi in ((0, min(FIRST_STEPS, ladder.size)), (min(FIRST_STEPS, ladder.size),
+                                                            ladder.size)):
+            alphas = tuple(float(a) for a in ladder[lo:hi])
+            last = hi == ladder.size
             parts = [[sub(cell_line, cells[i][j], other[j], keep[i][j], S[i], alphas, kind,
                           abar, nt, **con(i, j)) for j in range(n_other)] for i in range(n_own)]
-            st = [sub(red_line, st[i], M, kappa, opts, alphas, last, *parts[i], **ron[i])
+            st = [sub(red_line, st[i], M, kappa, opts, lo, alphas, last, *parts[i], **ron[i])
                   for i in range(n_own)]
             if last or not any(client.gather([sub(waiting, s, **ron[i])
                                               for i, s in enumerate(st)])):
                 break
-    return [sub(red_finish, s, opts["dtype"], opts["lam"], opts["k"], **ron[i])
+    return [sub(red_finish, s, opts["dtype"], opts["k"], **ron[i])
             for i, s in enumerate(st)]
 
 
 def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.ndarray,
-        H: np.ndarray, pw: np.ndarray, q: np.ndarray, *, kind: int, abar: float, lam: float,
-        nsteps: int, csteps: int, const: float, k: int, n_iter: int, n_threads: int | None,
-        progress: Any, wrap: Any) -> tuple[np.ndarray, np.ndarray]:
+        H: np.ndarray, pw: np.ndarray, q: np.ndarray, checked: Any, *, const: float,
+        n_threads: int | None, progress: Any, wrap: Any) -> tuple[np.ndarray, np.ndarray]:
     """Alternating half-steps on the grid from the factors W, H; returns the final (W, H).
-    ``wrap(W, H)`` makes the callback's ``info["model"]`` of an iterate."""
+    ``checked`` is the fit's record (:class:`fastpu.ocmf._check.Fit`); ``wrap(W, H)`` makes
+    the callback's ``info["model"]`` of an iterate."""
+    from fastpu.ocmf._problem import row_penalties
+
+    model, run = checked.model, checked.run
+    k = run.k
     g = Grid(client, Y, grid, workers, pw, q)
     held = []
     try:
         w_src = {"user": _hold_rows(client, g, "user", pw, "p"),
                  "item": _hold_rows(client, g, "item", q, "q")}
         held += w_src["user"] + w_src["item"]
-        opts = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, k=k,
+        lams = {}
+        for side, lam in zip(("user", "item"), row_penalties(model, Y)):
+            if lam.shape[0] == 1:
+                lams[side] = [lam] * (g.cuts[side].size - 1)
+            else:
+                lams[side] = _hold_rows(client, g, side, lam, f"lam-{side}")
+                held += lams[side]
+        opts = dict(kind=model.kind, abar=model.abar, rows=checked.rows, k=k,
                     n_threads=n_threads, dtype=W.dtype.name)
         W_src = _hold_rows(client, g, "user", W, "W")
         H_src = _hold_rows(client, g, "item", H, "H")
@@ -451,10 +412,10 @@ def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.nd
                                              **g.reducer_on("item", b))
                                for b, h in enumerate(H_src)])
         M_h, kappa_h = _sum_parts(parts)
-        for it in range(1, n_iter + 1):
-            W_src, _, M_w, kappa_w, reg_w = _side(client, g, "user", W_src, H_src, w_src,
+        for it in range(1, run.n_iter + 1):
+            W_src, _, M_w, kappa_w, reg_w = _side(client, g, "user", W_src, H_src, w_src, lams,
                                                   M_h, kappa_h, opts)
-            H_src, f_h, M_h, kappa_h, _ = _side(client, g, "item", H_src, W_src, w_src,
+            H_src, f_h, M_h, kappa_h, _ = _side(client, g, "item", H_src, W_src, w_src, lams,
                                                 M_w, kappa_w, opts)
             obj = f_h + const + reg_w
             if progress.step(it, obj, inner=0,
@@ -469,11 +430,12 @@ def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.nd
 
 
 def _side(client: Any, g: Grid, side: str, own: list[Any], other: list[Any],
-          weights: dict[str, list[Any]], M: np.ndarray, kappa: np.ndarray,
+          weights: dict[str, list[Any]], lams: dict[str, list[Any]], M: np.ndarray,
+          kappa: np.ndarray,
           opts: dict[str, Any]) -> tuple[list[Any], float, np.ndarray, np.ndarray, float]:
     """A half-step of ``side``: (its new rows, futures left on the reducers; Σ f_i; the new
-    rows' M and κ; λ‖rows‖²)."""
-    out = half_step(client, g, side, own, other, weights[side], M, kappa, opts)
+    rows' M and κ; Σ λ_i‖row_i‖²)."""
+    out = half_step(client, g, side, own, other, weights[side], lams[side], M, kappa, opts)
     on = [g.reducer_on(side, i) for i in range(len(out))]
     rows = [client.submit(operator.itemgetter(0), o, **on[i]) for i, o in enumerate(out)]
     res = client.gather([client.submit(_blocks.drop_first, o, **on[i])

@@ -17,11 +17,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.rows import scaled_penalty
 from fastpu._kernels.csr import (csr_dense, gram_parts, row_scaled_product, sampled_dots,
                                  sum_gram_parts, turn_rows, weighted_gram)
 from fastpu._kernels.losses import entry_losses, entry_values
 from fastpu.ocmf._check import kernel_indices, index_dtype
-from fastpu._kernels.ocmf import local_entries, row_newton
+from fastpu._kernels.ocmf import RowOptions, local_entries, row_newton
 
 
 # ----------------------------------------------------------------------------------------------
@@ -31,6 +32,7 @@ from fastpu._kernels.ocmf import local_entries, row_newton
 _ONE = np.ones(1)
 _NO_CORR = np.empty(0)
 _NO_ROWS = np.empty(0)        # row_newton's f0_out when the starting values are not wanted
+_EVALUATE = RowOptions(newton_steps=0)    # row_newton evaluates f_i and leaves the rows as they are
 
 
 @dataclasses.dataclass
@@ -115,13 +117,37 @@ class _Entries:
 @dataclasses.dataclass
 class _Side:
     """One side of the model: features (None, CSR or dense), its transpose, graph Laplacian,
-    and the side's regularisation weight (λ_w for the users' W, λ_h for the items' H)."""
+    the side's regularisation weight (λ_w for the users' W, λ_h for the items' H) and the rows'
+    own weights λ_i (``rows_lam``: one value, λ itself, or one per row with frequency-scaled
+    regularisation; the graph term keeps λ)."""
 
     X: Any
     XT: Any
     L: Any
     n_rows: int
     lam: float = 0.0
+    rows_lam: Any = None
+
+    def __post_init__(self):
+        if self.rows_lam is None:
+            self.rows_lam = np.array([float(self.lam)])
+
+    @property
+    def scalar_lam(self):
+        """Whether every row has the same weight λ (then the sums are the unscaled model's)."""
+        return self.rows_lam.shape[0] == 1
+
+    def reg(self, W):
+        """Σ_i λ_i ‖w_i‖² (λ Σ W² when the weights are all λ), accumulated in float64."""
+        if self.scalar_lam:
+            return float(self.rows_lam[0]) * _sum_squares(W)
+        total = 0.0
+        rows = max(1, (1 << 16) // max(1, W.shape[1]))     # no full-size float64 temporary
+        with np.errstate(over="ignore", invalid="ignore"):
+            for lo in range(0, W.shape[0], rows):
+                sq = np.square(W[lo:lo + rows], dtype=np.float64).sum(axis=1)
+                total += float(self.rows_lam[lo:lo + rows] @ sq)
+        return total
 
     @property
     def dim(self):
@@ -157,9 +183,23 @@ class _Side:
         return out
 
 
-def _side(X, L, n_rows, lam=0.0):
+def _side(X, L, n_rows, lam=0.0, rows_lam=None):
     XT = V.transpose_csr(X) if (X is not None and sp.issparse(X)) else None
-    return _Side(X, XT, L, n_rows, lam)
+    return _Side(X, XT, L, n_rows, lam, rows_lam)
+
+
+def row_penalties(model, Y):
+    """(users' λ_i, items' λ_j) of frequency-scaled regularisation: λ_w (|Ω+_i| + ρ p_i Σ_j q_j)^ν
+    and λ_h (|Ω+_j| + q_j Σ_i ρ p_i)^ν, a row's positives plus the unlabeled weight it carries
+    in the Full objective; with ν = 0 the single values λ_w and λ_h."""
+    if model.nu == 0.0:
+        return np.array([float(model.lam_w)]), np.array([float(model.lam_h)])
+    m, n = Y.shape
+    pw = model.rho * model.p
+    users = np.diff(Y.indptr).astype(np.float64) + pw * float(model.q.sum())
+    items = np.bincount(Y.indices, minlength=n).astype(np.float64) + model.q * float(pw.sum())
+    return (scaled_penalty(model.lam_w, model.nu, users),
+            scaled_penalty(model.lam_h, model.nu, items))
 
 
 class _Deferred:
@@ -233,34 +273,53 @@ def build(Y, model, rng):
         ent = _Entries(Y.indptr, Y.indices, _ONE, weights, _NO_CORR, (m, n))
         p_quad, q_quad = pw, q
     else:
-        if model.negatives == "full_logistic":
-            V.check_dense_size(m, n, what='negatives="full_logistic" (LR-wLR)',
-                               alternative='negatives="full" (LR-wSQ)', limit=model.dense_limit)
-            # a dense m×n block, then CSR copies of it with their int64 indices
-            V.check_alloc(48 * m * n, what='negatives="full_logistic" (LR-wLR)',
-                          names=("negatives", "dense_limit"))
-            # every stored entry of Y is a positive, a stored zero too (its weight C_ij is 0)
-            pattern = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
-            neg = sp.csr_array(np.ones((m, n))) - pattern
-            neg = V.check_csr(sp.csr_array(neg), name="negatives", nonnegative=True)
-            neg.eliminate_zeros()
-        else:
-            neg = _sample_negatives(Y, model.neg_ratio, rng)
-        pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
-        both = V.check_csr(pos + 2.0 * neg, name="entries")
-        is_pos = both.data == 1.0
-        both_rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(both.indptr))
-        labels = np.where(is_pos, 1.0, abar)
-        weights = np.where(is_pos, 0.0, pw[both_rows] * q[both.indices])
-        weights[is_pos] = Y.data                    # same CSR order: positives in row-major order
-        indptr, indices = kernel_indices(both.indptr, both.indices, n)
+        neg = negative_entries(Y, model.negatives, model.neg_ratio, rng, model.dense_limit,
+                               what='negatives="full_logistic" (LR-wLR)',
+                               alternative='negatives="full" (LR-wSQ)')
+        indptr, indices, labels, weights = loss_entries(Y, neg, pw, q, abar)
+        indptr, indices = kernel_indices(indptr, indices, n)
         # no unlabeled term: p_quad = q_quad = 0, so the compact correction r_e = 0·0 = 0
         ent = _Entries(indptr, indices, labels, weights, _NO_CORR, (m, n))
         p_quad, q_quad = np.zeros(m), np.zeros(n)
     ent_t = _Deferred(ent.transpose) if ent.nnz >= _DEFER_TRANSPOSE_NNZ else ent.transpose()
+    lam_users, lam_items = row_penalties(model, Y)
     return _Setup(model.kind, abar, model.lam, model.lam_graph, ent, ent_t,
-                  _side(model.user_features, model.L_user, m, model.lam_w),
-                  _side(model.item_features, model.L_item, n, model.lam_h), p_quad, q_quad)
+                  _side(model.user_features, model.L_user, m, model.lam_w, lam_users),
+                  _side(model.item_features, model.L_item, n, model.lam_h, lam_items),
+                  p_quad, q_quad)
+
+
+def negative_entries(Y, negatives, neg_ratio, rng, dense_limit, *, what, alternative):
+    """The unobserved entries that carry a loss term (a 0/1 CSR): every one for
+    ``"full_logistic"`` (dense: refused above ``dense_limit``), else round(neg_ratio·|Ω+_i|)
+    drawn per user."""
+    m, n = Y.shape
+    if negatives == "full_logistic":
+        V.check_dense_size(m, n, what=what, alternative=alternative, limit=dense_limit)
+        # a dense m×n block, then CSR copies of it with their int64 indices
+        V.check_alloc(48 * m * n, what=what, names=("negatives", "dense_limit"))
+        # every stored entry of Y is a positive, a stored zero too (its weight C_ij is 0)
+        pattern = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
+        neg = sp.csr_array(np.ones((m, n))) - pattern
+        neg = V.check_csr(sp.csr_array(neg), name="negatives", nonnegative=True)
+        neg.eliminate_zeros()
+        return neg
+    return _sample_negatives(Y, neg_ratio, rng)
+
+
+def loss_entries(Y, neg, pw, q, abar):
+    """(indptr, indices, labels, weights) of the entries that carry the loss when the negatives
+    are explicit: Y's positives (label 1, weight C_ij) and the negatives ``neg`` (label ā,
+    weight pw_i q_j), in CSR order."""
+    m, n = Y.shape
+    pos = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
+    both = V.check_csr(pos + 2.0 * neg, name="entries")
+    is_pos = both.data == 1.0
+    both_rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(both.indptr))
+    labels = np.where(is_pos, 1.0, abar)
+    weights = np.where(is_pos, 0.0, pw[both_rows] * q[both.indices])
+    weights[is_pos] = Y.data                    # same CSR order: positives in row-major order
+    return both.indptr, both.indices, labels, weights
 
 
 def _sample_negatives(Y, ratio, rng):
@@ -320,6 +379,9 @@ class SubProblem:
                  p_quad: np.ndarray, q_quad: np.ndarray) -> None:
         self.kind, self.abar = setup.kind, setup.abar
         self.lam, self.lam_g = side.lam, setup.lam_g          # the side's λ (λ_w or λ_h)
+        # the rows' λ_i as a column (frequency-scaled regularisation; rows of W are the side's
+        # rows then: features refuse ν ≠ 0), or None when every row has λ
+        self.lam_rows = None if side.scalar_lam else side.rows_lam[:, None]
         # per-entry arrays and int64 indices (the general kernels' layout), built once per side
         self.ent = entries.expanded(p_quad, q_quad)
         self.side, self.E = side, np.ascontiguousarray(E)
@@ -370,10 +432,23 @@ class SubProblem:
         return float(np.sum(B * self.tmp_mk))
 
     def _reg(self, W, B):
-        r = float(np.sum(W * W))
+        r = float(np.sum(W * W)) if self.lam_rows is None else 0.0
         if self.side.L is not None and self.lam_g > 0:
             r += self.lam_g * float(np.sum(B * self.side.lmul(B)))
-        return self.lam * r
+        if self.lam_rows is None:
+            return self.lam * r
+        return self.lam * r + float(np.sum(self.lam_rows * (W * W)))
+
+    def _twice_lam(self, W):
+        """2 λ W, row i scaled by its own λ_i when the rows' weights differ."""
+        return 2.0 * self.lam * W if self.lam_rows is None else 2.0 * self.lam_rows * W
+
+    def _reg_line(self, W, dW):
+        """The regulariser's coefficients of α and α² on the line W + α dW."""
+        if self.lam_rows is None:
+            return 2.0 * self.lam * float(np.sum(W * dW)), self.lam * float(np.sum(dW * dW))
+        return (2.0 * float(np.sum(self.lam_rows * (W * dW))),
+                float(np.sum(self.lam_rows * (dW * dW))))
 
     def _mat(self, w):
         return np.ascontiguousarray(w, dtype=np.float64).reshape(self.d, self.k)
@@ -416,7 +491,7 @@ class SubProblem:
         if self.side.L is not None and self.lam_g > 0:
             G += (2.0 * self.lam * self.lam_g) * self.side.lmul(B)
         out = self.side.tmul(G)
-        out = out + 2.0 * self.lam * W
+        out = out + self._twice_lam(W)
         if self.Mbar is not None:
             out += 2.0 * (self.Mbar @ W @ self.M)
         if self.abar != 0.0 and self.has_quad:
@@ -437,7 +512,7 @@ class SubProblem:
             G += 2.0 * self.tmp_mk
         if self.side.L is not None and self.lam_g > 0:
             G += (2.0 * self.lam * self.lam_g) * self.side.lmul(N)
-        out = self.side.tmul(G) + 2.0 * self.lam * S
+        out = self.side.tmul(G) + self._twice_lam(S)
         if self.Mbar is not None:
             out += 2.0 * (self.Mbar @ S @ self.M)
         return out.ravel()
@@ -460,9 +535,9 @@ class SubProblem:
                 row_scaled_product(self.p, dB, self.M, dhatM)
                 quad_lin = float(np.sum(dB * hatM) + np.sum(B * dhatM))
                 quad_sq = float(np.sum(dB * dhatM))
-        val1 = quad_lin - 2.0 * self.abar * float(self.dvec @ dW @ self.kappa) \
-            + 2.0 * self.lam * float(np.sum(W * dW))
-        val2 = quad_sq + self.lam * float(np.sum(dW * dW))
+        reg1, reg2 = self._reg_line(W, dW)
+        val1 = quad_lin - 2.0 * self.abar * float(self.dvec @ dW @ self.kappa) + reg1
+        val2 = quad_sq + reg2
         if self.side.L is not None and self.lam_g > 0:
             LdB = self.side.lmul(dB)
             val1 += 2.0 * self.lam * self.lam_g * float(np.sum(B * LdB))
@@ -507,11 +582,18 @@ def _sum_squares(A, block=1 << 16):
 
 
 def _side_reg(setup, side, W, B):
-    r = _sum_squares(W)
+    """Σ_i λ_i ‖w_i‖² + λ λ_g tr(Bᵀ L B): the regulariser of one side."""
+    if side.scalar_lam:
+        r = _sum_squares(W)
+        if side.L is not None and setup.lam_g > 0:
+            B = _f64(B)
+            r += setup.lam_g * float(np.sum(B * side.lmul(B)))
+        return side.lam * r
+    r = side.reg(W)
     if side.L is not None and setup.lam_g > 0:
         B = _f64(B)
-        r += setup.lam_g * float(np.sum(B * side.lmul(B)))
-    return side.lam * r
+        r += side.lam * setup.lam_g * float(np.sum(B * side.lmul(B)))
+    return r
 
 
 def _full_objective(setup, W, H):
@@ -522,7 +604,7 @@ def _full_objective(setup, W, H):
         # step evaluates its rows and leaves W as it is; plus the items' regulariser
         E = _latent(setup.item, H)
         _, _, g = _update_side(setup, setup.entries, user, W, E, setup.p_quad, setup.q_quad,
-                               True, None, 0, 0, 1)
+                               True, None, 0, _EVALUATE)
         return g + _side_reg(setup, setup.item, H, E)
     W, H = _f64(W), _f64(H)
     E = setup.item.mul(H)
@@ -581,12 +663,13 @@ def _eigen_basis(E, q, factors):
 
 
 def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, n_inner,
-                 nsteps, csteps, start=None, gram=None):
+                 rows, start=None, gram=None):
     """Minimise over one side's W with the other side's latent matrix E fixed.
 
     On the fast path W is updated in place (``fit`` owns its factors); the solvers return a
     new array. Returns the new W, the solver iterations (0 on the fast path) and the sub-problem's
     objective g(W) at the new W (everything in f that depends on W, plus the constant).
+    ``rows`` is the row solver's :class:`~fastpu._kernels.ocmf.RowOptions` (fast path only).
     ``start`` (a list): on the fast path, g at the W it started from is appended to it (the
     rows' first Newton step evaluates it anyway); elsewhere it is left empty. ``gram`` (the row
     path only): (M, κ, diagonal) of E from :func:`_eigen_basis`, instead of computing them here.
@@ -600,8 +683,8 @@ def _update_side(setup, entries, side, W, E, p_quad, q_quad, fast_path, solve, n
         f0_rows = np.empty(W.shape[0]) if start is not None else _NO_ROWS
         local_max = local_entries(W.shape[1], E.dtype.itemsize)
         row_newton(setup.kind, entries.indptr, entries.indices, entries.labels, entries.weights,
-                   entries.corr, q_quad, setup.abar, E, M, kappa, p_quad, side.lam,
-                   W, nsteps, csteps, 1e-3, local_max, f_rows, f0_rows, diag=diag)
+                   entries.corr, q_quad, setup.abar, E, M, kappa, p_quad, side.rows_lam,
+                   W, rows, local_max, f_rows, f0_rows, diag=diag)
         const = setup.abar ** 2 * float(p_quad.sum()) * float(q_quad.sum())
         # rows of a diverging run hold ±inf (inf - inf in the sum): Progress reports the objective
         with np.errstate(over="ignore", invalid="ignore"):

@@ -899,10 +899,22 @@ def test_distributed_defaults_are_the_single_machine_fits(method):
     from fastpu.distributed import _driver, _with_defaults
 
     driver = _driver(method)
-    kw = [p for p in inspect.signature(driver.fit).parameters.values()
-          if p.kind is p.KEYWORD_ONLY]
+    params = inspect.signature(driver.fit).parameters.values()
+    kw = [p for p in params if p.kind is p.KEYWORD_ONLY]
     assert kw and all(p.default is inspect.Parameter.empty for p in kw)
     single = inspect.signature(importlib.import_module(f"fastpu.{method}").fit).parameters
+    if hasattr(driver, "fit_args"):
+        # the driver takes the single-machine fit's arguments whole and checks them with its
+        # checks (ocmf: one checked record); what it fills in is that fit's own defaults
+        filled = driver.fit_args(3, {"seed": 7})
+        assert filled["seed"] == 7 and filled["k"] == 3
+        others = {name for name in single if name not in ("Y", "k", "n_threads", "seed")}
+        assert others <= set(filled)
+        for name in others:
+            assert filled[name] is single[name].default or filled[name] == single[name].default
+        with pytest.raises(TypeError, match="unexpected parameters.*'not_a_parameter'"):
+            driver.fit_args(3, {"not_a_parameter": 1})
+        return
     filled = _with_defaults(method, driver, {"seed": 7})
     assert filled["seed"] == 7                      # a given value is kept
     for p in kw:

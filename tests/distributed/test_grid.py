@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 import fastpu as fp
 from fastpu import distributed
 from fastpu._kernels.losses import LOSS_CODES
-from fastpu._kernels.ocmf import row_newton
+from fastpu._kernels.ocmf import RowOptions, row_newton
 from fastpu.distributed import blocks as _blocks
 from fastpu.ocmf import _grid
 
@@ -60,10 +60,14 @@ def test_the_rounds_of_a_half_step_equal_the_row_kernel(m, n, k, loss, nsteps, c
     the rows allow) against ``row_newton`` on the whole matrix, in float64; large factors
     (``scale``) make the line search backtrack far down its ladder."""
     _check_half_step(m, n, k, LOSS_CODES[loss], nsteps, csteps, np.random.default_rng(seed), p, q,
-                     density, scale, 10 ** np.random.default_rng(seed + 1).uniform(-2, 0))
+                     density, scale, 10 ** np.random.default_rng(seed + 1).uniform(-2, 0),
+                     decisions=nsteps == 1)
 
 
-def _check_half_step(m, n, k, kind, nsteps, csteps, rng, p, q, density, scale, lam, tol=1e-9):
+def _check_half_step(m, n, k, kind, nsteps, csteps, rng, p, q, density, scale, lam, tol=1e-9,
+                     per_row=False, cg_tol=1e-3, decisions=True):
+    """``per_row``: each row its own λ_i (frequency-scaled regularisation). ``decisions``:
+    each row's Newton steps, CG steps and backtracks are the kernel's, count for count."""
     A = (rng.random((m, n)) < density) * rng.uniform(0.5, 2.0, (m, n))
     Y = sp.csr_array(A)
     Y.sort_indices()
@@ -71,31 +75,55 @@ def _check_half_step(m, n, k, kind, nsteps, csteps, rng, p, q, density, scale, l
     W, E = rng.normal(scale=scale, size=(m, k)), rng.normal(scale=scale, size=(n, k))
     abar = float(rng.choice([0.0, 0.3]))
     M, kappa = E.T @ (qw[:, None] * E), E.T @ qw
+    lams = lam * rng.uniform(0.5, 4.0, m) if per_row else np.array([lam])
+    opts_rows = RowOptions(newton_steps=nsteps, cg_steps=csteps, cg_tol=cg_tol)
     # the kernel, on the whole rows
     Wk = W.copy()
     f_rows = np.empty(m)
+    counts = np.zeros((m, 3), dtype=np.int32)
     rows = np.repeat(np.arange(m), np.diff(Y.indptr))
     row_newton(kind, Y.indptr.astype(np.int64), Y.indices.astype(np.int64), np.ones(1),
                Y.data.astype(np.float64), pw[rows] * qw[Y.indices], np.empty(0), abar, E, M,
-               kappa, pw, lam, Wk, nsteps, csteps, _grid.CG_TOL, 100, f_rows, np.empty(0))
+               kappa, pw, lams, Wk, opts_rows, 100, f_rows, np.empty(0), counts_out=counts)
     # the grid's rounds, p ranges of rows × q ranges of columns
     own_cuts, other_cuts = _blocks.bounds(m, min(p, m)), _blocks.bounds(n, min(q, n))
     cells = _Cells(Y, pw, qw, own_cuts, other_cuts)
-    own = [W[int(own_cuts[i]):int(own_cuts[i + 1])] for i in range(own_cuts.size - 1)]
-    other = [E[int(other_cuts[j]):int(other_cuts[j + 1])] for j in range(other_cuts.size - 1)]
-    weights = [pw[int(own_cuts[i]):int(own_cuts[i + 1])] for i in range(own_cuts.size - 1)]
-    opts = dict(kind=kind, abar=abar, lam=lam, nsteps=nsteps, csteps=csteps, k=k, n_threads=1,
-                dtype="float64")
-    out = _grid.half_step(_InProcess(), cells, "user", own, other, weights, M, kappa, opts)
+
+    def cut(A, c, i):
+        return A[int(c[i]):int(c[i + 1])]
+
+    own = [cut(W, own_cuts, i) for i in range(own_cuts.size - 1)]
+    other = [cut(E, other_cuts, j) for j in range(other_cuts.size - 1)]
+    weights = [cut(pw, own_cuts, i) for i in range(own_cuts.size - 1)]
+    lam_ranges = [cut(lams, own_cuts, i) if per_row else lams for i in range(own_cuts.size - 1)]
+    opts = dict(kind=kind, abar=abar, rows=opts_rows, k=k, n_threads=1, dtype="float64")
+    out = _grid.half_step(_InProcess(), cells, "user", own, other, weights, lam_ranges, M, kappa,
+                          opts)
     Wg = np.concatenate([o[0] for o in out])
     scale = max(1.0, np.abs(Wk).max())
     np.testing.assert_allclose(Wg, Wk, rtol=0, atol=tol * scale)
     f_scale = max(1.0, np.abs(f_rows).sum())
     assert abs(sum(o[1] for o in out) - f_rows.sum()) <= tol * f_scale
+    if decisions:
+        np.testing.assert_array_equal(np.concatenate([o[4] for o in out]), counts)
     # the reducers' partial Grams and penalty are those of the new rows
     G = sum(o[2][0] for o in out)
     np.testing.assert_allclose(G, Wg.T @ (pw[:, None] * Wg), rtol=1e-10, atol=1e-10)
-    assert sum(o[3] for o in out) == pytest.approx(lam * np.sum(Wg ** 2), rel=1e-12, abs=1e-300)
+    penalty = (lams if per_row else lams[0]) * np.sum(Wg ** 2, axis=1)
+    assert sum(o[3] for o in out) == pytest.approx(penalty.sum(), rel=1e-12, abs=1e-300)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSS_CODES))
+@pytest.mark.parametrize("seed", range(4))
+def test_the_grid_and_the_kernel_make_the_same_decisions_with_per_row_penalties(loss, seed):
+    """Frequency-scaled λ_i, a loose and a tight CG tolerance, rows far from their minimum
+    (factors of scale 2): the reducers take the kernel's Newton steps, CG steps and backtracks
+    row by row (``counts_out``). One Newton step: a second one starts near the row's minimum,
+    where the Armijo test compares values equal to rounding, and the two orders of summation
+    may then take different (equally good) step lengths."""
+    for cg_tol in (0.3, 1e-2, 1e-6):
+        _check_half_step(9, 7, 3, LOSS_CODES[loss], 1, 4, np.random.default_rng(seed), 2, 3,
+                         0.5, 2.0, 0.05, per_row=True, cg_tol=cg_tol)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -106,6 +134,8 @@ def test_the_line_search_backtracks_as_the_kernel_does(seed):
     ill-conditioned (λ = 1e-4 against entries' curvature up to ~10²), so the two orders of
     summation agree to ~1e-7 relative, not 1e-9."""
     _check_half_step(8, 7, 3, LOSS_CODES["logistic"], 2, 4, np.random.default_rng(seed), 2, 2,
+                     0.6, 6.0, 1e-4, tol=1e-6, decisions=False)
+    _check_half_step(8, 7, 3, LOSS_CODES["logistic"], 1, 4, np.random.default_rng(seed), 2, 2,
                      0.6, 6.0, 1e-4, tol=1e-6)
 
 

@@ -227,3 +227,21 @@ def test_turn_rows_turns_each_row_to_the_same_numbers_in_any_call(n, k, dtype, a
         with limit_threads(threads, blas=blas):
             K.turn_rows(part, Q)
         np.testing.assert_array_equal(part, whole[lo:hi])
+
+
+def test_the_loss_table_names_every_code_once_and_an_unknown_code_is_nan():
+    """Each kernel's ``if`` chain on the loss code ends in an explicit branch: a code with no
+    branch of its own is NaN (the objective's check refuses it), never another loss."""
+    from fastpu._kernels.losses import (LOSS_CODES, LOSS_TABLE, QUADRATIC_CODES, is_quadratic,
+                                        loss_derivs, loss_value)
+
+    assert [loss.code for loss in LOSS_TABLE] == list(range(len(LOSS_TABLE)))
+    assert LOSS_CODES == {loss.name: loss.code for loss in LOSS_TABLE}
+    for loss in LOSS_TABLE:
+        assert is_quadratic(loss.code) == loss.quadratic == (loss.code in QUADRATIC_CODES)
+        v, g, h = loss_derivs(loss.code, 1.0, 0.3)
+        assert np.isfinite([v, g, h]).all() and v == loss_value(loss.code, 1.0, 0.3)
+    unknown = len(LOSS_TABLE)
+    assert not is_quadratic(unknown)
+    assert np.isnan(loss_value(unknown, 1.0, 0.3))
+    assert np.isnan(loss_derivs(unknown, 1.0, 0.3)).all()

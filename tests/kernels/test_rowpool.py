@@ -18,7 +18,7 @@ from fastpu._kernels.losses import LOSS_CODES
 from fastpu._kernels.rowpool import row_blocks, run_rows
 from fastpu._core.threads import limit_threads
 
-from strategies import seeds
+from strategies import seeds, LOSS_NAMES
 
 
 @given(st.lists(st.integers(0, 50), max_size=40), st.integers(1, 8), st.integers(0, 64))
@@ -109,11 +109,12 @@ def _problem(seed, m=40, n=30, k=5, loss="logistic"):
 def _solve(P, lo, hi, W, f, local_max, f0):
     updates._solve_chunk(P["kind"], lo, hi, P["indptr"], P["indices"], P["labels"], P["weights"],
                          P["corr"], P["q"], P["abar"], P["E"], P["M"], False, P["kappa"],
-                         P["p"], P["lam"], W, 1, 4, 1e-3, local_max, f, f0,
+                         P["p"], np.array([P["lam"]]), W, 1, 4, 1e-3, 1e-4, 0.5, 30, local_max,
+                         f, f0, np.empty((0, 3), dtype=np.int32),
                          P["E"].dtype != np.float64)      # row_newton's exact_value
 
 
-@given(seeds, st.sampled_from(["logistic", "square", "squared_hinge"]), st.sampled_from([2, 1000]))
+@given(seeds, st.sampled_from(LOSS_NAMES), st.sampled_from([2, 1000]))
 def test_row_newton_on_thread_blocks_equals_one_block_and_row_by_row(seed, loss, local_max):
     P = _problem(seed, loss=loss)
     m = P["W"].shape[0]
@@ -121,7 +122,8 @@ def test_row_newton_on_thread_blocks_equals_one_block_and_row_by_row(seed, loss,
     with limit_threads(2):
         updates.row_newton(P["kind"], P["indptr"], P["indices"], P["labels"], P["weights"],
                            P["corr"], P["q"], P["abar"], P["E"], P["M"], P["kappa"], P["p"],
-                           P["lam"], W1, 1, 4, 1e-3, local_max, f1, g1)
+                           P["lam"], W1, updates.RowOptions(newton_steps=1, cg_steps=4), local_max,
+                           f1, g1)
     W2, f2, g2 = P["W"].copy(), np.empty(m), np.empty(m)
     _solve(P, 0, m, W2, f2, local_max, g2)
     W3, f3, g3 = P["W"].copy(), np.empty(m), np.empty(m)

@@ -15,11 +15,11 @@ from hypothesis import given, strategies as st
 
 from fastpu._core import validation as V
 from fastpu._kernels.losses import LOSS_CODES
-from fastpu._kernels.ocmf import row_newton
+from fastpu._kernels.ocmf import RowOptions, row_newton
 from fastpu._core.threads import limit_threads
 
 from naive import loss as naive_loss
-from strategies import csr_matrices, seeds
+from strategies import csr_matrices, seeds, LOSS_NAMES, LINE_SEARCH_LOSSES
 
 
 def make_problem(Y, k, loss, seed, abar=-0.5):
@@ -49,7 +49,8 @@ def run(P, n_newton, n_cg, local_max=1000, dtype=np.float64, cg_tol=1e-12):
     # per-entry labels, weights, corrections (the general form; q is then not read)
     row_newton(LOSS_CODES[P["loss"]], Y.indptr, Y.indices, P["labels"], P["weights"], P["corr"],
                np.empty(0), P["abar"], P["E"].astype(dtype), P["M"], P["kappa"], P["p"], P["lam"], W,
-               n_newton, n_cg, cg_tol, local_max, f, np.empty(0))
+               RowOptions(newton_steps=n_newton, cg_steps=n_cg, cg_tol=cg_tol), local_max, f,
+               np.empty(0))
     return W, f
 
 
@@ -79,7 +80,7 @@ def test_square_loss_with_k_cg_steps_is_the_exact_row_minimiser(Y, k, seed):
         np.testing.assert_allclose(f[i], f_row(P, i, W[i]), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+@pytest.mark.parametrize("loss", LINE_SEARCH_LOSSES)
 @given(Y=csr_matrices(max_rows=5, max_cols=7), k=st.integers(1, 4), seed=seeds)
 def test_many_newton_steps_reach_the_row_minimiser(loss, Y, k, seed):
     P = make_problem(Y, k, loss, seed)
@@ -91,7 +92,7 @@ def test_many_newton_steps_reach_the_row_minimiser(loss, Y, k, seed):
         np.testing.assert_allclose(f[i], f_row(P, i, W[i]), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic", "squared_hinge"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @given(Y=csr_matrices(max_rows=8, max_cols=8), k=st.integers(1, 6), seed=seeds)
 def test_one_step_never_increases_a_row_and_reports_its_value(loss, Y, k, seed):
     P = make_problem(Y, k, loss, seed)
@@ -102,7 +103,7 @@ def test_one_step_never_increases_a_row_and_reports_its_value(loss, Y, k, seed):
         np.testing.assert_allclose(f[i], f_row(P, i, W[i]), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @given(Y=csr_matrices(max_rows=8, max_cols=8, values="ones"), k=st.integers(1, 6), seed=seeds)
 def test_cached_and_direct_reads_of_the_item_vectors_agree(loss, Y, k, seed):
     # local_max = 0: every row reads E directly; large: every row copies its block first
@@ -135,7 +136,7 @@ def test_rows_of_every_length_and_thread_counts_give_identical_results():
         np.testing.assert_allclose(f1[i], f_row(P, i, W1[i]), rtol=1e-9)
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @given(Y=csr_matrices(max_rows=8, max_cols=8), k=st.integers(1, 6), seed=seeds)
 def test_float32_factors_give_the_float64_update_to_float32_precision(loss, Y, k, seed):
     P = make_problem(Y, k, loss, seed)

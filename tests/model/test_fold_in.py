@@ -19,7 +19,7 @@ from fastpu.csrr import CSRRModel
 from fastpu.model import Factorization
 
 import naive_fold_in as nv
-from strategies import csr_matrices, seeds
+from strategies import csr_matrices, seeds, LOSS_NAMES
 
 REL = 1e-8          # the documented guarantee: gradient at the result / gradient at zero
 
@@ -56,7 +56,7 @@ def test_ocmf_square_equals_dense_least_squares(Y, k, seed, rho, lam, abar):
 
 
 @given(Y=csr_matrices(max_rows=5, max_cols=9), k=st.integers(1, 4), seed=seeds,
-       loss=st.sampled_from(["logistic", "squared_hinge", "square"]),
+       loss=st.sampled_from(LOSS_NAMES),
        rho=st.sampled_from([0.0, 0.05, 1.0]), lam=st.sampled_from([0.01, 0.5]))
 def test_ocmf_row_gradient_below_tolerance(Y, k, seed, loss, rho, lam):
     rng = np.random.default_rng(seed)
@@ -75,7 +75,7 @@ def test_ocmf_row_gradient_below_tolerance(Y, k, seed, loss, rho, lam):
 
 
 @pytest.mark.parametrize("negatives", ["sampled", "full_logistic"])
-@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "square"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ocmf_other_negatives_gradient(negatives, loss, seed):
     rng = np.random.default_rng(seed)
@@ -122,7 +122,7 @@ def test_ocmf_reference_gradient_matches_finite_differences():
     pos = np.array([1, 0, 1, 0, 0, 1, 0], bool)
     C = rng.uniform(0.5, 2, 7)
     w = rng.normal(size=3)
-    for loss in ("square", "logistic", "squared_hinge"):
+    for loss in LOSS_NAMES:
         kw = dict(loss=loss, pw=0.4, q=rng.uniform(0.5, 1.5, 7), abar=-1.0, lam=0.3)
         _, g = nv.ocmf_row(w, E, pos, C, **kw)
         h = 1e-6

@@ -13,7 +13,7 @@ import fastpu as fp
 from fastpu.csrr import CSRRModel
 
 import naive_fold_in as nv
-from strategies import csr_matrices, seeds
+from strategies import csr_matrices, seeds, LOSS_NAMES
 
 REL = 1e-8
 
@@ -59,7 +59,7 @@ def test_ocmf_square_users_equal_dense_least_squares(data, Y, seed, rho, lam):
     np.testing.assert_array_equal(out.item_factors, model.item_factors)
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic", "squared_hinge"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_ocmf_items_solve_the_item_row_problem(data, loss):
     """The item side with users and items exchanged: Yᵀ, p ↔ q, λ_w ↔ λ_h."""
     rng = np.random.default_rng(1)

@@ -12,7 +12,7 @@ from fastpu import ocmf
 from fastpu._core.threads import limit_threads
 
 import naive
-from strategies import csr_matrices, seeds
+from strategies import csr_matrices, seeds, LOSS_NAMES
 
 
 @st.composite
@@ -287,7 +287,7 @@ def test_alternating_objective_never_increases(kw, dtype, rel):
     assert obj[-1] == pytest.approx(ocmf.objective(Y, model.W, model.H, lam=0.5, **refkw), rel=rel)
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_fast_path_and_tron_reach_the_same_objective(loss):
     Y = _data(3)
     a = ocmf.fit(Y, 3, loss=loss, rho=0.2, n_iter=8, newton_steps=6, cg_steps=3)
@@ -516,25 +516,6 @@ def test_feature_aware_multilabel_on_yeast_beats_label_frequency():
     freq = np.asarray(data.Y[~test].sum(axis=0)).ravel()
     p3_freq = truth[:, np.argsort(-freq)[:3]].mean()
     assert p3 > p3_freq + 0.03, (p3, p3_freq)
-
-
-def test_renamed_parameters_still_work_with_a_deprecation_warning():
-    """inner_iter is n_inner and init_scale=s is init_std=s/√k until the next release: the same
-    model, a DeprecationWarning naming the new name; both names at once is an error."""
-    Y = sp.random_array((30, 20), density=0.2, random_state=0, format="csr")
-    Y.data[:] = 1.0
-    new = ocmf.fit(Y, 4, n_iter=2, n_inner=3, init_std=0.3 / np.sqrt(4), fast_path=False)
-    with pytest.warns(DeprecationWarning, match="inner_iter= is deprecated.*use n_inner="):
-        with pytest.warns(DeprecationWarning, match="init_scale= is deprecated.*use init_std="):
-            old = ocmf.fit(Y, 4, n_iter=2, inner_iter=3, init_scale=0.3, fast_path=False)
-    np.testing.assert_array_equal(new.user_factors, old.user_factors)
-    np.testing.assert_array_equal(new.item_factors, old.item_factors)
-    assert old.params["n_inner"] == 3 and "inner_iter" not in old.params
-    with pytest.raises(TypeError, match="both inner_iter= .* and n_inner="):
-        ocmf.fit(Y, 4, inner_iter=3, n_inner=3)
-    with pytest.raises(ValueError, match="init_scale"):
-        with pytest.warns(DeprecationWarning):
-            ocmf.fit(Y, 4, init_scale=-1.0)
 
 
 def test_features_past_float32_range_are_refused_not_returned_as_inf():

@@ -20,7 +20,7 @@ from fastpu._kernels import ocmf as K
 from fastpu._kernels.losses import LOSS_CODES
 from fastpu.ocmf import _fit, _problem
 
-from strategies import seeds
+from strategies import seeds, LOSS_NAMES
 
 
 def _fit_both(monkeypatch, Y, k, **kw):
@@ -35,7 +35,7 @@ def _fit_both(monkeypatch, Y, k, **kw):
     return out
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic", "squared_hinge"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_the_rotated_fit_is_the_same_fit_up_to_rounding(monkeypatch, loss):
     Y = sp.random(120, 90, density=0.08, random_state=3, format="csr")
     Y.data[:] = 1.0
@@ -113,7 +113,7 @@ def test_eigen_basis_leaves_a_diverged_side_alone():
 
 
 @settings(max_examples=20, deadline=None)
-@given(seeds, st.sampled_from(["logistic", "square"]), st.sampled_from([np.float32, np.float64]))
+@given(seeds, st.sampled_from(LOSS_NAMES), st.sampled_from([np.float32, np.float64]))
 def test_row_newton_with_diagonal_products_equals_the_full_products(seed, loss, dtype):
     rng = np.random.default_rng(seed)
     m, n, k = 9, 13, 5
@@ -131,7 +131,8 @@ def test_row_newton_with_diagonal_products_equals_the_full_products(seed, loss, 
     for diag in (False, True):
         W, f = W0.copy(), np.empty(m)
         K.row_newton(LOSS_CODES[loss], indptr, indices, np.ones(nnz), np.ones(1), corr, q, -1.0,
-                     E, M, kappa, p, 0.5, W, 1, 3, 1e-3, 4, f, np.empty(0), diag=diag)
+                     E, M, kappa, p, 0.5, W, K.RowOptions(newton_steps=1, cg_steps=3), 4, f,
+                     np.empty(0), diag=diag)
         out.append((W, f))
     np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-6)

@@ -11,9 +11,9 @@ from fastpu._core import validation as V
 from fastpu import ocmf
 from fastpu.ocmf import _check as C
 from fastpu._kernels.losses import LOSS_CODES
-from fastpu._kernels.ocmf import row_newton
+from fastpu._kernels.ocmf import RowOptions, row_newton
 
-from strategies import csr_matrices, seeds
+from strategies import csr_matrices, seeds, LOSS_NAMES
 
 
 def _prepare(Y, *, X, Z, seed, **model):
@@ -144,7 +144,7 @@ def test_index_type_falls_back_to_int64_only_when_needed():
     assert P.index_dtype(5, 2**31) is np.int64
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_int32_and_int64_indices_give_identical_fits(monkeypatch, loss, dtype):
     Y = sp.random(40, 30, density=0.15, format="csr", random_state=3)
@@ -177,11 +177,11 @@ def _kernel_run(ent, labels, weights, corr, q, p, E, W0, kind, abar, n_newton, q
     W = W0.copy()
     f = np.empty(W.shape[0])
     row_newton(kind, ent.indptr, ent.indices, labels, weights, corr, q, abar, E, M, kappa, p,
-               0.4, W, n_newton, 3, 1e-3, 4, f, np.empty(0))
+               0.4, W, RowOptions(newton_steps=n_newton, cg_steps=3), 4, f, np.empty(0))
     return W, f
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic", "squared_hinge"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @given(Y=csr_matrices(max_rows=8, max_cols=8), k=st.integers(1, 5), seed=seeds,
        n_newton=st.integers(0, 2))
 def test_compact_forms_give_the_per_entry_kernel_result(loss, Y, k, seed, n_newton):
@@ -224,7 +224,7 @@ def test_row_kernel_objective_equals_the_subproblem_objective(Y, seed, loss, dty
     assert got == pytest.approx(ref, rel=tol, abs=tol)
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic"])
+@pytest.mark.parametrize("loss", LOSS_NAMES)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_starting_objective_from_the_first_update_equals_objective(monkeypatch, loss, dtype):
     """fit records f(W0, H0) from its first user-side update (no separate pass)."""
