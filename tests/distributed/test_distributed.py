@@ -47,6 +47,11 @@ OCMF_VARIANTS = {
     "SQ-SQ": dict(loss="square", rho=1.0, a_bar=0.0, lam=2.0),
     "SH-wSQ": dict(loss="squared_hinge", rho=0.1, lam=1.0, newton_steps=2, cg_steps=3),
     "weighted": dict(loss="logistic", rho=0.2, p="p", q="q", lam=0.3),
+    # frequency-scaled λ_i (each block computes its rows' own) and a CG tolerance other than
+    # the default (the options record travels to the blocks' and the grid's solvers)
+    "SQ-wSQ nu": dict(loss="square", rho=0.1, lam=0.02, nu=1.0, cg_tol=0.2),
+    "LR-wSQ nu": dict(loss="logistic", rho=0.05, lam=0.01, nu=0.5, p="p", q="q", cg_tol=1e-6,
+                      cg_steps=3),
 }
 
 

@@ -223,3 +223,47 @@ def test_the_model_file_carries_nu_and_fold_in_uses_it(tmp_path):
     # the unscaled model folds in a different row: the count enters its penalty
     flat = ocmf.fit(Y[:30], 3, loss="square", rho=0.1, lam=0.05, n_iter=3)
     assert not np.allclose(fp.fold_in(flat, rows).user_factors, a.user_factors)
+
+
+def test_cg_tol_is_carried_to_the_row_solver_and_recorded():
+    """A loose CG tolerance stops the rows' CG earlier (fewer CG steps in the kernel's counts)
+    and gives another model; a fit records the tolerance it used."""
+    Y = sp.csr_array(_data(6))
+    m, n = Y.shape
+    rng = np.random.default_rng(0)
+    E, W0 = rng.normal(size=(n, 8)), rng.normal(size=(m, 8))
+    q, p = np.ones(n) * 0.1, np.ones(m)
+    M, kappa = (E.T * q) @ E, E.T @ q
+    steps = {}
+    for tol in (0.5, 1e-12):
+        counts = np.zeros((m, 3), dtype=np.int32)
+        row_newton(LOSS_CODES["square"], Y.indptr.astype(np.int64), Y.indices.astype(np.int64),
+                   np.ones(1), np.ones(1), np.empty(0), q, 0.0, E, M, kappa, p, 1.0, W0.copy(),
+                   RowOptions(newton_steps=1, cg_steps=8, cg_tol=tol), 100, np.empty(m),
+                   np.empty(0), counts_out=counts)
+        steps[tol] = counts[:, 1].sum()
+    assert steps[0.5] < steps[1e-12] <= 8 * m
+    a = ocmf.fit(Y, 4, n_iter=2, loss="square", cg_steps=6, cg_tol=0.5)
+    b = ocmf.fit(Y, 4, n_iter=2, loss="square", cg_steps=6)
+    assert a.params["cg_tol"] == 0.5 and b.params["cg_tol"] == 1e-3
+    assert (a.params["newton_steps"], a.params["cg_steps"]) == (1, 6)
+    assert not np.array_equal(a.user_factors, b.user_factors)
+
+
+@pytest.mark.parametrize("bad, exc, msg", [(1.0, ValueError, "cg_tol must be below 1"),
+                                           (-0.1, ValueError, "cg_tol must be >= 0"),
+                                           ("x", TypeError, "cg_tol")])
+def test_bad_cg_tol_is_refused_by_name(bad, exc, msg):
+    with pytest.raises(exc, match=msg):
+        ocmf.fit(_data(), 2, n_iter=1, cg_tol=bad)
+
+
+def test_a_partial_fit_with_nu_gives_the_row_its_own_count():
+    """Recomputing a user's row from its positives uses λ_w (|Ω+_i| + ρ Σq)^ν, as fold-in
+    does: the partial fit's row equals the fold-in of the same positives."""
+    Y = sp.csr_array(_data(7))
+    model = ocmf.fit(Y, 3, loss="square", rho=0.1, lam=0.05, nu=1.0, n_iter=3, dtype="float64")
+    items = [list(Y.indices[Y.indptr[2]:Y.indptr[3]][:3])]
+    part = fp.partial_fit_users(model, items, user_ids=[2])
+    one = fp.fold_in(model, items)
+    np.testing.assert_allclose(part.user_factors[2], one.user_factors[0], rtol=1e-10, atol=1e-12)
