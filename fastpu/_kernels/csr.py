@@ -130,8 +130,9 @@ def _group_dots(E, q, b_lo, nb_, Et, Qt, G, g):
 
 
 @nb.njit(**_JIT_DOT)
-def _gram_partials(E, q, c_lo, c_hi, partM, partk):
-    """partM[c] = upper triangle of Eᵀ diag(q) E and partk[c] = Eᵀ q over chunk c's rows.
+def _gram_partials(E, q, c_lo, c_hi, partM, partk, first):
+    """partM[c - first] = upper triangle of Eᵀ diag(q) E and partk[c - first] = Eᵀ q over
+    chunk c's rows, for the chunks c_lo:c_hi (zeroed by the caller).
 
     Serial and GIL-free: :func:`weighted_gram` runs blocks of chunks on its threads.
     """
@@ -146,27 +147,37 @@ def _gram_partials(E, q, c_lo, c_hi, partM, partk):
         for b_lo in range(lo, hi, _GRAM_BLOCK):
             _group_dots(E, q, b_lo, min(hi, b_lo + _GRAM_BLOCK) - b_lo, Et, Qt, G, g)
             for a in range(k):
-                partk[c, a] += g[a]
+                partk[c - first, a] += g[a]
                 for b in range(a, k):
-                    partM[c, a, b] += G[a, b]
+                    partM[c - first, a, b] += G[a, b]
 
 
 @nb.njit(**_JIT)
-def _gram_sum(partM, partk, M_out, kappa_out):
-    """M_out, kappa_out = the partials added in chunk order, M_out made symmetric."""
-    n_chunks, k = partk.shape
-    for a in range(k):
-        kappa_out[a] = 0.0
-        for b in range(k):
-            M_out[a, b] = 0.0
-    for c in range(n_chunks):
+def _gram_add(partM, partk, n_parts, M_out, kappa_out):
+    """M_out, kappa_out += the first ``n_parts`` partials, added in order (upper triangle)."""
+    k = partk.shape[1]
+    for c in range(n_parts):
         for a in range(k):
             kappa_out[a] += partk[c, a]
             for b in range(a, k):
                 M_out[a, b] += partM[c, a, b]
-    for a in range(k):
-        for b in range(a):
-            M_out[a, b] = M_out[b, a]
+
+
+#: chunks whose partials are held at once (per wave of :func:`weighted_gram` and
+#: :func:`gram_parts`): the partials of a wave are computed on the threads, then added to the
+#: total in chunk order, so memory is WAVE k×k matrices however many rows, and the sums are
+#: those of adding every chunk's partial in chunk order.
+_WAVE = 8
+
+
+def _waves(n_chunks, compute, add):
+    """``compute(lo, hi, offset)`` the partials of chunks lo:hi (on fastpu's threads), then
+    ``add(count)`` them, wave after wave of :data:`_WAVE` chunks."""
+    for w_lo in range(0, n_chunks, _WAVE):
+        w_hi = min(n_chunks, w_lo + _WAVE)
+        run_rows(lambda lo, hi: compute(w_lo + lo, w_lo + hi, w_lo),
+                 np.zeros(w_hi - w_lo + 1, dtype=np.int64), 1)
+        add(w_hi - w_lo)
 
 
 def weighted_gram(E, q, M_out, kappa_out):
@@ -175,52 +186,69 @@ def weighted_gram(E, q, M_out, kappa_out):
     Rows are summed in fixed chunks of 2048 (one partial each), and the partials are added in
     chunk order: the result does not depend on the thread count. Inside a chunk, blocks of 64
     rows are copied transposed (float64) so that every entry of the upper triangle is one
-    contiguous dot product over the block. The chunks are split into one block per thread,
-    each computed by the serial, GIL-free :func:`_gram_partials` (:mod:`.rowpool`; a
-    ``parallel=True`` kernel cost three times as much to compile).
+    contiguous dot product over the block. The chunks' partials are computed a wave of
+    :data:`_WAVE` chunks at a time on fastpu's threads (:mod:`.rowpool`; the serial, GIL-free
+    :func:`_gram_partials`), so that memory stays a few k×k matrices.
     """
     n, k = E.shape
     n_chunks = (n + _GRAM_CHUNK - 1) // _GRAM_CHUNK
-    partM = np.zeros((n_chunks, k, k))
-    partk = np.zeros((n_chunks, k))
-    run_rows(lambda lo, hi: _gram_partials(E, q, lo, hi, partM, partk),
-             np.zeros(n_chunks + 1, dtype=np.int64), 1)
-    _gram_sum(partM, partk, M_out, kappa_out)
+    waves = min(n_chunks, _WAVE)
+    partM = np.zeros((waves, k, k))
+    partk = np.zeros((waves, k))
+    M_out[...] = 0.0
+    kappa_out[...] = 0.0
+
+    def compute(lo, hi, offset):
+        partM[lo - offset:hi - offset] = 0.0
+        partk[lo - offset:hi - offset] = 0.0
+        _gram_partials(E, q, lo, hi, partM[lo - offset:], partk[lo - offset:], lo)
+
+    _waves(n_chunks, compute, lambda count: _gram_add(partM, partk, count, M_out, kappa_out))
+    for a in range(k):
+        M_out[a, :a] = M_out[:a, a]
 
 
-#: Rows per group of :func:`gram_parts`. A group's dot products are one unit of work, and the
-#: groups' sums are added without rounding error: two calls whose rows are cut at multiples of
-#: this many rows (counted from the first row of the whole matrix) give the same parts' sum.
-GRAM_GROUP = _GRAM_BLOCK
+#: Rows per group of :func:`gram_parts` and per BLAS product of :func:`turn_rows`, counted from
+#: the first row of the whole matrix. A group's Gram is one BLAS product of its rows, and the
+#: groups' Grams are added without rounding error: two calls whose rows are cut at multiples of
+#: this many rows give the same parts' sum (a Dask fit's blocks are cut so). 1024 rows make
+#: every product BLAS-3 sized (an (k × 1024)·(1024 × k) product at k = 1024 runs near the
+#: machine's peak), where 64-row products were a third of that.
+GRAM_GROUP = 1024
 
 
 @nb.njit(**_JIT)                # no fastmath: the error-free sums below must stay as written
-def _gram_parts(E, q, c_lo, c_hi, hiM, loM, hik, lok):
-    """Chunk c's sums of its groups' dot products, as unevaluated pairs hi + lo (two-sum)."""
-    n, k = E.shape
-    Et = np.empty((k, _GRAM_BLOCK))
-    Qt = np.empty((k, _GRAM_BLOCK))
-    G = np.empty((k, k))
-    g = np.empty(k)
-    for c in range(c_lo, c_hi):
-        lo = c * _GRAM_CHUNK
-        hi = min(n, lo + _GRAM_CHUNK)
-        for b_lo in range(lo, hi, _GRAM_BLOCK):
-            _group_dots(E, q, b_lo, min(hi, b_lo + _GRAM_BLOCK) - b_lo, Et, Qt, G, g)
-            for a in range(k):
-                x = g[a]
-                h = hik[c, a]
-                s = h + x
-                v = s - h
-                lok[c, a] += (h - (s - v)) + (x - v)
-                hik[c, a] = s
-                for b in range(a, k):
-                    x = G[a, b]
-                    h = hiM[c, a, b]
-                    s = h + x
-                    v = s - h
-                    loM[c, a, b] += (h - (s - v)) + (x - v)
-                    hiM[c, a, b] = s
+def _two_sum_add(G, g, hiM, loM, hik, lok):
+    """(hiM, loM) += G (upper triangle) and (hik, lok) += g, each by a two-sum: the high
+    parts' rounded sum, its exact error into the low parts."""
+    k = g.shape[0]
+    for a in range(k):
+        x = g[a]
+        h = hik[a]
+        s = h + x
+        v = s - h
+        lok[a] += (h - (s - v)) + (x - v)
+        hik[a] = s
+        for b in range(a, k):
+            x = G[a, b]
+            h = hiM[a, b]
+            s = h + x
+            v = s - h
+            loM[a, b] += (h - (s - v)) + (x - v)
+            hiM[a, b] = s
+
+
+def _group_grams(E, q, g_lo, g_hi, acc):
+    """The groups g_lo:g_hi: each group's Xqᵀ X and Xqᵀ 1 (X its rows in float64, Xq = diag(q)
+    X) by one BLAS product, added into the pairs ``acc`` = (hiM, loM, hik, lok) by two-sums.
+    NumPy's casts, products and BLAS calls release the GIL, so threads run side by side."""
+    n = E.shape[0]
+    for grp in range(g_lo, g_hi):
+        lo = grp * GRAM_GROUP
+        hi = min(n, lo + GRAM_GROUP)
+        X = E[lo:hi].astype(np.float64)
+        Xq = X * q[lo:hi, None]
+        _two_sum_add(Xq.T @ X, Xq.sum(axis=0), *acc)
 
 
 def _pair_add(hi, lo, x_hi, x_lo):
@@ -235,24 +263,34 @@ def gram_parts(E, q):
     """Eᵀ diag(q) E (upper triangle) and Eᵀ q as unevaluated sums ``hi + lo`` of float64 pairs:
     ``(M_hi, M_lo, kappa_hi, kappa_lo)``; :func:`sum_gram_parts` adds and rounds them.
 
-    The rows are taken in groups of :data:`GRAM_GROUP` (each group's dot products as in
-    :func:`weighted_gram`), and the groups' results are added with their rounding errors kept
-    (Ogita, Rump and Oishi's Sum2: about twice float64's precision). The rounded total
-    therefore does not depend on the order of the additions, except when it lies within about
-    10⁻³⁰ of a rounding boundary: a matrix cut into row blocks at multiples of ``GRAM_GROUP``
-    gives, block by block, the same M as in one call, whatever the threads and blocks.
+    The rows are taken in groups of :data:`GRAM_GROUP`, each group's Gram one BLAS product of
+    its rows in float64 (on one BLAS thread), and the groups' results are added with their
+    rounding errors kept (Ogita, Rump and Oishi's Sum2: about twice float64's precision). The
+    rounded total therefore does not depend on the order of the additions, except when it lies
+    within about 10⁻³⁰ of a rounding boundary: a matrix cut into row blocks at multiples of
+    ``GRAM_GROUP`` gives, block by block, the same M as in one call, whatever the threads and
+    blocks. Each thread keeps one pair of k×k sums for its groups, whatever the number of rows.
     """
     n, k = E.shape
-    n_chunks = max(1, (n + _GRAM_CHUNK - 1) // _GRAM_CHUNK)
-    hiM, loM = np.zeros((n_chunks, k, k)), np.zeros((n_chunks, k, k))
-    hik, lok = np.zeros((n_chunks, k)), np.zeros((n_chunks, k))
-    if n:
-        run_rows(lambda lo, hi: _gram_parts(E, q, lo, hi, hiM, loM, hik, lok),
-                 np.zeros(n_chunks + 1, dtype=np.int64), 1)
-    for c in range(1, n_chunks):
-        _pair_add(hiM[0], loM[0], hiM[c], loM[c])
-        _pair_add(hik[0], lok[0], hik[c], lok[c])
-    return hiM[0], loM[0], hik[0], lok[0]
+    n_groups = (n + GRAM_GROUP - 1) // GRAM_GROUP
+    parts = {}
+
+    def block(lo, hi):
+        acc = (np.zeros((k, k)), np.zeros((k, k)), np.zeros(k), np.zeros(k))
+        _group_grams(E, q, lo, hi, acc)
+        parts[lo] = acc                  # one pair per thread's block of groups
+
+    if n_groups:
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            run_rows(block, uniform_rows(n_groups), 1)
+    else:
+        parts[0] = (np.zeros((k, k)), np.zeros((k, k)), np.zeros(k), np.zeros(k))
+    first, *rest = sorted(parts)
+    tot = parts[first]
+    for lo in rest:
+        _pair_add(tot[0], tot[1], parts[lo][0], parts[lo][1])
+        _pair_add(tot[2], tot[3], parts[lo][2], parts[lo][3])
+    return tot
 
 
 def sum_gram_parts(parts):

@@ -81,7 +81,8 @@ def test_ocmf_in_the_eigenbasis_equals_single_machine(dask_client, monkeypatch, 
     from fastpu.ocmf import _problem
 
     monkeypatch.setattr(_problem, "EIGEN_MIN_K", 1)
-    Y = _matrix(2, m=200, n=150, empty_rows=70, empty_cols=10, density=0.05)
+    # rows for several groups of GRAM_GROUP (the blocks' cuts fall at multiples of it)
+    Y = _matrix(2, m=3300, n=150, empty_rows=70, empty_cols=10, density=0.01)
     kw = dict(OCMF_VARIANTS[variant])
     ref = fp.ocmf.fit(Y, 3, n_iter=4, seed=7, n_threads=1, **kw)
     mod = dfit(Y, 3, method="ocmf", client=dask_client, n_blocks=n_blocks, n_iter=4, seed=7, **kw)

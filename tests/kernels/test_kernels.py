@@ -205,7 +205,7 @@ def test_gram_parts_sum_to_the_gram_whatever_the_blocks(n, k, dtype, cuts, seed)
         np.testing.assert_array_equal(k2, kap)
 
 
-@given(st.integers(0, 300), st.integers(1, 70), st.sampled_from([np.float32, np.float64]),
+@given(st.integers(0, 3000), st.integers(1, 70), st.sampled_from([np.float32, np.float64]),
        st.integers(0, 5), st.integers(0, 5), seeds)
 def test_turn_rows_turns_each_row_to_the_same_numbers_in_any_call(n, k, dtype, a, b, seed):
     """turn_rows is A Q in place; a block of rows cut at multiples of TURN_ROWS (or at the
