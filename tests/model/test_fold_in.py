@@ -231,7 +231,7 @@ def test_fbgd_model_files_of_earlier_releases_still_fold_in(tmp_path):
         params = {("reg" if key == "lam" else key): v for key, v in model.params.items()}
         old = dataclasses.replace(model, params=params)
         old.save(tmp_path / "old.npz")
-        old = fp.load(tmp_path / "old.npz")
+        old = fp.load_model(tmp_path / "old.npz")
         assert "lam" not in old.params and old.params["reg"] == 0.3
         np.testing.assert_array_equal(fold_in(old, data.Y[30:]).user_factors,
                                       fold_in(model, data.Y[30:]).user_factors)
