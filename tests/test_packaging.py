@@ -81,6 +81,24 @@ def test_readme_command_line_example_runs_on_a_csv_of_text_ids(tmp_path, monkeyp
     assert "u1" in out and "u2" in out and (tmp_path / "model.npz").exists()
 
 
+def test_the_package_imports_from_the_folder_that_holds_a_clone_named_fastpu(tmp_path):
+    """A script run from the clone's parent folder imported the clone folder (which has no
+    __init__.py) as an empty namespace package: `module 'fastpu' has no attribute 'datasets'`.
+    The editable install is a path entry (pyproject's package-dir), found in the same search."""
+    import subprocess
+    import sys
+
+    (tmp_path / "fastpu").symlink_to(ROOT, target_is_directory=True)
+    script = tmp_path / "mine.py"
+    script.write_text("import fastpu\nfastpu.datasets\nprint(fastpu.__file__)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert pathlib.Path(out.stdout.strip()).resolve() == ROOT / "fastpu" / "__init__.py"
+    assert 'package-dir = { "" = "." }' in (ROOT / "pyproject.toml").read_text()
+
+
 def test_public_api_is_listed_and_documented():
     for name in fp.__all__:
         assert hasattr(fp, name), name
