@@ -424,9 +424,9 @@ def check_model(model: object) -> Factorization:
     """``model`` if it is a usable Factorization, else an error naming the part that is not.
 
     A model from a fit or :func:`fastpu.load_model` always passes; one built by hand must have
-    2-d real numeric numpy factors with the same number of columns (CSRR's may differ), ids,
-    where given, one per row of its side, and ``seen``, where given, a sparse matrix of the
-    model's shape.
+    2-d real numeric numpy factors with the same number of columns (CSRR's may differ), and
+    ids, where given, one per row of its side (``seen`` is checked where it is used:
+    :func:`check_seen`).
     """
     if not isinstance(model, Factorization):
         raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load_model), "
@@ -449,6 +449,13 @@ def check_model(model: object) -> Factorization:
     if uf.shape[1] != itf.shape[1] and model.scores_are_products():
         raise ValueError(f"model has user_factors of width {uf.shape[1]} and item_factors of width "
                          f"{itf.shape[1]}; expected the same number of columns (k) on both sides")
+    return model
+
+
+def check_seen(model: Factorization) -> Any:
+    """``model.seen`` if it is None or a sparse matrix of the model's shape, else an error that
+    says what is expected (what recommend and save need; a model whose rows were replaced by
+    hand may hold another model's record)."""
     seen = model.seen
     if seen is not None:
         if not sp.issparse(seen) or seen.ndim != 2:
@@ -457,8 +464,9 @@ def check_model(model: object) -> Factorization:
         if tuple(seen.shape) != tuple(model.shape):
             raise ValueError(f"model.seen has shape {seen.shape[0]}×{seen.shape[1]}, expected "
                              f"{model.shape[0]}×{model.shape[1]} (model.shape): one row per user, "
-                             "one column per item")
-    return model
+                             "one column per item (set it with dataclasses.replace(model, "
+                             "seen=...), or None)")
+    return seen
 
 
 def block_size(n_items: int) -> int:
@@ -482,5 +490,5 @@ def iter_score_blocks(model: Factorization,
         yield rows, np.ascontiguousarray(S, dtype=np.float64)
 
 
-__all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "iter_score_blocks",
-           "positives", "with_positives"]
+__all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "check_seen",
+           "iter_score_blocks", "positives", "with_positives"]

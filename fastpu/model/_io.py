@@ -187,7 +187,9 @@ def save(model: Any, path: PathOrFile) -> None:
         raise TypeError("model.method must be a str, model.params and model.extras dicts and "
                         "model.history a list (of dicts), as every fit returns them")
     registry.check_fitted(model)          # params and extras against the factors, as load does
-    seen = model.seen
+    from fastpu._core.factorization import check_seen
+
+    seen = check_seen(model)
     if seen is not None and not (isinstance(seen, sp.csr_array) and seen.dtype == np.bool_
                                  and V.has_canonical_indices(seen.indptr, seen.indices)):
         from fastpu._core.factorization import positives

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, IntArray, Sparse
-from fastpu._core.factorization import Factorization, check_model
+from fastpu._core.factorization import Factorization, check_model, check_seen
 from fastpu.model._exact import exact_similar, exact_topk
 from fastpu.model._inputs import IdLists, is_id_lists, rows_from_lists
 from fastpu.model._lookup import lookup
@@ -288,7 +288,7 @@ def _seen_rows(model: Factorization, u: IntArray) -> Sparse:
     """The rows ``u`` (sorted, unique) of the model's training positives, as a checked boolean
     CSR of ``len(u)`` rows: every index in range, whatever was set as ``model.seen``."""
     m, n = model.shape
-    seen = model.seen
+    seen = check_seen(model)
     if seen.format != "csr":
         seen = sp.csr_array(seen)
     sub = sp.csr_array(seen[u]) if u.size < m else sp.csr_array(seen)

@@ -151,7 +151,7 @@ def check_run(k: Any, *, solver: Any, n_iter: Any, n_inner: Any, init_std: Any, 
 
 #: ``fit``'s defaults of ρ and λ for each loss (its ``rho=None``, ``lam=None``). The logistic
 #: and squared hinge losses (LR-wSQ) keep the settings of earlier releases. The square loss's
-#: (SQ-wSQ) were re-chosen for issue 26 from ``tune``'s runs in docs/results.md: ρ = 1/6,
+#: (SQ-wSQ) were chosen from ``tune``'s runs in docs/results.md: ρ = 1/6,
 #: λ = 6 is WRMF's α = 5, λ = 36 in SQ-wSQ's terms. Tried as a start, it won the search on 17
 #: of the 20 MovieLens-100K and FilmTrust splits (both protocols) and a random draw of
 #: ρ = 0.154, λ = 6.6 won the other 3, where the former ρ = 0.01, λ = 1 scored about a fifth

@@ -115,7 +115,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         ``q`` left at ``None`` (ones) the weight is ``rho`` everywhere (the paper's setting).
         The largest weight rho · p_i · q_j is at most 1e20, as a penalty is. ``None``
         (default): 0.01 for the logistic and squared hinge losses, 1/6 for the square loss
-        (the square loss's was 0.01 before issue 26; see the CHANGELOG).
+        (docs/ocmf.md, "Defaults", says why).
     p, q : array-like, optional
         Per-user and per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
@@ -129,8 +129,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Sampled negatives per positive with ``negatives="sampled"``.
     lam : float, optional
         Regularisation λ shared by both sides: the default of ``lam_w`` and ``lam_h``.
-        ``None`` (default): 1 for the logistic and squared hinge losses, 6 for the square loss
-        (it was 1 before issue 26).
+        ``None`` (default): 1 for the logistic and squared hinge losses, 6 for the square loss.
     lam_w, lam_h : float, optional
         The paper's λ_w and λ_h of equation (2): separate regularisation weights of the
         users' side W (with its graph term) and the items' side H. ``None`` (default): ``lam``,
@@ -160,7 +159,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         ``init_std=s/√k``.)
     dtype : {"float32", "float64"}
         Precision in which the factors are stored between side updates and returned (default
-        "float32" since issue 27; it was "float64"). The fast path reads them in float32 — half
+        "float32"). The fast path reads them in float32 — half
         the memory and the memory traffic of float64 — and accumulates every sum in float64;
         coupled sides are solved in float64 and rounded back. The objective is always computed
         in float64. On MovieLens-100K and -1M the float32 and float64 fits rank alike (the
