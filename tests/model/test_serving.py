@@ -423,3 +423,39 @@ def test_a_number_out_of_range_on_a_model_with_ids_points_to_ids_true():
     assert fp.recommend(model, None, users=[3], ids=True)[0][0].tolist()      # the id works
     with pytest.raises(ValueError, match=r"must lie in \[0, 3\), got values in \[3, 3\]$"):
         fp.recommend(Factorization(model.user_factors, model.item_factors), None, users=[3])
+
+
+# ----------------------------------------------------------------------------- regressions
+
+def test_a_flat_empty_list_is_one_users_seen_items():
+    """`fp.recommend(model, [], users=0)` raised although a flat list is one user's items."""
+    model = _ids_model()
+    items, scores = fp.recommend(model, [], users=0, n=3)
+    ref, ref_sc = fp.recommend(model, [[]], users=[0], n=3)
+    np.testing.assert_array_equal(items, ref[0])
+    np.testing.assert_array_equal(scores, ref_sc[0])
+    assert items.shape == (3,)
+    with pytest.raises(ValueError, match="Y_seen has 0 list"):
+        fp.recommend(model, [], users=[0, 1])
+
+
+def test_a_batch_with_candidates_gives_each_query_its_results_alone():
+    """N = 10, candidates 0..9, query 20: 10 results alone, 9 in a batch with queries among the
+    candidates. Each query's results do not depend on the others."""
+    rng = np.random.default_rng(0)
+    model = Factorization(rng.normal(size=(5, 4)), rng.normal(size=(30, 4)))
+    cand = list(range(10))
+    alone, alone_sc = similar_items(model, 20, n=10, items=cand)
+    assert alone.shape == (10,) and sorted(alone.tolist()) == cand
+    batch, batch_sc = similar_items(model, [20, 3, 5], n=10, items=cand)
+    assert batch.shape == (3, 10)
+    np.testing.assert_array_equal(batch[0], alone)
+    np.testing.assert_allclose(batch_sc[0], alone_sc, rtol=1e-15)
+    for r, q in ((1, 3), (2, 5)):                  # a query among the candidates: 9 + padding
+        one, _ = similar_items(model, q, n=10, items=cand)
+        assert one.size == 9 and q not in one.tolist()
+        np.testing.assert_array_equal(batch[r, :9], one)
+        assert batch[r, 9] == -1 and np.isneginf(batch_sc[r, 9])
+    users, _ = similar_users(Factorization(rng.normal(size=(30, 4)), rng.normal(size=(5, 4))),
+                             [20, 3], n=10, users=cand)
+    assert sorted(users[0].tolist()) == cand
