@@ -27,7 +27,7 @@ from __future__ import annotations
 import importlib
 import time
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,10 +38,18 @@ from fastpu._core.factorization import Factorization
 
 __all__ = ["ParameterWarning", "Recommender"]
 
-try:                                   # code that catches implicit's own warning catches this one
-    from implicit.utils import ParameterWarning as _Base
-except ImportError:                    # implicit is not needed to use this module
-    _Base = UserWarning                # type: ignore[misc, assignment]
+
+def _implicit_warning() -> type[Warning]:
+    """implicit's ParameterWarning when implicit is installed (code that catches it catches
+    this module's too), else UserWarning: implicit is not needed to use this module."""
+    try:
+        module = importlib.import_module("implicit.utils")
+    except ImportError:
+        return UserWarning
+    return cast(type[Warning], getattr(module, "ParameterWarning", UserWarning))
+
+
+_Base = _implicit_warning()
 
 #: implicit's score for the items it ranks last (those a user has liked)
 _LAST = float(np.finfo(np.float32).min)
@@ -49,7 +57,7 @@ _LAST = float(np.finfo(np.float32).min)
 _SETTINGS = "fastpu.compat.implicit"
 
 
-class ParameterWarning(_Base):  # type: ignore[valid-type, misc]
+class ParameterWarning(_Base):  # type: ignore[misc, valid-type]
     """An argument was taken in another form than the one expected (implicit's warning; a
     subclass of ``implicit.utils.ParameterWarning`` when implicit is installed)."""
 
@@ -312,13 +320,14 @@ class Recommender:
         if drop is not None and drop.size:
             cand = cand[~np.isin(cand, drop)]
         width = max(0, min(int(N), cand.size))
-        find = _serving.similar_items if side == "item" else _serving.similar_users
         F = model.item_factors if side == "item" else model.user_factors
         ids = np.full((q.size, width), -1, dtype=np.int64)
         scores = np.full((q.size, width), _LAST)
         if width:
-            nb, sc = find(model, q, n=width, ids=False, exclude=drop,
-                          **{f"{side}s": keep})
+            if side == "item":
+                nb, sc = _serving.similar_items(model, q, n=width, ids=False, exclude=drop, items=keep)
+            else:
+                nb, sc = _serving.similar_users(model, q, n=width, ids=False, exclude=drop, users=keep)
             inside = np.isin(q, cand)
             for r, one in enumerate(q):
                 if inside[r]:                # implicit gives the query first
