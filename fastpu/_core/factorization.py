@@ -477,17 +477,11 @@ def block_size(n_items: int) -> int:
 def iter_score_blocks(model: Factorization,
                       users: IntArray) -> Iterator[tuple[IntArray, FloatArray]]:
     """Yield ``(rows, dense scores)`` for ``users`` in memory-bounded blocks (float64, as
-    :meth:`Factorization.scores` gives them; a plain product casts the item factors once)."""
+    :meth:`Factorization.scores` gives them)."""
     step = block_size(model.shape[1])
-    plain = type(model).scores is Factorization.scores
-    V64 = np.asarray(model.item_factors, dtype=np.float64) if plain else None
     for start in range(0, users.size, step):
         rows = users[start:start + step]
-        if V64 is not None:
-            S = np.asarray(model.user_factors[rows], dtype=np.float64) @ V64.T
-        else:
-            S = model.scores(rows)
-        yield rows, np.ascontiguousarray(S, dtype=np.float64)
+        yield rows, np.ascontiguousarray(model.scores(rows), dtype=np.float64)
 
 
 __all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "check_seen",
