@@ -2299,7 +2299,7 @@ def write_report(path: pathlib.Path, results: list[dict[str, Any]], meta: dict[s
     lines = [
         "# Reliability and security: the campaign of hostile inputs",
         "",
-        "This page is written by `benchmarks/campaign_reliability.py` (issue 30). Every input runs in a "
+        "This page is written by `benchmarks/campaign_reliability.py`. Every input runs in a "
         f"process of its own under a {meta['memory_gib']:.0f} GiB memory cap (`RLIMIT_AS`) and a "
         f"{meta['timeout']:.0f} s time limit, one process at a time, and its outcome is put in one class "
         "by the rule below. Re-run it with `python benchmarks/campaign_reliability.py --out "

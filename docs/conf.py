@@ -30,6 +30,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax copied into the built site (_static/mathjax) instead of loaded from a CDN: the
+    # formulas render in a site read without a network
+    "sphinx-mathjax-offline",
     "numpydoc",
     "myst_parser",
 ]
@@ -72,6 +75,7 @@ _SECTIONS = [
                                      "model_selection.baselines"]),
     ("Data", ["datasets"]),
     ("Past one machine", ["distributed"]),
+    ("Other libraries' interfaces", ["compat.implicit"]),
     ("Solvers", ["optim"]),
 ]
 

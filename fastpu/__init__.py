@@ -36,7 +36,7 @@ from ._core.cache import cache_dir, clear_cache  # noqa: E402
 from ._core.exceptions import ConvergenceWarning  # noqa: E402
 from ._core.factorization import Factorization  # noqa: E402
 from ._core.threads import get_num_threads, set_num_threads  # noqa: E402
-from .model import load, load_model, recommend, similar_items, similar_users  # noqa: E402
+from .model import load_model, recommend, similar_items, similar_users  # noqa: E402
 
 # The public modules of earlier releases that now live inside a package: the old dotted path
 # (``import fastpu.split``, ``from fastpu.tron import tron``) is the same module object as the
@@ -134,7 +134,6 @@ __all__ = sorted([
     "exceptions",
     "fold_in",
     "get_num_threads",
-    "load",
     "load_model",
     "metrics",
     "model",

@@ -13,6 +13,7 @@ import inspect
 import pathlib
 import re
 
+import numpy as np
 import pytest
 
 import fastpu as fp
@@ -41,9 +42,11 @@ EXAMPLES = {
     ("partial_fit.md", 1): None,
     ("select.md", 0): None,
     ("select.md", 2): None,
+    ("serving.md", 4): None,
 }
 # complete examples tested elsewhere, with the data they need
-TESTED_ELSEWHERE = {("serving.md", 0): "tests/model/test_serving.py::test_the_serving_page_example_runs"}
+TESTED_ELSEWHERE = {("serving.md", 0): "tests/model/test_serving.py::test_the_serving_page_example_runs",
+                    ("getting_started.md", 0): "test_the_tutorial_runs_as_one_script (below)"}
 # signatures: every argument with its default, names such as Y and k left to the reader
 SIGNATURES = {("fbgd.md", 0), ("homf.md", 0)}
 # complete examples that need a service this machine does not run
@@ -132,3 +135,25 @@ def test_signature_listings_show_the_current_defaults(page, index):
             assert shown == params[key].default, f"{page}: {name}({key}={shown!r}), default {params[key].default!r}"
             checked += 1
     assert checked >= 10
+
+
+def test_the_tutorial_runs_as_one_script(tmp_path, monkeypatch, capsys):
+    """docs/getting_started.md: its blocks are one script, from a CSV of one's own to folded-in
+    users; run as written, with fewer iterations, trials and splits."""
+    blocks = _blocks("getting_started.md")
+    assert len(blocks) == 7 and blocks[0].lstrip().startswith("import fastpu")
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__main__"}
+    exec(compile(_lowered("\n".join(blocks)), "docs/getting_started.md", "exec"), namespace)
+    out = capsys.readouterr().out
+    data, train, tuned = namespace["data"], namespace["train"], namespace["tuned"]
+    assert data.shape[0] == 300 and isinstance(data.user_ids[0], str)
+    assert "| ease |" in out and "| wrmf |" in out and "| **" in out       # the comparison table
+    u3 = int(np.flatnonzero(train.user_ids == "u3")[0])
+    trained = set(train.item_ids[train.Y[[u3]].indices])
+    assert namespace["items"].size and not set(namespace["items"].tolist()) & {"item1", "item4", "item9"}
+    assert (namespace["newcomers"].user_ids == ["v1", "v2"]).all()
+    first, _ = tuned.recommend(users="u3", n=5)
+    assert first.size == 5 and not set(first.tolist()) & trained         # training items left out
+    np.testing.assert_array_equal(namespace["served"].user_factors, tuned.user_factors)
+    assert (tmp_path / "interactions.csv").exists() and (tmp_path / "model.npz").exists()

@@ -572,7 +572,6 @@ CASES = [
          dict(path_arff="path", path_xml="path")),
     # model files, serving, fold-in
     Case("load_model", fp.load_model, lambda: dict(path=CTX.model_file), dict(path="path")),
-    Case("load", fp.load, lambda: dict(path=CTX.model_file), dict(path="path")),   # deprecated name
     Case("cache_dir", fp.cache_dir, dict, {}),
     # prunes only folders whose installation is gone: safe on the real cache
     Case("clear_cache", fp.clear_cache, dict, dict(stale="bool")),
@@ -670,7 +669,7 @@ CASES = [
 
 def _public_functions():
     """Every public function of the package, by its public names: fastpu.__all__ and each public
-    module's __all__ (a function exported by two modules, e.g. fastpu.model.load and fastpu.load,
+    module's __all__ (a function exported by two modules, e.g. fastpu.model.load_model and fastpu.load_model,
     is one function with two names)."""
     found: dict[int, set[str]] = {}
     for name in fp.__all__:

@@ -80,9 +80,12 @@ def _owner(module: str) -> str:
     return module
 
 
-def test_at_most_15_top_level_entries():
+def test_at_most_16_top_level_entries():
+    """The public modules and packages, the two package files and the two private packages; the
+    16th is compat (other libraries' interfaces), beside model_selection in the layers."""
     entries = sorted(p.name for p in PKG.iterdir() if p.name != "__pycache__")
-    assert len(entries) <= 15, entries
+    assert len(entries) <= 16, entries
+    assert "compat" in entries
 
 
 def test_no_import_circle():

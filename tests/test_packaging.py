@@ -43,23 +43,43 @@ def test_ci_runs_the_readme_commands_in_order():
     assert "python -m mypy" in ci
 
 
+def _interactions_csv(path, seed=0):
+    """A user,item CSV with text ids (users u0..u59, items i0..i39) and some structure."""
+    rng = np.random.default_rng(seed)
+    pairs = {(f"u{u}", f"i{(u % 4) * 10 + rng.integers(0, 10)}") for u in range(60) for _ in range(6)}
+    pairs |= {(f"u{rng.integers(0, 60)}", f"i{rng.integers(0, 40)}") for _ in range(60)}
+    path.write_text("user,item\n" + "".join(f"{u},{i}\n" for u, i in sorted(pairs)))
+
+
+def test_readme_opens_with_the_own_data_example_and_stays_short():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 120
+    code = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0]
+    calls = ["read_csv(", "holdout(", ".fit(", "evaluate(", ".recommend(", ".save("]
+    lines = [ln for ln in code.splitlines() if ln.strip() and not ln.startswith("import")]
+    assert len(lines) <= 7 and all(any(c in ln for ln in lines) for c in calls), lines
+    assert readme.index("## Your own data") < readme.index("## Where next")
+
+
 def test_readme_example_runs(tmp_path):
     readme = (ROOT / "README.md").read_text()
     code = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0]
     code = code.replace("n_iter=10", "n_iter=2")   # the same calls, fewer iterations
+    _interactions_csv(tmp_path / "interactions.csv")
     namespace = {}
     cwd = os.getcwd()
-    os.chdir(tmp_path)                             # the example saves a model file
+    os.chdir(tmp_path)                             # the example reads a CSV, saves a model file
     try:
         exec(compile(code, "README.md", "exec"), namespace)
     finally:
         os.chdir(cwd)
-    items, data = namespace["items"], namespace["data"]
-    assert len(items) == 3 and all(len(row) == 10 for row in items)
-    assert set(items[0]) <= set(data.item_ids.tolist())             # movie ids, not row numbers
-    seen = set(data.item_ids[data.Y[[0]].indices].tolist())          # user id 1 is row 0
-    assert not seen & set(items[0].tolist())
-    assert (tmp_path / "ml100k-lrwsq.npz").exists()
+    items, data, train = namespace["items"], namespace["data"], namespace["train"]
+    assert items.ndim == 1 and len(items) == 10
+    assert set(items.tolist()) <= set(data.item_ids.tolist())          # item ids, not numbers
+    u1 = int(np.flatnonzero(train.user_ids == "u1")[0])
+    assert not set(train.item_ids[train.Y[[u1]].indices].tolist()) & set(items.tolist())
+    back = fp.load_model(tmp_path / "model.npz")
+    np.testing.assert_array_equal(back.item_factors, namespace["model"].item_factors)
 
 
 def test_readme_command_line_example_runs_on_a_csv_of_text_ids(tmp_path, monkeypatch, capsys):
@@ -67,18 +87,33 @@ def test_readme_command_line_example_runs_on_a_csv_of_text_ids(tmp_path, monkeyp
     from fastpu import cli
 
     readme = (ROOT / "README.md").read_text()
-    lines = [ln for ln in readme.splitlines() if ln.startswith(("fastpu run --method ocmf --data my.csv",
-                                                                 "fastpu recommend --model model.npz"))]
+    lines = [ln for ln in readme.splitlines() if ln.startswith(("fastpu run ", "fastpu recommend "))]
     assert len(lines) == 2, lines
-    rng = np.random.default_rng(0)
-    pairs = {(f"u{rng.integers(1, 40)}", f"item{rng.integers(0, 30)}") for _ in range(400)}
-    (tmp_path / "my.csv").write_text("".join(f"{u},{i}\n" for u, i in sorted(pairs)))
+    _interactions_csv(tmp_path / "interactions.csv")
     monkeypatch.chdir(tmp_path)
     for line in lines:
-        argv = shlex.split(line)[1:] + ["--quiet"] * line.startswith("fastpu run")
+        argv = shlex.split(line)[1:] + ["--quiet", "--param", "n_iter=2"] * line.startswith("fastpu run")
         assert cli.main(argv) == 0, line
     out = capsys.readouterr().out
     assert "u1" in out and "u2" in out and (tmp_path / "model.npz").exists()
+
+
+def test_the_package_imports_from_the_folder_that_holds_a_clone_named_fastpu(tmp_path):
+    """A script run from the clone's parent folder imported the clone folder (which has no
+    __init__.py) as an empty namespace package: `module 'fastpu' has no attribute 'datasets'`.
+    The editable install is a path entry (pyproject's package-dir), found in the same search."""
+    import subprocess
+    import sys
+
+    (tmp_path / "fastpu").symlink_to(ROOT, target_is_directory=True)
+    script = tmp_path / "mine.py"
+    script.write_text("import fastpu\nfastpu.datasets\nprint(fastpu.__file__)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert pathlib.Path(out.stdout.strip()).resolve() == ROOT / "fastpu" / "__init__.py"
+    assert 'package-dir = { "" = "." }' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_public_api_is_listed_and_documented():

@@ -14,6 +14,7 @@ import inspect
 from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
+import scipy.sparse as sp
 
 from fastpu._core import registry
 from fastpu._core import validation as V
@@ -45,6 +46,13 @@ class Factorization:
     user_ids, item_ids : ndarray or None
         The original identifier of each row / column when the model was fitted on a
         :class:`fastpu.datasets.Dataset`; ``None`` when it was fitted on a bare matrix.
+    seen : scipy.sparse.csr_array of bool, shape (m, n), or None
+        The training positives: the stored nonzero entries of the matrix the model was fitted
+        on (its pattern only), which :func:`fastpu.recommend` leaves out by default. A fold-in
+        or a partial fit records its new rows' positives here. ``None`` for a model built by
+        hand, one read from a file written without them, or one whose positives were dropped
+        (``dataclasses.replace(model, seen=None)``, to save memory and file space); any
+        sparse matrix of the model's shape may be set here (its stored entries count).
 
     Methods whose scores are not a plain product subclass this and override
     :meth:`scores`.
@@ -58,6 +66,7 @@ class Factorization:
     extras: dict = dataclasses.field(default_factory=dict)
     user_ids: np.ndarray | None = None
     item_ids: np.ndarray | None = None
+    seen: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # a dataclass subclass would get a generated repr printing every array in full;
@@ -85,10 +94,12 @@ class Factorization:
             width = f"item_factors={brief(self.item_factors)}"
             uf = self.item_factors
         ids = "yes" if self.user_ids is not None or self.item_ids is not None else "no"
+        seen = getattr(self.seen, "nnz", None)
         parts = [f"method={self.method!r}", shape, width,
                  f"dtype={getattr(uf, 'dtype', type(uf).__name__)}",
                  f"history={len(self.history)} {'entry' if len(self.history) == 1 else 'entries'}",
                  f"ids={ids}",
+                 f"seen={'none' if seen is None else f'{seen} positives'}",
                  f"extras={sorted(map(str, self.extras))}"]
         base = {f.name for f in dataclasses.fields(Factorization)}
         parts += [f"{f.name}={brief(getattr(self, f.name))}" for f in dataclasses.fields(self)
@@ -123,7 +134,13 @@ class Factorization:
         return self.extras.get("H", self.item_factors)
 
     def scores(self, users: ArrayLike | None = None) -> np.ndarray:
-        """Dense score rows for ``users`` (all users when ``None``).
+        """Dense score rows for ``users`` (all users when ``None``), in float64.
+
+        The product is taken in float64 whatever the factors' dtype: a float32 product rounds
+        each score to about 7 digits, differently for one user than for a block of users (a
+        matrix-vector and a matrix-matrix product sum in another order), which could reorder
+        two items whose scores are that close; in float64 a user's ranking does not depend on
+        the other users it is scored with, short of scores equal to 16 digits.
 
         Parameters
         ----------
@@ -132,7 +149,7 @@ class Factorization:
 
         Returns
         -------
-        ndarray, shape (len(users), n)
+        ndarray of float64, shape (len(users), n)
 
         Raises
         ------
@@ -142,7 +159,8 @@ class Factorization:
             If ``users`` is not 1-d or has an index outside ``[0, m)``.
         """
         users = V.check_users(users, self.shape[0])
-        return self.user_factors[users] @ self.item_factors.T
+        U = np.asarray(self.user_factors[users], dtype=np.float64)
+        return U @ np.asarray(self.item_factors, dtype=np.float64).T
 
     def save(self, path: PathOrFile) -> None:
         """Write the model to one ``.npz`` file that :func:`fastpu.load_model` reads back exactly.
@@ -192,26 +210,27 @@ class Factorization:
 
     def recommend(self, Y_seen: Any = None, users: Any = None, n: int = 10,
                   **kwargs: Any) -> Any:
-        """Top-``n`` unseen items per user: :func:`fastpu.recommend` of this model.
+        """Top-``n`` items per user, its training positives left out: :func:`fastpu.recommend`
+        of this model.
 
-        ``model.recommend(Y_seen, users, n=10, ids=..., items=..., exclude=..., as_frame=...,
-        approximate=...)`` takes what :func:`fastpu.recommend` takes after the model. A scalar
-        user gives 1-d arrays, a list 2-d ones; ``Y_seen`` may be a matrix, a Dataset or lists
-        of item ids (one per user).
+        ``model.recommend(Y_seen, users, n=10, exclude_seen=..., ids=..., items=...,
+        exclude=..., as_frame=..., approximate=...)`` takes what :func:`fastpu.recommend` takes
+        after the model. A scalar user gives 1-d arrays, a list 2-d ones; a string is a user id;
+        ``Y_seen`` adds items to leave out (a matrix, a Dataset or lists of item ids).
 
         Examples
         --------
         >>> import fastpu as fp
         >>> data = fp.datasets.from_pairs(["ann", "ann", "bob"], ["tea", "jam", "tea"])
         >>> model = fp.ocmf.fit(data, 2, n_iter=2)
-        >>> model.recommend(data, "bob", ids=True)[0].tolist()
+        >>> model.recommend(users="bob")[0].tolist()
         ['jam']
         """
         return registry.resolve("fastpu.model:recommend")(self, Y_seen, users, n, **kwargs)
 
-    def similar_items(self, query: Any = None, n: int = 10, **kwargs: Any) -> Any:
+    def similar_items(self, query: Any, n: int = 10, **kwargs: Any) -> Any:
         """The ``n`` items closest to each query item by cosine: :func:`fastpu.similar_items`
-        (``items=`` / ``exclude=`` filter the candidates, ``ids=True`` speaks ids).
+        (``items=`` / ``exclude=`` filter the candidates; a string query is an item id).
 
         Examples
         --------
@@ -222,9 +241,9 @@ class Factorization:
         """
         return registry.resolve("fastpu.model:similar_items")(self, query, n, **kwargs)
 
-    def similar_users(self, query: Any = None, n: int = 10, **kwargs: Any) -> Any:
+    def similar_users(self, query: Any, n: int = 10, **kwargs: Any) -> Any:
         """The ``n`` users closest to each query user by cosine: :func:`fastpu.similar_users`
-        (``users=`` / ``exclude=`` filter the candidates, ``ids=True`` speaks ids).
+        (``users=`` / ``exclude=`` filter the candidates; a string query is a user id).
 
         Examples
         --------
@@ -304,7 +323,9 @@ def accepts_dataset(fit: _F) -> _F:
     """Let a method's ``fit(Y, k, ...)`` take a :class:`~fastpu.datasets.Dataset` as ``Y``.
 
     The data set's ``Y`` is fitted as given (binarise first if its values are ratings you do
-    not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model. A keyword
+    not want as weights) and its ``user_ids`` / ``item_ids`` are kept on the model. Whatever
+    ``Y`` is, the model records its training positives (:attr:`Factorization.seen`, see
+    :func:`positives`), which :func:`fastpu.recommend` leaves out by default. A keyword
     argument the fit does not take is a TypeError naming the closest one it does.
     """
     names = V.fit_names(fit)            # None: it takes **kwargs and checks them itself
@@ -324,10 +345,79 @@ def accepts_dataset(fit: _F) -> _F:
             raise TypeError(f"{where}() missing k, the rank (the number of latent factors of each "
                             f"user and item): e.g. {where}(Y, 32)")
         if not isinstance(Y, Dataset):
-            return fit(Y, *args, **kwargs)
-        model = fit(Y.Y, *args, **kwargs)
+            return with_positives(fit(Y, *args, **kwargs), Y)
+        model = with_positives(fit(Y.Y, *args, **kwargs), Y.Y)
         return dataclasses.replace(model, user_ids=Y.user_ids, item_ids=Y.item_ids)
     return cast(_F, wrapper)
+
+
+def positives(Y: Any) -> Any:
+    """The pattern of ``Y``'s positives: a canonical boolean CSR of ``Y``'s shape holding its
+    stored nonzero entries (a stored zero weighs nothing in a fit, so it is no positive).
+
+    The indices are int32 when they fit (4 bytes per positive, plus 1 for the boolean value and
+    4 per row): about 100 MB for 20 million positives. ``Y`` is not changed.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix or array, shape (m, n)
+        A training matrix, as a fit takes it.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of bool, shape (m, n)
+
+    Raises
+    ------
+    TypeError
+        If ``Y`` is not a 2-d scipy.sparse matrix.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fastpu._core.factorization import positives
+    >>> positives(sp.csr_array(np.array([[0, 2.0], [1.0, 0]]))).toarray()
+    array([[False,  True],
+           [ True, False]])
+    """
+    if not sp.issparse(Y) or Y.ndim != 2:
+        raise TypeError(f"Y must be a 2-d scipy.sparse matrix, got {type(Y).__name__}")
+    C = sp.csr_array(Y)                   # no copy for CSR input: nothing below writes to it
+    if not V.has_canonical_indices(C.indptr, C.indices):
+        C = sp.csr_array(C, copy=True)
+        C.has_canonical_format = False    # the flag may say canonical after an in-place edit
+        C.sum_duplicates()
+    nnz = int(C.indptr[-1])
+    keep = np.asarray(C.data[:nnz]) != 0
+    m, n = C.shape
+    wide = max(n, nnz) >= 2**31 - 1
+    dtype = np.int64 if wide else np.int32
+    if keep.all():
+        indices = np.array(C.indices[:nnz], dtype=dtype)
+        indptr = np.array(C.indptr, dtype=dtype)
+    else:
+        indices = np.ascontiguousarray(C.indices[:nnz][keep], dtype=dtype)
+        kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+        indptr = np.ascontiguousarray(kept[C.indptr], dtype=dtype)
+    out = sp.csr_array((np.ones(indices.size, dtype=bool), indices, indptr), shape=(m, n))
+    out.indices, out.indptr = indices, indptr       # keep int32 (scipy may widen them)
+    out.has_canonical_format = True
+    return out
+
+
+_M = TypeVar("_M", bound="Factorization")
+
+
+def with_positives(model: _M, Y: Any) -> _M:
+    """``model`` with ``Y``'s positives as its ``seen`` (:func:`positives`), where it has none
+    yet and ``Y`` is a sparse matrix of the model's shape (a tensor model's rows differ)."""
+    if not isinstance(model, Factorization) or model.seen is not None or not sp.issparse(Y):
+        return model
+    try:
+        same = tuple(Y.shape) == tuple(model.shape)
+    except (AttributeError, ValueError, IndexError):
+        same = False
+    return dataclasses.replace(model, seen=positives(Y)) if same else model
 
 
 def check_model(model: object) -> Factorization:
@@ -335,7 +425,8 @@ def check_model(model: object) -> Factorization:
 
     A model from a fit or :func:`fastpu.load_model` always passes; one built by hand must have
     2-d real numeric numpy factors with the same number of columns (CSRR's may differ), and
-    ids, where given, one per row of its side.
+    ids, where given, one per row of its side (``seen`` is checked where it is used:
+    :func:`check_seen`).
     """
     if not isinstance(model, Factorization):
         raise TypeError(f"model must be a fitted fastpu Factorization (from a fit or fastpu.load_model), "
@@ -361,6 +452,23 @@ def check_model(model: object) -> Factorization:
     return model
 
 
+def check_seen(model: Factorization) -> Any:
+    """``model.seen`` if it is None or a sparse matrix of the model's shape, else an error that
+    says what is expected (what recommend and save need; a model whose rows were replaced by
+    hand may hold another model's record)."""
+    seen = model.seen
+    if seen is not None:
+        if not sp.issparse(seen) or seen.ndim != 2:
+            raise TypeError(f"model.seen must be a scipy.sparse matrix of the training positives "
+                            f"(or None), got {type(seen).__name__}")
+        if tuple(seen.shape) != tuple(model.shape):
+            raise ValueError(f"model.seen has shape {seen.shape[0]}×{seen.shape[1]}, expected "
+                             f"{model.shape[0]}×{model.shape[1]} (model.shape): one row per user, "
+                             "one column per item (set it with dataclasses.replace(model, "
+                             "seen=...), or None)")
+    return seen
+
+
 def block_size(n_items: int) -> int:
     """Users per block of scores (about 64 MiB of float64 scores, 1 to 4096 users)."""
     return max(1, min(4096, _BLOCK_BYTES // (8 * max(1, n_items))))
@@ -368,11 +476,13 @@ def block_size(n_items: int) -> int:
 
 def iter_score_blocks(model: Factorization,
                       users: IntArray) -> Iterator[tuple[IntArray, FloatArray]]:
-    """Yield ``(rows, dense scores)`` for ``users`` in memory-bounded blocks."""
+    """Yield ``(rows, dense scores)`` for ``users`` in memory-bounded blocks (float64, as
+    :meth:`Factorization.scores` gives them)."""
     step = block_size(model.shape[1])
     for start in range(0, users.size, step):
         rows = users[start:start + step]
         yield rows, np.ascontiguousarray(model.scores(rows), dtype=np.float64)
 
 
-__all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "iter_score_blocks"]
+__all__ = ["Factorization", "accepts_dataset", "block_size", "check_model", "check_seen",
+           "iter_score_blocks", "positives", "with_positives"]

@@ -86,7 +86,7 @@ class Entry:
     kind: str
     summary: str
     fit: str
-    default_rank: int | str | None = 32
+    default_rank: int | str | None = 64
     fold: str | None = None
     partial: str | None = None
     dask: str | None = None

@@ -239,7 +239,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
     moves the predictions inside the next coordinate's pass (the same additions, one pass
     fewer).  The result does not depend on the thread count.
 
-    Fused passes (issue 13).  With a non-empty ``pred_out`` the final pass that moves the
+    Fused passes.  With a non-empty ``pred_out`` the final pass that moves the
     predictions also writes each updated r̂ to ``pred_out[perm[p]]`` (the other side's entry
     order, ready for its update); with a non-empty ``row_loss`` it sums the row's positive
     part of loss (2) at the updated point, Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)², into

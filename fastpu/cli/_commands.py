@@ -90,8 +90,32 @@ def _load_data(source: str, *, threshold: float | None = None, header: bool | No
             raise ValueError(f"{option}: {exc}") from None
     else:
         raise ValueError(f"{option} {source!r} is neither a data set name "
-                         f"({', '.join(DATASETS)}) nor an existing .csv/.npz file")
+                         f"({', '.join(DATASETS)}) nor an existing .csv/.npz file"
+                         f"{_closest_name(source, DATASETS)}")
+    if threshold is None:
+        _refuse_negative_values(data.Y, source, option)
     return data, datasets.binarize(data.Y, threshold)
+
+
+def _closest_name(text: str, names: tuple[str, ...]) -> str:
+    """``"; did you mean 'ml-100k'?"`` for a data set name written without its dash or in
+    capitals (``ml100k``, ``ML-100K``), else the usual did-you-mean."""
+    squash = {n.replace("-", "").replace("_", "").lower(): n for n in names}
+    hit = squash.get(text.replace("-", "").replace("_", "").lower())
+    return f"; did you mean {hit!r}?" if hit else V.did_you_mean(text, names)
+
+
+def _refuse_negative_values(Y: Any, source: str, option: str) -> None:
+    """Without --threshold every stored entry becomes a positive: a negative value (a dislike)
+    is refused, as every fit refuses it, instead of being trained as a like."""
+    data = np.asarray(Y.data)
+    negative = int((data < 0).sum())
+    if negative:
+        raise ValueError(
+            f"{option} {source!r} has {negative} negative stored value(s) (min {data.min():g}); "
+            "without --threshold every stored entry would become a positive, a dislike trained "
+            "as a like (fastpu's fits refuse negative values): pass --threshold T to keep the "
+            "entries with value >= T as positives (e.g. --threshold 1)")
 
 
 def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> str:
@@ -372,20 +396,27 @@ def _check_shared_ids(model: Any, data: Dataset, source: str) -> None:
             raise ValueError(
                 f"--exclude-seen {source!r} shares no {side} id with the model (its {side}s e.g. "
                 f"{[str(i) for i in theirs[:3]]}, the model's e.g. {[str(i) for i in ours[:3]]}); "
-                "expected the data the model was trained on (fastpu run --data)")
+                "expected data about the model's users and items")
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     import dataclasses
+    import warnings
 
     from fastpu.model import load_model, recommend
 
     if not os.path.exists(args.model):
         raise ValueError(f"--model {args.model!r}: no such file; write one with fastpu run --save")
+    if args.out is not None:              # before any work, not after
+        V.check_save_path(args.out, name="--out", example="recommendations.csv")
     try:
-        model = load_model(args.model)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always")
+            model = load_model(args.model)
     except ValueError as exc:              # the reader names the file; say which option gave it
         raise ValueError(f"--model: {exc}") from None
+    for note in notes:                     # a file that holds no training positives says so
+        print(f"fastpu: {note.message}", file=sys.stderr)
     if args.users is None:
         users = None
         by_id = model.user_ids is not None
@@ -401,33 +432,53 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         else:
             seen = Y
     try:
-        if by_id:
-            items, scores = recommend(model, seen, users, n=args.n, ids=True)
-        else:
-            idx, sc = recommend(model, seen, users, n=args.n)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always")
+            items, scores = recommend(model, seen, users, n=args.n, ids=by_id,
+                                      exclude_seen=not args.keep_seen)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         if msg.startswith("users "):
             msg = f"--{msg}"
         elif msg.startswith("Y_seen"):
-            msg = f"--exclude-seen {args.exclude_seen!r}: {msg}; pass the data the model was trained on"
+            msg = f"--exclude-seen {args.exclude_seen!r}: {msg}"
         raise ValueError(msg) from None
-    if by_id:
-        user_labels: Any = model.user_ids if users is None else users  # ids (by_id checked them)
-    else:
-        keep = idx >= 0
-        items = [row[k] for row, k in zip(idx, keep)]
-        scores = [row[k] for row, k in zip(sc, keep)]
-        user_labels = range(model.shape[0]) if users is None else users
+    for note in notes:                     # Y_seen that looks like other data (a test split)
+        text = str(note.message)
+        if text.startswith("Y_seen"):
+            text = f"--exclude-seen {args.exclude_seen!r}: {text}"
+        print(f"fastpu: warning: {text}", file=sys.stderr)
+    user_labels: Any = (users if users is not None else
+                        model.user_ids if by_id else range(model.shape[0]))
     rows = []
     for user, its, scs in zip(user_labels, items, scores):
-        for rank, (item, score) in enumerate(zip(its, scs), start=1):
+        real = np.isfinite(scs)                # padding slots (no more items) have score -inf
+        for rank, (item, score) in enumerate(zip(its[real], scs[real]), start=1):
             rows.append({"user": str(user), "rank": rank, "item": str(item), "score": float(score)})
-    print(f"fastpu recommend: {model.method} model, {model.shape[0]} users × {model.shape[1]} items; "
-          f"top {args.n}{' excluding the items seen in ' + args.exclude_seen if seen is not None else ''}")
+    left_out = [] if args.keep_seen or model.seen is None else ["the items each user was trained on"]
+    if args.exclude_seen is not None:
+        left_out.append(f"the items seen in {args.exclude_seen}")
+    header = (f"fastpu recommend: {model.method} model, {model.shape[0]} users × {model.shape[1]} "
+              f"items; top {args.n}" + (f" excluding {' and '.join(left_out)}" if left_out else ""))
+    if args.out is not None:
+        _write_csv(args.out, rows)
+        print(f"{header}; wrote {len(rows)} rows (user,rank,item,score) to {args.out}")
+        return 0
+    print(header)
     print(_table(rows, [("user", "user", "{}"), ("rank", "rank", "{}"), ("item", "item", "{}"),
                         ("score", "score", "{:.4f}")]))
     return 0
+
+
+def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
+    """The recommendations as a CSV file: a header line, then one line per recommendation."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["user", "rank", "item", "score"])
+        for row in rows:
+            out.writerow([row["user"], row["rank"], row["item"], repr(row["score"])])
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -476,8 +527,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_parameters() -> set[str]:
+    """Every keyword some method's fit takes (for the hint on a misplaced ``--k 32``)."""
+    names: set[str] = set()
+    for entry in registry.entries():
+        try:
+            names |= V.fit_names(entry.resolve("fit")) or set()
+        except ImportError:                  # an entry whose optional package is missing
+            continue
+    return names
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose "unrecognized arguments" says how a fit parameter is given."""
+
+    def error(self, message: str) -> Any:
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            tokens = message[len(prefix):].split()
+            for i, token in enumerate(tokens):
+                if not token.startswith("--"):
+                    continue
+                name, _, value = token[2:].partition("=")
+                if not value and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+                    value = tokens[i + 1]
+                key = name.replace("-", "_")
+                if key in _fit_parameters():
+                    message += (f"; a fit parameter is given as --param NAME=VALUE: "
+                                f"--param {key}={value or 'VALUE'} (fastpu run)")
+                    break
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fastpu", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="fastpu", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -582,7 +665,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "ids); default every user")
     rec.add_argument("-n", type=_positive_int, default=10, help="items per user (default 10)")
     rec.add_argument("--exclude-seen", default=None, metavar="DATA",
-                     help="leave out the items each user has in this data set name or .csv/.npz file")
+                     help="also leave out the items each user has in this data set name or "
+                          ".csv/.npz file (the items each user was trained on are left out anyway)")
+    rec.add_argument("--keep-seen", action="store_true",
+                     help="do not leave out the items each user was trained on (the model's "
+                          "record of its training positives)")
+    rec.add_argument("--out", default=None, metavar="FILE",
+                     help="write the recommendations to this CSV file (user,rank,item,score) "
+                          "instead of printing a table")
     rec.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                      help="a CSV's first line is (--header) or is not (--no-header) a header "
                           "(default: detected; see fastpu.datasets.read_csv)")

@@ -85,9 +85,9 @@ def check_model(*, variant: Any, loss: Any = "I", alpha: Any, lam1: Any, lam2: A
 
 
 def default_rank(params: dict[str, Any]) -> int | None:
-    """The rank the command line fits with when none is given: 32 for variant "e", none for
-    CSRR-I/II (they choose their own)."""
-    return 32 if params.get("variant", "e") == "e" else None
+    """The rank the command line fits with when none is given: 64 for variant "e" (the rank of
+    every other method's), none for CSRR-I/II (they choose their own)."""
+    return 64 if params.get("variant", "e") == "e" else None
 
 
 def check_rank(k: Any, variant: str, *, where: str = "csrr.fit",

@@ -100,7 +100,8 @@ class CSRRModel(Factorization):
         if self.U is not None:
             out = np.array(self.U[users], dtype=np.float64)
         else:
-            out = self.user_factors[users] @ self.item_factors.T
+            out = (np.asarray(self.user_factors[users], dtype=np.float64)
+                   @ np.asarray(self.item_factors, dtype=np.float64).T)   # as Factorization.scores
         # rows of V as CSR whatever its format (a CSC V's pointers are columns' pointers)
         Vs = (Vs if Vs.format == "csr" else sp.csr_array(Vs))[users]
         rows = np.repeat(np.arange(users.size), np.diff(Vs.indptr))

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, Threads
-from fastpu._core.factorization import Factorization
+from fastpu._core.factorization import Factorization, with_positives
 from fastpu._core import registry
 from fastpu.distributed import blocks as _blocks
 
@@ -100,6 +100,9 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
     -------
     Factorization
         As from ``fastpu.<method>.fit``; ``params["distributed"]`` records the blocks and workers.
+        A sparse ``Y``'s positives are recorded as ``seen`` (what :func:`fastpu.recommend`
+        leaves out); a dask dataframe of pairs stays on the workers, so that model records
+        none (pass the positives to ``recommend`` as ``Y_seen``).
 
     Raises
     ------
@@ -184,6 +187,8 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         else:
             layout = _blocks.layout_from_csr(c, Y, nb, workers, align)
             model = _fit_on_layout(c, layout, driver, k, n_threads, params)
+    if not pairs:                 # the training positives, as the single-machine fit records them
+        model = with_positives(model, Y)
     if ids is not None:
         model = dataclasses.replace(model, user_ids=ids[0], item_ids=ids[1])
     return model

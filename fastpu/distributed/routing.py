@@ -11,7 +11,7 @@ once into that matrix (:func:`compact`). This is Spark MLlib's ALS layout (in-bl
 out-blocks), with Dask moving the pieces worker to worker.
 
 A destination with several sources builds its compact matrix piece by piece, so that neither
-side holds all the pieces at once (issue 29: the projection at 10⁹ positives). A chain of tasks
+side holds all the pieces at once (the projection at 10⁹ positives needs that). A chain of tasks
 on b's worker allocates the matrix with the first piece (:func:`start`) and writes each next
 piece into its rows (:func:`place`); a piece is cut only once the chain is ready for it (its
 cut waits on a small marker the chain leaves, :func:`ready`), and Dask fetches a piece only

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from fastpu._core import registry
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu._core.factorization import Factorization
+from fastpu._core.factorization import Factorization, positives
 from fastpu._core.hints import ArrayLike, Matrix, Sparse, Threads
 from fastpu._core.threads import limit_threads
 from fastpu.model._inputs import IdLists, is_id_lists, rows_from_lists
@@ -64,7 +64,7 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
         they are passed. Item ids work too: one list per new user (``[[50, 172], [181]]``; a
         flat list ``[50, 172, 181]`` is one user), the model's item ids when it has them,
         positions otherwise; each listed item is a positive of weight 1 (unknown ids are left
-        out with a warning).
+        out with a warning; when the model knows none of them, it is an error naming them).
     user_features : array or sparse matrix, shape (m_new, d), optional
         The new users' features, for models fitted with ``user_features`` (and only for them).
     p : array-like, shape (m_new,), optional
@@ -92,9 +92,10 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
     -------
     Factorization
         The same type as ``model`` (a :class:`~fastpu.csrr.CSRRModel` for CSRR), holding the
-        m_new new users' ``user_factors`` and the model's item side, params and ``item_ids``,
-        so that ``scores``, :func:`fastpu.recommend` (with ``Y_new`` as ``Y_seen``) and
-        :func:`fastpu.evaluate` work on it. For CSRR-e its ``V`` holds the new users' sparse
+        m_new new users' ``user_factors``, their positives as ``seen`` (what
+        :func:`fastpu.recommend` leaves out for them) and the model's item side, params and
+        ``item_ids``, so that ``scores``, :func:`fastpu.recommend` and :func:`fastpu.evaluate`
+        work on it. For CSRR-e its ``V`` holds the new users' sparse
         part on their positives. ``extras["fold_in"]`` reports, per new user, the final and
         initial gradient norms and the solver steps (iterative solvers only).
 
@@ -107,7 +108,8 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
         If ``Y_new`` does not have the model's number of items or has non-finite or negative
         values; ``user_features`` is given to a model without user features, missing for one
         with them, has the wrong number of columns, or is combined with ``Y_new``; ``p``,
-        ``q`` or ``user_ids`` have the wrong length, or ``user_ids`` repeats an id; the model
+        ``q`` or ``user_ids`` have the wrong length, or ``user_ids`` repeats an id; ``Y_new``
+        names only item ids the model does not know (nothing to fold in); the model
         is CSRR-I/II (a dense U has no user factor) or from an unknown method, or lacks an entry
         of ``params`` / ``extras`` that its method's fold-in needs, or has one that its method's
         fit would not make (a wrong type, shape or range: a model built by hand or edited).
@@ -127,7 +129,7 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
     >>> new = fp.fold_in(model, data.Y[50:])
     >>> new.user_factors.shape
     (10, 4)
-    >>> items, scores = fp.recommend(new, data.Y[50:], n=5)
+    >>> items, scores = fp.recommend(new, n=5)          # their own positives left out
     >>> items.shape
     (10, 5)
     >>> fp.fold_in(model, [3, 17, 25]).user_factors.shape    # one new user, by item
@@ -171,8 +173,11 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
                                expected="one identifier per new user")
     extras = dict(model.extras)
     extras["fold_in"] = info
+    # the new users' own positives are what recommend leaves out for them (none from features)
+    seen = positives(Y_new) if Y_new is not None else positives(
+        sp.csr_array((U.shape[0], model.shape[1]), dtype=bool))
     changes: dict[str, Any] = dict(user_factors=np.ascontiguousarray(U), history=[],
-                                   extras=extras, user_ids=user_ids)
+                                   extras=extras, user_ids=user_ids, seen=seen)
     changes.update(fields)
     return dataclasses.replace(model, **changes)
 
@@ -212,7 +217,7 @@ def check_new_rows(model: Factorization, Y_new: Any, *, nonnegative: bool = True
         return None, None
     if is_id_lists(Y_new):
         Y, _ = rows_from_lists(Y_new, ids=model.item_ids, size=n, name=name, what=what,
-                               stacklevel=4)
+                               some_known=True, stacklevel=4)
         return Y, None
     if not sp.issparse(Y_new):
         dense = getattr(Y_new, "ndim", None) == 2 or (
@@ -252,6 +257,11 @@ def _on_model_items(model: Factorization, data: Dataset, name: str = "Y_new",
     Y, dropped = remap(Y, None, cols, (Y.shape[0], model.shape[1]))
     if dropped.size:
         unknown = np.unique(np.asarray(data.item_ids)[dropped])
+        if Y.nnz == 0:
+            raise ValueError(f"{name}: the model knows none of the {unknown.size} {what} id(s) of "
+                             f"its positives ({unknown[:5].tolist()}"
+                             f"{' ...' if unknown.size > 5 else ''}); expected the model's {what} "
+                             f"ids (model.{what}_ids, e.g. {np.asarray(model.item_ids)[:3].tolist()})")
         warnings.warn(f"{name}: {dropped.size} positive(s) of {unknown.size} {what} id(s) the "
                       f"model does not know ({unknown[:5].tolist()}{' ...' if unknown.size > 5 else ''}) "
                       "were left out: the model has no factor for them", UserWarning, stacklevel=3)

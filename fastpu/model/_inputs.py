@@ -62,13 +62,15 @@ def _one_or_many(rows: Any) -> tuple[list[Any], bool]:
 
 
 def rows_from_lists(rows: Any, *, ids: Any, size: int, name: str, what: str = "item",
-                    strict: bool = False,
+                    strict: bool = False, some_known: bool = False,
                     stacklevel: int = 3) -> tuple[Sparse, bool]:
     """One sparse row per list in ``rows`` (value 1 at each listed position).
 
     ``ids`` are the model's ids of the listed side (``None``: the lists hold positions in
     ``[0, size)``). An id the model does not know is left out with a warning (the model has no
-    factor for it), or is a ValueError with ``strict``. A repeated id counts once.
+    factor for it), or is a ValueError with ``strict``; with ``some_known``, ids of which the
+    model knows none are a ValueError naming them (nothing would be left). A repeated id
+    counts once.
 
     Returns the ``len(rows) × size`` CSR and whether ``rows`` was one flat list (one user).
     """
@@ -90,6 +92,12 @@ def rows_from_lists(rows: Any, *, ids: Any, size: int, name: str, what: str = "i
             missing = [x for x, bad in zip(flat_ids, unknown) if bad]
             shown = np.asarray([x.item() if hasattr(x, "item") else x
                                 for x in dict.fromkeys(missing)], dtype=object)
+            if some_known and unknown.all():
+                known = np.asarray(ids)[:3].tolist()
+                raise ValueError(f"{name}: the model knows none of its {shown.size} {what} id(s) "
+                                 f"({shown[:5].tolist()}{' ...' if shown.size > 5 else ''}); "
+                                 f"expected the model's {what} ids (model.{what}_ids, e.g. "
+                                 f"{known})")
             warnings.warn(f"{name}: {int(unknown.sum())} {what} id(s) the model does not know "
                           f"({shown[:5].tolist()}{' ...' if shown.size > 5 else ''}) were left "
                           f"out: the model has no factor for them", UserWarning,

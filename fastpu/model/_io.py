@@ -1,12 +1,17 @@
 """Saving and loading fitted models: one ``.npz`` file, read back without pickle.
 
-Layout of a model file (format version 1)
+Layout of a model file (format version 2)
 -----------------------------------------
 ``__fastpu__``
     A 0-d unicode array holding a JSON header: ``format`` (``"fastpu.model"``),
     ``format_version``, ``fastpu_version`` (of the writer), ``class`` (the model class,
     one of a fixed list), ``fields`` (every dataclass field of the model, encoded as
     below) and ``arrays`` (for each stored array its dtype, shape and SHA-256).
+
+    Among the fields, ``seen`` holds the training positives (a boolean CSR of the model's
+    shape, int32 indices: about 5 bytes per positive) or ``None``. Files of format version 1
+    have no ``seen`` field: they load with ``seen=None`` and a warning, and ``recommend``
+    then leaves out only the ``Y_seen`` it is given.
 ``__checksum__``
     A 0-d unicode array: the SHA-256 of the header text.
 ``a0``, ``a1``, ...
@@ -53,7 +58,9 @@ if TYPE_CHECKING:
     from fastpu._core.factorization import Factorization
 
 FORMAT = "fastpu.model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# the first format version whose models record their training positives (the ``seen`` field)
+_SEEN_VERSION = 2
 _HEADER_KEY = "__fastpu__"
 _CHECKSUM_KEY = "__checksum__"
 
@@ -180,6 +187,14 @@ def save(model: Any, path: PathOrFile) -> None:
         raise TypeError("model.method must be a str, model.params and model.extras dicts and "
                         "model.history a list (of dicts), as every fit returns them")
     registry.check_fitted(model)          # params and extras against the factors, as load does
+    from fastpu._core.factorization import check_seen
+
+    seen = check_seen(model)
+    if seen is not None and not (isinstance(seen, sp.csr_array) and seen.dtype == np.bool_
+                                 and V.has_canonical_indices(seen.indptr, seen.indices)):
+        from fastpu._core.factorization import positives
+
+        model = dataclasses.replace(model, seen=positives(seen))     # its pattern, as a fit makes it
     if hasattr(path, "write"):
         _check_writable_file(path)
     enc = _Encoder()
@@ -503,6 +518,9 @@ def load_model(path: PathOrFile) -> Factorization:
     cls = _class(header["class"])
     fields = header["fields"]
     want = {f.name for f in dataclasses.fields(cls)}
+    old_format = header["format_version"] < _SEEN_VERSION
+    if old_format:
+        want.discard("seen")
     if not isinstance(fields, dict) or set(fields) != want:
         got = sorted(fields) if isinstance(fields, dict) else fields
         raise dec.bad(f"a {header['class']} has fields {sorted(want)}, the file has {got}")
@@ -513,6 +531,14 @@ def load_model(path: PathOrFile) -> Factorization:
     _check_model(values, header["class"], dec)
     if dec.used != set(arrays):
         raise dec.bad(f"arrays {sorted(set(arrays) - dec.used)[:5]} are not used by the model")
+    if old_format:
+        values["seen"] = None
+        warnings.warn(
+            f"{where} was written in model format version {header['format_version']}, which does "
+            "not record the training positives (model.seen is None): recommend leaves out only "
+            "the Y_seen it is given. Pass the training matrix as Y_seen, or set it once with "
+            "dataclasses.replace(model, seen=Y_train) and save the model again",
+            UserWarning, stacklevel=2)
     model = cls(**values)
     try:
         registry.check_fitted(model)      # params and extras against the factors, as a fit makes them
@@ -590,6 +616,12 @@ def _check_model(v: dict[str, Any], cls: str, dec: _Decoder) -> None:
             or not isinstance(v["extras"], dict) or not isinstance(v["history"], list) \
             or not all(isinstance(h, dict) for h in v["history"]):
         raise dec.bad("method, params, extras or history has the wrong type")
+    if v.get("seen") is not None:
+        try:
+            V.check_stored_csr(v["seen"], name="seen", shape=(m, n),
+                               what="the training positives, one row per user")
+        except (TypeError, ValueError) as exc:
+            raise dec.bad(str(exc)) from None
     if cls == "CSRRModel":
         Vs, Ud, variant = v["V"], v["U"], v["variant"]
         if not sp.issparse(Vs) or Vs.shape != (m, n):

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from fastpu._core import registry
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
-from fastpu._core.factorization import Factorization
+from fastpu._core.factorization import Factorization, positives
 from fastpu._core.hints import ArrayLike, Sparse, Threads
 from fastpu._core.threads import limit_threads
 from fastpu.model._fold_in import check_new_rows, trained_users
@@ -154,7 +154,7 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
         warnings.warn(f"partial_fit_{side}s: {bad} of {F.shape[0]} rows stopped above tol={tol:g} "
                       f"(see extras['partial_fit']['grad_norm'])", RuntimeWarning,
                       stacklevel=V.user_stacklevel())
-    return _assemble(model, sides, side, pos, F, grown, Vnew, info, q)
+    return _assemble(model, sides, side, pos, F, grown, Vnew, info, q, Y)
 
 
 def _items_view(model: Factorization, sides: Any, p: Any) -> Factorization:
@@ -162,7 +162,7 @@ def _items_view(model: Factorization, sides: Any, p: Any) -> Factorization:
     if p is not None:
         p = V.check_vector(p, name="p", size=m)
     view = sides.swap(model, p)
-    return dataclasses.replace(view, user_ids=model.item_ids, item_ids=model.user_ids)
+    return dataclasses.replace(view, user_ids=model.item_ids, item_ids=model.user_ids, seen=None)
 
 
 def _row_weights(model: Factorization, side: str, p: Any, q: Any, pos: np.ndarray,
@@ -209,7 +209,8 @@ def _grow_sparse(M: Sparse, pos: np.ndarray, rows: Sparse, total: int) -> Sparse
 
 
 def _assemble(model: Factorization, sides: Any, side: str, pos: np.ndarray, F: np.ndarray,
-              grown: np.ndarray | None, Vnew: Any, info: dict[str, Any], q: Any) -> Factorization:
+              grown: np.ndarray | None, Vnew: Any, info: dict[str, Any], q: Any,
+              Y: Sparse) -> Factorization:
     old = model.shape[0 if side == "user" else 1]
     attr = f"{side}_factors"
     cur = getattr(model, attr)
@@ -232,6 +233,12 @@ def _assemble(model: Factorization, sides: Any, side: str, pos: np.ndarray, F: n
         M = model.V if side == "user" else model.V.T  # type: ignore[attr-defined]
         Vg = _grow_sparse(M, pos, Vnew, factors.shape[0])
         changes["V"] = Vg if side == "user" else sp.csr_array(Vg.T)
+    if model.seen is not None:
+        # the recomputed rows' positives replace theirs in the record of training positives
+        # (appended users or items get rows or columns of their own)
+        M = sp.csr_array(model.seen if side == "user" else model.seen.T)
+        grown_seen = _grow_sparse(M, pos, positives(Y), factors.shape[0])
+        changes["seen"] = positives(grown_seen if side == "user" else grown_seen.T)
     return dataclasses.replace(model, **changes)
 
 
@@ -268,7 +275,8 @@ _DOC = """Recompute the listed {side}s' rows from new interactions; append {side
     -------
     Factorization
         A new model of the same type: the listed rows recomputed, new {side}s appended
-        (``{side}_ids`` grown), CSRR's sparse part V updated on those {side}s, and
+        (``{side}_ids`` grown), CSRR's sparse part V and the record of training positives
+        (``seen``, what :func:`fastpu.recommend` leaves out) updated on those {side}s, and
         ``extras["partial_fit"]`` with the solver's report (as ``fold_in``'s) and the rows.
 
     Raises

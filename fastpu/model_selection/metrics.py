@@ -22,7 +22,7 @@ from fastpu._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_me
 from fastpu._kernels.topk import topk_rows
 from fastpu._core.threads import limit_threads
 from fastpu._core.hints import ArrayLike, IntArray, Seed, Sparse, Threads
-from fastpu._core.factorization import Factorization, iter_score_blocks
+from fastpu._core.factorization import Factorization, iter_score_blocks, positives
 from fastpu._core.dataset import Dataset
 
 __all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "cost_sensitive", "METRICS"]
@@ -582,4 +582,5 @@ def popularity(Y_train: Sparse) -> Factorization:
         params={},
         method="popularity",
         extras={},
+        seen=positives(Y_train),
     )

@@ -153,7 +153,7 @@ def test_run_save_then_recommend_by_id(tmp_path, capsys, method, params):
     data = fp.datasets.read_csv(str(csv))
     items, scores = fp.recommend(model, data, users=["u1", "u7"], n=4, ids=True)
     want = [(u, r + 1, str(it), sc) for u, its, scs in zip(["u1", "u7"], items, scores)
-            for r, (it, sc) in enumerate(zip(its, scs))]
+            for r, (it, sc) in enumerate(zip(its[np.isfinite(scs)], scs[np.isfinite(scs)]))]
     assert [(u, r, it) for u, r, it, _ in rows] == [(u, r, it) for u, r, it, _ in want]
     np.testing.assert_allclose([s for *_, s in rows], [s for *_, s in want], atol=5e-5)
     seen = {(u, i) for u, i in zip(*np.nonzero(data.Y.toarray()))}
@@ -415,7 +415,8 @@ def test_recommend_exclude_seen_names_the_option_and_the_data_it_needs(tmp_path,
         # excluded nothing without a word
         ([str(model_file), str(other)], f"fastpu: --exclude-seen {str(other)!r} shares no user id with "
                                         "the model (its users e.g. ['v0', 'v1', 'v2'], the model's e.g. "
-                                        "['u0', 'u1', 'u10']); expected the data the model was trained on"),
+                                        "['u0', 'u1', 'u10']); expected data about the model's users "
+                                        "and items"),
         # said "Y_seen ...", a name of the Python API
         ([str(bare), str(tmp_path / "y.npz")], f"fastpu: --exclude-seen {str(tmp_path / 'y.npz')!r}: "
                                                "Y_seen has shape 4×3, expected 3×2"),
@@ -457,14 +458,14 @@ def test_each_sub_command_help_opens_with_what_it_does(capsys):
             assert description.strip() == opening
 
 
-@pytest.mark.parametrize("variant, k", [("e", 32), ("I", None)])
+@pytest.mark.parametrize("variant, k", [("e", 64), ("I", None)])
 def test_run_csrr_gets_a_rank_only_where_the_variant_has_one(tmp_path, variant, k):
-    """--method csrr without --param k fits variant 'e' at k = 32 and CSRR-I without a rank
+    """--method csrr without --param k fits variant 'e' at k = 64 and CSRR-I without a rank
     (it chooses its own; a k would be refused)."""
     from fastpu._core import registry
 
     assert registry.get("csrr").rank_for({"variant": variant}) == k
-    assert registry.get("ocmf").rank_for({}) == 32 and registry.get("popularity").rank_for({}) is None
+    assert registry.get("ocmf").rank_for({}) == 64 and registry.get("popularity").rank_for({}) is None
 
 
 def test_run_prints_the_first_run_notice_always(monkeypatch, capsys, tmp_path):
@@ -480,3 +481,108 @@ def test_run_prints_the_first_run_notice_always(monkeypatch, capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith("fastpu: compiling the numba kernels of csrr on first use (about ")
     assert "`fastpu warmup`" in err
+
+
+# ------------------------------------------------------------- what a new user runs into
+
+def _fit_file(tmp_path, test_frac="0"):
+    csv = _pairs_csv(tmp_path)
+    model_file = tmp_path / "m.npz"
+    assert cli.main(["run", "--data", str(csv), "--test-frac", test_frac, "--param", "k=3",
+                     "--param", "n_iter=2", "--save", str(model_file), "--quiet"]) == 0
+    return csv, model_file
+
+
+def test_recommend_leaves_out_the_training_items_unless_keep_seen(tmp_path, capsys):
+    """`fastpu recommend --users u12` ranked an item u12 was trained on first."""
+    csv, model_file = _fit_file(tmp_path)
+    capsys.readouterr()
+    data = fp.datasets.read_csv(str(csv))
+    trained = {(data.user_ids[u], data.item_ids[i]) for u, i in zip(*data.Y.nonzero())}
+    assert cli.main(["recommend", "--model", str(model_file), "--users", "u1,u7", "-n", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "excluding the items each user was trained on" in out
+    rows = _rows(out)
+    assert rows and not {(u, it) for u, _, it, _ in rows} & trained
+    assert cli.main(["recommend", "--model", str(model_file), "--users", "u1,u7", "-n", "20",
+                     "--keep-seen"]) == 0
+    kept = _rows(capsys.readouterr().out)
+    assert {(u, it) for u, _, it, _ in kept} & trained
+
+
+def test_recommend_warns_about_a_test_split_given_as_seen_items(tmp_path, capsys):
+    """A --exclude-seen file that shares no positive with what the users were trained on (the
+    test split, another data set's rows) is named, with what was expected."""
+    csv, model_file = _fit_file(tmp_path)
+    data = fp.datasets.read_csv(str(csv))
+    trained = {(data.user_ids[u], data.item_ids[i]) for u, i in zip(*data.Y.nonzero())}
+    unseen = [(u, i) for u in data.user_ids for i in data.item_ids if (u, i) not in trained]
+    test = tmp_path / "test.csv"
+    test.write_text("user,item\n" + "".join(f"{u},{i}\n" for u, i in unseen[::7]))
+    capsys.readouterr()
+    assert cli.main(["recommend", "--model", str(model_file), "-n", "3", "--exclude-seen", str(test)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"fastpu: warning: --exclude-seen {str(test)!r}: Y_seen shares no positive "
+                          "with the training positives"), err
+
+
+def test_recommend_writes_a_csv(tmp_path, capsys):
+    import csv as csv_module
+
+    _, model_file = _fit_file(tmp_path)
+    out = tmp_path / "recs.csv"
+    assert cli.main(["recommend", "--model", str(model_file), "--users", "u1,u7", "-n", "4",
+                     "--out", str(out)]) == 0
+    assert f"wrote 8 rows (user,rank,item,score) to {out}" in capsys.readouterr().out
+    with open(out, newline="") as fh:
+        rows = list(csv_module.DictReader(fh))
+    assert [r["user"] for r in rows] == ["u1"] * 4 + ["u7"] * 4
+    assert [int(r["rank"]) for r in rows] == [1, 2, 3, 4] * 2
+    model = fp.load_model(model_file)
+    items, scores = fp.recommend(model, users=["u1", "u7"], n=4)
+    assert [r["item"] for r in rows] == [str(i) for i in items.ravel()]
+    np.testing.assert_array_equal([float(r["score"]) for r in rows], scores.ravel())
+    assert cli.main(["recommend", "--model", str(model_file), "--out", str(tmp_path / "no" / "r.csv")]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_a_data_set_name_without_its_dash_gets_a_did_you_mean(capsys):
+    assert cli.main(["run", "--data", "ml100k"]) == 2
+    assert capsys.readouterr().err.strip().endswith("; did you mean 'ml-100k'?")
+    assert cli.main(["run", "--data", "ML-1M"]) == 2
+    assert "did you mean 'ml-1m'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, hint", [(["--k", "32"], "--param k=32"), (["--n-iter=5"], "--param n_iter=5"),
+                                        (["--lam"], "--param lam=VALUE")])
+def test_a_fit_parameter_given_as_an_option_hints_at_param(argv, hint, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--data", "ml-100k", *argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert f"unrecognized arguments: {' '.join(argv)}; a fit parameter is given as --param NAME=VALUE: {hint}" in err
+
+
+def test_run_without_a_rank_fits_at_k_64(tmp_path, capsys):
+    csv = _pairs_csv(tmp_path)
+    assert cli.main(["run", "--data", str(csv), "--param", "n_iter=1", "--test-frac", "0", "--quiet",
+                     "--save", str(tmp_path / "m.npz")]) == 0
+    assert "k=64" in capsys.readouterr().out
+    assert fp.load_model(tmp_path / "m.npz").user_factors.shape[1] == 64
+
+
+def test_negative_values_are_refused_as_python_refuses_them(tmp_path, capsys):
+    """`fastpu run --data neg.csv` trained a -1 (a dislike) as a positive where fp.ocmf.fit
+    refuses it: both refuse, and the command line names --threshold."""
+    path = tmp_path / "neg.csv"
+    path.write_text("user,item,value\na,x,1\na,y,-1\nb,y,1\nb,z,1\nc,x,1\nc,z,1\n")
+    with pytest.raises(ValueError, match="negative stored values"):
+        fp.ocmf.fit(fp.datasets.read_csv(str(path)), 2)
+    for command in (["run", "--test-frac", "0"], ["compare", "--splits", "1"]):
+        assert cli.main([*command, "--data", str(path), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"fastpu: --data {str(path)!r} has 1 negative stored value(s) (min -1)")
+        assert "pass --threshold T" in err
+    assert cli.main(["run", "--data", str(path), "--threshold", "1", "--test-frac", "0", "--quiet",
+                     "--param", "k=2", "--param", "n_iter=1"]) == 0
+    assert "(3×3, 5 positives)" in capsys.readouterr().out

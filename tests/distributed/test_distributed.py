@@ -68,6 +68,7 @@ def test_ocmf_equals_single_machine(dask_client, variant, n_blocks):
                           seed=7, **kw)
     assert_same(ref, mod)
     assert mod.params["distributed"]["n_blocks"] == n_blocks
+    assert (mod.seen != ref.seen).nnz == 0 and mod.seen.nnz == Y.nnz   # the training positives
 
 
 @pytest.mark.parametrize("n_blocks", [1, 3])
@@ -552,6 +553,7 @@ def test_pairs_input_equals_matrix_input(dask_client, n_blocks):
     mod = dfit(_pairs(Y), 3, method="ocmf", client=dask_client, n_blocks=n_blocks,
                           shape=Y.shape, loss="logistic", n_iter=3, seed=2)
     assert_same(ref, mod)
+    assert mod.seen is None           # the pairs stay on the workers: Y_seen is the caller's
     ref = fp.fbgd.fit(Y, 3, n_iter=3, seed=2, alpha0=2.0, rho=0.5, pos_weight="values")
     mod = dfit(_pairs(Y, dup=True), 3, method="fbgd", client=dask_client, n_blocks=n_blocks,
                shape=Y.shape, n_iter=3, seed=2, alpha0=2.0, rho=0.5, pos_weight="values")

@@ -231,7 +231,7 @@ def test_fbgd_model_files_of_earlier_releases_still_fold_in(tmp_path):
         params = {("reg" if key == "lam" else key): v for key, v in model.params.items()}
         old = dataclasses.replace(model, params=params)
         old.save(tmp_path / "old.npz")
-        old = fp.load(tmp_path / "old.npz")
+        old = fp.load_model(tmp_path / "old.npz")
         assert "lam" not in old.params and old.params["reg"] == 0.3
         np.testing.assert_array_equal(fold_in(old, data.Y[30:]).user_factors,
                                       fold_in(model, data.Y[30:]).user_factors)
@@ -581,3 +581,20 @@ def test_a_dataset_of_new_users_is_matched_to_the_model_by_item_id():
         dropped = fold_in(model, fp.datasets.from_pairs(["x", "x"], [10, 99]))
     one = sp.csr_array((np.ones(1), ([0], [cols[10]])), shape=(1, 4))
     np.testing.assert_array_equal(dropped.user_factors, fold_in(model, one).user_factors)
+
+
+def test_a_fold_in_with_no_known_id_is_an_error_naming_them():
+    """`fp.fold_in(model, ["zzz"])` returned a model folded from nothing after a warning."""
+    data = fp.datasets.from_pairs(["a", "a", "b", "c"], ["x", "y", "y", "z"])
+    model = fp.ocmf.fit(data, 2, n_iter=2)
+    with pytest.raises(ValueError, match=r"Y_new: the model knows none of its 2 item id\(s\) "
+                                         r"\(\['zzz', 'qq'\]\); expected the model's item ids"):
+        fp.fold_in(model, ["zzz", "qq"])
+    with pytest.raises(ValueError, match=r"Y_new: the model knows none of the 1 item id\(s\) of its "
+                                         r"positives \(\['w'\]\)"):
+        fp.fold_in(model, fp.datasets.from_pairs(["new"], ["w"]))
+    with pytest.raises(ValueError, match="new_rows: the model knows none"):
+        fp.partial_fit_users(model, [["zzz"]], user_ids=["a"])
+    with pytest.warns(UserWarning, match=r"1 item id\(s\) the model does not know \(\['zzz'\]\)"):
+        one = fp.fold_in(model, ["zzz", "x"])              # some known: the unknown left out
+    assert one.seen.toarray().tolist() == [[True, False, False]]

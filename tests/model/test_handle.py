@@ -39,7 +39,7 @@ def test_methods_call_the_free_functions(small):
     for m in (model, csrr):
         a = m.recommend(data, ["ann", "bob"], n=3, ids=True)
         b = fp.recommend(m, data, ["ann", "bob"], n=3, ids=True)
-        for x, y in zip(a[0] + a[1], b[0] + b[1]):
+        for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
         np.testing.assert_array_equal(m.similar_items([0, 1], n=2)[0],
                                       fp.similar_items(m, [0, 1], n=2)[0])
@@ -152,9 +152,8 @@ def test_similar_items_takes_candidate_filters(ml):
     assert nb2.tolist() == full[0][2:7].tolist()
     users, _ = model.similar_users(1, n=3, users=[5, 6, 7, 1], ids=True)
     assert sorted(users.tolist()) == [5, 6, 7]
-    with pytest.warns(DeprecationWarning, match=r"names the candidates now"):
-        old, _ = fp.similar_items(model, items=[50], n=5, ids=True)
-    np.testing.assert_array_equal(old, full[:, :5])
+    with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'query'"):
+        fp.similar_items(model, items=[50], n=5, ids=True)      # items= is only ever candidates
 
 
 def test_recommend_takes_lists_of_seen_items(ml):

@@ -67,33 +67,47 @@ def test_recommend_matches_the_dense_reference(Y, k, n, seed, filt):
     assert not np.isnan(scores).any()
 
 
-def test_recommend_by_id_returns_ids_and_never_a_padding_slot():
+def test_recommend_by_id_has_the_shape_of_recommend_by_number():
+    """Ids in, ids out, in the same 2-d shape as numbers: a slot beyond a user's real
+    recommendations holds -1 (integer ids) with score -inf, never a real id."""
     model = _ids_model()
     seen = sp.csr_array(np.array([[1, 1, 1, 1, 0]] + [[0] * 5] * 5, dtype=float))
-    items, scores = fp.recommend(model, seen, users=["u0", "u3"], n=3, ids=True)
-    assert isinstance(items, list) and len(items) == 2
-    assert items[0].tolist() == [104] and scores[0].shape == (1,)     # one unseen item, no -1 id
+    items, scores = fp.recommend(model, seen, users=["u0", "u3"], n=3)      # strings: ids
     idx, sc = fp.recommend(model, seen, users=[0, 3], n=3)
-    assert idx[0].tolist() == [4, -1, -1]
+    assert items.shape == scores.shape == idx.shape == (2, 3)
+    assert idx[0].tolist() == [4, -1, -1] and items[0].tolist() == [104, -1, -1]
+    assert np.isneginf(scores[0, 1:]).all() and np.isfinite(scores[0, 0])
     np.testing.assert_array_equal(items[1], model.item_ids[idx[1]])
-    np.testing.assert_array_equal(scores[1], sc[1])
+    np.testing.assert_array_equal(scores, sc)
+    same, _ = fp.recommend(model, seen, users=["u0", "u3"], n=3, ids=True)
+    np.testing.assert_array_equal(same, items)
+    one, one_sc = fp.recommend(model, seen, users="u0", n=3)                # one user: real ones
+    assert one.tolist() == [104] and one_sc.shape == (1,)
     # candidates and exclusions by id
     items, _ = fp.recommend(model, None, users=["u1"], n=10, ids=True, items=[101, 103, 104], exclude=[103])
     assert sorted(items[0].tolist()) == [101, 104]
     # all users by id
     items, _ = fp.recommend(model, None, n=2, ids=True)
-    assert len(items) == 6 and all(row.shape == (2,) for row in items)
+    assert items.shape == (6, 2) and items.dtype.kind == "i"
+    # string ids pad with the empty string
+    named = dataclasses.replace(model, item_ids=np.array(list("abcde")))
+    items, scores = fp.recommend(named, seen, users=["u0", "u3"], n=3)
+    assert items[0].tolist() == ["e", "", ""] and np.isneginf(scores[0, 1:]).all()
 
 
 def test_recommend_matches_a_dataset_by_id():
     data = fp.datasets.from_pairs(["a", "a", "b", "c"], ["x", "y", "y", "z"])
     model = fp.ocmf.fit(data, 2, n_iter=1)
-    items, _ = fp.recommend(model, data, users=["a", "b", "c"], n=5, ids=True)
-    assert [sorted(r.tolist()) for r in items] == [["z"], ["x", "z"], ["x", "y"]]
+    items, scores = fp.recommend(model, data, users=["a", "b", "c"], n=5, ids=True)
+    assert [sorted(r[np.isfinite(s)].tolist()) for r, s in zip(items, scores)] == [["z"], ["x", "z"], ["x", "y"]]
     # a data set over other (and fewer) ids: matched by id, unknown ids ignored
     other = fp.datasets.from_pairs(["c", "q"], ["x", "w"])
-    items, _ = fp.recommend(model, other, users=["c"], n=5, ids=True)
-    assert sorted(items[0].tolist()) == ["y", "z"]
+    items, _ = fp.recommend(model, other, users="c", n=5)
+    assert items.tolist() == ["y"]                    # z: c's training positive; x: other's
+    items, _ = fp.recommend(model, other, users="c", n=5, exclude_seen=False)
+    assert sorted(items.tolist()) == ["y", "z"]
+    with pytest.raises(ValueError, match=r"Y_seen.user_ids share no id with model.user_ids"):
+        fp.recommend(model, fp.datasets.from_pairs(["p", "q"], ["x", "w"]), users="c")
 
 
 def test_non_finite_scores_are_never_ranked():
@@ -232,15 +246,17 @@ def test_similar_matches_dense_cosine(F, seed, n, side, zero_row):
     q = rng.integers(0, N, size=rng.integers(1, 2 * N))
     nb, sims = fn(model, q, n=n)
     C = ref_cosine(X)
-    width = min(n, N - 1)
+    width, real = min(n, N), min(n, N - 1)        # each query leaves out itself: one slot fewer
     assert nb.shape == sims.shape == (q.size, width)
     for r, i in enumerate(q):
-        ref = sorted((j for j in range(N) if j != i), key=lambda j: (-C[i, j], j))[:width]
-        assert i not in nb[r] and len(set(nb[r])) == width
-        np.testing.assert_allclose(sims[r], C[i, ref], rtol=1e-12, atol=1e-12)   # the top values
-        np.testing.assert_allclose(sims[r], C[i, nb[r]], rtol=1e-12, atol=1e-12)  # of these items
-        assert np.all(np.diff(sims[r]) <= 1e-12)
-    assert np.isfinite(sims).all() and np.all(np.abs(sims) <= 1.0)
+        ref = sorted((j for j in range(N) if j != i), key=lambda j: (-C[i, j], j))[:real]
+        got, gs = nb[r, :real], sims[r, :real]
+        assert i not in got and len(set(got)) == real
+        assert (nb[r, real:] == -1).all() and np.isneginf(sims[r, real:]).all()
+        np.testing.assert_allclose(gs, C[i, ref], rtol=1e-12, atol=1e-12)   # the top values
+        np.testing.assert_allclose(gs, C[i, got], rtol=1e-12, atol=1e-12)   # of these items
+        assert np.all(np.diff(gs) <= 1e-12)
+    assert np.isfinite(sims[:, :real]).all() and np.all(np.abs(sims[:, :real]) <= 1.0)
 
 
 def test_similar_exact_order_blocks_and_ids(monkeypatch):
@@ -262,7 +278,9 @@ def test_similar_exact_order_blocks_and_ids(monkeypatch):
     np.testing.assert_allclose(sims2, sims, rtol=1e-15, atol=0)
     users, _ = similar_users(model, ["u3"], n=2, ids=True)
     assert users.dtype.kind == "U" and "u3" not in users[0]
-    assert similar_items(Factorization(np.ones((1, 2)), np.ones((1, 2))), [0])[0].shape == (1, 0)
+    alone, cos = similar_items(Factorization(np.ones((1, 2)), np.ones((1, 2))), [0])
+    assert alone.tolist() == [[-1]] and np.isneginf(cos).all()     # no other item: padding
+    assert similar_items(Factorization(np.ones((1, 2)), np.ones((1, 2))), 0)[0].shape == (0,)
     del rng
 
 
@@ -397,10 +415,47 @@ def test_a_number_out_of_range_on_a_model_with_ids_points_to_ids_true():
     with pytest.raises(ValueError, match=r"users must lie in \[0, 3\), got values in \[3, 3\]; users are "
                                          r"row numbers unless ids=True, .* e.g. \[1, 2, 3\]\): pass ids=True"):
         fp.recommend(model, None, users=[3])
-    with pytest.raises(TypeError, match=r"users must be integer indices.*pass ids=True"):
-        fp.recommend(model, None, users=["a"])
+    with pytest.raises(TypeError, match=r"users must hold integer ids like the model's user ids "
+                                        r"\(e.g. \[1, 2, 3\]\), got dtype <U1"):
+        fp.recommend(model, None, users=["a"])                 # a string is an id, never a number
     with pytest.raises(ValueError, match=r"query is column numbers unless ids=True"):
         fp.similar_items(model, [4])
     assert fp.recommend(model, None, users=[3], ids=True)[0][0].tolist()      # the id works
     with pytest.raises(ValueError, match=r"must lie in \[0, 3\), got values in \[3, 3\]$"):
         fp.recommend(Factorization(model.user_factors, model.item_factors), None, users=[3])
+
+
+# ----------------------------------------------------------------------------- regressions
+
+def test_a_flat_empty_list_is_one_users_seen_items():
+    """`fp.recommend(model, [], users=0)` raised although a flat list is one user's items."""
+    model = _ids_model()
+    items, scores = fp.recommend(model, [], users=0, n=3)
+    ref, ref_sc = fp.recommend(model, [[]], users=[0], n=3)
+    np.testing.assert_array_equal(items, ref[0])
+    np.testing.assert_array_equal(scores, ref_sc[0])
+    assert items.shape == (3,)
+    with pytest.raises(ValueError, match="Y_seen has 0 list"):
+        fp.recommend(model, [], users=[0, 1])
+
+
+def test_a_batch_with_candidates_gives_each_query_its_results_alone():
+    """N = 10, candidates 0..9, query 20: 10 results alone, 9 in a batch with queries among the
+    candidates. Each query's results do not depend on the others."""
+    rng = np.random.default_rng(0)
+    model = Factorization(rng.normal(size=(5, 4)), rng.normal(size=(30, 4)))
+    cand = list(range(10))
+    alone, alone_sc = similar_items(model, 20, n=10, items=cand)
+    assert alone.shape == (10,) and sorted(alone.tolist()) == cand
+    batch, batch_sc = similar_items(model, [20, 3, 5], n=10, items=cand)
+    assert batch.shape == (3, 10)
+    np.testing.assert_array_equal(batch[0], alone)
+    np.testing.assert_allclose(batch_sc[0], alone_sc, rtol=1e-15)
+    for r, q in ((1, 3), (2, 5)):                  # a query among the candidates: 9 + padding
+        one, _ = similar_items(model, q, n=10, items=cand)
+        assert one.size == 9 and q not in one.tolist()
+        np.testing.assert_array_equal(batch[r, :9], one)
+        assert batch[r, 9] == -1 and np.isneginf(batch_sc[r, 9])
+    users, _ = similar_users(Factorization(rng.normal(size=(30, 4)), rng.normal(size=(5, 4))),
+                             [20, 3], n=10, users=cand)
+    assert sorted(users[0].tolist()) == cand
