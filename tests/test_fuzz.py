@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fastpu as fp
-from fastpu import (apg, baselines, compare, csrr, datasets, distributed, fbgd, homf, metrics, ocmf, prox,
-                    select, split, tron)
-from fastpu.exceptions import ConvergenceWarning
+from fastpu import (baselines, compare, csrr, datasets, distributed, fbgd, homf, metrics, ocmf, optim,
+                    select, split)
+from fastpu import ConvergenceWarning
 
 M, N, K = 12, 9, 2
 # examples per public function; raise it for a longer campaign (FASTPU_FUZZ_EXAMPLES=1000)
@@ -533,13 +533,13 @@ CASES = [
               lam="real", mode="choice", block_size="int")),
     Case("homf.demo_configs", homf.demo_configs, dict, {}),
     # prox
-    Case("prox.project_box", prox.project_box, lambda: dict(x=np.linspace(-1, 2, 5)),
+    Case("optim.project_box", optim.project_box, lambda: dict(x=np.linspace(-1, 2, 5)),
          dict(x=("dense", (5,)), lo="real", hi="real")),
-    Case("prox.soft_threshold", prox.soft_threshold, lambda: dict(x=np.linspace(-1, 2, 5), tau=0.5),
+    Case("optim.soft_threshold", optim.soft_threshold, lambda: dict(x=np.linspace(-1, 2, 5), tau=0.5),
          dict(x=("dense", (5,)), tau="real")),
-    Case("prox.svt", prox.svt, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
+    Case("optim.svt", optim.svt, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
          dict(M=("dense", (4, 3)), tau="real", method="choice", k0="int", seed="seed")),
-    Case("prox.svt_factors", prox.svt_factors, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
+    Case("optim.svt_factors", optim.svt_factors, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
          dict(M=("dense", (4, 3)), tau="real", method="choice", k0="int", seed="seed")),
     # split
     Case("split.holdout", split.holdout, lambda: dict(Y=CTX.Y), dict(Y="csr", test_frac="real", seed="seed")),
@@ -651,16 +651,16 @@ CASES = [
          dict(Y="csr", method="choice", n_blocks="int", n_workers="int", negatives="choice",
               shape="any", verbose="verbose")),
     # solvers
-    Case("tron.tron", tron.tron, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
+    Case("optim.tron", optim.tron, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
          dict(problem="problem", x0=("dense", (3,)), tol="real", max_iter="iters", cg_tol="real",
               max_cg="iters")),
-    Case("tron.gd", tron.gd, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
+    Case("optim.gd", optim.gd, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
          dict(problem="problem", x0=("dense", (3,)), tol="real", max_iter="iters", beta="real",
               sigma="real", max_backtrack="iters")),
-    Case("tron.trust_region_cg", tron.trust_region_cg,
+    Case("optim.trust_region_cg", optim.trust_region_cg,
          lambda: dict(hessp=_Quadratic().hessp, g=np.ones(3), delta=1.0),
          dict(hessp="callable", g=("dense", (3,)), delta="real", tol="real", max_iter="iters")),
-    Case("apg.apg", apg.apg, lambda: dict(problem=_Quadratic(), x0=np.zeros(3), step=0.5, n_iter=5),
+    Case("optim.apg", optim.apg, lambda: dict(problem=_Quadratic(), x0=np.zeros(3), step=0.5, n_iter=5),
          dict(problem="problem", x0=("dense", (3,)), step="real", n_iter="iters", restart="choice",
               momentum="bool", line_search="bool", shrink="real", tol="real", callback="callable")),
 ]

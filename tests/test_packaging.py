@@ -84,8 +84,8 @@ def test_readme_command_line_example_runs_on_a_csv_of_text_ids(tmp_path, monkeyp
 def test_public_api_is_listed_and_documented():
     for name in fp.__all__:
         assert hasattr(fp, name), name
-    modules = [fp.ocmf, fp.tron, fp.split, fp.metrics, fp.datasets, fp.fbgd, fp.csrr, fp.homf,
-               fp.prox, fp.apg, fp.select, fp.compare, fp.baselines, fp.distributed, fp]
+    modules = [fp.ocmf, fp.optim, fp.split, fp.metrics, fp.datasets, fp.fbgd, fp.csrr, fp.homf,
+               fp.select, fp.compare, fp.baselines, fp.distributed, fp]
     missing = []
     for mod in modules:
         for name in getattr(mod, "__all__", []):

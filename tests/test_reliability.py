@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import fastpu as fp
 from fastpu._core import validation as V
 from fastpu._core.progress import Progress
-from fastpu.exceptions import ConvergenceWarning
+from fastpu import ConvergenceWarning
 
 import naive
 

@@ -19,7 +19,7 @@ class ConvergenceWarning(UserWarning):
     Examples
     --------
     >>> import warnings
-    >>> from fastpu.exceptions import ConvergenceWarning
+    >>> from fastpu import ConvergenceWarning
     >>> issubclass(ConvergenceWarning, UserWarning)
     True
     """

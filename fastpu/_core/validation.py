@@ -9,13 +9,11 @@ fails these checks may ever reach a kernel.
 from __future__ import annotations
 
 import difflib
-import functools
 import inspect
 import numbers
 import os
 import re
-import warnings
-from typing import Any, Callable, Collection, TypeVar, cast
+from typing import Any, Callable, Collection, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,7 +21,6 @@ import scipy.sparse as sp
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, IntArray, Matrix, Seed, Sparse
 
 _T = TypeVar("_T")
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 INDEX_DTYPE = np.int64
 VALUE_DTYPE = np.float64
@@ -434,7 +431,7 @@ def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``.
 
     A fit that passes ``**kwargs`` on (``baselines.wrmf``) can declare the full set as its
-    ``keyword_names`` attribute. Deprecated names a fit still takes (:func:`renamed`) count.
+    ``keyword_names`` attribute.
     """
     declared = getattr(fit, "keyword_names", None)
     if declared is not None:
@@ -442,13 +439,7 @@ def fit_names(fit: Callable[..., Any]) -> set[str] | None:
     params = inspect.signature(fit).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return None
-    return (set(params) - {"Y"}) | set(getattr(fit, "deprecated_names", {}))
-
-
-def offered_names(fit: Callable[..., Any], names: set[str]) -> list[str]:
-    """``names`` to offer in a message, sorted: a deprecated name ``fit`` still takes
-    (:func:`renamed`) is accepted, but not offered."""
-    return sorted(names - set(getattr(fit, "deprecated_names", {})))
+    return set(params) - {"Y"}
 
 
 def user_stacklevel() -> int:
@@ -463,84 +454,6 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
-
-
-def rename_arguments(where: str, renames: dict[str, Any], kwargs: dict[str, Any],
-                     call: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with each deprecated name of ``renames`` replaced by its new one, warning once
-    per name (see :func:`renamed`); ``call`` holds the call's other arguments by name."""
-    kwargs = dict(kwargs)
-    for name, spec in renames.items():
-        if name not in kwargs:
-            continue
-        new, convert = (spec, None) if isinstance(spec, str) else spec
-        if new in kwargs:
-            raise TypeError(f"{where}() got both {name}= (its old name) and {new}=; give {new} only")
-        value = kwargs.pop(name)
-        warnings.warn(f"{name}= is deprecated and will be removed in the next release: use "
-                      f"{new}= (see the CHANGELOG)", DeprecationWarning, stacklevel=user_stacklevel())
-        if convert is not None:
-            value = convert(value, {**call, **kwargs})
-        kwargs[new] = value
-    return kwargs
-
-
-def renamed(**old: Any) -> Callable[[_F], _F]:
-    """Keep the old names of renamed keyword arguments working for one release, with a warning.
-
-    ``renamed(inner_iter="n_inner")`` passes ``inner_iter=v`` on as ``n_inner=v``;
-    ``renamed(init_scale=("init_std", convert))`` passes ``convert(v, call)``, where ``call``
-    holds the other arguments of the call by name, for a name whose meaning changed with it.
-    Both names at once is a TypeError. The decorated function's ``renames`` holds the specs
-    (:func:`fastpu.distributed.fit` applies them to the same call on a cluster) and its
-    ``deprecated_names`` maps each old name to its new one (:func:`fit_names` accepts them).
-    """
-    def decorate(fn: _F) -> _F:
-        sig = inspect.signature(fn)
-        where = public_where(fn)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if any(name in kwargs for name in old):
-                call = sig.bind_partial(*args).arguments
-                kwargs = rename_arguments(where, old, kwargs, call)
-            return fn(*args, **kwargs)
-
-        wrapper.renames = dict(old)  # type: ignore[attr-defined]
-        wrapper.deprecated_names = {  # type: ignore[attr-defined]
-            name: spec if isinstance(spec, str) else spec[0] for name, spec in old.items()}
-        return cast(_F, wrapper)
-    return decorate
-
-
-def keyword_only(*old_order: str) -> Callable[[_F], _F]:
-    """Keep positional calls of options that became keyword-only working for one release.
-
-    ``old_order`` names the options in the order they were positional after the function's own
-    positional arguments; such a call passes them on by name, with a DeprecationWarning.
-    """
-    def decorate(fn: _F) -> _F:
-        lead = sum(p.kind is p.POSITIONAL_OR_KEYWORD
-                   for p in inspect.signature(fn).parameters.values())
-        where = public_where(fn)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            extra = args[lead:]
-            if extra and len(extra) <= len(old_order):
-                names = old_order[:len(extra)]
-                for name in names:
-                    if name in kwargs:
-                        raise TypeError(f"{where}() got multiple values for argument {name!r}")
-                warnings.warn(f"passing {', '.join(names)} to {where}() by position is deprecated "
-                              "and will stop working in the next release: pass "
-                              f"{', '.join(n + '=' for n in names)} by keyword (see the CHANGELOG)",
-                              DeprecationWarning, stacklevel=user_stacklevel())
-                kwargs.update(zip(names, extra))
-                args = args[:lead]
-            return fn(*args, **kwargs)
-        return cast(_F, wrapper)
-    return decorate
 
 
 def public_where(fn: Callable[..., Any]) -> str:

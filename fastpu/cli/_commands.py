@@ -280,7 +280,7 @@ def _check_params(parser: argparse.ArgumentParser, method: str, params: dict[str
     names -= {*_OWN, "callback"}
     unknown = [key for key in params if key not in names]
     if unknown:
-        current = V.offered_names(fit, names)
+        current = sorted(names)
         hint = V.did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
         parser.error(f"argument --param: {method}.fit takes no parameter{'s' if len(unknown) > 1 else ''} "
                      f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")

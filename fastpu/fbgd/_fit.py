@@ -22,7 +22,6 @@ __all__ = ["demo_configs", "fit", "negative_weights", "objective", "parameters"]
 
 
 # --------------------------------------------------------------------------- objective
-@V.keyword_only("neg_weights", "pos_weight", "r_pos", "r_neg", "neg_row_weights")
 def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike | None = None,
               neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
               r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
@@ -51,10 +50,6 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
         Target r⁺ of the positives (or Y's stored values).
     r_neg : float
         Target r⁻ of the unlabeled entries.
-
-    The options after ``Q`` are keyword-only; passing them by position in their former order
-    (``neg_weights, pos_weight, r_pos, r_neg, neg_row_weights``) still works until the next
-    release, with a DeprecationWarning.
 
     Returns
     -------
@@ -94,7 +89,6 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
 
 
 # --------------------------------------------------------------------------- fit
-@V.renamed(reg="lam")
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.05,
@@ -143,8 +137,6 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         any features are given, False for plain MF.
     lam : float
         L2 penalty lam·‖Θ‖² on the free parameters (default 0.1; the paper has none, ``lam=0``).
-        It was called ``reg``, which still works until the next release, with a
-        DeprecationWarning.
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``); 0.03.
     n_iter : int

@@ -221,7 +221,6 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
 
 
 # --------------------------------------------------------------------------- fit
-@V.renamed(reg="lam")
 def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
                n_h: int | None = None, alpha0: float | None = None, rho: float = 0.0,
                neg_weights: ArrayLike | None = None, neg_row_weights: ArrayLike | None = None,
@@ -269,8 +268,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
         ``"pitf"``: pairwise interaction tensor factorisation with shared factors (eq. 25-26);
         ``"cp"``: rank-f canonical polyadic decomposition (eq. 27-28).
     lam : float
-        L2 penalty lam·(‖V^X‖² + ‖V^H‖² + ‖V^Y‖²) (0, as in the paper).  It was called
-        ``reg``, which still works until the next release, with a DeprecationWarning.
+        L2 penalty lam·(‖V^X‖² + ‖V^H‖² + ‖V^Y‖²) (0, as in the paper).
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
     n_iter : int

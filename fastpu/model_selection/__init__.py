@@ -8,6 +8,6 @@
 - :mod:`.compare` — every method tuned on several splits, tabulated;
 - :mod:`.baselines` — WRMF, implicit's ALS and BPR.
 
-The public modules of earlier releases, ``fastpu.split``, ``fastpu.metrics``, ``fastpu.select``,
-``fastpu.compare`` and ``fastpu.baselines``, are these modules under their old names.
+Each module is also an attribute of ``fastpu`` under its own name (``fastpu.split`` is
+:mod:`fastpu.model_selection.split`), for the short spelling ``fp.split.holdout``.
 """

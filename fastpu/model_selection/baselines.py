@@ -63,7 +63,7 @@ def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from fastpu.baselines import wrmf_weights
+    >>> from fastpu.model_selection.baselines import wrmf_weights
     >>> wrmf_weights(sp.csr_array(np.array([[2.0, 0.0]])), 10.0).toarray()
     array([[21.,  0.]])
     """

@@ -152,7 +152,7 @@ def evaluate(model: Factorization, Y_train: Sparse | Dataset, Y_test: Sparse | D
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fastpu.model import Factorization
-    >>> from fastpu.metrics import evaluate
+    >>> from fastpu.model_selection.metrics import evaluate
     >>> model = Factorization(np.ones((2, 1)), np.array([[3.0], [2.0], [1.0]]))
     >>> Y_train = sp.csr_array(np.array([[1.0, 0, 0], [0, 0, 0]]))
     >>> Y_test = sp.csr_array(np.array([[0.0, 0, 1], [1.0, 0, 0]]))
@@ -367,7 +367,7 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fastpu.model import Factorization
-    >>> from fastpu.metrics import evaluate_rated
+    >>> from fastpu.model_selection.metrics import evaluate_rated
     >>> model = Factorization(np.ones((1, 1)), np.array([[3.0], [2.0], [1.0]]))
     >>> R = sp.csr_array(np.array([[2.0, 5.0, 4.0]]))
     >>> evaluate_rated(model, R, k=2, threshold=4)["precision@2"]
@@ -482,7 +482,7 @@ def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negativ
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fastpu.model import Factorization
-    >>> from fastpu.metrics import sampled_auc
+    >>> from fastpu.model_selection.metrics import sampled_auc
     >>> model = Factorization(np.ones((1, 1)), np.array([[3.0], [2.0], [1.0], [0.0]]))
     >>> Y_train = sp.csr_array(np.array([[0.0, 1, 0, 0]]))
     >>> Y_test = sp.csr_array(np.array([[1.0, 0, 0, 0]]))
@@ -567,7 +567,7 @@ def popularity(Y_train: Sparse) -> Factorization:
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from fastpu.metrics import popularity
+    >>> from fastpu.model_selection.metrics import popularity
     >>> Y = sp.csr_array(np.array([[1.0, 0, 1], [0, 0, 1]]))
     >>> popularity(Y).scores([0])
     array([[1., 0., 2.]])

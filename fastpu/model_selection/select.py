@@ -190,7 +190,7 @@ def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> 
         return
     unknown = [key for key in fixed if key not in names]
     if unknown:
-        current = V.offered_names(fit, names)
+        current = sorted(names)
         hint = V.did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
         raise TypeError(f"{label} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")
@@ -700,7 +700,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
 
     Examples
     --------
-    >>> from fastpu.select import default_space
+    >>> from fastpu.model_selection.select import default_space
     >>> space, fixed = default_space("ocmf", loss="square")
     >>> sorted(space), fixed["loss"], fixed["n_iter"]
     (['k', 'lam', 'rho'], 'square', 15)

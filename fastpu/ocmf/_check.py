@@ -123,13 +123,6 @@ class Model:
                                           self.L_item))
 
 
-def std_from_scale(init_scale: Any, call: dict[str, Any]) -> float:
-    """``init_std`` from the deprecated ``init_scale`` (the standard deviation was
-    init_scale / √k)."""
-    scale = V.check_scalar(init_scale, name="init_scale", minimum=0.0)
-    return scale / np.sqrt(V.check_k(call.get("k")))
-
-
 def check_run(k: Any, *, solver: Any, n_iter: Any, n_inner: Any, init_std: Any, callback: Any,
               fast_path: Any, verbose: Any, seed: Seed, dtype: DTypeLike) -> Run:
     """The arguments that drive a fit (raises on the first bad one, naming it)."""

@@ -11,8 +11,7 @@ from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
 from fastpu.ocmf._nystrom import NystromMap, nystrom_features
 from fastpu.ocmf._check import (LOSSES, NEGATIVES, SOLVERS, Model, Run, check_factor,
-                                check_model, check_run, check_start, check_steps, check_y, dims,
-                                std_from_scale)
+                                check_model, check_run, check_start, check_steps, check_y, dims)
 from fastpu.ocmf._problem import (SubProblem, _eigen_basis, _full_objective, _latent, _side_reg,
                                   _update_side, build, eigen_rows)
 from fastpu._core.progress import Progress
@@ -80,7 +79,6 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
                                                   "lam_w", "lam_h")))
 
 
-@V.renamed(inner_iter="n_inner", init_scale=("init_std", std_from_scale))
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         item_features: Matrix | None = None, user_graph: Matrix | None = None,
@@ -143,8 +141,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     n_iter : int
         Alternating (outer) iterations.
     n_inner : int
-        Solver iterations per coupled sub-problem (was ``inner_iter``, which still works until
-        the next release, with a DeprecationWarning).
+        Solver iterations per coupled sub-problem.
     fast_path : bool
         Solve a side with no features and no graph row by row (independent k-dimensional
         Newton–CG problems, in parallel) instead of with ``solver``.
@@ -155,9 +152,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     init : tuple (W0, H0), optional
         Starting factors; default Gaussian noise with standard deviation ``init_std``.
     init_std : float, optional
-        Standard deviation of each entry of the default start; ``None``: 0.1/√k. (The
-        deprecated ``init_scale=s`` still works until the next release and means
-        ``init_std=s/√k``.)
+        Standard deviation of each entry of the default start; ``None``: 0.1/√k.
     dtype : {"float32", "float64"}
         Precision in which the factors are stored between side updates and returned (default
         "float32" since issue 27; it was "float64"). The fast path reads them in float32 — half

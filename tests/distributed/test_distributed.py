@@ -245,20 +245,6 @@ def test_fbgd_features_equals_single_machine(dask_client, variant, n_blocks):
         np.testing.assert_allclose(mod.extras[key], val, rtol=RTOL, atol=1e-12)
 
 
-def test_fbgd_old_penalty_name_equals_single_machine(dask_client):
-    """reg=, lam's old name, means on the cluster what it means on one machine (with its
-    DeprecationWarning); both names at once is an error."""
-    Y = _matrix(4)
-    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, seed=11, lam=0.02, n_threads=1)
-    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
-        mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=2, n_iter=3, seed=11,
-                   reg=0.02, update="batch")
-    assert_same(ref, mod)
-    assert mod.params["lam"] == 0.02 and "reg" not in mod.params
-    with pytest.raises(TypeError, match=r"got both reg= \(its old name\) and lam="):
-        dfit(Y, 3, method="fbgd", client=dask_client, reg=0.1, lam=0.1)
-
-
 @pytest.mark.parametrize("features", [False, True])
 def test_fbgd_warm_start_equals_single_machine(dask_client, features):
     """init= (the embeddings for plain MF, fbgd.parameters with features) means on the cluster

@@ -536,29 +536,6 @@ def test_a_diverging_plain_gd_run_diverges_like_the_reference():
 
 
 # --------------------------------------------------------------------------- issue 25: one vocabulary
-def test_reg_is_lam_with_a_deprecation_warning():
-    """reg= is lam= until the next release: the same model, a DeprecationWarning naming lam,
-    params record lam; both names at once is an error. The same for fit_tensor."""
-    Y = _planted(m=20, n=15, seed=13)
-    new = fbgd.fit(Y, 2, n_iter=2, lam=0.05)
-    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
-        old = fbgd.fit(Y, 2, n_iter=2, reg=0.05)
-    np.testing.assert_array_equal(new.user_factors, old.user_factors)
-    np.testing.assert_array_equal(new.item_factors, old.item_factors)
-    assert old.params["lam"] == 0.05 and "reg" not in old.params
-    with pytest.raises(TypeError, match="both reg= .* and lam="):
-        fbgd.fit(Y, 2, reg=0.1, lam=0.1)
-    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20"):
-        with pytest.warns(DeprecationWarning):
-            fbgd.fit(Y, 2, reg=1e30)
-    Y3, pairs = fbgd.triples_to_pairs([0, 1, 2, 2], [0, 1, 0, 1], [1, 0, 2, 2])
-    new = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, lam=0.1)
-    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
-        old = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, reg=0.1)
-    np.testing.assert_array_equal(new.extras["V_x"], old.extras["V_x"])
-    assert old.params["lam"] == 0.1 and "reg" not in old.params
-
-
 def test_signatures_run_data_model_penalties_solver_runtime():
     import inspect
 
@@ -574,26 +551,6 @@ def test_signatures_run_data_model_penalties_solver_runtime():
     assert list(params) == ["Y", "P", "Q", "neg_weights", "neg_row_weights", "pos_weight", "r_pos",
                             "r_neg"]
     assert all(params[p].kind is inspect.Parameter.KEYWORD_ONLY for p in list(params)[3:])
-
-
-def test_objective_options_by_position_still_work_with_a_deprecation_warning():
-    """objective(Y, P, Q, neg_weights, pos_weight, r_pos, r_neg, neg_row_weights) was the old
-    positional order; it gives the same value until the next release, with a warning."""
-    Y = _planted(m=15, n=10, density=0.2, seed=12)
-    rng = np.random.default_rng(3)
-    P, Q = rng.normal(size=(15, 2)), rng.normal(size=(10, 2))
-    neg, rows = rng.uniform(0.1, 1.0, 10), rng.uniform(0.5, 2.0, 15)
-    want = fbgd.objective(Y, P, Q, neg_weights=neg, neg_row_weights=rows, pos_weight=2.0,
-                          r_pos=1.5, r_neg=-0.2)
-    with pytest.warns(DeprecationWarning, match=r"passing neg_weights, pos_weight, r_pos, r_neg, "
-                                                r"neg_row_weights to fbgd.objective\(\) by position"):
-        assert fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows) == want
-    with pytest.warns(DeprecationWarning, match=r"pass neg_weights=, pos_weight= by keyword"):
-        assert fbgd.objective(Y, P, Q, neg, 2.0, r_pos=1.5, r_neg=-0.2, neg_row_weights=rows) == want
-    with pytest.raises(TypeError, match="got multiple values for argument 'neg_weights'"):
-        fbgd.objective(Y, P, Q, neg, neg_weights=neg)
-    with pytest.raises(TypeError):
-        fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows, 1.0)      # more than there ever were
 
 
 # --------------------------------------------------------------------------- warm start (issue 28)

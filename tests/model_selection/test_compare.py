@@ -6,7 +6,7 @@ import pytest
 import fastpu as fp
 from fastpu import compare as C
 from fastpu import select
-from fastpu.split import holdout
+from fastpu.model_selection.split import holdout
 
 
 @pytest.fixture(scope="module")

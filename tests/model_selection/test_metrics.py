@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
 import fastpu._core.factorization as model_mod
-from fastpu.metrics import METRICS, evaluate, evaluate_rated, popularity, sampled_auc
+from fastpu.model_selection.metrics import METRICS, evaluate, evaluate_rated, popularity, sampled_auc
 from fastpu.model import Factorization
 
 import naive_metrics as naive
@@ -238,7 +238,7 @@ def test_popularity_scores_are_item_counts():
 
 def test_popularity_beats_random_on_popularity_data():
     from fastpu.datasets import synthetic
-    from fastpu.split import holdout
+    from fastpu.model_selection.split import holdout
     ds = synthetic(200, 150, rank=2, density=0.1, seed=1)
     tr, te = holdout(ds.Y, 0.3, seed=0)
     rng = np.random.default_rng(0)

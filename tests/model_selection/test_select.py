@@ -9,7 +9,7 @@ import fastpu as fp
 from fastpu import select
 from fastpu._core.progress import Progress
 from fastpu.model import Factorization
-from fastpu.split import validation_split
+from fastpu.model_selection.split import validation_split
 
 
 @pytest.fixture(scope="module")
@@ -369,14 +369,16 @@ def test_tune_tries_the_defaults_first_searches_the_rank_and_stops_trailing_tria
     assert rule.trails([0.1, 0.2, 0.3]) and not rule.trails([0.0, 0.0, 0.36])
 
 
-def test_unknown_keyword_messages_offer_current_names_only(planted):
-    """A deprecated name (ocmf's inner_iter, init_scale) is still accepted, but an unknown
-    keyword's message does not offer it among the names the fit takes."""
+def test_unknown_keyword_messages_offer_the_names_the_fit_takes(planted):
+    """An unknown keyword's message offers the fit's own names, nothing else: the retired
+    spellings (ocmf's inner_iter, init_scale) are unknown keywords like any other."""
     with pytest.raises(TypeError, match="unknown keyword argument 'n_iters'") as exc:
         select.tune("ocmf", planted.Y, budget=1, n_iters=3)
     msg = str(exc.value)
     assert "n_inner" in msg and "init_std" in msg
     assert "inner_iter" not in msg and "init_scale" not in msg
+    with pytest.raises(TypeError, match="unknown keyword argument 'inner_iter'"):
+        select.tune("ocmf", planted.Y, budget=1, inner_iter=3)
 
 
 def test_tune_starts_from_the_defaults_of_the_loss(planted):

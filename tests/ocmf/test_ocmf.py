@@ -518,25 +518,6 @@ def test_feature_aware_multilabel_on_yeast_beats_label_frequency():
     assert p3 > p3_freq + 0.03, (p3, p3_freq)
 
 
-def test_renamed_parameters_still_work_with_a_deprecation_warning():
-    """inner_iter is n_inner and init_scale=s is init_std=s/√k until the next release: the same
-    model, a DeprecationWarning naming the new name; both names at once is an error."""
-    Y = sp.random_array((30, 20), density=0.2, random_state=0, format="csr")
-    Y.data[:] = 1.0
-    new = ocmf.fit(Y, 4, n_iter=2, n_inner=3, init_std=0.3 / np.sqrt(4), fast_path=False)
-    with pytest.warns(DeprecationWarning, match="inner_iter= is deprecated.*use n_inner="):
-        with pytest.warns(DeprecationWarning, match="init_scale= is deprecated.*use init_std="):
-            old = ocmf.fit(Y, 4, n_iter=2, inner_iter=3, init_scale=0.3, fast_path=False)
-    np.testing.assert_array_equal(new.user_factors, old.user_factors)
-    np.testing.assert_array_equal(new.item_factors, old.item_factors)
-    assert old.params["n_inner"] == 3 and "inner_iter" not in old.params
-    with pytest.raises(TypeError, match="both inner_iter= .* and n_inner="):
-        ocmf.fit(Y, 4, inner_iter=3, n_inner=3)
-    with pytest.raises(ValueError, match="init_scale"):
-        with pytest.warns(DeprecationWarning):
-            ocmf.fit(Y, 4, init_scale=-1.0)
-
-
 def test_features_past_float32_range_are_refused_not_returned_as_inf():
     """Features past 3.4e38 fit in float64, but Z H overflowed in the float32 model (the fuzz
     table found 5.8e39): the default dtype refuses by name, float64 fits."""
