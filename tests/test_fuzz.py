@@ -160,10 +160,10 @@ CTX = _Ctx()
 def _small_memory_limit():
     """Legal but huge requests (k, m, n_x = 10**8) are refused by the memory guard, not run: the
     machine is shared, and the guard is what is being tested."""
-    saved = fp._core.validation.MEMORY_LIMIT
-    fp._core.validation.MEMORY_LIMIT = 256 << 20
+    saved = fp._core.memory.MEMORY_LIMIT
+    fp._core.memory.MEMORY_LIMIT = 256 << 20
     yield
-    fp._core.validation.MEMORY_LIMIT = saved
+    fp._core.memory.MEMORY_LIMIT = saved
 
 
 class _Quadratic:

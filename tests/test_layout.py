@@ -173,6 +173,36 @@ def test_the_methods_are_listed_once():
     assert not found, found
 
 
+def _private_attributes() -> list[str]:
+    """``alias._name`` where ``alias`` is a module of fastpu imported by name (``from fastpu._core
+    import validation as V``; ``import fastpu.x as y``) and ``_name`` is private to a package the
+    importer is not in: the import is public, the attribute reached through it is not."""
+    found = []
+    for mod, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        alias = {}
+        for node in _walk_outside_type_checking(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = _resolve(mod, path.name == "__init__.py", node)
+                for a in node.names:
+                    if f"{target}.{a.name}" in MODULES:
+                        alias[a.asname or a.name] = f"{target}.{a.name}"
+            elif isinstance(node, ast.Import):
+                alias.update({a.asname: a.name for a in node.names
+                              if a.asname and a.name in MODULES})
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in alias):
+                step = _private_step(mod, alias[node.value.id], node.attr)
+                if step:
+                    found.append(f"{mod}:{node.lineno} {node.value.id}.{node.attr} ({step})")
+    return found
+
+
+def test_private_names_stay_private_through_a_module_alias():
+    assert _private_attributes() == []
+
+
 @pytest.mark.parametrize("importer, target, name, expected", [
     ("fastpu.model._fold_in", "fastpu.ocmf._problem", "_sample", "fastpu.ocmf._problem._sample"),
     ("fastpu.model._fold_in", "fastpu.ocmf._problem", None, "fastpu.ocmf._problem"),

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 import fastpu as fp
 from fastpu._core import validation as V
+from fastpu._core import memory
 from fastpu._core.progress import Progress
 from fastpu import ConvergenceWarning
 
@@ -25,32 +26,32 @@ def _Y(m=30, n=20, seed=0):
 # ----------------------------------------------------------------------------- memory guard
 
 def test_check_alloc_counts_bytes_without_overflow_and_names_the_arguments():
-    assert V.check_alloc((3, 4), what="x", names=("k",), limit=96) == 96
-    assert V.check_alloc(10, what="x", names=("k",), limit=10) == 10
+    assert memory.check_alloc((3, 4), what="x", names=("k",), limit=96) == 96
+    assert memory.check_alloc(10, what="x", names=("k",), limit=10) == 10
     with pytest.raises(ValueError, match=r"block needs 97 bytes .*lower k, n_iter"):
-        V.check_alloc(97, what="block", names=("k", "n_iter"), limit=96)
+        memory.check_alloc(97, what="block", names=("k", "n_iter"), limit=96)
     # a shape whose product overflows int64 is still counted exactly
     with pytest.raises(ValueError, match=r"needs .* \(147,573,952,589,676,412,928 bytes\)"):
-        V.check_alloc((2**32, 2**32), what="x", names=("k",), limit=2**40)
+        memory.check_alloc((2**32, 2**32), what="x", names=("k",), limit=2**40)
 
 
 def test_memory_limit_sources(monkeypatch):
-    monkeypatch.setattr(V, "MEMORY_LIMIT", None)
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", None)
     monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "2G")
-    assert V.memory_limit() == 2 * 2**30
+    assert memory.memory_limit() == 2 * 2**30
     monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1.5MiB")
-    assert V.memory_limit() == int(1.5 * 2**20)
+    assert memory.memory_limit() == int(1.5 * 2**20)
     monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "lots")
     with pytest.raises(ValueError, match="FASTPU_MEMORY_LIMIT must be a number of bytes"):
-        V.memory_limit()
+        memory.memory_limit()
     monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "-5")
     with pytest.raises(ValueError, match="FASTPU_MEMORY_LIMIT must be a positive number of bytes"):
-        V.memory_limit()
+        memory.memory_limit()
     monkeypatch.delenv("FASTPU_MEMORY_LIMIT")
-    avail = V.memory_limit()                # this machine reports MemAvailable
+    avail = memory.memory_limit()                # this machine reports MemAvailable
     assert avail is None or avail > 0
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 1234)
-    assert V.memory_limit() == 1234
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 1234)
+    assert memory.memory_limit() == 1234
 
 
 HUGE_K = [
@@ -101,7 +102,7 @@ def test_homf_exact_limit_is_adjustable(monkeypatch):
 
 
 def test_homf_exact_block_memory_names_block_size(monkeypatch):
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 50_000)
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 50_000)
     # a block of 10,000 columns is all 50 columns of f_T(A) (m + n = 50): 100,000 bytes
     with pytest.raises(ValueError, match="one block of 50 columns.*lower block_size"):
         fp.homf.fit(_Y(), 2, mode="exact", n_iter=1, block_size=10_000)

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as Vd
+from fastpu._core.memory import check_alloc
 from fastpu._core.hints import Callback, Seed
 
 VARIANTS = ("I", "II", "e")
@@ -183,11 +184,11 @@ def check_memory(data: Positives, model: Model, run: Run, dense_limit: Any) -> N
                             alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
                             limit=dense_limit)
         # U (then Û), the dense Ũ of two iterates, and the SVD's (or Gram's) work
-        Vd.check_alloc(5 * 8 * m * n, what=f"CSRR-{model.variant} (dense U and its SVD)",
-                       names=("Y's shape", "variant (use 'e')"))
+        check_alloc(5 * 8 * m * n, what=f"CSRR-{model.variant} (dense U and its SVD)",
+                    names=("Y's shape", "variant (use 'e')"))
     else:
-        Vd.check_alloc(8 * run.k * (6 * (m + n) + 8 * run.k) + 48 * data.nnz, what="CSRR-e",
-                       names=("k",))
+        check_alloc(8 * run.k * (6 * (m + n) + 8 * run.k) + 48 * data.nnz, what="CSRR-e",
+                    names=("k",))
 
 
 # --------------------------------------------------------------------------------- a fitted model

@@ -255,10 +255,6 @@ def _check_method(method, params):
     _driver(method).check(params)
 
 
-def _describe():
-    return "; ".join(f"{m}: {v}" for m, v in _methods().items())
-
-
 def _is_dask_dataframe(Y):
     if sp.issparse(Y):
         return False

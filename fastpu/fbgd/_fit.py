@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu.fbgd._check import (Model, Run, check_embeddings, check_fitted, check_model, check_run, check_start,
                                 check_weights, check_y, fixed_entries, identity)
 from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
@@ -264,9 +265,9 @@ def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
     """Refuse a rank (or feature width) whose parameters and work arrays exceed the memory."""
     m, n = shape
     g = run.k + 2 if model.biases else run.k
-    V.check_alloc(8 * g * (5 * (m + n) + 4 * (model.Zx.shape[1] + model.Zy.shape[1] + 2) + 8 * g),
-                  what="fbgd.fit", names=("k",) + (("user_features",) if model.has_ux else ())
-                  + (("item_features",) if model.has_ix else ()))
+    check_alloc(8 * g * (5 * (m + n) + 4 * (model.Zx.shape[1] + model.Zy.shape[1] + 2) + 8 * g),
+                what="fbgd.fit", names=("k",) + (("user_features",) if model.has_ux else ())
+                + (("item_features",) if model.has_ix else ()))
 
 
 def _wrap(P, Q, prob, model, theta_x, theta_y, initial, history, params):

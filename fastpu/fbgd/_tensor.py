@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu.fbgd._check import (TENSORS, Run, TensorModel, Weights, check_fitted, check_run,
                                 check_tensor_factors, check_tensor_model, check_weights, check_y,
                                 identity, unique_pairs)
@@ -358,8 +359,8 @@ def _check_memory(shape: tuple[int, int], model: TensorModel, run: Run) -> None:
     """Refuse factors, their gradients and optimizer state, the pair / item embeddings and the
     g × g Gram matrices (g = k + 1 for PITF) that exceed the memory."""
     k = run.k
-    V.check_alloc(8 * 4 * ((model.n_x + model.n_h + shape[0] + shape[1]) * (k + 1) + (k + 1) ** 2),
-                  what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
+    check_alloc(8 * 4 * ((model.n_x + model.n_h + shape[0] + shape[1]) * (k + 1) + (k + 1) ** 2),
+                what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
 
 
 def _penalty(lam, VX, VH, VY):
@@ -368,18 +369,6 @@ def _penalty(lam, VX, VH, VY):
     # a diverging run overflows here: the objective's check (Progress) names the cause instead
     with np.errstate(over="ignore", invalid="ignore"):
         return lam * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
-
-
-def _gradients(prob, tp, VX, VH, VY):
-    """∂J/∂V^X, ∂J/∂V^H, ∂J/∂V^Y of the loss (no penalty) at one point."""
-    P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
-    Sq, sq = prob.gram(prob.neg, Q)
-    Sp, sp_ = prob.gram(prob.arow, P)
-    G_p, G_q = np.empty_like(P), np.empty_like(Q)
-    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
-    _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
-    gX, gH = tp.chain(G_p, VX, VH)
-    return gX, gH, np.ascontiguousarray(G_q[:, :tp.f])
 
 
 def _train(prob, tp, VX, VH, VY, *, lr, n_iter, adagrad, lam, progress):

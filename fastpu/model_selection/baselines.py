@@ -28,6 +28,8 @@ import scipy.sparse as sp
 
 from fastpu.model_selection._item_item import ItemItemModel, ease, item_knn
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
+from fastpu._core.names import did_you_mean, fit_names
 from fastpu import ocmf
 from fastpu._core.progress import Progress
 from fastpu._core.threads import check_threads, limit_threads
@@ -78,7 +80,7 @@ _WRMF_OWN = ("alpha", "lam", "n_iter", "seed", "n_threads", "callback", "verbose
 #: what wrmf sets or fixes: not among the ocmf.fit arguments it passes on
 _WRMF_SETS = {"Y", "k", "loss", "rho", "a_bar", "p", "q", "negatives", *_WRMF_OWN}
 #: the ocmf.fit arguments wrmf passes on (its **ocmf_params)
-_WRMF_PASSED_ON = sorted((V.fit_names(ocmf.fit) or set()) - _WRMF_SETS)
+_WRMF_PASSED_ON = sorted((fit_names(ocmf.fit) or set()) - _WRMF_SETS)
 
 
 def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
@@ -87,7 +89,7 @@ def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
     unknown = [key for key in ocmf_params if key not in passed_on]
     if not unknown:
         return
-    hint = V.did_you_mean(unknown[0], [*_WRMF_OWN, *passed_on]) if len(unknown) == 1 else ""
+    hint = did_you_mean(unknown[0], [*_WRMF_OWN, *passed_on]) if len(unknown) == 1 else ""
     what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
             f"unexpected keyword arguments {', '.join(map(repr, unknown))}")
     raise TypeError(f"wrmf got {what}{hint}; it takes {', '.join(_WRMF_OWN)} and these of "
@@ -176,8 +178,8 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     Y = V.check_csr(Y, name="Y")
     k = V.check_k(k)
     # float32 factors (BPR adds a bias column) with implicit's work copies, and the k × k Gram
-    V.check_alloc(4 * (3 * sum(Y.shape) * (k + 1) + (k + 1) ** 2), what=f"implicit {kind.upper()}'s factors",
-                  names=("k",))
+    check_alloc(4 * (3 * sum(Y.shape) * (k + 1) + (k + 1) ** 2), what=f"implicit {kind.upper()}'s factors",
+                names=("k",))
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
     callback = V.check_callback(callback)

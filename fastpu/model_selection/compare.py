@@ -25,6 +25,8 @@ import scipy.sparse as sp
 from fastpu.model_selection import _rows as R
 from fastpu._core import registry
 from fastpu._core import validation as V
+from fastpu._core.files import check_save_path
+from fastpu._core.names import did_you_mean
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, StrPath, Threads
 from fastpu.model_selection.metrics import evaluate, popularity
@@ -123,7 +125,7 @@ class CompareResult:
             If ``path`` is a directory, or its folder does not exist or is not writable.
         """
         if not hasattr(path, "write"):       # matplotlib also writes to a binary file object
-            path = V.check_save_path(path, example="compare.png")
+            path = check_save_path(path, example="compare.png")
         try:
             import matplotlib
             matplotlib.use("Agg")
@@ -196,7 +198,7 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str 
         raise ValueError(f"method labels must be unique, got {labels}")
     unknown = [key for key in (params or {}) if key not in labels]
     if unknown:        # a misspelt label would silently leave that method at its defaults
-        hint = V.did_you_mean(str(unknown[0]), set(labels)) if len(unknown) == 1 else ""
+        hint = did_you_mean(str(unknown[0]), set(labels)) if len(unknown) == 1 else ""
         raise ValueError(f"params has key{'s' if len(unknown) > 1 else ''} "
                          f"{', '.join(map(repr, unknown))} that name{'' if len(unknown) > 1 else 's'} "
                          f"no entry of methods{hint}; its keys must be labels of the compared methods: "

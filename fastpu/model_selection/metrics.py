@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu.model_selection import _scoring as scoring
 from fastpu.model_selection._cost import cost_sensitive  # CSRR paper's measures (2) and (3), re-exported
 from fastpu._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
@@ -195,8 +196,8 @@ def evaluate(model: Factorization, Y_train: Sparse | Dataset, Y_test: Sparse | D
     want_auc = "auc" in selected
     step = scoring.score_block_rows(n)
     # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
-    V.check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * ks.size,
-                  what="evaluate (score blocks and top-k lists)", names=("k",))
+    check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * ks.size,
+                what="evaluate (score blocks and top-k lists)", names=("k",))
     with limit_threads(n_threads):
         sums = _rank(model, users, Y_train, rel, ks, kmax, want_topk, want_auc)
     result = _summarise(sums, users, np.diff(rel.indptr), ks, kmax, selected)

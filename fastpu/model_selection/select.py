@@ -33,6 +33,8 @@ import numpy as np
 
 from fastpu.model_selection import _rows as R
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
+from fastpu._core.names import did_you_mean, fit_names
 from fastpu._core.dataset import Dataset
 from fastpu._core.threads import check_threads
 from fastpu._core.hints import Sparse, Threads
@@ -76,7 +78,7 @@ def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any],
                         f"function {_CALL}, got {type(method).__name__} {method!r}")
     if method not in NAMES:
         raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
-                         f"got {method!r}{V.did_you_mean(method, set(NAMES))}")
+                         f"got {method!r}{did_you_mean(method, set(NAMES))}")
     return registry.get(method).resolve("fit"), method
 
 
@@ -169,7 +171,7 @@ def _check_metric(metric: Any) -> tuple[str, int | None]:
     k = V.ascii_int(digits)             # ASCII digits only: '²' and '٥' pass str.isdigit()
     if name not in METRICS or name == "auc" or k is None or k < 1:
         ranked = [m for m in METRICS if m != "auc"]
-        hint = V.did_you_mean(name, set(ranked)) if name not in METRICS else ""
+        hint = did_you_mean(name, set(ranked)) if name not in METRICS else ""
         raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
                          f"and k >= 1, or 'auc'; got {metric!r}{hint}")
     return name, k
@@ -185,13 +187,13 @@ def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> 
     if "callback" in fixed:
         raise TypeError(f"{label} got callback=; the search passes its own callback (it scores "
                         "every outer iteration on the validation split), so give none")
-    names = V.fit_names(fit)
+    names = fit_names(fit)
     if names is None:
         return
     unknown = [key for key in fixed if key not in names]
     if unknown:
         current = sorted(names)
-        hint = V.did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
+        hint = did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
         raise TypeError(f"{label} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")
 
@@ -208,11 +210,11 @@ def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: 
                         f"got {type(space).__name__}")
     if not space:
         raise ValueError("space is empty; give at least one parameter to search")
-    names = V.fit_names(fit)
+    names = fit_names(fit)
     out: dict[str, Any] = {}
     for key, val in space.items():
         if names is not None and key not in names:
-            raise ValueError(f"space has unknown parameter {key!r}{V.did_you_mean(key, names)}; "
+            raise ValueError(f"space has unknown parameter {key!r}{did_you_mean(key, names)}; "
                              f"the fit takes {', '.join(sorted(names))}")
         if key in fixed:
             raise ValueError(f"{key!r} is both searched (in space) and fixed (a keyword argument); give it once")
@@ -243,9 +245,9 @@ def _draw(space: dict[str, Any], n_trials: int | None,
         if n_trials is None or n_trials >= size:
             # the whole grid, one setting per point: refused before it is listed when it cannot
             # fit (a dict of the parameters per point, about 100 bytes per parameter)
-            V.check_alloc(size * (240 + 100 * len(keys)),
-                          what=f"the grid of space ({' × '.join(map(str, sizes))} = {size:,} settings)",
-                          names=("the lists of space", "or give n_trials to sample it"))
+            check_alloc(size * (240 + 100 * len(keys)),
+                        what=f"the grid of space ({' × '.join(map(str, sizes))} = {size:,} settings)",
+                        names=("the lists of space", "or give n_trials to sample it"))
             return [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
         if size > V.INT_MAX:
             raise ValueError(f"space is a grid of {size:,} settings ({' × '.join(map(str, sizes))}), "
@@ -265,8 +267,8 @@ def _draw(space: dict[str, Any], n_trials: int | None,
     if n_trials is None:
         raise ValueError("n_trials is required when the space holds distributions (random search); "
                          "give n_trials, or lists only for a grid search")
-    V.check_alloc(n_trials * (240 + 100 * len(keys)),
-                  what=f"the settings of {n_trials:,} random trials", names=("n_trials (tune's budget)",))
+    check_alloc(n_trials * (240 + 100 * len(keys)),
+                what=f"the settings of {n_trials:,} random trials", names=("n_trials (tune's budget)",))
     out = []
     for _ in range(n_trials):
         trial: dict[str, Any] = {}
@@ -674,7 +676,7 @@ def _check_name(method: Any, where: str) -> None:
         raise TypeError(f"method must be a method name ({names}), got {type(method).__name__} {method!r}")
     if method not in SPACES:
         raise ValueError(f"method must be one of {names}, got {method!r}"
-                         f"{V.did_you_mean(method, set(SPACES))}")
+                         f"{did_you_mean(method, set(SPACES))}")
 
 
 def default_space(method: str, Y: Sparse | Dataset | None = None,

@@ -49,7 +49,7 @@ def check_y(Y: Any, *, fit: bool) -> Any:
     fast = (sp.issparse(Y) and getattr(Y, "format", None) == "csr" and Y.ndim == 2
             and Y.dtype in (np.float32, np.float64))
     if fast:
-        V._check_compressed_structure(Y, "Y")
+        V.check_compressed_structure(Y, "Y")
         nnz = int(Y.indptr[-1])
         data = np.asarray(Y.data)[:nnz]
         fast = (nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf)) \

@@ -14,6 +14,7 @@ from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 
 import naive_fbgd as naive
+import reference_fbgd as reference
 
 
 # --------------------------------------------------------------------------- helpers
@@ -155,7 +156,7 @@ def test_objective_never_forms_the_full_matrix():
 @given(problems())
 def test_gradients_match_dense_all_pairs(pb):
     prob, tx, ty, dense = _build(pb)
-    gx, gy = fbgd_problem._gradients(prob, tx, ty)
+    gx, gy = reference.gradients(prob, tx, ty)
     rx, ry = _naive_grads(dense, tx, ty, pb["k"], pb["biases"])
     np.testing.assert_allclose(gx, rx, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(gy, ry, rtol=1e-9, atol=1e-9)
@@ -164,7 +165,7 @@ def test_gradients_match_dense_all_pairs(pb):
 @given(problems())
 def test_gradients_match_finite_differences(pb):
     prob, tx, ty, dense = _build(pb)
-    gx, gy = fbgd_problem._gradients(prob, tx, ty)
+    gx, gy = reference.gradients(prob, tx, ty)
     h = 1e-5
     with limit_threads(1):      # many tiny loss evaluations: skip the parallel launches
         _check_fd(prob, tx, ty, gx, gy, dense, pb["biases"], h)
@@ -393,18 +394,16 @@ def test_default_row_weights_keep_the_previous_results_bit_for_bit(name, monkeyp
     if kw.pop("features", False):
         kw.update(user_features=Zx, item_features=Zy)
     default = fbgd.fit(Y, k, seed=1, **kw)
-    # issue 13: the default kernels reassociate sums (the dot products of the loss, and the
-    # row-parallel coordinate update of one-hot parameters); the kernels from before it, kept as
-    # the reference, still reproduce the pinned digest bit for bit, and the default agrees with
-    # them to rounding
-    with monkeypatch.context() as mp:
-        mp.setattr(fbgd_problem, "_REFERENCE", True)
-        reference = fbgd.fit(Y, k, seed=1, **kw)
-    assert _digest(reference) == digest
-    np.testing.assert_allclose(default.user_factors, reference.user_factors, rtol=1e-11, atol=1e-14)
-    np.testing.assert_allclose(default.item_factors, reference.item_factors, rtol=1e-11, atol=1e-14)
+    # the default kernels reassociate sums (the dot products of the loss, and the row-parallel
+    # coordinate update of one-hot parameters); the serial in-order reference (reference_fbgd)
+    # reproduces the pinned digest bit for bit, and the default agrees with it to rounding
+    with reference.in_order(monkeypatch):
+        ref = fbgd.fit(Y, k, seed=1, **kw)
+    assert _digest(ref) == digest
+    np.testing.assert_allclose(default.user_factors, ref.user_factors, rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(default.item_factors, ref.item_factors, rtol=1e-11, atol=1e-14)
     np.testing.assert_allclose([h["objective"] for h in default.history],
-                               [h["objective"] for h in reference.history], rtol=1e-12)
+                               [h["objective"] for h in ref.history], rtol=1e-12)
     ones = fbgd.fit(Y, k, seed=1, neg_row_weights=np.ones(Y.shape[0]), **kw)
     np.testing.assert_array_equal(ones.user_factors, default.user_factors)
     np.testing.assert_array_equal(ones.item_factors, default.item_factors)
