@@ -475,7 +475,7 @@ CASES = [
     Case("metrics.sampled_auc", metrics.sampled_auc, _ev,
          dict(model="model", Y_train="csr", Y_test="csr", n_negatives="iters", seed="seed", users="users",
               n_threads="threads")),
-    Case("metrics.popularity", metrics.popularity, lambda: dict(Y_train=CTX.Y), dict(Y_train="csr")),
+    Case("metrics.popularity", metrics.popularity, lambda: dict(Y=CTX.Y), dict(Y="csr")),
     # ocmf
     Case("ocmf.fit", ocmf.fit, _Yk(n_iter=1),
          dict(FIT_COMMON, loss="choice", rho="real", p=("dense", (M,)), q=("dense", (N,)), a_bar="real",
@@ -597,7 +597,7 @@ CASES = [
          dict(model="model", Y_train="csr", Y_test="csr", threshold="real", mu_p="real", c_p="real",
               users="users", n_threads="threads")),
     # baselines
-    Case("baselines.popularity", baselines.popularity, lambda: dict(Y_train=CTX.Y), dict(Y_train="csr")),
+    Case("baselines.popularity", baselines.popularity, lambda: dict(Y=CTX.Y), dict(Y="csr")),
     Case("baselines.wrmf_weights", baselines.wrmf_weights, lambda: dict(Y=CTX.Y, alpha=2.0),
          dict(Y="csr", alpha="real")),
     Case("baselines.wrmf", baselines.wrmf, _Yk(n_iter=2),

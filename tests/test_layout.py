@@ -153,17 +153,24 @@ def test_private_parts_stay_in_their_package():
     assert not bad, "\n".join(bad)
 
 
-def test_the_methods_are_listed_once():
-    """Only the registry holds the methods as one collection (a tuple, list, set or dict of two or
-    more of their names); everything else reads it."""
+@pytest.mark.parametrize("kind", ["method", "baseline"])
+def test_the_methods_and_baselines_are_listed_once(kind):
+    """Only the registry holds the methods (or the baselines) as one collection (a tuple, list,
+    set or dict of two or more of their names); everything else reads it. A module's
+    ``__all__`` lists its functions (``ease``, ``popularity``), not the baselines."""
     from fastpu._core import registry
 
-    names = set(registry.names("method"))
+    names = set(registry.names(kind))
     found = []
     for mod, path in MODULES.items():
         if mod == "fastpu._core.registry":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        exports = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and [getattr(t, "id", None) for t in node.targets] == ["__all__"]}
+        for node in ast.walk(tree):
+            if id(node) in exports:
+                continue
             items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
             if not isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) or items is None:
                 continue

@@ -1,5 +1,9 @@
 """Standard baselines in fastpu's calling convention, so they can be tuned and compared alike.
 
+The baselines that ``tune``, ``compare`` and the command line know are the entries of kind
+"baseline" of :mod:`fastpu._core.registry` (``registry.names("baseline")``); this module holds
+their fits and search spaces:
+
 - :func:`popularity` — every user ranks items by their training count;
 - :func:`wrmf` — WRMF / implicit ALS (Hu, Koren, Volinsky 2008) expressed through ocmf's square
   loss with confidence weights: confidence c_ij = 1 + ``alpha`` · r_ij on the positives and 1 on
@@ -21,7 +25,7 @@
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,7 +42,7 @@ from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Callback, Seed, Sparse, Threads
 
-__all__ = ["BASELINES", "ItemItemModel", "ease", "implicit_als", "implicit_bpr", "item_knn",
+__all__ = ["ItemItemModel", "ease", "implicit_als", "implicit_bpr", "item_knn",
            "popularity", "wrmf", "wrmf_weights"]
 
 
@@ -300,49 +304,49 @@ def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
                          regularization=V.check_scalar(regularization, name="regularization", minimum=0.0))
 
 
-#: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
-BASELINES: dict[str, Callable[..., Factorization]] = {
-    "wrmf": wrmf, "ease": ease, "itemknn": item_knn, "als": implicit_als, "bpr": implicit_bpr}
-
-
-# Default search spaces of :func:`fastpu.select.tune` for the baselines (the registry names them).
-# implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its `alpha`
-# wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins.
-def _spaces() -> dict[str, dict[str, Any]]:
-    import scipy.stats as stats       # on first use: importing this module stays cheap
-
-    from fastpu._core.registry import rank_space
-
-    return {
-        "wrmf": dict(fixed=dict(n_iter=15),
-                     space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0))),
-        "als": dict(fixed=dict(n_iter=15),
-                    space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
-                               regularization=stats.loguniform(1e-2, 100.0))),
-        "bpr": dict(fixed=dict(n_iter=300),
-                    space=dict(k=rank_space, learning_rate=stats.loguniform(1e-3, 0.1),
-                               regularization=stats.loguniform(1e-4, 0.1))),
-    }
-
-
-def _space(name: str, fixed: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    base = _spaces()[name]
-    return {k: v for k, v in base["space"].items() if k not in fixed}, {**base["fixed"], **fixed}
+# Default search spaces of :func:`fastpu.select.tune` for the baselines (their registry entries
+# name them). implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its
+# `alpha` wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins.
+def _space(space: dict[str, Any], defaults: dict[str, Any],
+           fixed: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(space without the fixed names, the defaults updated by the fixed settings)."""
+    return {k: v for k, v in space.items() if k not in fixed}, {**defaults, **fixed}
 
 
 def wrmf_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("wrmf", Y, **fixed)``."""
-    return _space("wrmf", fixed)
+    import scipy.stats as stats       # on first use: importing this module stays cheap
+
+    from fastpu._core.registry import rank_space
+
+    return _space(dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
+                       lam=stats.loguniform(1e-2, 100.0)), dict(n_iter=15), fixed)
 
 
 def als_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("als", Y, **fixed)``."""
-    return _space("als", fixed)
+    import scipy.stats as stats
+
+    from fastpu._core.registry import rank_space
+
+    return _space(dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
+                       regularization=stats.loguniform(1e-2, 100.0)), dict(n_iter=15), fixed)
 
 
 def bpr_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("bpr", Y, **fixed)``."""
-    return _space("bpr", fixed)
+    import scipy.stats as stats
+
+    from fastpu._core.registry import rank_space
+
+    return _space(dict(k=rank_space, learning_rate=stats.loguniform(1e-3, 0.1),
+                       regularization=stats.loguniform(1e-4, 0.1)), dict(n_iter=300), fixed)
+
+
+def popularity_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(space, fixed settings) of ``tune("popularity", Y, **fixed)``: nothing to search (tune
+    fits it once)."""
+    return {}, dict(fixed)
 
 
 # ----------------------------------------------------------------------------- fold-in rows
@@ -385,10 +389,15 @@ def _als_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarra
 
 
 def _popularity_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    """New users of the popularity baseline score every item by its count, as every user does."""
+    """New users of the popularity baseline score every item by its count, as every user does:
+    one row of ones per new user, given by its positives ``Y`` or by its features ``X`` (a
+    cold start, ``compare(..., split="rows")``), never both."""
     from fastpu._core import rows as row_problem
 
     row_problem.no_weights(model, solver.get("p"), solver.get("q"))
+    if X is not None and Y is None:
+        X = V.check_features(X, name="user_features", n_rows=np.shape(X)[0])
+        return np.ones((X.shape[0], 1)), {}
     Y = row_problem.need_rows(Y, X, method="popularity")
     return np.ones((Y.shape[0], 1)), {}
 

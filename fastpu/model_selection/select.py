@@ -45,8 +45,8 @@ from fastpu.model_selection.split import validation_split
 
 __all__ = ["NAMES", "SPACES", "SearchResult", "default_space", "search", "tune"]
 
-#: Every name :func:`search` takes: the methods and the baselines of :mod:`fastpu.baselines`
-#: that have a search space (fastpu._core.registry lists them).
+#: Every name :func:`search` and :func:`tune` take: the entries of the registry (its methods and
+#: baselines, fastpu._core.registry) that have a default search space.
 NAMES = tuple(e.name for e in registry.entries() if e.space is not None)
 
 
@@ -198,6 +198,11 @@ def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> 
                         f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")
 
 
+#: The space :func:`tune` searches when there is nothing to search (popularity, or every
+#: parameter of a default space fixed): one trial, the fit with its fixed settings.
+_NOTHING: dict[str, Any] = {}
+
+
 def _is_distribution(v: Any) -> bool:
     return callable(getattr(v, "rvs", None))
 
@@ -208,7 +213,7 @@ def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: 
     if not isinstance(space, dict):
         raise TypeError(f"space must be a dict of parameter name -> list of values or distribution, "
                         f"got {type(space).__name__}")
-    if not space:
+    if not space and space is not _NOTHING:
         raise ValueError("space is empty; give at least one parameter to search")
     names = fit_names(fit)
     out: dict[str, Any] = {}
@@ -303,10 +308,11 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"} or callable
-        A method, a baseline of :mod:`fastpu.baselines` (``"als"``/``"bpr"`` need `implicit`),
-        or any function ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the
-        fastpu calling convention (the callback receives ``info["model"]``).
+    method : str or callable
+        A name of :data:`NAMES` (a method or a baseline of the registry; those that need an
+        optional package, such as implicit's, need it installed), or any function
+        ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the fastpu calling convention (the
+        callback receives ``info["model"]``).
     Y : scipy.sparse matrix, shape (m, n), or Dataset
         The training positives. Nothing else is seen: pass the training part of your split.
     space : dict
@@ -685,7 +691,8 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"}
+    method : str
+        A name of :data:`NAMES`.
     Y : scipy.sparse matrix, optional
         Needed where a range scales with the data (fBGD's ``alpha0`` with the number of items).
     **fixed
@@ -732,11 +739,16 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     earlier trials' at the same iteration stops there (:func:`search`'s ``stop_trailing``), so
     the budget buys more settings. Keyword arguments the search does not cover are passed to
     ``fit`` unchanged and leave the space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ's
-    ``k``, ``rho`` and ``lam``; ``tune("ocmf", Y, k=64)`` keeps the rank.
+    ``k``, ``rho`` and ``lam``; ``tune("ocmf", Y, k=64)`` keeps the rank. With nothing to
+    search (popularity's space is empty, or the keyword arguments fix every parameter of the
+    space) the one trial is the fit with the fixed settings, its best iteration chosen on the
+    validation split as usual.
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "ease", "itemknn", "als", "bpr"}
+    method : str
+        A name of :data:`NAMES` (the methods and baselines of the registry,
+        :func:`fastpu._core.registry.names`).
     Y : scipy.sparse matrix or Dataset
         Training positives only (the validation split is carved from it).
     budget : int or None
@@ -789,6 +801,8 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     first = None
     if space is not None:       # the defaults yield to what the given space searches (e.g. k)
         fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
+    elif not default:           # nothing to search: the fit once, with the fixed settings
+        space, budget, seconds = _NOTHING, 1, None
     else:
         first = _defaults_of(method, default, fixed_all)
     return search(method, Y, default if space is None else space, validation=validation,

@@ -87,18 +87,18 @@ def test_bad_input_is_named(data, kw, exc, match):
 
 
 def test_bad_metric_is_refused_before_any_fit(data, monkeypatch):
-    # a typo used to train popularity first, then fail inside the first tuned method
+    # a typo used to fit the first method, then fail when it was tuned
     def boom(*args, **kwargs):
         raise AssertionError("fitted before the metric was checked")
 
-    monkeypatch.setattr(C, "popularity", boom)
+    monkeypatch.setattr(C, "tune", boom)
     monkeypatch.setattr(C, "tune", boom)
     with pytest.raises(ValueError, match=r"metric must be '<name>@<k>'.*got 'ndgc@10' \(did you mean 'ndcg'\?\)"):
         C.compare(data.Y, ["popularity", "ocmf"], splits=1, budget=1, metric="ndgc@10")
 
 
 def test_unknown_fixed_kwarg_is_refused_before_any_fit(data, monkeypatch):
-    monkeypatch.setattr(C, "popularity", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
+    monkeypatch.setattr(C, "tune", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
     with pytest.raises(TypeError, match=r"'SQ' \(ocmf\.fit\) got unknown keyword argument 'lamda' "
                                         r"\(did you mean 'lam'\?\); it takes .*\blam\b"):
         C.compare(data.Y, ["popularity", ("SQ", "ocmf", {"lamda": 1.0})], splits=1, budget=1)
@@ -126,7 +126,7 @@ def test_a_params_key_that_names_no_entry_is_refused_before_any_fit(data, monkey
     def boom(*args, **kwargs):
         raise AssertionError("fitted before params was checked")
 
-    monkeypatch.setattr(C, "popularity", boom)
+    monkeypatch.setattr(C, "tune", boom)
     monkeypatch.setattr(C, "tune", boom)
     with pytest.raises(ValueError, match=r"params has key 'ocfm' that names no entry of methods "
                                          r"\(did you mean 'ocmf'\?\); its keys must be labels of the "
