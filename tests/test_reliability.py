@@ -4,6 +4,7 @@ One regression test per reported failure; the property-based sweep over every pu
 function is in ``test_fuzz.py``.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -77,6 +78,54 @@ def test_memory_limit_from_the_environment(name, call, monkeypatch):
         call(_Y(), 3000)
     monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1G")
     assert np.isfinite(call(_Y(), 3).user_factors).all()
+
+
+_X5 = np.random.default_rng(3).normal(size=(30, 5))
+_Y3, _PAIRS = fp.fbgd.triples_to_pairs([0, 1, 2, 2, 3], [0, 1, 0, 1, 1], [1, 0, 2, 2, 3])
+RANK_FITS = [
+    # (label, fit of rank k, the bound, what the message names as the bound)
+    ("ocmf", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1), 20, r"min\(m, n\) = 20 of the 30 × 20 matrix Y"),
+    ("ocmf features", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1, user_features=_X5), 5,
+     "the 5 columns of user_features"),
+    ("ocmf item features", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1, item_features=_X5[:20, :4]), 4,
+     "the 4 columns of item_features"),
+    ("fbgd", lambda k: fp.fbgd.fit(_Y(), k, n_iter=1), 20, r"min\(m, n\) = 20 of the 30 × 20 matrix Y"),
+    ("fbgd features", lambda k: fp.fbgd.fit(_Y(), k, n_iter=1, user_features=_X5), 5,
+     "the 5 columns of user_features"),
+    ("fbgd tensor", lambda k: fp.fbgd.fit_tensor(_Y3, k, pairs=_PAIRS, n_iter=1), 4,
+     r"min\(m, n\) = 4 of the 5 × 4 matrix Y"),
+    ("csrr e", lambda k: fp.csrr.fit(_Y(), k, n_iter=2), 20, r"min\(m, n\) = 20 of the 30 × 20 matrix Y"),
+    ("homf", lambda k: fp.homf.fit(_Y(), k, n_iter=1, T=2), 20, r"min\(m, n\) = 20 of the 30 × 20 matrix Y"),
+]
+
+
+@pytest.mark.parametrize("label, fit, top, bound", RANK_FITS, ids=[r[0] for r in RANK_FITS])
+def test_a_rank_above_what_the_scores_can_have_warns_naming_both_and_the_cost(label, fit, top, bound):
+    """ocmf.fit(train, 5000) on 1,682 items said nothing (one iteration took 49.8 s): a rank above
+    min(m, n), or above a side's feature width, warns at the user's line, naming k, the bound and
+    what the extra columns cost; at the bound it says nothing."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(top + 3)
+    mine = [w for w in caught if "is above" in str(w.message)]
+    assert len(mine) == 1 and mine[0].category is UserWarning and mine[0].filename == __file__
+    msg = str(mine[0].message)
+    assert re.search(rf"k={top + 3} is above {bound}: the scores have rank at most {top} ", msg), msg
+    assert re.search(rf"the other 3 columns .* times as long as with k={top}, and the .* factor "
+                     rf"rows take .* instead of .*; use k <= {top}$", msg), msg
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(top)
+    assert not [w for w in caught if "is above" in str(w.message)]
+
+
+def test_the_rank_warning_quotes_the_costs():
+    with pytest.warns(UserWarning, match=r"k=5,000 is above min\(m, n\) = 943 of the 943 × 1,682 "
+                                         r"matrix Y: .* the other 4,057 columns .* about 5\.3 \(its "
+                                         r"\|Ω\+\|·k terms\) to 28\.1 \(its k×k terms\) times as "
+                                         r"long as with k=943, and the 2,625 factor rows take 100\.1 "
+                                         r"MiB instead of 18\.9 MiB; use k <= 943"):
+        V.warn_rank(5000, (943, 1682), where="ocmf.fit")
 
 
 def test_homf_exact_on_a_huge_sparse_matrix_is_refused_at_once():

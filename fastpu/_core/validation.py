@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import numbers
 import re
+import warnings
 from typing import Any, Collection, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import memory
+from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, IntArray, Matrix, Seed, Sparse
 
 _T = TypeVar("_T")
@@ -383,6 +385,61 @@ def check_k(k: Any, *, name: str = "k") -> int:
     if k > INT_MAX:
         raise ValueError(f"{name} must be <= 2**62, got {k}")
     return int(k)
+
+
+def warn_rank(k: int, shape: tuple[int, int], *, where: str,
+              widths: dict[str, int | None] | None = None) -> None:
+    """Warn when the rank ``k`` is above the rank a fit's scores can have.
+
+    The m × n scores have rank at most min(m, n) whatever ``k`` is, and at most d when a side's
+    factors are a product with a feature matrix of d columns (X W): the columns of the factors
+    past the smallest of these bounds add no rank, only cost. Every fit that takes a rank calls
+    this from its argument checks (its Dask form too).
+
+    Parameters
+    ----------
+    k : int
+        The checked rank.
+    shape : (int, int)
+        (m, n) of the matrix fitted.
+    where : str
+        The fit, for the message (``"ocmf.fit"``).
+    widths : dict, optional
+        The feature matrices that bound the rank: their argument names -> their numbers of
+        columns (None: not given).
+
+    Warns
+    -----
+    UserWarning
+        Naming ``k``, the bound and where it comes from, and what the extra columns cost (time
+        per iteration and the factors' memory, relative to ``k`` at the bound).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from fastpu._core.validation import warn_rank
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_rank(50, (40, 30), where="ocmf.fit")
+    >>> str(caught[0].message).split(":")[1].strip()
+    'k=50 is above min(m, n) = 30 of the 40 × 30 matrix Y'
+    """
+    m, n = (int(s) for s in shape)
+    bounds = [(min(m, n), f"min(m, n) = {min(m, n):,} of the {m:,} × {n:,} matrix Y")]
+    for name, width in (widths or {}).items():
+        if width is not None:
+            bounds.append((int(width), f"the {int(width):,} columns of {name}"))
+    top, what = min(bounds, key=lambda b: b[0])
+    if k <= top or top < 1:
+        return
+    ratio = k / top
+    warnings.warn(
+        f"{where}: k={k:,} is above {what}: the scores have rank at most {top:,} whatever k is, so "
+        f"the other {k - top:,} columns of the factors add no rank, only cost: each iteration takes "
+        f"about {ratio:.1f} (its |Ω+|·k terms) to {ratio * ratio:.1f} (its k×k terms) times as long as "
+        f"with k={top:,}, and the {m + n:,} factor rows take {memory.fmt_bytes(8 * (m + n) * k)} "
+        f"instead of {memory.fmt_bytes(8 * (m + n) * top)}; use k <= {top:,}",
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def check_int(v: Any, *, name: str, minimum: int | None = 0) -> int:

@@ -107,6 +107,13 @@ def check_rank(k: Any, variant: str, *, where: str = "csrr.fit",
     return Vd.check_k(k)
 
 
+def warn_rank(run: Run, shape: tuple[int, int], *, where: str = "csrr.fit") -> None:
+    """Variant "e": warn when k is above min(m, n) (:func:`fastpu._core.validation.warn_rank`);
+    CSRR-I/II choose their own rank."""
+    if run.k is not None:
+        Vd.warn_rank(run.k, shape, where=where)
+
+
 def check_run(k: Any, model: Model, *, eta: Any, n_iter: Any, n_inner: Any, inner_tol: Any,
               restart: Any, svd_method: Any, seed: Seed, callback: Any, verbose: Any,
               where: str = "csrr.fit", example: str = "csrr.fit(Y, 32)") -> Run:

@@ -10,7 +10,7 @@ import numpy as np
 from fastpu._core import validation as Vd
 from fastpu._kernels import csrr as K
 from fastpu.csrr._check import (LOSSES, Model, Positives, Run, check_memory, check_model,
-                                check_run, positives)
+                                check_run, positives, warn_rank)
 from fastpu.csrr._model import CSRRModel
 from fastpu.csrr._solvers import INNER_CAP, _Bilinear, _fit_bilinear, _fit_dense, _sparse_v
 from fastpu._core.progress import Progress
@@ -139,6 +139,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", loss: 
                     restart=restart, svd_method=svd_method, seed=seed, callback=callback,
                     verbose=verbose)
     data = positives(Y, fit=True)
+    warn_rank(run, data.shape)
     check_memory(data, model, run, dense_limit)
     params = _params(model, run, seed)
     progress = Progress(f"csrr-{model.variant}", verbose=run.verbose, callback=run.callback,

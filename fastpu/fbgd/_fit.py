@@ -9,8 +9,9 @@ import numpy as np
 
 from fastpu._core import validation as V
 from fastpu._core.memory import check_alloc
-from fastpu.fbgd._check import (Model, Run, check_embeddings, check_fitted, check_model, check_run, check_start,
-                                check_weights, check_y, fixed_entries, identity)
+from fastpu.fbgd._check import (Model, Run, check_embeddings, check_fitted, check_model,
+                                check_run, check_start, check_weights, check_y, fixed_entries,
+                                identity, warn_rank)
 from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
                                   per_positive)
 from fastpu._core.progress import Progress
@@ -229,6 +230,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                         alpha0=alpha0, rho=rho, neg_weights=neg_weights,
                         neg_row_weights=neg_row_weights, pos_weight=pos_weight, r_pos=r_pos,
                         r_neg=r_neg, biases=biases, lam=lam)
+    warn_rank(run, Y.shape, model)
     start = check_start(init, model, run)
     _check_memory(Y.shape, model, run)
     prob = build(Y, model, run.k)

@@ -30,7 +30,7 @@ from fastpu._core import validation as V
 from fastpu._core.memory import check_alloc
 from fastpu.fbgd._check import (TENSORS, Run, TensorModel, Weights, check_fitted, check_run,
                                 check_tensor_factors, check_tensor_model, check_weights, check_y,
-                                identity, unique_pairs)
+                                identity, unique_pairs, warn_rank)
 from fastpu.fbgd._problem import _EPS, _negative_weights, _Problem, per_positive
 from fastpu._kernels import fbgd as _k
 from fastpu._kernels import fbgd_tensor as _kt
@@ -329,6 +329,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
                                neg_weights=neg_weights, neg_row_weights=neg_row_weights,
                                pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, tensor=tensor,
                                lam=lam)
+    warn_rank(run, Y.shape, where="fbgd.fit_tensor")
     _check_memory(Y.shape, model, run)
     tp = _Tensor(model.px, model.ph, model.n_x, model.n_h, run.k, model.tensor)
     w = model.weights

@@ -13,7 +13,8 @@ import numpy as np
 
 from fastpu._core import validation as V_
 from fastpu._core.memory import check_alloc
-from fastpu.homf._check import MODES, Graph, Run, check_g, check_graph, check_run, check_T, check_y
+from fastpu.homf._check import (MODES, Graph, Run, check_g, check_graph, check_run, check_T,
+                                check_y, warn_rank)
 from fastpu.homf._graph import transition
 from fastpu.homf._solvers import dense, exact, squared_error
 from fastpu.homf._walk import _Walker, walk_columns, walk_rows
@@ -315,6 +316,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_graph: Matrix | None = None,
     Y = check_y(Y, g=g, fit=True)
     graph = check_graph(Y.shape, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
                         g_user_graph=g1, g_item_graph=g3)
+    warn_rank(run, Y.shape)
     m, n = Y.shape
     block = _check_fit_work(m + n, run)
     params = _params(run, graph, alpha=alpha, block_size=run.block_size, n_threads=n_threads,

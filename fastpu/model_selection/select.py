@@ -174,6 +174,10 @@ def _check_metric(metric: Any) -> tuple[str, int | None]:
         hint = did_you_mean(name, set(ranked)) if name not in METRICS else ""
         raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
                          f"and k >= 1, or 'auc'; got {metric!r}{hint}")
+    if k > V.INT_MAX:                   # the cut-off reaches the kernels as an int64
+        shown = metric if len(metric) <= 40 else metric[:37] + "..."
+        raise ValueError(f"metric {shown!r} has the cut-off k = {k:.3g}, above 2**62; expected "
+                         f"'<name>@<k>' with k a number of items to rank, e.g. '{name}@10'")
     return name, k
 
 

@@ -50,6 +50,16 @@ OCMF_VARIANTS = {
 }
 
 
+@pytest.mark.parametrize("method, kw", [("ocmf", {}), ("fbgd", dict(update="batch")),
+                                        ("csrr", {}), ("homf", dict(T=2))])
+def test_a_rank_above_min_m_n_warns_on_the_cluster_too(dask_client, method, kw):
+    """distributed.fit runs each method's own argument checks, the rank warning among them."""
+    Y = _matrix(2)            # 13 × 9
+    with pytest.warns(UserWarning, match=rf"{method}.fit: k=11 is above min\(m, n\) = 9 of the "
+                                         r"13 × 9 matrix Y: .*use k <= 9"):
+        dfit(Y, 11, method=method, client=dask_client, n_blocks=2, n_iter=1, **kw)
+
+
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])
 @pytest.mark.parametrize("variant", list(OCMF_VARIANTS))
 def test_ocmf_equals_single_machine(dask_client, variant, n_blocks):

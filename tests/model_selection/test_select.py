@@ -427,3 +427,28 @@ def test_tune_with_a_time_budget_stops_starting_trials(planted):
         select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, stop_trailing="yes")
     with pytest.raises(ValueError, match="first must set exactly the searched parameters"):
         select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, first={"rho": 1.0})
+
+
+@pytest.mark.parametrize("metric", ["ndcg@" + "9" * 30, f"precision@{2**62 + 1}"])
+def test_a_metric_cut_off_past_int64_is_refused_up_front_naming_metric(planted, metric, monkeypatch):
+    """search failed with "every trial failed ... k must be <= 2**62" (the cut-off reached
+    evaluate in every trial); search, tune and compare now refuse it before any fit, naming
+    metric."""
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before the metric was checked")
+
+    # the largest cut-off an int64 kernel takes is a cut-off like any other
+    res = select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, n_iter=1, refit=False,
+                        metric=f"precision@{2**62}")
+    assert 0.0 <= res.best_score <= 1.0
+    want = rf"metric '{metric[:37]}.*' has the cut-off k = .*, above 2\*\*62"
+    with pytest.raises(ValueError, match=want):
+        select.search(no_fit, planted.Y, {"lam": [1.0]}, metric=metric)
+    monkeypatch.setattr(fp.ocmf, "fit", no_fit)
+    with pytest.raises(ValueError, match=want):
+        select.tune("ocmf", planted.Y, metric=metric)
+    import fastpu.model_selection.compare as C
+
+    monkeypatch.setattr(C, "tune", no_fit)
+    with pytest.raises(ValueError, match=want):
+        C.compare(planted.Y, ["popularity", "ocmf"], splits=1, budget=1, metric=metric)
