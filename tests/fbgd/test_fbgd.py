@@ -99,6 +99,30 @@ def test_negative_weights_match_eq22(seed, m, n, density, alpha0, rho):
     assert w.min() >= 0.0
 
 
+@pytest.mark.parametrize("counts, rho", [
+    ([5000, 4500, 1, 0], 100.0),          # the rare item's (e^z − 1)^ρ underflows (1e-400)
+    ([5000, 4500, 300, 1], 100.0),
+    ([30, 20, 10, 1, 1], 200.0),
+    ([7, 5, 3, 2], 1500.0),               # every power underflows
+    ([9, 1], 0.25),                       # ... and direct where float64 suffices
+])
+def test_negative_weights_in_log_space_equal_the_direct_formula(counts, rho):
+    """Where float64's powers (e^z − 1)^ρ underflow (or overflow), eq. 22 is normalised in log
+    space; its weights must be the direct formula's, computed here in 80-digit decimals, wherever
+    those are finite: log(z) in place of log(e^z − 1) gave 0.117 where 0.075 is right."""
+    counts = np.asarray(counts)
+    Y = sp.csr_array((np.ones(counts.sum()), (np.arange(counts.sum()), np.repeat(np.arange(counts.size), counts))),
+                     shape=(int(counts.sum()), counts.size))
+    w = fbgd.negative_weights(Y, 3.0, rho)
+    want = naive.negative_weights_exact(counts, 3.0, rho)
+    assert np.isfinite(want).all() and want.sum() == pytest.approx(3.0)
+    np.testing.assert_allclose(w, want, rtol=1e-12, atol=1e-300)
+    with np.errstate(under="ignore", over="ignore"):
+        direct = np.expm1(counts[counts > 0] / counts.sum()) ** rho
+    # the first four cases take the log-space branch (the direct powers leave float64's range)
+    assert (direct.min() < np.finfo(float).tiny or not np.isfinite(direct.sum())) == (rho >= 100)
+
+
 def test_negative_weights_uniform_at_rho_zero_and_grow_with_popularity():
     Y = sp.csr_array(np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0.0]]))
     np.testing.assert_array_equal(fbgd.negative_weights(Y, 8.0, 0.0), np.full(4, 2.0))
