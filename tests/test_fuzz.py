@@ -425,13 +425,6 @@ def _ev():
     return dict(model=CTX.model, Y_train=tr, Y_test=te)
 
 
-try:
-    import implicit  # noqa: F401
-    _HAS_IMPLICIT = True
-except ImportError:
-    _HAS_IMPLICIT = False
-
-
 class _ClusterWouldStart(Exception):
     """Raised in place of starting a Dask cluster: every boundary check has passed."""
 
@@ -608,10 +601,10 @@ CASES = [
     Case("baselines.item_knn", baselines.item_knn, lambda: dict(Y=CTX.Y, n_neighbors=5),
          dict(Y="csr", n_neighbors="int", shrink="real", n_iter="iters", seed="seed",
               n_threads="threads", callback="callable", verbose="verbose")),
-    *([Case("baselines.implicit_als", baselines.implicit_als, _Yk(n_iter=2, n_threads=1),
-            dict(FIT_COMMON, regularization="real", alpha="real")),
-       Case("baselines.implicit_bpr", baselines.implicit_bpr, _Yk(n_iter=2, n_threads=1),
-            dict(FIT_COMMON, learning_rate="real", regularization="real"))] if _HAS_IMPLICIT else []),
+    Case("baselines.implicit_als", baselines.implicit_als, _Yk(n_iter=2, n_threads=1),
+         dict(FIT_COMMON, regularization="real", alpha="real")),
+    Case("baselines.implicit_bpr", baselines.implicit_bpr, _Yk(n_iter=2, n_threads=1),
+         dict(FIT_COMMON, learning_rate="real", regularization="real")),
     # fbgd tensor models
     Case("fbgd.triples_to_pairs", fbgd.triples_to_pairs,
          lambda: dict(x=[0, 0, 1], h=[2, 2, 0], y=[1, 3, 1], values=[1.0, 2.0, 1.0]),
@@ -690,8 +683,6 @@ def test_every_public_function_is_in_the_table():
     aliases = {"metrics.evaluate": "evaluate", "ocmf.nystrom_features": "ocmf.nystrom_features"}
     missing = sorted(min(names) for names in _public_functions()
                      if not any(f in covered or aliases.get(f) in covered for f in names))
-    if not _HAS_IMPLICIT:      # test_implicit_baselines_are_fuzzed_or_refused... covers these two
-        missing = [f for f in missing if f not in ("baselines.implicit_als", "baselines.implicit_bpr")]
     assert not missing, f"add a Case for: {missing}"
 
 
@@ -763,15 +754,9 @@ def test_verbose_takes_numpy_bools_and_ints(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_implicit_baselines_are_fuzzed_or_refused_with_a_clear_import_error():
-    """With `implicit` installed its baselines are in the table; without it they say what to install."""
-    names = {c.name for c in CASES}
-    if _HAS_IMPLICIT:
-        assert {"baselines.implicit_als", "baselines.implicit_bpr"} <= names
-    else:
-        for fn in (baselines.implicit_als, baselines.implicit_bpr):
-            with pytest.raises(ImportError, match="needs the `implicit` package"):
-                fn(CTX.Y, K, n_iter=1)
+def test_implicit_baselines_are_fuzzed():
+    """implicit is in the test extra: its baselines are in the table like every public fit."""
+    assert {"baselines.implicit_als", "baselines.implicit_bpr"} <= {c.name for c in CASES}
 
 
 def test_distributed_fit_case_never_starts_a_cluster():

@@ -603,19 +603,36 @@ class _Planted:
         return (exec, (f"open({self.path!r}, 'w').write('pwned')",))
 
 
+def _plant_index(root, sentinel):
+    """A pickle that writes ``sentinel`` when loaded, planted as numba's index of the kernel
+    :func:`_kernel_in_a_subprocess` runs (``losses.loss_value``), under the name and in the
+    folder that a process with FASTPU_CACHE_DIR=``root`` opens first. Returns its path."""
+    from fastpu._kernels import losses
+
+    index = losses.loss_value._cache._cache_file._index_name      # e.g. losses.loss_value-17.py311.nbi
+    folder = root / C._install_key(os.path.join(ROOT, "fastpu")) / "fastpu._kernels"
+    folder.mkdir(parents=True)
+    path = folder / index
+    path.write_bytes(pickle.dumps(_Planted(str(sentinel))))
+    return path
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX ownership")
 def test_a_cache_folder_others_can_write_is_not_read_from(tmp_path):
     """With FASTPU_CACHE_DIR on a shared 1777 folder, a pickle another user planted in numba's
-    index ran in the victim's process."""
+    index ran in the victim's process. The plant is real: in the user's own (0700) folder the
+    same file is loaded, and its code runs; in the shared one fastpu uses a private folder."""
+    own = tmp_path / "own"
+    own.mkdir(mode=0o700)
+    ran = tmp_path / "RAN"
+    assert _plant_index(own, ran).exists()
+    _kernel_in_a_subprocess({"FASTPU_CACHE_DIR": str(own)}, tmp_path)
+    assert ran.read_text() == "pwned"          # numba unpickled exactly the planted index
     shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o1777)
-    planted = shared / C._install_key(os.path.join(ROOT, "fastpu")) / "fastpu._kernels"
-    planted.mkdir(parents=True)
     sentinel = tmp_path / "PWNED"
-    for name in os.listdir(fp.cache_dir() / "fastpu._kernels"):
-        if name.endswith(".nbi"):
-            (planted / name).write_bytes(pickle.dumps(_Planted(str(sentinel))))
+    assert _plant_index(shared, sentinel).exists()
     used, err = _kernel_in_a_subprocess({"FASTPU_CACHE_DIR": str(shared)}, tmp_path)
     assert not sentinel.exists()
     assert "can be written by other users (mode 1777)" in err and "fastpu-kernels-" in used

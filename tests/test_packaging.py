@@ -244,6 +244,15 @@ def test_docs_and_typecheck_tools_are_extras_not_runtime_dependencies():
     assert "mypy" not in runtime
 
 
+def test_the_test_environment_has_implicit():
+    """implicit's baselines (als, bpr) are tested, never skipped: implicit is in the test extra
+    (it installs from a wheel), and the test environment has it."""
+    extras = (ROOT / "pyproject.toml").read_text().split("[project.optional-dependencies]", 1)[1]
+    test = re.search(r"^test = \[(.*?)\]$", extras, flags=re.M | re.S).group(1)
+    assert '"implicit>=' in test
+    import implicit.cpu.als  # noqa: F401   (fails here, not silently elsewhere)
+
+
 def _cache_folder(root, name, source=None):
     folder = root / name
     (folder / "fastpu").mkdir(parents=True)

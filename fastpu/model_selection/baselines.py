@@ -173,7 +173,7 @@ def _implicit_model(kind: str) -> Any:
             from implicit.cpu.bpr import BayesianPersonalizedRanking as cls
     except ImportError:
         raise ImportError(f"the implicit {kind.upper()} baseline needs the `implicit` package: "
-                          "pip install implicit (or the fastpu[bench] extra)") from None
+                          "pip install implicit (it is in fastpu's bench and test extras)") from None
     return cls
 
 

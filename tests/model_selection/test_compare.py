@@ -152,6 +152,23 @@ def test_params_reach_the_entry_they_name(data, monkeypatch):
     assert seen["ocmf"]["k"] == 2 and seen["ocmf"]["loss"] == "square"
 
 
+def test_implicits_baselines_are_compared_like_the_others():
+    """als and bpr (implicit's, in the test extra) through compare, the code path of the
+    published comparisons: tuned, refitted, scored; the ALS row is its refit scored by hand."""
+    Y = fp.datasets.synthetic(60, 40, rank=3, density=0.2, seed=2).Y
+    res = C.compare(Y, ["als", "bpr"], splits=1, budget=2, n_threads=1,
+                    params={"als": {"n_iter": 3}, "bpr": {"n_iter": 20}})
+    assert [r["label"] for r in res.rows] == ["als", "bpr"]
+    assert all(0.0 <= r["ndcg@10"] <= 1.0 and 0.0 <= r["auc"] <= 1.0 for r in res.rows)
+    als = res.rows[0]
+    assert set(als["best_params"]) == {"k", "alpha", "regularization"} and als["best_iter"] >= 1
+    train, test = fp.split.holdout(Y, test_frac=0.2, seed=0)
+    model = fp.baselines.implicit_als(train, n_iter=als["best_iter"], seed=0, n_threads=1,
+                                      **als["best_params"])
+    by_hand = fp.evaluate(model, train, test, k=10)["ndcg@10"]
+    assert als["ndcg@10"] == pytest.approx(by_hand, rel=1e-9)
+
+
 def test_strong_generalization_folds_the_held_out_users_in():
     """protocol="strong": every method is fitted on the other users and scored on the held-out
     users' test part after folding in their other positives (EASE: x B)."""
