@@ -23,11 +23,12 @@ from fastpu._kernels import fbgd as _k
 from fastpu.fbgd import _problem as FP
 
 
-@nb.njit(cache=False)
+@nb.njit(parallel=True, cache=True)
 def positive_terms_in_order(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
-    """``fastpu._kernels.fbgd.positive_terms`` with every dot product summed in order."""
+    """``fastpu._kernels.fbgd.positive_terms`` with every dot product summed in order (rows in
+    parallel, each whole in one thread: the same sums at any thread count)."""
     g = P.shape[1]
-    for x in range(indptr.shape[0] - 1):
+    for x in nb.prange(indptr.shape[0] - 1):
         acc = 0.0
         for p in range(indptr[x], indptr[x + 1]):
             y = indices[p]
@@ -43,7 +44,8 @@ def positive_terms_in_order(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred
 
 @contextlib.contextmanager
 def in_order(monkeypatch):
-    """fBGD's epochs, inside the block, with the serial in-order kernels (see the module)."""
+    """fBGD's epochs, inside the block, with the serial in-order kernels (see the module);
+    ``monkeypatch`` is pytest's (``pytest.MonkeyPatch()`` outside a test)."""
     update_side = FP._update_side
 
     def serial_update(*args, **kwargs):
