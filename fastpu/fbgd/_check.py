@@ -246,8 +246,8 @@ def _start_side(A: Any, *, i: int, side: str, rows: int, k: int, model: Model,
 
 def warn_rank(run: Run, shape: tuple[int, int], model: Model | None = None, *,
                where: str = "fbgd.fit") -> None:
-    """Warn when k is above min(m, n) or a side's feature width (:func:`V.warn_rank`); a tensor
-    model (``model`` None) has no feature widths."""
+    """Warn when k is above min(m, n) or a side's feature width
+    (:func:`fastpu._core.validation.warn_rank`); a tensor model (``model`` None) has none."""
     widths = {} if model is None else {
         "user_features": model.Zx.shape[1] if model.has_ux else None,
         "item_features": model.Zy.shape[1] if model.has_ix else None}

@@ -254,7 +254,8 @@ def check_factor(A: Any, name: str, rows: int, k: int | None = None) -> np.ndarr
 
 
 def warn_rank(run: Run, model: Model, shape: tuple[int, int]) -> None:
-    """Warn when k is above min(m, n) or a side's feature width (:func:`V.warn_rank`)."""
+    """Warn when k is above min(m, n) or a side's feature width
+    (:func:`fastpu._core.validation.warn_rank`)."""
     X, Z = model.user_features, model.item_features
     V.warn_rank(run.k, shape, where="ocmf.fit", widths={
         "user_features": None if X is None else X.shape[1],
