@@ -259,7 +259,7 @@ def main(argv=None):
         f"{n_iter_s} iterations. CSRR-I/II (α = 2, λ2 = 0.1, λ1 = 2.4·√density·(√m + √n), "
         "which puts the SVT threshold just above the noise bulk of the first step) keep a dense m×n U "
         "and a truncated SVT, and refuse above the dense limit "
-        f"({fp._validation.DENSE_LIMIT:,} entries); CSRR-e uses k = 32 "
+        f"({fp._core.validation.DENSE_LIMIT:,} entries); CSRR-e uses k = 32 "
         "(O(|Ω+|k + (m+n)k²) per iteration). The rank is Ũ's after the last timed iteration; "
         "the last column is the I / e ratio in the same run.",
         "",

@@ -15,6 +15,7 @@ coordinate kernel with parts removed shows where the time goes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import os
 import sys
@@ -25,10 +26,14 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from _common import hardware_line, md_table  # noqa: E402
 
+import pytest  # noqa: E402   (its MonkeyPatch swaps the reference kernels in)
+
 import fastpu as fp  # noqa: E402
+import reference_fbgd  # noqa: E402
 from fastpu.fbgd import _problem as FP  # noqa: E402
 from fastpu.fbgd import _check as FC  # noqa: E402
 from fastpu import fbgd  # noqa: E402
@@ -64,17 +69,15 @@ def _per_epoch(marks):
 
 def fbgd_epochs(Y, threads, epochs, reference=False):
     """(wall, CPU) seconds of epochs 2..n of a default coordinate fit."""
-    old = FP._REFERENCE
-    FP._REFERENCE = reference
     record, marks = _stamps()
-    try:
+    # the serial in-order kernels the tests keep as fBGD's reference (tests/reference_fbgd.py)
+    mp = pytest.MonkeyPatch()
+    with reference_fbgd.in_order(mp) if reference else contextlib.nullcontext():
         # the defaults this report was measured with (issue 14 re-chose some defaults later;
         # the work per epoch is the same)
         fbgd.fit(Y, K_FACTORS, n_iter=epochs, update="coordinate", seed=0, n_threads=threads,
                  alpha0=0.5 * Y.shape[1], rho=0.0, lr=0.05, lam=0.0,
                  callback=record)
-    finally:
-        FP._REFERENCE = old
     return _per_epoch(marks)
 
 

@@ -125,7 +125,9 @@ SURFACES = {
     "search grids": "a 10⁹-point grid sampled once and listed whole, a 10³⁰-point grid, a budget of 10⁹",
     "arguments": "HOMF's T = 10⁹ everywhere it walks, CSRR's alpha = 1e300 per variant and loss, "
                  "k = 10¹⁰, synthetic 10⁶ × 10⁶, validation_split(frac=0), evaluate k = 10³⁰, uint64 "
-                 "pairs past int64, ids past int64, recommend n = 10¹²",
+                 "pairs past int64, ids past int64, recommend n = 10¹², a rank above min(m, n) or a "
+                 "feature width in every fit (a warning must name both), metric cut-offs past 2⁶² "
+                 "in search, tune and compare",
     "command line": "run --save '' / a missing folder / a folder, --data and --exclude-seen on special "
                     "files and bombs, recommend --model on special, bomb and edited files, --at and "
                     "--metric cut-offs past 2⁶², --param T = 10⁹, --threads -1, ...",
@@ -1884,6 +1886,38 @@ def _size_cases() -> None:
     arg("evaluate k = 10**30", lambda: f().evaluate(f().ocmf.fit(Y(), 2, n_iter=1), Y(), Y(), k=10**30), ("k",))
     arg("fbgd.fit_tensor uint64 pairs past int64", lambda: _tensor_uint64(), ("pairs", "n_x", "n_h"))
     arg("from_pairs ids past int64", lambda: f().datasets.from_pairs([2**64, 1], [1, 2]).Y, ("users",))
+    # a rank the scores cannot have: the fit's result is sensible only with a warning naming k
+    # and the bound (it was accepted without a word: 49.8 s per iteration at k = 5000)
+    X4 = lambda: np.random.default_rng(0).normal(size=(24, 4))  # noqa: E731
+    ranks = {
+        "ocmf.fit k = 30 on 24 × 18": (lambda: f().ocmf.fit(Y(), 30, n_iter=1), 30, "min(m, n) = 18"),
+        "ocmf.fit k = 6 with 4 user features": (
+            lambda: f().ocmf.fit(Y(), 6, n_iter=1, user_features=X4()), 6, "the 4 columns of user_features"),
+        "fbgd.fit k = 30 on 24 × 18": (lambda: f().fbgd.fit(Y(), 30, n_iter=1), 30, "min(m, n) = 18"),
+        "fbgd.fit k = 6 with 4 user features": (
+            lambda: f().fbgd.fit(Y(), 6, n_iter=1, user_features=X4()), 6, "the 4 columns of user_features"),
+        "csrr.fit k = 30 on 24 × 18": (lambda: f().csrr.fit(Y(), 30, n_iter=2), 30, "min(m, n) = 18"),
+        "homf.fit k = 30 on 24 × 18": (lambda: f().homf.fit(Y(), 30, n_iter=1, T=2), 30, "min(m, n) = 18"),
+        "fbgd.fit_tensor k = 9": (lambda: _tensor_fit(9), 9, "min(m, n) = "),
+    }
+    for label, (call, k, bound) in ranks.items():
+        def check_rank(out: Any, ctx: Ctx, caught: Any, k: int = k, bound: str = bound) -> str | None:
+            said = [str(w.message) for w in caught if f"k={k} is above {bound}" in str(w.message)]
+            if not said:
+                return f"no warning that k={k} is above {bound} (got {[str(w.message)[:80] for w in caught]})"
+            return finite_problem(out.user_factors)
+        case(f"arguments/{label}", "arguments", run=lambda ctx, call=call: call(), check=check_rank)
+    big_metric = "ndcg@" + "9" * 30
+    arg("select.search metric = 'ndcg@' + '9' * 30",
+        lambda: f().select.search("ocmf", Y(), {"lam": [1.0]}, k=2, n_iter=1, metric=big_metric), ("metric",))
+    arg("select.tune metric = 'ndcg@' + '9' * 30",
+        lambda: f().select.tune("ocmf", Y(), budget=1, k=2, n_iter=1, metric=big_metric), ("metric",))
+    arg("compare metric = 'ndcg@' + '9' * 30",
+        lambda: f().compare.compare(Y(), ["popularity", "ocmf"], splits=1, budget=1, metric=big_metric),
+        ("metric",))
+    arg("select.search metric = 'precision@' + str(2**62 + 1)",
+        lambda: f().select.search("ocmf", Y(), {"lam": [1.0]}, k=2, n_iter=1, metric=f"precision@{2**62 + 1}"),
+        ("metric",))
     case("arguments/recommend n = 10**12", "arguments", names=("n",),
          run=lambda ctx: f().recommend(f().ocmf.fit(Y(), 2, n_iter=1), Y(), n=10**12),
          check=lambda out, ctx, caught: recommend_problem(*out, where="recommend"))
@@ -1895,6 +1929,11 @@ def _homf_objective(T: int) -> Any:
     A = fp().homf.transition_matrix(data().Y)
     U = np.ones((A.shape[0], 2))
     return fp().homf.objective(A, U, U, T=T, lam=0.1)
+
+
+def _tensor_fit(k: int) -> Any:
+    Y, pairs = fp().fbgd.triples_to_pairs([0, 1, 2, 2, 3], [0, 1, 0, 1, 1], [1, 0, 2, 2, 3])
+    return fp().fbgd.fit_tensor(Y, k, pairs=pairs, tensor="cp", n_iter=1)
 
 
 def _tensor_uint64() -> Any:

@@ -18,7 +18,7 @@ import os
 import time
 
 import fastpu as fp
-from fastpu.compare import compare
+from fastpu.model_selection.compare import compare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "docs", "results")

@@ -34,7 +34,7 @@ from scipy import stats
 
 import fastpu as fp
 from fastpu._core import registry
-from fastpu.compare import CompareResult, compare
+from fastpu.model_selection.compare import CompareResult, compare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "docs", "results")

@@ -35,7 +35,7 @@ sys.path.insert(0, HERE)
 import fastpu as fp  # noqa: E402
 from fastpu import select  # noqa: E402
 from fastpu._core import registry  # noqa: E402
-from fastpu.split import holdout  # noqa: E402
+from fastpu.model_selection.split import holdout  # noqa: E402
 
 from _common import git_commit, hardware_line, md_table  # noqa: E402
 

@@ -28,8 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import fastpu as fp
-from fastpu.metrics import evaluate_rated
-from fastpu.split import split_by_mask
+from fastpu.model_selection.metrics import evaluate_rated
+from fastpu.model_selection.split import split_by_mask
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "docs", "results")

@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import fastpu as fp  # noqa: E402
-from fastpu.compare import CompareResult, compare  # noqa: E402
+from fastpu.model_selection.compare import CompareResult, compare  # noqa: E402
 
 OUT = os.path.join(HERE, "..", "docs", "results", "homf-gap")
 SQ_SQ = {"loss": "square", "rho": 1.0, "a_bar": 0.0,

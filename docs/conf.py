@@ -65,8 +65,8 @@ nitpicky = False
 
 
 # The reference follows the package layout (docs/layout.md): the top-level names, then each
-# package; each public module is documented once, under its path in the layout, and the earlier
-# module paths (fastpu.split, fastpu.tron, ...) are listed with where they now live.
+# package; each public module is documented once, under its path in the layout, and the short
+# names of the model-selection modules (fastpu.split, ...) are listed with the module they name.
 _SECTIONS = [
     ("Methods", ["ocmf", "fbgd", "csrr", "homf"]),
     ("Using a fitted model", ["model"]),
@@ -113,12 +113,13 @@ def _api_page() -> str:
     for title, mods in _SECTIONS:
         lines += [title, "-" * len(title), "", ".. autosummary::", "   :toctree: generated", "",
                   *[f"   {m}" for m in mods], ""]
-    moved = getattr(fastpu, "_MOVED", {})
-    lines += ["Earlier module paths", "--------------------", "",
-              "These paths of earlier releases are the same modules under their old names:", "",
-              ".. list-table::", "   :header-rows: 1", "", "   * - earlier path", "     - now", ""]
-    for old, new in sorted(moved.items()):
-        lines += [f"   * - ``fastpu.{old}``", f"     - ``{new}``"]
+    lines += ["Short names", "-----------", "",
+              "These attributes of ``fastpu`` are the model-selection modules themselves "
+              "(``fp.split.holdout``, ``from fastpu import select``); import them by their "
+              "full path (``from fastpu.model_selection.split import holdout``):", "",
+              ".. list-table::", "   :header-rows: 1", "", "   * - attribute", "     - module", ""]
+    for name in fastpu._SELECTION_MODULES:
+        lines += [f"   * - ``fastpu.{name}``", f"     - ``fastpu.model_selection.{name}``"]
     lines.append("")
     return "\n".join(lines)
 

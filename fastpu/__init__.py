@@ -12,10 +12,7 @@ The layout of the package is described in docs/layout.md.
 """
 
 import importlib as _importlib
-import importlib.abc as _abc
-import importlib.machinery as _machinery
 import os as _os
-import sys as _sys
 from typing import TYPE_CHECKING, Any
 
 # numba's OpenMP threads otherwise spin after each parallel kernel and fight BLAS's threads
@@ -38,58 +35,18 @@ from ._core.factorization import Factorization  # noqa: E402
 from ._core.threads import get_num_threads, set_num_threads  # noqa: E402
 from .model import load_model, recommend, similar_items, similar_users  # noqa: E402
 
-# The public modules of earlier releases that now live inside a package: the old dotted path
-# (``import fastpu.split``, ``from fastpu.tron import tron``) is the same module object as the
-# new one, found by the finder below on first import.
-_MOVED = {
-    "apg": "fastpu.optim._apg",
-    "baselines": "fastpu.model_selection.baselines",
-    "compare": "fastpu.model_selection.compare",
-    "exceptions": "fastpu._core.exceptions",
-    "metrics": "fastpu.model_selection.metrics",
-    "prox": "fastpu.optim._prox",
-    "select": "fastpu.model_selection.select",
-    "split": "fastpu.model_selection.split",
-    "tron": "fastpu.optim._tron",
-}
-
-
-class _MovedModuleLoader(_abc.Loader):
-    """Loads ``fastpu.<old name>`` as the module it moved to (the same object, not a copy)."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self._spec: Any = None
-
-    def create_module(self, spec: _machinery.ModuleSpec) -> Any:
-        module = _importlib.import_module(self.target)
-        self._spec = module.__spec__
-        return module
-
-    def exec_module(self, module: Any) -> None:
-        # the import system has set the alias's spec on the module: give it its own back
-        module.__spec__ = self._spec
-
-
-class _MovedModuleFinder(_abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        prefix, _, name = fullname.rpartition(".")
-        if prefix != __name__ or name not in _MOVED:
-            return None
-        return _machinery.ModuleSpec(fullname, _MovedModuleLoader(_MOVED[name]))
-
-
-if not any(isinstance(f, _MovedModuleFinder) for f in _sys.meta_path):
-    _sys.meta_path.insert(0, _MovedModuleFinder())
-
 # The method packages and the top-level functions are imported on first use (PEP 562): a script
 # that fits one method does not pay for the others, nor for scipy.stats (select, compare) or
-# dask (distributed). `fastpu.ocmf`, `from fastpu import evaluate` and `import fastpu.homf` work
-# as before; see docs/bench_perf_firstrun.md for the import times.
+# dask (distributed); see docs/bench_perf_firstrun.md for the import times.
 from ._core import registry as _registry  # noqa: E402
 
 _SUBMODULES = (frozenset({"datasets", "distributed", "model", "model_selection", "optim"})
-               | frozenset(_registry.names("method")) | frozenset(_MOVED))
+               | frozenset(_registry.names("method")))
+#: The modules of model selection are attributes of fastpu as well, under their own names
+#: (``fp.split.holdout``, ``fp.select.tune``, ``fp.baselines.ease``): ``fastpu.split`` is the
+#: module ``fastpu.model_selection.split``. They are not import paths of their own (``import
+#: fastpu.split`` fails); docs/layout.md says why.
+_SELECTION_MODULES = ("baselines", "compare", "metrics", "select", "split")
 _FUNCTIONS = {"fold_in": "fastpu.model", "evaluate": "fastpu.model_selection.metrics",
               "partial_fit_users": "fastpu.model", "partial_fit_items": "fastpu.model"}
 
@@ -98,15 +55,13 @@ if TYPE_CHECKING:
     from .model import fold_in, partial_fit_items, partial_fit_users  # noqa: F401
     from .model_selection import baselines, compare, metrics, select, split  # noqa: F401
     from .model_selection.metrics import evaluate  # noqa: F401
-    from .optim import _apg as apg  # noqa: F401
-    from .optim import _prox as prox  # noqa: F401
-    from .optim import _tron as tron  # noqa: F401
-    from ._core import exceptions  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         value = _importlib.import_module(f"{__name__}.{name}")
+    elif name in _SELECTION_MODULES:
+        value = _importlib.import_module(f"{__name__}.model_selection.{name}")
     elif name in _FUNCTIONS:
         value = getattr(_importlib.import_module(_FUNCTIONS[name]), name)
     else:
@@ -123,7 +78,6 @@ def __dir__() -> list[str]:
 __all__ = sorted([
     "ConvergenceWarning",
     "Factorization",
-    "apg",
     "baselines",
     "cache_dir",
     "clear_cache",
@@ -131,7 +85,6 @@ __all__ = sorted([
     "datasets",
     "distributed",
     "evaluate",
-    "exceptions",
     "fold_in",
     "get_num_threads",
     "load_model",
@@ -141,12 +94,10 @@ __all__ = sorted([
     "optim",
     "partial_fit_items",
     "partial_fit_users",
-    "prox",
     "recommend",
     "select",
     "set_num_threads",
     "similar_items",
     "similar_users",
     "split",
-    "tron",
 ] + list(_registry.names("method")))

@@ -21,6 +21,30 @@ def negative_weights(counts, alpha0, rho):
     return np.array([alpha0 * r / raw.sum() for r in raw])
 
 
+def negative_weights_exact(counts, alpha0, rho, digits=80):
+    """Eq. 22 in decimal arithmetic of ``digits`` digits, whose exponents do not over- or
+    underflow where float64's do ((e^z − 1)^ρ of 1e-400 or 1e400); the weights as float64."""
+    import decimal
+
+    ctx = decimal.Context(prec=digits)
+    counts = [int(c) for c in counts]
+    total = sum(counts)
+    n = len(counts)
+    if rho == 0.0 or total == 0:
+        return np.array([alpha0 / n] * n)
+    r = decimal.Decimal(repr(float(rho)))
+    raw = []
+    for c in counts:
+        if c == 0:
+            raw.append(decimal.Decimal(0))
+            continue
+        z = ctx.divide(decimal.Decimal(c), decimal.Decimal(total))
+        raw.append(ctx.power(ctx.subtract(ctx.exp(z), decimal.Decimal(1)), r))
+    s = sum(raw, decimal.Decimal(0))
+    a = decimal.Decimal(repr(float(alpha0)))
+    return np.array([float(ctx.divide(ctx.multiply(a, w), s)) for w in raw])
+
+
 def svdfeature_embeddings(Zx, Zy, Vx, Vy, wx=None, wy=None, w0=0.0):
     """Eq. 13: p_x,d = Σ_j z_xj v_jd; with biases p_x,f+1 = w0 + Σ w_j z_xj, p_x,f+2 = 1,
     q_y,f+1 = 1, q_y,f+2 = Σ w'_j z_yj."""

@@ -16,7 +16,8 @@ REQUIRED = ("n_iter", "seed", "n_threads", "callback", "verbose")
 SHARED = REQUIRED + ("user_features", "item_features", "user_graph", "item_graph", "dtype")
 # spellings the one-interface change retired: none may come back as an alias
 RETIRED = ("X", "Z", "R", "n_epochs", "epochs", "iterations", "random_state", "n_jobs",
-           "factors", "rank", "regularization", "features", "graph")
+           "factors", "rank", "regularization", "features", "graph", "reg", "inner_iter",
+           "init_scale")
 
 
 @pytest.mark.parametrize("name", sorted(FITS))

@@ -1,4 +1,6 @@
-"""The documentation's examples run as written (with fewer iterations where they are long).
+"""The documentation's examples run as written (with fewer iterations where they are long), and
+give what they say: each has a check of its result (``CHECKS``: the claims of its comments, the
+shapes and ranges of what it computes, that seen items are left out where it says so).
 
 Every ```python block of docs/*.md that begins with an import is listed here: a complete example
 a user may paste is run (after a few lines that make the data it assumes, where it assumes
@@ -15,6 +17,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import fastpu as fp
 
@@ -81,13 +84,128 @@ def test_lowering_keeps_the_calls_and_caps_the_counts():
     assert _lowered(code) == "f(Y, n_iter=2, budget=2, n_trials=2, splits=2, k=64)\ng(n_iter=1)"
 
 
+def _unit(x):
+    return 0.0 <= float(x) <= 1.0
+
+
+def _seen(Y, row):
+    return set(np.asarray(Y[[row]].indices).tolist())
+
+
+def _csrr(ns, out):
+    m, m1, Y_train = ns["m"], ns["m1"], ns["Y_train"]
+    assert ns["items"].shape == (2, 10) and not set(ns["items"][0].tolist()) & _seen(Y_train, 0)
+    assert m1.U.shape == (943, 1682) and 0.0 <= m1.U.min() and m1.U.max() <= 1.0     # "in [0, 1]"
+    V = m1.V.tocoo()                                       # "stored entries ⊆ training positives"
+    assert sp.issparse(m1.V) and m1.V.format == "csr"
+    assert np.all(Y_train.toarray()[V.row, V.col] != 0)
+    assert all(_unit(ns["cs"][key]) for key in ("recall", "specificity"))
+    assert "'iter': 2" in out and "'precision@5'" in out and "'ndcg@15'" in out
+
+
+def _distributed(ns, out):
+    model, data = ns["model"], ns["data"]
+    assert model.shape == data.Y.shape and model.user_factors.shape[1] == 64
+    assert np.isfinite(model.user_factors).all() and "distributed" in model.params
+    np.testing.assert_array_equal(model.item_ids, data.item_ids)
+
+
+def _fbgd_tensor(ns, out):
+    assert ns["model"].method == "fbgd" and _unit(ns["res"]["ndcg@10"])
+    Yte, pairs = ns["Yte"], ns["te_pairs"]              # one row per test (user, tag) pair
+    assert Yte.shape[1] == ns["n_items"] and pairs.shape == (Yte.shape[0], 2)
+
+
+def _fbgd(ns, out):
+    printed = out.split()
+    assert len(printed) == 3 and all(_unit(v) for v in printed)
+    assert ns["items"].shape == (1, 5) and not set(ns["items"][0].tolist()) & _seen(ns["Y_train"], 0)
+
+
+def _fold_in(ns, out):
+    new, Y_new = ns["new"], ns["Y_new"]
+    assert new.shape == (Y_new.shape[0], Y_new.shape[1])
+    assert ns["one"].shape[0] == 1
+    items = ns["items"]                                    # the last: one user, 1-d
+    assert items.shape == (10,) and not {50, 172, 181} & set(items.tolist())
+
+
+def _fold_in_ids(ns, out):
+    items = ns["items"][0]
+    assert len(items) == 10 and not {50, 172, 181} & set(items.tolist())   # "seen items left out"
+    assert set(items.tolist()) <= set(ns["data"].item_ids.tolist())        # item ids, not positions
+    assert out.strip() == str(items[:5])
+
+
+def _homf(ns, out):
+    assert ns["model"].shape == (943, 1682) and ns["items"].shape == (2, 5)
+    assert "'ndcg@10'" in out and "'precision@5'" in out
+
+
+def _ocmf_graph(ns, out):
+    assert ns["model"].params["lam_graph"] == 0.1 and "'precision@5'" in out
+
+
+def _ocmf_features(ns, out):
+    test = ns["test"]
+    assert ns["scores"].shape == (int(test.sum()), 14)
+    label, value = out.split()
+    assert label == "P@3:" and _unit(value)
+
+
+def _partial_fit(ns, out):
+    assert out.strip() == "(944, 1683)"                      # what the example's comment says
+    model = ns["model"]
+    assert model.item_ids[-1] == 5000 and 10_000 in model.user_ids.tolist()
+    items = ns["items"]
+    assert items.shape == (5,) and not {50, 172, 181} & set(items.tolist())
+
+
+def _approximate(ns, out):
+    model, items = ns["model"], ns["items"]
+    exact, _ = fp.recommend(model, None, users=range(20), n=10)
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(items[:20].tolist(), exact.tolist())])
+    assert items.shape == (1000, 10) and overlap >= 0.5, overlap     # HNSW: approximate, but close
+    assert ns["neighbours"].shape == (2, 5) and np.all(ns["cosines"] <= 1.0 + 1e-9)
+
+
+def _select(ns, out):
+    res, best = ns["res"], ns["best"]
+    assert set(res.best_params) >= {"rho", "lam"} and res.best_params["k"] == 64
+    assert len(res.trials) == 2 and res.model.shape == ns["Y_train"].shape
+    assert best.model is not None and "ndcg@10" in out
+
+
+def _select_rows(ns, out):
+    res = ns["res"]
+    assert [r["label"] for r in res.rows] == ["popularity", "ocmf+1"] * 2
+    assert all(re.search(rf"^\| (\*\*)?{re.escape(label)}(\*\*)? \|", out, flags=re.M)
+               for label in ("popularity", "ocmf+1")), out                  # one table row each
+    assert ns["new"].shape == (ns["data"].Y.shape[0] - 2000, 14)
+
+
+#: what each example's result must be (its comments' claims, shapes, ranges), by (page, block)
+CHECKS = {
+    ("csrr.md", 0): _csrr, ("distributed.md", 0): _distributed, ("fbgd.md", 1): _fbgd_tensor,
+    ("fbgd.md", 2): _fbgd, ("fold_in.md", 0): _fold_in, ("fold_in.md", 1): _fold_in_ids,
+    ("homf.md", 1): _homf, ("ocmf.md", 0): _ocmf_graph, ("ocmf.md", 1): _ocmf_features,
+    ("partial_fit.md", 0): _partial_fit, ("partial_fit.md", 1): _approximate,
+    ("select.md", 0): _select, ("select.md", 2): _select_rows,
+}
+
+
+def test_every_example_has_a_check():
+    assert set(CHECKS) == set(EXAMPLES)
+
+
 @pytest.mark.parametrize("page, index", sorted(EXAMPLES))
-def test_the_example_runs(page, index, tmp_path, monkeypatch):
+def test_the_example_runs_and_gives_what_it_says(page, index, tmp_path, monkeypatch, capsys):
     code = _lowered(_blocks(page)[index])
     setup = EXAMPLES[(page, index)] or ""
     monkeypatch.chdir(tmp_path)            # an example may write files (compare.png, models)
     namespace = {"__name__": "__main__"}
     exec(compile(setup + code, f"docs/{page}", "exec"), namespace)
+    CHECKS[(page, index)](namespace, capsys.readouterr().out)
 
 
 def test_the_fbgd_example_prints_what_its_comment_says(capsys):

@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fastpu as fp
-from fastpu import (apg, baselines, compare, csrr, datasets, distributed, fbgd, homf, metrics, ocmf, prox,
-                    select, split, tron)
-from fastpu.exceptions import ConvergenceWarning
+from fastpu import (baselines, compare, csrr, datasets, distributed, fbgd, homf, metrics, ocmf, optim,
+                    select, split)
+from fastpu import ConvergenceWarning
 
 M, N, K = 12, 9, 2
 # examples per public function; raise it for a longer campaign (FASTPU_FUZZ_EXAMPLES=1000)
@@ -160,10 +160,10 @@ CTX = _Ctx()
 def _small_memory_limit():
     """Legal but huge requests (k, m, n_x = 10**8) are refused by the memory guard, not run: the
     machine is shared, and the guard is what is being tested."""
-    saved = fp._core.validation.MEMORY_LIMIT
-    fp._core.validation.MEMORY_LIMIT = 256 << 20
+    saved = fp._core.memory.MEMORY_LIMIT
+    fp._core.memory.MEMORY_LIMIT = 256 << 20
     yield
-    fp._core.validation.MEMORY_LIMIT = saved
+    fp._core.memory.MEMORY_LIMIT = saved
 
 
 class _Quadratic:
@@ -425,13 +425,6 @@ def _ev():
     return dict(model=CTX.model, Y_train=tr, Y_test=te)
 
 
-try:
-    import implicit  # noqa: F401
-    _HAS_IMPLICIT = True
-except ImportError:
-    _HAS_IMPLICIT = False
-
-
 class _ClusterWouldStart(Exception):
     """Raised in place of starting a Dask cluster: every boundary check has passed."""
 
@@ -475,7 +468,7 @@ CASES = [
     Case("metrics.sampled_auc", metrics.sampled_auc, _ev,
          dict(model="model", Y_train="csr", Y_test="csr", n_negatives="iters", seed="seed", users="users",
               n_threads="threads")),
-    Case("metrics.popularity", metrics.popularity, lambda: dict(Y_train=CTX.Y), dict(Y_train="csr")),
+    Case("metrics.popularity", metrics.popularity, lambda: dict(Y=CTX.Y), dict(Y="csr")),
     # ocmf
     Case("ocmf.fit", ocmf.fit, _Yk(n_iter=1),
          dict(FIT_COMMON, loss="choice", rho="real", p=("dense", (M,)), q=("dense", (N,)), a_bar="real",
@@ -533,13 +526,13 @@ CASES = [
               lam="real", mode="choice", block_size="int")),
     Case("homf.demo_configs", homf.demo_configs, dict, {}),
     # prox
-    Case("prox.project_box", prox.project_box, lambda: dict(x=np.linspace(-1, 2, 5)),
+    Case("optim.project_box", optim.project_box, lambda: dict(x=np.linspace(-1, 2, 5)),
          dict(x=("dense", (5,)), lo="real", hi="real")),
-    Case("prox.soft_threshold", prox.soft_threshold, lambda: dict(x=np.linspace(-1, 2, 5), tau=0.5),
+    Case("optim.soft_threshold", optim.soft_threshold, lambda: dict(x=np.linspace(-1, 2, 5), tau=0.5),
          dict(x=("dense", (5,)), tau="real")),
-    Case("prox.svt", prox.svt, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
+    Case("optim.svt", optim.svt, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
          dict(M=("dense", (4, 3)), tau="real", method="choice", k0="int", seed="seed")),
-    Case("prox.svt_factors", prox.svt_factors, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
+    Case("optim.svt_factors", optim.svt_factors, lambda: dict(M=np.arange(12.0).reshape(4, 3), tau=1.0),
          dict(M=("dense", (4, 3)), tau="real", method="choice", k0="int", seed="seed")),
     # split
     Case("split.holdout", split.holdout, lambda: dict(Y=CTX.Y), dict(Y="csr", test_frac="real", seed="seed")),
@@ -596,7 +589,7 @@ CASES = [
          dict(model="model", Y_train="csr", Y_test="csr", threshold="real", mu_p="real", c_p="real",
               users="users", n_threads="threads")),
     # baselines
-    Case("baselines.popularity", baselines.popularity, lambda: dict(Y_train=CTX.Y), dict(Y_train="csr")),
+    Case("baselines.popularity", baselines.popularity, lambda: dict(Y=CTX.Y), dict(Y="csr")),
     Case("baselines.wrmf_weights", baselines.wrmf_weights, lambda: dict(Y=CTX.Y, alpha=2.0),
          dict(Y="csr", alpha="real")),
     Case("baselines.wrmf", baselines.wrmf, _Yk(n_iter=2),
@@ -607,10 +600,10 @@ CASES = [
     Case("baselines.item_knn", baselines.item_knn, lambda: dict(Y=CTX.Y, n_neighbors=5),
          dict(Y="csr", n_neighbors="int", shrink="real", n_iter="iters", seed="seed",
               n_threads="threads", callback="callable", verbose="verbose")),
-    *([Case("baselines.implicit_als", baselines.implicit_als, _Yk(n_iter=2, n_threads=1),
-            dict(FIT_COMMON, regularization="real", alpha="real")),
-       Case("baselines.implicit_bpr", baselines.implicit_bpr, _Yk(n_iter=2, n_threads=1),
-            dict(FIT_COMMON, learning_rate="real", regularization="real"))] if _HAS_IMPLICIT else []),
+    Case("baselines.implicit_als", baselines.implicit_als, _Yk(n_iter=2, n_threads=1),
+         dict(FIT_COMMON, regularization="real", alpha="real")),
+    Case("baselines.implicit_bpr", baselines.implicit_bpr, _Yk(n_iter=2, n_threads=1),
+         dict(FIT_COMMON, learning_rate="real", regularization="real")),
     # fbgd tensor models
     Case("fbgd.triples_to_pairs", fbgd.triples_to_pairs,
          lambda: dict(x=[0, 0, 1], h=[2, 2, 0], y=[1, 3, 1], values=[1.0, 2.0, 1.0]),
@@ -650,16 +643,16 @@ CASES = [
          dict(Y="csr", method="choice", n_blocks="int", n_workers="int", negatives="choice",
               shape="any", verbose="verbose")),
     # solvers
-    Case("tron.tron", tron.tron, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
+    Case("optim.tron", optim.tron, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
          dict(problem="problem", x0=("dense", (3,)), tol="real", max_iter="iters", cg_tol="real",
               max_cg="iters")),
-    Case("tron.gd", tron.gd, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
+    Case("optim.gd", optim.gd, lambda: dict(problem=_Quadratic(), x0=np.zeros(3)),
          dict(problem="problem", x0=("dense", (3,)), tol="real", max_iter="iters", beta="real",
               sigma="real", max_backtrack="iters")),
-    Case("tron.trust_region_cg", tron.trust_region_cg,
+    Case("optim.trust_region_cg", optim.trust_region_cg,
          lambda: dict(hessp=_Quadratic().hessp, g=np.ones(3), delta=1.0),
          dict(hessp="callable", g=("dense", (3,)), delta="real", tol="real", max_iter="iters")),
-    Case("apg.apg", apg.apg, lambda: dict(problem=_Quadratic(), x0=np.zeros(3), step=0.5, n_iter=5),
+    Case("optim.apg", optim.apg, lambda: dict(problem=_Quadratic(), x0=np.zeros(3), step=0.5, n_iter=5),
          dict(problem="problem", x0=("dense", (3,)), step="real", n_iter="iters", restart="choice",
               momentum="bool", line_search="bool", shrink="real", tol="real", callback="callable")),
 ]
@@ -689,8 +682,6 @@ def test_every_public_function_is_in_the_table():
     aliases = {"metrics.evaluate": "evaluate", "ocmf.nystrom_features": "ocmf.nystrom_features"}
     missing = sorted(min(names) for names in _public_functions()
                      if not any(f in covered or aliases.get(f) in covered for f in names))
-    if not _HAS_IMPLICIT:      # test_implicit_baselines_are_fuzzed_or_refused... covers these two
-        missing = [f for f in missing if f not in ("baselines.implicit_als", "baselines.implicit_bpr")]
     assert not missing, f"add a Case for: {missing}"
 
 
@@ -762,15 +753,9 @@ def test_verbose_takes_numpy_bools_and_ints(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_implicit_baselines_are_fuzzed_or_refused_with_a_clear_import_error():
-    """With `implicit` installed its baselines are in the table; without it they say what to install."""
-    names = {c.name for c in CASES}
-    if _HAS_IMPLICIT:
-        assert {"baselines.implicit_als", "baselines.implicit_bpr"} <= names
-    else:
-        for fn in (baselines.implicit_als, baselines.implicit_bpr):
-            with pytest.raises(ImportError, match="needs the `implicit` package"):
-                fn(CTX.Y, K, n_iter=1)
+def test_implicit_baselines_are_fuzzed():
+    """implicit is in the test extra: its baselines are in the table like every public fit."""
+    assert {"baselines.implicit_als", "baselines.implicit_bpr"} <= {c.name for c in CASES}
 
 
 def test_distributed_fit_case_never_starts_a_cluster():

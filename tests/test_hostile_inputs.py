@@ -26,6 +26,7 @@ import fastpu as fp
 from fastpu import cli
 from fastpu._core import cache as C
 from fastpu._core import validation as V
+from fastpu._core import memory
 from fastpu.datasets import _archives, _readers
 from fastpu.model import _io
 
@@ -279,8 +280,8 @@ def test_a_model_file_member_that_inflates_past_the_limit_is_refused(models, tmp
 def test_a_model_files_arrays_must_fit_in_memory(models, tmp_path, monkeypatch):
     path = tmp_path / "m.npz"
     models["csrr"].save(path)
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 1000)
-    monkeypatch.setattr(V, "_SMALL_BYTES", 0)
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 1000)
+    monkeypatch.setattr(memory, "SMALL_BYTES", 0)
     with pytest.raises(_io.ModelFileError, match=r"its arrays take .* but only 1000 bytes are available"):
         fp.load_model(path)
 
@@ -344,7 +345,7 @@ def test_a_tarball_is_read_only_up_to_its_data_files(tmp_path, monkeypatch):
 @pytest.mark.parametrize("make", ["coo_rows", "coo_cols", "csr_cols"])
 def test_a_sparse_shape_declared_far_beyond_its_entries_is_refused(make, tmp_path, monkeypatch):
     """load_npz / a fit of a COO declared 10¹¹ × 10 with one entry; a CSR declared 3 × (2³¹ + 5)."""
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 4 << 30)          # the campaign's machine had 6 GiB
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 4 << 30)          # the campaign's machine had 6 GiB
     M = {"coo_rows": lambda: sp.coo_array((np.ones(1), ([5], [3])), shape=(10**11, 10)),
          "coo_cols": lambda: sp.coo_array((np.ones(1), ([5], [3])), shape=(10, 10**11)),
          "csr_cols": lambda: sp.csr_array((np.ones(3), np.array([0, 1, 2**31 + 4]), np.array([0, 1, 2, 3])),
@@ -358,9 +359,9 @@ def test_a_sparse_shape_declared_far_beyond_its_entries_is_refused(make, tmp_pat
 
 
 def test_a_fit_refuses_a_shape_it_cannot_hold_factors_for(monkeypatch):
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 10 << 20)
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 10 << 20)
     Y = sp.csr_array((np.ones(1), np.array([0]), np.array([0, 1])), shape=(1, 400_000))
-    monkeypatch.setattr(V, "_SMALL_BYTES", 0)
+    monkeypatch.setattr(memory, "SMALL_BYTES", 0)
     with pytest.raises(ValueError, match=r"a fit of Y \(1 users × 400,000 items: a factor row .* lower the shape of Y"):
         fp.fbgd.fit(Y, 2, n_iter=1)
 
@@ -420,12 +421,12 @@ def test_the_memory_limit_counts_the_process_limits(monkeypatch):
     import resource
 
     monkeypatch.delenv("FASTPU_MEMORY_LIMIT", raising=False)
-    monkeypatch.setattr(V, "MEMORY_LIMIT", None)
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", None)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    used = V._proc_status_bytes("VmSize") or 0
+    used = memory._proc_status_bytes("VmSize") or 0
     resource.setrlimit(resource.RLIMIT_AS, (used + (512 << 20), hard))
     try:
-        assert V.memory_limit() <= 512 << 20
+        assert memory.memory_limit() <= 512 << 20
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
@@ -602,19 +603,36 @@ class _Planted:
         return (exec, (f"open({self.path!r}, 'w').write('pwned')",))
 
 
+def _plant_index(root, sentinel):
+    """A pickle that writes ``sentinel`` when loaded, planted as numba's index of the kernel
+    :func:`_kernel_in_a_subprocess` runs (``losses.loss_value``), under the name and in the
+    folder that a process with FASTPU_CACHE_DIR=``root`` opens first. Returns its path."""
+    from fastpu._kernels import losses
+
+    index = losses.loss_value._cache._cache_file._index_name      # e.g. losses.loss_value-17.py311.nbi
+    folder = root / C._install_key(os.path.join(ROOT, "fastpu")) / "fastpu._kernels"
+    folder.mkdir(parents=True)
+    path = folder / index
+    path.write_bytes(pickle.dumps(_Planted(str(sentinel))))
+    return path
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX ownership")
 def test_a_cache_folder_others_can_write_is_not_read_from(tmp_path):
     """With FASTPU_CACHE_DIR on a shared 1777 folder, a pickle another user planted in numba's
-    index ran in the victim's process."""
+    index ran in the victim's process. The plant is real: in the user's own (0700) folder the
+    same file is loaded, and its code runs; in the shared one fastpu uses a private folder."""
+    own = tmp_path / "own"
+    own.mkdir(mode=0o700)
+    ran = tmp_path / "RAN"
+    assert _plant_index(own, ran).exists()
+    _kernel_in_a_subprocess({"FASTPU_CACHE_DIR": str(own)}, tmp_path)
+    assert ran.read_text() == "pwned"          # numba unpickled exactly the planted index
     shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o1777)
-    planted = shared / C._install_key(os.path.join(ROOT, "fastpu")) / "fastpu._kernels"
-    planted.mkdir(parents=True)
     sentinel = tmp_path / "PWNED"
-    for name in os.listdir(fp.cache_dir() / "fastpu._kernels"):
-        if name.endswith(".nbi"):
-            (planted / name).write_bytes(pickle.dumps(_Planted(str(sentinel))))
+    assert _plant_index(shared, sentinel).exists()
     used, err = _kernel_in_a_subprocess({"FASTPU_CACHE_DIR": str(shared)}, tmp_path)
     assert not sentinel.exists()
     assert "can be written by other users (mode 1777)" in err and "fastpu-kernels-" in used

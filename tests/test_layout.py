@@ -156,17 +156,24 @@ def test_private_parts_stay_in_their_package():
     assert not bad, "\n".join(bad)
 
 
-def test_the_methods_are_listed_once():
-    """Only the registry holds the methods as one collection (a tuple, list, set or dict of two or
-    more of their names); everything else reads it."""
+@pytest.mark.parametrize("kind", ["method", "baseline"])
+def test_the_methods_and_baselines_are_listed_once(kind):
+    """Only the registry holds the methods (or the baselines) as one collection (a tuple, list,
+    set or dict of two or more of their names); everything else reads it. A module's
+    ``__all__`` lists its functions (``ease``, ``popularity``), not the baselines."""
     from fastpu._core import registry
 
-    names = set(registry.names("method"))
+    names = set(registry.names(kind))
     found = []
     for mod, path in MODULES.items():
         if mod == "fastpu._core.registry":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        exports = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and [getattr(t, "id", None) for t in node.targets] == ["__all__"]}
+        for node in ast.walk(tree):
+            if id(node) in exports:
+                continue
             items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
             if not isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) or items is None:
                 continue
@@ -174,6 +181,36 @@ def test_the_methods_are_listed_once():
             if len(listed) >= 2:
                 found.append(f"{mod}:{node.lineno} {sorted(listed)}")
     assert not found, found
+
+
+def _private_attributes() -> list[str]:
+    """``alias._name`` where ``alias`` is a module of fastpu imported by name (``from fastpu._core
+    import validation as V``; ``import fastpu.x as y``) and ``_name`` is private to a package the
+    importer is not in: the import is public, the attribute reached through it is not."""
+    found = []
+    for mod, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        alias = {}
+        for node in _walk_outside_type_checking(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = _resolve(mod, path.name == "__init__.py", node)
+                for a in node.names:
+                    if f"{target}.{a.name}" in MODULES:
+                        alias[a.asname or a.name] = f"{target}.{a.name}"
+            elif isinstance(node, ast.Import):
+                alias.update({a.asname: a.name for a in node.names
+                              if a.asname and a.name in MODULES})
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in alias):
+                step = _private_step(mod, alias[node.value.id], node.attr)
+                if step:
+                    found.append(f"{mod}:{node.lineno} {node.value.id}.{node.attr} ({step})")
+    return found
+
+
+def test_private_names_stay_private_through_a_module_alias():
+    assert _private_attributes() == []
 
 
 @pytest.mark.parametrize("importer, target, name, expected", [

@@ -6,11 +6,17 @@ of the returned model is zero. The message says which argument to change. Filter
 
     import warnings, fastpu
     warnings.simplefilter("error", fastpu.ConvergenceWarning)   # make it an exception
+
+:func:`user_stacklevel` is the ``stacklevel`` fastpu's warnings pass, so that a warning points at
+the user's own line.
 """
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning"]
+import os
+import sys
+
+__all__ = ["ConvergenceWarning", "user_stacklevel"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -19,7 +25,19 @@ class ConvergenceWarning(UserWarning):
     Examples
     --------
     >>> import warnings
-    >>> from fastpu.exceptions import ConvergenceWarning
+    >>> from fastpu import ConvergenceWarning
     >>> issubclass(ConvergenceWarning, UserWarning)
     True
     """
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside fastpu (the user's
+    call), however many of fastpu's wrappers lie between (as pandas' ``find_stack_level``)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame = frame.f_back
+        level += 1
+    return level

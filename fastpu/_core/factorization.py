@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from fastpu._core import registry
 from fastpu._core import validation as V
+from fastpu._core.names import did_you_mean, fit_names, public_where
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, FloatArray, IntArray, PathOrFile
 
@@ -328,8 +329,8 @@ def accepts_dataset(fit: _F) -> _F:
     :func:`positives`), which :func:`fastpu.recommend` leaves out by default. A keyword
     argument the fit does not take is a TypeError naming the closest one it does.
     """
-    names = V.fit_names(fit)            # None: it takes **kwargs and checks them itself
-    where = V.public_where(fit)
+    names = fit_names(fit)            # None: it takes **kwargs and checks them itself
+    where = public_where(fit)
 
     k_param = inspect.signature(fit).parameters.get("k")
     needs_k = k_param is not None and k_param.default is inspect.Parameter.empty
@@ -340,7 +341,7 @@ def accepts_dataset(fit: _F) -> _F:
             for key in kwargs:          # (first: n_factors=8 without k is a misnamed k)
                 if key not in names:
                     raise TypeError(f"{where}() got an unexpected keyword argument {key!r}"
-                                    f"{V.did_you_mean(key, names)}; it takes {', '.join(sorted(names))}")
+                                    f"{did_you_mean(key, names)}; it takes {', '.join(sorted(names))}")
         if needs_k and not args and "k" not in kwargs:
             raise TypeError(f"{where}() missing k, the rank (the number of latent factors of each "
                             f"user and item): e.g. {where}(Y, 32)")

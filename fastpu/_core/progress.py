@@ -23,7 +23,7 @@ from typing import IO, Any, Callable, Iterator
 
 import numpy as np
 
-from fastpu._core import validation as V
+from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.hints import Callback
 from fastpu._core.exceptions import ConvergenceWarning
 
@@ -272,7 +272,7 @@ class Progress:
             issued.append(f"{self.method}: the fitted factors are all zero, so every score is 0; "
                           f"{zero_advice}")
         for msg in issued:       # at the user's call, however many of fastpu's wrappers between
-            warnings.warn(msg, ConvergenceWarning, stacklevel=V.user_stacklevel())
+            warnings.warn(msg, ConvergenceWarning, stacklevel=user_stacklevel())
         return issued
 
     def step(self, iter: int, objective: float, *, model: Callable[[], Any] | None = None,

@@ -54,7 +54,9 @@ class Entry:
         The module of the Dask form: ``fit(client, layout, k, **params)`` and
         ``check(params)`` (refuses, in a sentence, a variant with no distributed form).
     space : str or None
-        ``space(**fixed) -> (space, fixed)``: the default search space of ``tune``.
+        ``space(**fixed) -> (space, fixed)``: the default search space of ``tune`` (an empty
+        space when there is nothing to search: ``tune`` fits the entry once). An entry without
+        one is not searched (:data:`fastpu.select.NAMES`).
     defaults : str or None
         ``defaults(**fixed) -> dict``: the values of the fit's parameters whose signature
         default is None because they depend on other arguments (ocmf's ρ and λ depend on the
@@ -160,7 +162,8 @@ METHODS = (
 BASELINES = (
     Entry("popularity", "baseline", "every user scores an item by its number of training positives",
           fit="fastpu.model_selection.metrics:popularity", default_rank=None,
-          fold="fastpu.model_selection.baselines:POPULARITY_FOLD"),
+          fold="fastpu.model_selection.baselines:POPULARITY_FOLD",
+          space="fastpu.model_selection.baselines:popularity_space"),
     Entry("wrmf", "baseline", "WRMF / implicit ALS through ocmf's square loss",
           fit="fastpu.model_selection.baselines:wrmf",
           fold="fastpu.model_selection.baselines:WRMF_FOLD",

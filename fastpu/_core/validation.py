@@ -1,29 +1,31 @@
-"""The boundary: the only module that checks and canonicalises user input.
+"""The boundary: the argument checks that put user input into canonical form.
 
 Everything below this layer (kernels, solvers) trusts its inputs: CSR matrices
 have sorted, duplicate-free, in-range int64 indices and float64 data; dense
 arrays are C-contiguous float64.  Numba does not check bounds, so nothing that
 fails these checks may ever reach a kernel.
+
+The other concerns of the boundary have modules of their own beside this one:
+:mod:`fastpu._core.memory` (how much a call may allocate), :mod:`fastpu._core.files`
+(regular files and safe ``.npz`` archives) and :mod:`fastpu._core.names` (did-you-mean
+suggestions for unknown keywords).
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
 import numbers
-import os
 import re
 import warnings
-from typing import Any, Callable, Collection, TypeVar, cast
+from typing import Any, Collection, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from fastpu._core import memory
+from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, IntArray, Matrix, Seed, Sparse
 
 _T = TypeVar("_T")
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 INDEX_DTYPE = np.int64
 VALUE_DTYPE = np.float64
@@ -31,14 +33,6 @@ VALUE_DTYPE = np.float64
 # Dense variants (LR-wLR, CSRR-I/II) refuse to allocate more than this many
 # float64 entries unless the caller raises the limit explicitly.
 DENSE_LIMIT = 25_000_000
-
-# The memory guard (check_alloc): an explicit limit in bytes wins (this module attribute, or the
-# environment variable FASTPU_MEMORY_LIMIT, e.g. "4G"); otherwise the memory the kernel reports
-# as available now (MemAvailable in /proc/meminfo, else free physical pages).
-MEMORY_LIMIT = None
-_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-# below this many bytes a boundary does not ask the memory guard (reading /proc costs more)
-_SMALL_BYTES = 64 * 2**20
 
 
 def _shape_str(shape: tuple[int, ...]) -> str:
@@ -110,7 +104,7 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
         )
     fmt = Y.format
     if fmt in ("csr", "csc"):
-        _check_compressed_structure(Y, name)
+        check_compressed_structure(Y, name)
     elif fmt == "coo":
         r, c = Y.coords if hasattr(Y, "coords") else (Y.row, Y.col)
         if r.size and (r.min() < 0 or r.max() >= Y.shape[0] or c.min() < 0 or c.max() >= Y.shape[1]):
@@ -153,9 +147,10 @@ def check_sparse_memory(Y: Any, *, name: str = "Y") -> None:
     m, n = int(Y.shape[0]), int(Y.shape[1])
     nnz = int(Y.nnz) if Y.format != "coo" else int(np.size(Y.data))
     nbytes = 8 * (m + 1) * (1 if Y.format == "csr" else 2) + 8 * (n + 1) + 2 * (8 + 8) * nnz
-    if nbytes > _SMALL_BYTES:
-        check_alloc(nbytes, what=f"{name} (declared {_shape_str(Y.shape)} with {nnz:,} stored "
-                                 f"entries) as canonical CSR", names=(f"the shape of {name}",))
+    if nbytes > memory.SMALL_BYTES:
+        memory.check_alloc(nbytes, what=f"{name} (declared {_shape_str(Y.shape)} with {nnz:,} "
+                                        f"stored entries) as canonical CSR",
+                           names=(f"the shape of {name}",))
 
 
 def has_canonical_indices(indptr: np.ndarray, indices: np.ndarray) -> bool:
@@ -191,7 +186,7 @@ def check_stored_csr(A: Any, *, name: str, shape: tuple[int | None, int | None],
         raise ValueError(f"{name} has shape {_shape_str(A.shape)}, expected {want}{tail}")
     if A.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}{tail}")
-    _check_compressed_structure(A, name)
+    check_compressed_structure(A, name)
     nnz = int(A.indptr[-1])
     if not has_canonical_indices(A.indptr, A.indices):
         raise ValueError(f"{name} is not canonical: a row has unsorted or repeated column indices "
@@ -235,7 +230,7 @@ def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
     ValueError
         If ``Y`` has a zero dimension (no user or no item), or no positive: no stored entry
         with a nonzero value (the positives are the stored entries; a stored zero weighs
-        nothing); or if its shape needs more memory than there is (:func:`check_alloc`) for
+        nothing); or if its shape needs more memory than there is (:func:`fastpu._core.memory.check_alloc`) for
         even one factor row per user and item.
     """
     m, n = (int(s) for s in Y.shape)
@@ -246,9 +241,10 @@ def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
     # declared far beyond its entries (3 × 2³¹ with 3 positives) is refused here, naming Y,
     # rather than by numpy inside the fit
     need = 8 * 4 * (m + n)
-    if need > _SMALL_BYTES:
-        check_alloc(need, what=f"a fit of {name} ({m:,} users × {n:,} items: a factor row and a few "
-                               "weights per user and item, at the least)", names=(f"the shape of {name}",))
+    if need > memory.SMALL_BYTES:
+        memory.check_alloc(need, what=f"a fit of {name} ({m:,} users × {n:,} items: a factor row and "
+                                      "a few weights per user and item, at the least)",
+                           names=(f"the shape of {name}",))
     if not np.count_nonzero(np.asarray(Y.data)[: int(Y.nnz)]):
         stored = int(Y.nnz)
         what = "no stored entries" if not stored else f"{stored} stored entries, all zero"
@@ -257,7 +253,7 @@ def check_trainable(Y: Sparse, *, name: str = "Y") -> Sparse:
     return Y
 
 
-def _check_compressed_structure(Y: Sparse, name: str) -> None:
+def check_compressed_structure(Y: Sparse, name: str) -> None:
     """Reject malformed CSR/CSC (before scipy or a kernel reads out of bounds)."""
     indptr, indices = np.asarray(Y.indptr), np.asarray(Y.indices)
     major, minor = (Y.shape[0], Y.shape[1]) if Y.format == "csr" else (Y.shape[1], Y.shape[0])
@@ -391,6 +387,61 @@ def check_k(k: Any, *, name: str = "k") -> int:
     return int(k)
 
 
+def warn_rank(k: int, shape: tuple[int, int], *, where: str,
+              widths: dict[str, int | None] | None = None) -> None:
+    """Warn when the rank ``k`` is above the rank a fit's scores can have.
+
+    The m × n scores have rank at most min(m, n) whatever ``k`` is, and at most d when a side's
+    factors are a product with a feature matrix of d columns (X W): the columns of the factors
+    past the smallest of these bounds add no rank, only cost. Every fit that takes a rank calls
+    this from its argument checks (its Dask form too).
+
+    Parameters
+    ----------
+    k : int
+        The checked rank.
+    shape : (int, int)
+        (m, n) of the matrix fitted.
+    where : str
+        The fit, for the message (``"ocmf.fit"``).
+    widths : dict, optional
+        The feature matrices that bound the rank: their argument names -> their numbers of
+        columns (None: not given).
+
+    Warns
+    -----
+    UserWarning
+        Naming ``k``, the bound and where it comes from, and what the extra columns cost (time
+        per iteration and the factors' memory, relative to ``k`` at the bound).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from fastpu._core.validation import warn_rank
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_rank(50, (40, 30), where="ocmf.fit")
+    >>> str(caught[0].message).split(":")[1].strip()
+    'k=50 is above min(m, n) = 30 of the 40 × 30 matrix Y'
+    """
+    m, n = (int(s) for s in shape)
+    bounds = [(min(m, n), f"min(m, n) = {min(m, n):,} of the {m:,} × {n:,} matrix Y")]
+    for name, width in (widths or {}).items():
+        if width is not None:
+            bounds.append((int(width), f"the {int(width):,} columns of {name}"))
+    top, what = min(bounds, key=lambda b: b[0])
+    if k <= top or top < 1:
+        return
+    ratio = k / top
+    warnings.warn(
+        f"{where}: k={k:,} is above {what}: the scores have rank at most {top:,} whatever k is, so "
+        f"the other {k - top:,} columns of the factors add no rank, only cost: each iteration takes "
+        f"about {ratio:.1f} (its |Ω+|·k terms) to {ratio * ratio:.1f} (its k×k terms) times as long as "
+        f"with k={top:,}, and the {m + n:,} factor rows take {memory.fmt_bytes(8 * (m + n) * k)} "
+        f"instead of {memory.fmt_bytes(8 * (m + n) * top)}; use k <= {top:,}",
+        UserWarning, stacklevel=user_stacklevel())
+
+
 def check_int(v: Any, *, name: str, minimum: int | None = 0) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {v!r}")
@@ -430,161 +481,12 @@ def check_bool(value: Any, *, name: str) -> bool:
     return bool(value)
 
 
-def fit_names(fit: Callable[..., Any]) -> set[str] | None:
-    """The keyword names ``fit`` takes besides ``Y``; ``None`` when it takes ``**kwargs``.
-
-    A fit that passes ``**kwargs`` on (``baselines.wrmf``) can declare the full set as its
-    ``keyword_names`` attribute. Deprecated names a fit still takes (:func:`renamed`) count.
-    """
-    declared = getattr(fit, "keyword_names", None)
-    if declared is not None:
-        return set(declared)
-    params = inspect.signature(fit).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return None
-    return (set(params) - {"Y"}) | set(getattr(fit, "deprecated_names", {}))
-
-
-def offered_names(fit: Callable[..., Any], names: set[str]) -> list[str]:
-    """``names`` to offer in a message, sorted: a deprecated name ``fit`` still takes
-    (:func:`renamed`) is accepted, but not offered."""
-    return sorted(names - set(getattr(fit, "deprecated_names", {})))
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside fastpu (the user's
-    call), however many of fastpu's wrappers lie between (as pandas' ``find_stack_level``)."""
-    import sys
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
-def rename_arguments(where: str, renames: dict[str, Any], kwargs: dict[str, Any],
-                     call: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with each deprecated name of ``renames`` replaced by its new one, warning once
-    per name (see :func:`renamed`); ``call`` holds the call's other arguments by name."""
-    kwargs = dict(kwargs)
-    for name, spec in renames.items():
-        if name not in kwargs:
-            continue
-        new, convert = (spec, None) if isinstance(spec, str) else spec
-        if new in kwargs:
-            raise TypeError(f"{where}() got both {name}= (its old name) and {new}=; give {new} only")
-        value = kwargs.pop(name)
-        warnings.warn(f"{name}= is deprecated and will be removed in the next release: use "
-                      f"{new}= (see the CHANGELOG)", DeprecationWarning, stacklevel=user_stacklevel())
-        if convert is not None:
-            value = convert(value, {**call, **kwargs})
-        kwargs[new] = value
-    return kwargs
-
-
-def renamed(**old: Any) -> Callable[[_F], _F]:
-    """Keep the old names of renamed keyword arguments working for one release, with a warning.
-
-    ``renamed(inner_iter="n_inner")`` passes ``inner_iter=v`` on as ``n_inner=v``;
-    ``renamed(init_scale=("init_std", convert))`` passes ``convert(v, call)``, where ``call``
-    holds the other arguments of the call by name, for a name whose meaning changed with it.
-    Both names at once is a TypeError. The decorated function's ``renames`` holds the specs
-    (:func:`fastpu.distributed.fit` applies them to the same call on a cluster) and its
-    ``deprecated_names`` maps each old name to its new one (:func:`fit_names` accepts them).
-    """
-    def decorate(fn: _F) -> _F:
-        sig = inspect.signature(fn)
-        where = public_where(fn)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if any(name in kwargs for name in old):
-                call = sig.bind_partial(*args).arguments
-                kwargs = rename_arguments(where, old, kwargs, call)
-            return fn(*args, **kwargs)
-
-        wrapper.renames = dict(old)  # type: ignore[attr-defined]
-        wrapper.deprecated_names = {  # type: ignore[attr-defined]
-            name: spec if isinstance(spec, str) else spec[0] for name, spec in old.items()}
-        return cast(_F, wrapper)
-    return decorate
-
-
-def keyword_only(*old_order: str) -> Callable[[_F], _F]:
-    """Keep positional calls of options that became keyword-only working for one release.
-
-    ``old_order`` names the options in the order they were positional after the function's own
-    positional arguments; such a call passes them on by name, with a DeprecationWarning.
-    """
-    def decorate(fn: _F) -> _F:
-        lead = sum(p.kind is p.POSITIONAL_OR_KEYWORD
-                   for p in inspect.signature(fn).parameters.values())
-        where = public_where(fn)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            extra = args[lead:]
-            if extra and len(extra) <= len(old_order):
-                names = old_order[:len(extra)]
-                for name in names:
-                    if name in kwargs:
-                        raise TypeError(f"{where}() got multiple values for argument {name!r}")
-                warnings.warn(f"passing {', '.join(names)} to {where}() by position is deprecated "
-                              "and will stop working in the next release: pass "
-                              f"{', '.join(n + '=' for n in names)} by keyword (see the CHANGELOG)",
-                              DeprecationWarning, stacklevel=user_stacklevel())
-                kwargs.update(zip(names, extra))
-                args = args[:lead]
-            return fn(*args, **kwargs)
-        return cast(_F, wrapper)
-    return decorate
-
-
-def public_where(fn: Callable[..., Any]) -> str:
-    """How a user calls ``fn``: ``ocmf.fit`` for ``fastpu.ocmf._fit.fit`` (the method package and
-    the function), the bare name otherwise (``wrmf``)."""
-    fn = inspect.unwrap(fn)
-    parts = [p for p in getattr(fn, "__module__", "").split(".") if not p.startswith("_")]
-    if parts[:1] == ["fastpu"] and len(parts) > 1 and parts[1] not in ("model_selection",):
-        return f"{parts[1]}.{fn.__name__}"
-    return getattr(fn, "__name__", "fit")
-
-
 def ascii_int(s: str) -> int | None:
     """The value of a non-negative integer written in ASCII digits, else None.
 
     ``str.isdigit`` also passes '²' and '٥', which ``int`` then refuses or reads.
     """
     return int(s) if re.fullmatch(r"[0-9]+", s) else None
-
-
-#: What other libraries (implicit, scikit-learn, LightFM, PyTorch) call fastpu's parameters:
-#: their name suggests fastpu's before any spelling match does.
-SYNONYMS = {
-    **dict.fromkeys(("iterations", "n_iterations", "max_iter", "epochs", "n_epochs", "num_epochs",
-                     "niter"), "n_iter"),
-    **dict.fromkeys(("regularization", "regularisation", "reg", "l2", "l2_reg", "weight_decay",
-                     "lambda", "lambda_", "lmbda", "alpha_reg"), "lam"),
-    **dict.fromkeys(("factors", "n_factors", "num_factors", "n_components", "rank", "dim",
-                     "embedding_dim", "no_components"), "k"),
-    **dict.fromkeys(("learning_rate", "eta0"), "lr"),
-    **dict.fromkeys(("num_threads", "n_jobs"), "n_threads"),
-    "random_state": "seed",
-    "show_progress": "verbose",
-}
-
-
-def did_you_mean(key: str, names: Collection[str]) -> str:
-    """`` (did you mean 'x'?)`` for what ``key`` means among ``names``: its fastpu name when it is
-    another library's (:data:`SYNONYMS`), else the closest spelling, else ``""``."""
-    alias = SYNONYMS.get(key)
-    if alias is not None and alias in names:
-        return f" (did you mean {alias!r}?)"
-    close = difflib.get_close_matches(key, sorted(names), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 # Above this a ridge or graph penalty makes every factor zero to machine precision, and its term
@@ -665,7 +567,7 @@ def check_dense_size(m: int, n: int, *, what: str, alternative: str,
     """Refuse an m×n dense allocation above ``limit`` entries (default DENSE_LIMIT).
 
     ``limit`` is the user's ``dense_limit`` argument: ``None`` or an integer >= 0.
-    The bytes themselves are checked against the available memory (:func:`check_alloc`).
+    The bytes themselves are checked against the available memory (:func:`fastpu._core.memory.check_alloc`).
     """
     limit = DENSE_LIMIT if limit is None else check_int(limit, name="dense_limit", minimum=0)
     if int(m) * int(n) > limit:
@@ -674,7 +576,7 @@ def check_dense_size(m: int, n: int, *, what: str, alternative: str,
             f"{what} needs a dense {m}×{n} matrix ({gib:.1f} GiB), above the limit of {limit:,} entries; "
             f"use {alternative}, or raise dense_limit if the memory is really there"
         )
-    check_alloc(int(m) * int(n) * 8, what=what, names=("dense_limit",))
+    memory.check_alloc(int(m) * int(n) * 8, what=what, names=("dense_limit",))
 
 
 def check_users(users: ArrayLike | None, m: int) -> IntArray:
@@ -750,165 +652,6 @@ def check_ids(ids: ArrayLike, *, name: str, size: int, expected: str) -> np.ndar
     return arr
 
 
-# ----------------------------------------------------------------------------- memory guard
-
-def _parse_bytes(text: str, *, name: str) -> int:
-    raw = str(text).strip().upper().removesuffix("B").removesuffix("I")
-    unit = raw[-1:] if raw[-1:] in _UNITS else ""
-    try:
-        value = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
-    except ValueError:
-        raise ValueError(f"{name} must be a number of bytes such as 4000000000 or '4G', got {text!r}") from None
-    if not value > 0:
-        raise ValueError(f"{name} must be a positive number of bytes, got {text!r}")
-    return int(value)
-
-
-def _available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _proc_status_bytes(field: str) -> int | None:
-    """A ``kB`` field of /proc/self/status (VmSize, VmData) in bytes, else None."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _rlimit_headroom() -> int | None:
-    """What the process's own limits (``ulimit -v``, ``ulimit -d``: RLIMIT_AS, RLIMIT_DATA) leave
-    it to allocate, else None. An allocation past them fails however much memory is free."""
-    try:
-        import resource
-    except ImportError:                        # not on Windows
-        return None
-    out = None
-    for lim, field in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
-        which = getattr(resource, lim, None)
-        if which is None:
-            continue
-        try:
-            soft = resource.getrlimit(which)[0]
-        except (ValueError, OSError):
-            continue
-        if soft == resource.RLIM_INFINITY or soft < 0:
-            continue
-        used = _proc_status_bytes(field) or 0
-        room = max(0, int(soft) - used)
-        out = room if out is None else min(out, room)
-    return out
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path) as fh:
-            text = fh.read().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _cgroup_headroom() -> int | None:
-    """What the memory cgroup (a container's limit) leaves to allocate, else None: its limit
-    minus its use, page cache counted as free (the kernel reclaims it first)."""
-    for limit_file, used_file, stat_file, cache_key in (
-            ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat", "file"),
-            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
-             "/sys/fs/cgroup/memory/memory.stat", "cache")):
-        limit = _read_int(limit_file)
-        if limit is None or limit >= 2**60:    # "max", or v1's huge "no limit"
-            continue
-        used = _read_int(used_file) or 0
-        cache = 0
-        try:
-            with open(stat_file) as fh:
-                for line in fh:
-                    key, _, value = line.partition(" ")
-                    if key == cache_key:
-                        cache = int(value)
-                        break
-        except (OSError, ValueError):
-            pass
-        return max(0, limit - max(0, used - cache))
-    return None
-
-
-def memory_limit() -> int | None:
-    """Bytes one fastpu call may allocate: ``MEMORY_LIMIT``, ``$FASTPU_MEMORY_LIMIT``, else available.
-
-    What is available is the least of the memory the kernel reports as available
-    (MemAvailable), what the process's limits leave (``ulimit -v`` / ``-d``) and what the memory
-    cgroup leaves (a container's limit). ``None`` when no limit is set and the platform reports
-    none of them.
-    """
-    if MEMORY_LIMIT is not None:
-        return int(MEMORY_LIMIT)
-    env = os.environ.get("FASTPU_MEMORY_LIMIT")
-    if env:
-        return _parse_bytes(env, name="FASTPU_MEMORY_LIMIT")
-    found = [b for b in (_available_bytes(), _rlimit_headroom(), _cgroup_headroom()) if b is not None]
-    return min(found) if found else None
-
-
-def _fmt_bytes(nbytes: float) -> str:
-    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= div:
-            return f"{nbytes / div:.1f} {unit}"
-    return f"{int(nbytes)} bytes"
-
-
-def check_alloc(shape_or_nbytes: int | tuple[int, ...], *, what: str, names: tuple[str, ...],
-                itemsize: int = 8, limit: int | None = None) -> int:
-    """Refuse an allocation that cannot fit, before numpy tries it; return the bytes needed.
-
-    Parameters
-    ----------
-    shape_or_nbytes : int or tuple of int
-        Bytes, or the shape of one array of ``itemsize``-byte entries (the product is computed
-        with Python integers, so it never overflows).
-    what : str
-        What the memory is for, for the message.
-    names : sequence of str
-        The arguments that make it this large (the ones to change), e.g. ``("k",)``.
-    limit : int, optional
-        Bytes allowed; default :func:`memory_limit`.
-
-    Raises
-    ------
-    ValueError
-        If the bytes needed exceed the limit; the message names ``names`` and the bytes needed.
-    """
-    if isinstance(shape_or_nbytes, tuple):
-        nbytes = int(itemsize)
-        for s in shape_or_nbytes:
-            nbytes *= max(0, int(s))
-    else:
-        nbytes = int(shape_or_nbytes)
-    limit = memory_limit() if limit is None else int(limit)
-    if limit is not None and nbytes > limit:
-        args = ", ".join(names)
-        raise ValueError(
-            f"{what} needs {_fmt_bytes(nbytes)} ({nbytes:,} bytes) but only {_fmt_bytes(limit)} are "
-            f"available; lower {args} (or set FASTPU_MEMORY_LIMIT if more memory is really there)"
-        )
-    return nbytes
-
-
 def check_finite_result(value: Any, *, what: str, names: tuple[str, ...]) -> float:
     """Return a computed float, or raise ValueError naming the inputs when it overflowed."""
     value = float(value)
@@ -920,179 +663,3 @@ def check_finite_result(value: Any, *, what: str, names: tuple[str, ...]) -> flo
     return value
 
 
-def check_save_path(path: object, *, name: str = "path", example: str = "model.npz") -> str:
-    """The absolute target path if a file (a model, a table, a plot) can be written there; a
-    clear error otherwise, before any work is done."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a file path (str or os.PathLike) or a writable file object, "
-                        f"got {type(path).__name__}")
-    if not os.fspath(path):
-        raise ValueError(f"{name} is empty; expected a file name such as {example}")
-    path = os.path.abspath(os.fspath(path))
-    folder = os.path.dirname(path)
-    if os.path.isdir(path):
-        raise ValueError(f"{name} {path!r} is a directory; expected a file name such as {example}")
-    if not os.path.isdir(folder):
-        raise ValueError(f"{name} {path!r}: the folder {folder!r} does not exist; create it first")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {path!r}: the folder {folder!r} is not writable")
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise ValueError(f"{name} {path!r} exists and is not writable")
-    return path
-
-
-# ----------------------------------------------------------------------------- files
-
-def _file_kind(mode: int) -> str:
-    import stat
-
-    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return "not a regular file"
-
-
-def open_regular(path: Any, *, name: str = "path") -> Any:
-    """``path`` open for binary reading, refused unless it is a regular file.
-
-    The file is opened without blocking and judged on the open descriptor (``fstat``): a named
-    pipe (whose plain open would wait for a writer for ever), a device (``/dev/zero`` never
-    ends), a socket or a directory is refused with a ValueError naming ``name``, also when it
-    took the file's place after an earlier check by name. FileNotFoundError (and other
-    OSErrors) name the path.
-    """
-    import stat
-
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
-        | getattr(os, "O_BINARY", 0)
-    fd = os.open(os.fspath(path), flags)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{name} {os.fsdecode(os.fspath(path))!r} is {_file_kind(info.st_mode)}, "
-                             "not a regular file; expected a file fastpu can read to its end")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def check_file_memory(size: int, *, name: str, path: Any, factor: float = 1.0) -> None:
-    """Refuse to read a file of ``size`` bytes when ``factor`` times that is more than the memory
-    limit (:func:`memory_limit`): a reader holds the bytes, their text and what it parses."""
-    need = int(size * factor)
-    if need <= _SMALL_BYTES:
-        return
-    limit = memory_limit()
-    if limit is not None and need > limit:
-        raise ValueError(
-            f"{name} {os.fsdecode(os.fspath(path))!r} is {_fmt_bytes(size)}; reading it needs about "
-            f"{_fmt_bytes(need)} ({need:,} bytes) but only {_fmt_bytes(limit)} are available (the "
-            "memory available, or FASTPU_MEMORY_LIMIT); split the file, or set FASTPU_MEMORY_LIMIT "
-            "if more memory is really there")
-
-
-def read_regular(path: Any, *, name: str = "path", factor: float = 1.0) -> bytes:
-    """The bytes of the regular file ``path`` (:func:`open_regular`), after checking that
-    ``factor`` times its size fits in memory (:func:`check_file_memory`). A file that grows past
-    its checked size while it is read (a log, a file under /proc) is refused."""
-    with open_regular(path, name=name) as fh:
-        size = os.fstat(fh.fileno()).st_size
-        check_file_memory(size, name=name, path=path, factor=factor)
-        slack = _SMALL_BYTES
-        data = fh.read(size + slack)
-        if len(data) > size and len(data) == size + slack:
-            raise ValueError(f"{name} {os.fsdecode(os.fspath(path))!r} grew past its size "
-                             f"({_fmt_bytes(size)}) while it was read; expected a file that does not change")
-    return data
-
-
-#: A compressed member of an .npz may hold at most this many times its compressed size. numpy
-#: writes members stored (np.savez) or deflated (np.savez_compressed, 1 to 10 times for factors
-#: and ids); deflate's own bound is 1,032, which an 8 MB bomb uses to reach 8 GiB.
-NPZ_INFLATION = 100
-
-_ZIP_METHODS = (0, 8, 12, 14)         # stored, deflated, bzip2, lzma: what zipfile reads
-
-
-def _npy_header(fh: Any) -> tuple[tuple[int, ...], np.dtype[Any], int]:
-    """(shape, dtype, bytes before the data) of the .npy stream ``fh``."""
-    fmt = np.lib.format
-    version = fmt.read_magic(fh)
-    if version == (1, 0):
-        shape, _, dtype = fmt.read_array_header_1_0(fh)
-    elif version == (2, 0):
-        shape, _, dtype = fmt.read_array_header_2_0(fh)
-    else:                                # 3.0: the 2.0 layout with a UTF-8 header
-        reader = getattr(fmt, "_read_array_header", None)
-        if reader is None:
-            raise ValueError(f"unsupported .npy format version {version}")
-        shape, _, dtype = reader(fh, version)
-    return tuple(int(s) for s in shape), np.dtype(dtype), int(fh.tell())
-
-
-def check_npz_members(zf: Any, *, where: str, file_size: int | None,
-                      error: type[Exception] = ValueError) -> int:
-    """Bound every member of the .npz archive ``zf`` (a ``zipfile.ZipFile``) before numpy reads
-    one; return the bytes the arrays take.
-
-    numpy allocates an array from the shape its header declares, before reading the data, and
-    a zip member inflates to the size its directory declares: a small file can ask for
-    terabytes. So each member must be readable (not encrypted, a method zipfile knows), no
-    larger compressed than the file, stored members as large as they are stored, compressed
-    ones at most :data:`NPZ_INFLATION` times their compressed size; each ``.npy`` header must
-    declare exactly the bytes its member holds and no Python objects (a pickle); and all of
-    them together must fit in memory (:func:`memory_limit`). ``error`` (ValueError or a
-    subclass) is raised, naming ``where`` and the member.
-    """
-    import zipfile
-
-    total = 0
-    for info in zf.infolist():
-        name = info.filename
-        if info.flag_bits & 0x1:
-            raise error(f"{where}: member {name!r} is encrypted; numpy never writes encrypted members "
-                        "(a file from elsewhere, or damaged)")
-        if info.compress_type not in _ZIP_METHODS:
-            raise error(f"{where}: member {name!r} uses zip compression method {info.compress_type}, "
-                        "which Python's zipfile cannot read; expected members stored or deflated as "
-                        "numpy writes them")
-        if file_size is not None and info.compress_size > file_size:
-            raise error(f"{where}: member {name!r} claims {info.compress_size:,} compressed bytes, more "
-                        f"than the whole file's {file_size:,} (truncated or damaged)")
-        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
-            raise error(f"{where}: member {name!r} is stored uncompressed but claims {info.file_size:,} "
-                        f"bytes in {info.compress_size:,} (damaged or edited)")
-        if info.file_size > NPZ_INFLATION * max(1, info.compress_size) + 4096:
-            raise error(f"{where}: member {name!r} would inflate from {_fmt_bytes(info.compress_size)} "
-                        f"to {_fmt_bytes(info.file_size)} ({info.file_size // max(1, info.compress_size):,} "
-                        f"times); fastpu reads members that inflate at most {NPZ_INFLATION} times "
-                        "(a zip bomb, or not a file numpy wrote)")
-        if name.endswith(".npy"):
-            try:
-                with zf.open(info) as fh:
-                    shape, dtype, offset = _npy_header(fh)
-            except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
-                    RuntimeError) as exc:
-                raise error(f"{where}: member {name!r} has no readable .npy header ({exc})") from None
-            if dtype.hasobject:
-                raise error(f"{where}: member {name!r} holds Python objects (dtype {dtype}), which are "
-                            "pickles; fastpu never unpickles a file")
-            nbytes = dtype.itemsize
-            for s in shape:
-                nbytes *= s
-            if offset + nbytes != info.file_size:
-                raise error(f"{where}: member {name!r} declares a {_shape_str(shape) or 'scalar'} array "
-                            f"of {dtype} ({_fmt_bytes(nbytes)}) but holds {max(0, info.file_size - offset):,} "
-                            "bytes of data (damaged or edited)")
-        total += info.file_size
-    limit = memory_limit()
-    if total > _SMALL_BYTES and limit is not None and total > limit:
-        raise error(f"{where}: its arrays take {_fmt_bytes(total)} ({total:,} bytes) but only "
-                    f"{_fmt_bytes(limit)} are available (the memory available, or FASTPU_MEMORY_LIMIT); "
-                    "set FASTPU_MEMORY_LIMIT if more memory is really there")
-    return total

@@ -1,1 +1,1 @@
-"""Numba kernels over plain arrays. They never validate: see fastpu._validation."""
+"""Numba kernels over plain arrays. They never validate: see fastpu._core.validation."""

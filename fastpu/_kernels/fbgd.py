@@ -60,8 +60,7 @@ def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row
     """pred_out[p] = p_x · q_y; row_out[x] = Σ_p α⁺(r⁺ − r̂)² − α⁻(r⁻ − r̂)² over row x.
 
     Also used on the item side with (Q, P) swapped: the dot product is symmetric.  The dot
-    products are reassociated (they vectorise); ``positive_terms_reference`` keeps them in
-    order, as before issue 13.
+    products are reassociated (they vectorise).
 
     Rows in contiguous blocks, one per thread (:func:`.rowpool.run_rows`).
     """
@@ -70,24 +69,6 @@ def positive_terms(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row
                              pred_out, row_out)
 
     run_rows(block, indptr, 1, min_work=MIN_BLOCK_WORK)
-
-
-@nb.njit(parallel=True, **_JIT)
-def positive_terms_reference(indptr, indices, apos, rpos, aneg, P, Q, r_neg, pred_out, row_out):
-    """``positive_terms`` with every dot product summed in order (the reference for tests)."""
-    g = P.shape[1]
-    for x in nb.prange(indptr.shape[0] - 1):
-        acc = 0.0
-        for p in range(indptr[x], indptr[x + 1]):
-            y = indices[p]
-            r = 0.0
-            for d in range(g):
-                r += P[x, d] * Q[y, d]
-            pred_out[p] = r
-            a = rpos[p] - r
-            b = r_neg - r
-            acc += apos[p] * a * a - aneg[p] * b * b
-        row_out[x] = acc
 
 
 @nb.njit(**_JIT)

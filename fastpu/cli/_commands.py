@@ -15,6 +15,8 @@ import scipy.sparse as sp
 
 from fastpu._core import registry
 from fastpu._core import validation as V
+from fastpu._core.files import check_save_path
+from fastpu._core.names import did_you_mean, fit_names
 from fastpu._core.progress import compile_notice, end_line, labelled
 from fastpu._core.dataset import Dataset
 from fastpu.datasets import NAMES as DATASETS
@@ -102,7 +104,7 @@ def _closest_name(text: str, names: tuple[str, ...]) -> str:
     capitals (``ml100k``, ``ML-100K``), else the usual did-you-mean."""
     squash = {n.replace("-", "").replace("_", "").lower(): n for n in names}
     hit = squash.get(text.replace("-", "").replace("_", "").lower())
-    return f"; did you mean {hit!r}?" if hit else V.did_you_mean(text, names)
+    return f"; did you mean {hit!r}?" if hit else did_you_mean(text, names)
 
 
 def _refuse_negative_values(Y: Any, source: str, option: str) -> None:
@@ -298,14 +300,14 @@ def _check_params(parser: argparse.ArgumentParser, method: str, params: dict[str
             parser.error(f"argument --param: {key} is set with {option.format(value=params[key])}, "
                          f"not --param {key}={params[key]!r}")
     fit = _part(method, "fit")
-    names = V.fit_names(fit)
+    names = fit_names(fit)
     if names is None:
         return
     names -= {*_OWN, "callback"}
     unknown = [key for key in params if key not in names]
     if unknown:
-        current = V.offered_names(fit, names)
-        hint = V.did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
+        current = sorted(names)
+        hint = did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
         parser.error(f"argument --param: {method}.fit takes no parameter{'s' if len(unknown) > 1 else ''} "
                      f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")
 
@@ -318,7 +320,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if "k" in params and registry.get(args.method).default_rank is not None:
         V.check_int(params["k"], name="k", minimum=1)      # before the data are loaded
     if args.save is not None:             # --save '' is an error, not "do not save"
-        V.check_save_path(args.save, name="--save")     # before training, not after
+        check_save_path(args.save, name="--save")     # before training, not after
     data, Y = _load_data(args.data, threshold=args.threshold, header=args.header)
     method = args.method
     entry = registry.get(method)
@@ -408,7 +410,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if not os.path.exists(args.model):
         raise ValueError(f"--model {args.model!r}: no such file; write one with fastpu run --save")
     if args.out is not None:              # before any work, not after
-        V.check_save_path(args.out, name="--out", example="recommendations.csv")
+        check_save_path(args.out, name="--out", example="recommendations.csv")
     try:
         with warnings.catch_warnings(record=True) as notes:
             warnings.simplefilter("always")
@@ -489,9 +491,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError(f"--plot {args.plot!r} needs --out (the markdown table written next to "
                          "the chart); add --out FILE.md")
     if args.out:                          # likewise a path that cannot be written
-        V.check_save_path(args.out, name="--out", example="table.md")
+        check_save_path(args.out, name="--out", example="table.md")
         if args.plot:
-            V.check_save_path(args.plot, name="--plot", example="chart.png")
+            check_save_path(args.plot, name="--plot", example="chart.png")
             import importlib.util
 
             if importlib.util.find_spec("matplotlib") is None:
@@ -532,7 +534,7 @@ def _fit_parameters() -> set[str]:
     names: set[str] = set()
     for entry in registry.entries():
         try:
-            names |= V.fit_names(entry.resolve("fit")) or set()
+            names |= fit_names(entry.resolve("fit")) or set()
         except ImportError:                  # an entry whose optional package is missing
             continue
     return names

@@ -10,12 +10,12 @@ fitted by X = U + V, U low rank, V sparse, both in [0, 1], under a cost-sensitiv
 
 Variants
 --------
-``"I"`` / ``"II"`` (Algorithm 1): accelerated proximal gradient (:func:`fastpu.apg.apg`).
+``"I"`` / ``"II"`` (Algorithm 1): accelerated proximal gradient (:func:`fastpu.optim.apg`).
 Each iteration takes one gradient step on U and V with the same ∂ℓ/∂X, thresholds U's
-singular values at ηλ1 (16, :func:`fastpu.prox.svt_factors`, a truncated SVD that stops at
+singular values at ηλ1 (16, :func:`fastpu.optim.svt_factors`, a truncated SVD that stops at
 the threshold), soft-thresholds V at ηλ2 (17), and moves to the momentum point projected
 onto [0, 1] (18). U is a dense users × items matrix: these variants refuse above
-``dense_limit`` entries (default :data:`fastpu._validation.DENSE_LIMIT`, 25 million, which
+``dense_limit`` entries (default :data:`fastpu._core.validation.DENSE_LIMIT`, 25 million, which
 admits MovieLens-1M) and point to variant ``"e"``.
 
 ``"e"`` (Algorithm 2, CSRR-e): U = P Qᵀ with P (users × k) and Q (items × k) in

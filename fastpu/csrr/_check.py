@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as Vd
+from fastpu._core.memory import check_alloc
 from fastpu._core.hints import Callback, Seed
 
 VARIANTS = ("I", "II", "e")
@@ -106,6 +107,13 @@ def check_rank(k: Any, variant: str, *, where: str = "csrr.fit",
     return Vd.check_k(k)
 
 
+def warn_rank(run: Run, shape: tuple[int, int], *, where: str = "csrr.fit") -> None:
+    """Variant "e": warn when k is above min(m, n) (:func:`fastpu._core.validation.warn_rank`);
+    CSRR-I/II choose their own rank."""
+    if run.k is not None:
+        Vd.warn_rank(run.k, shape, where=where)
+
+
 def check_run(k: Any, model: Model, *, eta: Any, n_iter: Any, n_inner: Any, inner_tol: Any,
               restart: Any, svd_method: Any, seed: Seed, callback: Any, verbose: Any,
               where: str = "csrr.fit", example: str = "csrr.fit(Y, 32)") -> Run:
@@ -183,11 +191,11 @@ def check_memory(data: Positives, model: Model, run: Run, dense_limit: Any) -> N
                             alternative="variant='e' (U = P Qᵀ, memory O(|Ω+| + (m+n)k))",
                             limit=dense_limit)
         # U (then Û), the dense Ũ of two iterates, and the SVD's (or Gram's) work
-        Vd.check_alloc(5 * 8 * m * n, what=f"CSRR-{model.variant} (dense U and its SVD)",
-                       names=("Y's shape", "variant (use 'e')"))
+        check_alloc(5 * 8 * m * n, what=f"CSRR-{model.variant} (dense U and its SVD)",
+                    names=("Y's shape", "variant (use 'e')"))
     else:
-        Vd.check_alloc(8 * run.k * (6 * (m + n) + 8 * run.k) + 48 * data.nnz, what="CSRR-e",
-                       names=("k",))
+        check_alloc(8 * run.k * (6 * (m + n) + 8 * run.k) + 48 * data.nnz, what="CSRR-e",
+                    names=("k",))
 
 
 # --------------------------------------------------------------------------------- a fitted model

@@ -26,7 +26,7 @@ from fastpu._kernels import csrr as K
 from fastpu._kernels.csr import csr_dense, sampled_dots
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
-from fastpu.csrr._check import check_model, check_run
+from fastpu.csrr._check import check_model, check_run, warn_rank
 from fastpu.csrr._fit import _params
 from fastpu.csrr._model import CSRRModel
 from fastpu.csrr._solvers import lam_max, start_factors
@@ -163,6 +163,7 @@ def fit(client, layout, k, *, variant, loss, alpha, lam1, lam2, eta, n_iter, n_i
     m, n = layout.shape
     if m == 0 or n == 0:
         raise ValueError(f"Y has shape {m}×{n}; expected at least one user and one item")
+    warn_rank(run, layout.shape)
     assert run.k is not None                     # variant "e" has a rank (check_rank)
     k, eta, lam1, lam2, alpha, kind = run.k, run.eta, model.lam1, model.lam2, model.alpha, model.kind
     c = model.curvature

@@ -10,7 +10,7 @@ import numpy as np
 from fastpu._core import validation as Vd
 from fastpu._kernels import csrr as K
 from fastpu.csrr._check import (LOSSES, Model, Positives, Run, check_memory, check_model,
-                                check_run, positives)
+                                check_run, positives, warn_rank)
 from fastpu.csrr._model import CSRRModel
 from fastpu.csrr._solvers import INNER_CAP, _Bilinear, _fit_bilinear, _fit_dense, _sparse_v
 from fastpu._core.progress import Progress
@@ -78,7 +78,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", loss: 
         ``"I"``/``"II"`` only: how the singular value thresholding computes its SVD.
     dense_limit : int, optional
         ``"I"``/``"II"`` refuse when m·n exceeds it (default
-        :data:`fastpu._validation.DENSE_LIMIT`).
+        :data:`fastpu._core.validation.DENSE_LIMIT`).
     seed : int
         Seeds P, Q's start (``"e"``) and ARPACK's start vectors (``"I"``/``"II"``).
     n_threads : int, optional
@@ -109,7 +109,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", loss: 
         If an argument is out of range, ``k`` is given to ``"I"``/``"II"``, or the dense U of
         ``"I"``/``"II"`` would exceed ``dense_limit`` (use ``variant="e"``), or the memory the
         fit needs (factors, or the dense U) exceeds the available memory
-        (:func:`fastpu._validation.check_alloc`); if ``Y`` has no row or no column (at least
+        (:func:`fastpu._core.memory.check_alloc`); if ``Y`` has no row or no column (at least
         one user and one item are expected), or no positive (no stored value > 0).
     FloatingPointError
         If the objective becomes non-finite.
@@ -139,6 +139,7 @@ def fit(Y: Sparse | Dataset, k: int | None = None, *, variant: str = "e", loss: 
                     restart=restart, svd_method=svd_method, seed=seed, callback=callback,
                     verbose=verbose)
     data = positives(Y, fit=True)
+    warn_rank(run, data.shape)
     check_memory(data, model, run, dense_limit)
     params = _params(model, run, seed)
     progress = Progress(f"csrr-{model.variant}", verbose=run.verbose, callback=run.callback,

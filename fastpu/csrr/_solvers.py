@@ -31,7 +31,7 @@ def _model(**fields):
 
 
 class _DenseProblem:
-    """Problem (10) for :func:`fastpu.apg.apg` with a dense U and V on Ω+.
+    """Problem (10) for :func:`fastpu.optim.apg` with a dense U and V on Ω+.
 
     Iterates x = (SVTResult Ũ, Ṽ values on Ω+, Ũ as a dense array or None for the start);
     momentum points y = (dense U, V values). ``prox_step`` overwrites y's dense U with Û (so

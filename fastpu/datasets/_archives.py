@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.files import open_regular, read_regular
 from fastpu._core.cache import private_folder
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, StrPath
@@ -194,7 +195,7 @@ def _read_members(key: str, path: str, stamp: tuple[int, int]) -> dict[str, byte
     """
     a = ARCHIVES[key]
     try:
-        with V.open_regular(path, name="archive") as fh:
+        with open_regular(path, name="archive") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size > ARCHIVE_LIMIT:
                 raise _bad(key, path, f"is {size:,} bytes, above the {ARCHIVE_LIMIT:,} fastpu looks into")
@@ -292,7 +293,7 @@ def _download_sdist(key: str, home: str) -> str:
         verified: dict[str, bytes] = {}
         for rel, digest in a.members.items():
             src = os.path.join(root, *a.prefix.split("/"), *rel.split("/"))
-            data = V.read_regular(src, name="the unpacked data file")
+            data = read_regular(src, name="the unpacked data file")
             if hashlib.sha256(data).hexdigest() != digest:
                 raise DataUnavailable(f"{a.pin}: {rel} does not have the expected SHA-256; not saved")
             verified[rel] = data

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from fastpu.datasets import _archives
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu.datasets._archives import DataUnavailable
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Seed, Sparse, StrPath
@@ -409,8 +410,8 @@ def synthetic(m: int, n: int, rank: int = 8, density: float = 0.05, seed: Seed =
     total = m * n
     n_true = int(round(density * total))
     # factors, one block of scores, and the positives (rows, columns, values, seen mask; kept twice)
-    V.check_alloc(8 * ((m + n) * rank + n + min(m, _BLOCK_ROWS) * n + 5 * n_true), what="synthetic data",
-                  names=("m", "n", "rank", "density"))
+    check_alloc(8 * ((m + n) * rank + n + min(m, _BLOCK_ROWS) * n + 5 * n_true), what="synthetic data",
+                names=("m", "n", "rank", "density"))
     U = rng.standard_normal((m, rank)) / rank ** 0.25
     Vf = rng.standard_normal((n, rank)) / rank ** 0.25
     b = rng.standard_normal(n)

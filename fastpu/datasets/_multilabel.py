@@ -14,6 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.files import read_regular
+from fastpu._core.memory import check_alloc
 
 _NUMERIC = ("numeric", "real", "integer")
 
@@ -27,7 +29,7 @@ def _err(path: Any, n: int, msg: str) -> ValueError:
 def read_label_xml(path: Any) -> list[str]:
     """Label names of a Mulan XML file, in document order (nested labels included)."""
     try:
-        root = ET.parse(io.BytesIO(V.read_regular(path, name="path_xml", factor=16))).getroot()
+        root = ET.parse(io.BytesIO(read_regular(path, name="path_xml", factor=16))).getroot()
     except ET.ParseError as exc:
         raise ValueError(f"{path}: not well-formed XML ({exc}); expected a Mulan labels file") from None
     names = []
@@ -93,7 +95,7 @@ def read_mulan(path_arff: Any,
     """(features dense or CSR, Y CSR, feature names, label names, relation) of a Mulan data set."""
     labels = read_label_xml(path_xml)
     attrs, rel = [], None
-    raw = V.read_regular(path_arff, name="path_arff", factor=24)
+    raw = read_regular(path_arff, name="path_arff", factor=24)
     try:
         lines = raw.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     except UnicodeDecodeError as exc:
@@ -195,7 +197,7 @@ def read_mulan(path_arff: Any,
 
 def read_xc_file(path: Any) -> tuple[Any, Any]:
     """(features CSR, Y CSR) of a file in the extreme classification repository's format."""
-    raw = V.read_regular(path, name="path", factor=24)
+    raw = read_regular(path, name="path", factor=24)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -215,10 +217,10 @@ def read_xc_file(path: Any) -> tuple[Any, Any]:
                    "'n_points n_features n_labels' of a file that exists")
     # the ids (n + L int64) and the two CSR row pointers are sized by the header's counts alone:
     # refuse counts that cannot fit before numpy tries (1 3 100000000000 would ask for 745 GiB)
-    V.check_alloc(8 * (L + 3 * (n + 1)), what=(f"{path}: line 1: the header {lines[0].strip()!r} "
-                                                f"(n_points n_features n_labels) announces {n:,} points and "
-                                                f"{L:,} labels; holding their ids"),
-                  names=("the header's counts",))
+    check_alloc(8 * (L + 3 * (n + 1)), what=(f"{path}: line 1: the header {lines[0].strip()!r} "
+                                              f"(n_points n_features n_labels) announces {n:,} points and "
+                                              f"{L:,} labels; holding their ids"),
+                names=("the header's counts",))
     body = lines[1:]
     if len(body) != n:
         raise ValueError(f"{path}: the header announces {n} points but the file has {len(body)} data lines")

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fastpu._core import validation as V
+from fastpu._core.files import read_regular
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 # bytes beyond printable ASCII, tab, line feed and carriage return
@@ -219,8 +219,8 @@ TEXT_FACTOR = 24
 def read_file(path: str, name: str = "path") -> bytes:
     """The bytes of a text file the readers parse: a regular file (a FIFO, a device such as
     /dev/zero or a directory is refused) whose parsing fits in memory (TEXT_FACTOR times its
-    size; :func:`fastpu._core.validation.check_file_memory`)."""
-    return V.read_regular(path, name=name, factor=TEXT_FACTOR)
+    size; :func:`fastpu._core.files.check_file_memory`)."""
+    return read_regular(path, name=name, factor=TEXT_FACTOR)
 
 
 def _head_lines(path: str, data: bytes, encoding: str, size: int = 1 << 16) -> list[str]:

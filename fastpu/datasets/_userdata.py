@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from fastpu.datasets import _multilabel
 from fastpu.datasets import _readers
 from fastpu._core import validation as V
+from fastpu._core.files import check_npz_members, open_regular
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import ArrayLike, IntArray, Sparse, StrPath
 
@@ -47,7 +48,7 @@ _ZIP_MAGIC = b"PK\x03\x04"
 def check_path(path: Any, *, name: str = "path") -> str:
     """An existing file's path as a str; TypeError/ValueError/FileNotFoundError naming ``name``.
 
-    The readers then open it with :func:`fastpu._core.validation.open_regular`, which refuses
+    The readers then open it with :func:`fastpu._core.files.open_regular`, which refuses
     anything but a regular file (a named pipe, a device such as /dev/zero, a socket)."""
     if isinstance(path, bool) or not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"{name} must be a file path (str or os.PathLike), got {type(path).__name__}: {path!r:.80}")
@@ -62,7 +63,7 @@ def check_path(path: Any, *, name: str = "path") -> str:
 
 
 def _is_zip(path: str, name: str = "path") -> bool:
-    with V.open_regular(path, name=name) as fh:
+    with open_regular(path, name=name) as fh:
         return bool(fh.read(4) == _ZIP_MAGIC)
 
 
@@ -318,7 +319,7 @@ def load_npz(path: StrPath) -> Dataset:
     """
     path = check_path(path)
     where = f"path {path!r}"
-    with V.open_regular(path, name="path") as fh:
+    with open_regular(path, name="path") as fh:
         if fh.read(4) != _ZIP_MAGIC:
             raise ValueError(f"{where} is not a .npz archive (saved by scipy.sparse.save_npz); read a "
                              "text file of pairs with fastpu.datasets.read_csv")
@@ -326,7 +327,7 @@ def load_npz(path: StrPath) -> Dataset:
         try:
             with zipfile.ZipFile(fh) as zf:
                 # every member's declared size, before numpy allocates what a header announces
-                V.check_npz_members(zf, where=where, file_size=os.fstat(fh.fileno()).st_size)
+                check_npz_members(zf, where=where, file_size=os.fstat(fh.fileno()).st_size)
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise ValueError(f"{where} is not a readable .npz archive (truncated or damaged?): "
                              f"{exc}") from None

@@ -142,10 +142,6 @@ def fit(Y: Sparse | Dataset, k: int, *, method: str = "ocmf", client: Any = None
         Y = Y.Y
     pairs = _is_dask_dataframe(Y)
     driver = _driver(method)
-    # the single-machine fit's deprecated names, as it takes them (with the same warning)
-    single = registry.get(method).resolve("fit")
-    params = V.rename_arguments(f"fastpu.distributed.fit(method={method!r})",
-                                getattr(single, "renames", {}), params, {"k": k})
     params = _with_defaults(method, driver, params)
     if not pairs:
         # the method says whether a stored value may be negative (HOMF's g="exp" reads it as
@@ -262,10 +258,6 @@ def _check_method(method, params):
     if not isinstance(method, str) or method not in methods:
         raise ValueError(f"method must be one of {list(methods)}, got {method!r}")
     _driver(method).check(params)
-
-
-def _describe():
-    return "; ".join(f"{m}: {v}" for m, v in _methods().items())
 
 
 def _is_dask_dataframe(Y):

@@ -244,6 +244,16 @@ def _start_side(A: Any, *, i: int, side: str, rows: int, k: int, model: Model,
     return V.check_dense(A, name=name, shape=(rows + model.biases, g), shape_from=expected)
 
 
+def warn_rank(run: Run, shape: tuple[int, int], model: Model | None = None, *,
+               where: str = "fbgd.fit") -> None:
+    """Warn when k is above min(m, n) or a side's feature width
+    (:func:`fastpu._core.validation.warn_rank`); a tensor model (``model`` None) has none."""
+    widths = {} if model is None else {
+        "user_features": model.Zx.shape[1] if model.has_ux else None,
+        "item_features": model.Zy.shape[1] if model.has_ix else None}
+    V.warn_rank(run.k, shape, where=where, widths=widths)
+
+
 def check_start(init: Any, model: Model, run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     """The starting parameters (Θ^X, Θ^Y) as fresh float64 copies, or None (draw them).
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastpu._core.progress import Progress
-from fastpu.fbgd._check import check_model, check_run, check_start, free_masks
+from fastpu.fbgd._check import check_model, check_run, check_start, free_masks, warn_rank
 from fastpu.fbgd._fit import fit_params
 from fastpu.fbgd._problem import _augment, _result, draw_start, eq22
 from fastpu.fbgd import _dask_features
@@ -70,6 +70,7 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
             "turn, which has no distributed form; pass update='batch' (fastpu.fbgd.fit("
             "update='batch') gives the same model), or fit on one machine. Plain MF (no "
             "features, biases=False) runs update='coordinate' on the cluster")
+    warn_rank(run, layout.shape, model)
     start = check_start(init, model, run)
     k, w, lam = run.k, model.weights, model.lam
     workers = layout.workers

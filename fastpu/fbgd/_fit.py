@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 
 from fastpu._core import validation as V
-from fastpu.fbgd._check import (Model, Run, check_embeddings, check_fitted, check_model, check_run, check_start,
-                                check_weights, check_y, fixed_entries, identity)
+from fastpu._core.memory import check_alloc
+from fastpu.fbgd._check import (Model, Run, check_embeddings, check_fitted, check_model,
+                                check_run, check_start, check_weights, check_y, fixed_entries,
+                                identity, warn_rank)
 from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
                                   per_positive)
 from fastpu._core.progress import Progress
@@ -22,7 +24,6 @@ __all__ = ["demo_configs", "fit", "negative_weights", "objective", "parameters"]
 
 
 # --------------------------------------------------------------------------- objective
-@V.keyword_only("neg_weights", "pos_weight", "r_pos", "r_neg", "neg_row_weights")
 def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike | None = None,
               neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
               r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
@@ -51,10 +52,6 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
         Target r⁺ of the positives (or Y's stored values).
     r_neg : float
         Target r⁻ of the unlabeled entries.
-
-    The options after ``Q`` are keyword-only; passing them by position in their former order
-    (``neg_weights, pos_weight, r_pos, r_neg, neg_row_weights``) still works until the next
-    release, with a DeprecationWarning.
 
     Returns
     -------
@@ -94,7 +91,6 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
 
 
 # --------------------------------------------------------------------------- fit
-@V.renamed(reg="lam")
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.05,
@@ -143,8 +139,6 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         any features are given, False for plain MF.
     lam : float
         L2 penalty lam·‖Θ‖² on the free parameters (default 0.1; the paper has none, ``lam=0``).
-        It was called ``reg``, which still works until the next release, with a
-        DeprecationWarning.
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``); 0.03.
     n_iter : int
@@ -236,6 +230,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                         alpha0=alpha0, rho=rho, neg_weights=neg_weights,
                         neg_row_weights=neg_row_weights, pos_weight=pos_weight, r_pos=r_pos,
                         r_neg=r_neg, biases=biases, lam=lam)
+    warn_rank(run, Y.shape, model)
     start = check_start(init, model, run)
     _check_memory(Y.shape, model, run)
     prob = build(Y, model, run.k)
@@ -272,9 +267,9 @@ def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
     """Refuse a rank (or feature width) whose parameters and work arrays exceed the memory."""
     m, n = shape
     g = run.k + 2 if model.biases else run.k
-    V.check_alloc(8 * g * (5 * (m + n) + 4 * (model.Zx.shape[1] + model.Zy.shape[1] + 2) + 8 * g),
-                  what="fbgd.fit", names=("k",) + (("user_features",) if model.has_ux else ())
-                  + (("item_features",) if model.has_ix else ()))
+    check_alloc(8 * g * (5 * (m + n) + 4 * (model.Zx.shape[1] + model.Zy.shape[1] + 2) + 8 * g),
+                what="fbgd.fit", names=("k",) + (("user_features",) if model.has_ux else ())
+                + (("item_features",) if model.has_ix else ()))
 
 
 def _wrap(P, Q, prob, model, theta_x, theta_y, initial, history, params):

@@ -112,7 +112,7 @@ class _Problem:
         without biases), all run by the row-parallel kernel: then its kernel visits every row
         and can fuse passes over all the positives (``coordinate_rows``)."""
         segments, _ = self.coordinate_plan(side, ZT, free)
-        return (not _REFERENCE and bool(free.all()) and ZT.shape[0] == n_rows
+        return (bool(free.all()) and ZT.shape[0] == n_rows
                 and bool(np.all(np.diff(ZT.indptr) == 1))
                 and np.array_equal(np.sort(ZT.indices), np.arange(n_rows))
                 and all(seg[0] == "rows" for seg in segments))
@@ -143,7 +143,7 @@ class _Problem:
 
     def coordinate_plan(self, side, ZT, free):
         """The segments of :func:`_coordinate_plan` for a side, computed once per problem."""
-        key = (id(ZT), _REFERENCE)
+        key = id(ZT)
         plans = self.__dict__.setdefault("_plans", {})
         if key not in plans:
             plans[key] = _coordinate_plan(ZT, free, side[0], self.g)
@@ -183,8 +183,7 @@ class _Problem:
         if pred is None:
             pred = np.empty(self.Y.nnz)
         rows = np.empty(self.m)
-        kernel = _k.positive_terms_reference if _REFERENCE else _k.positive_terms
-        kernel(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
+        _k.positive_terms(self.Y.indptr, self.Y.indices, self.apos, self.rpos, self.aneg,
                           P, Q, self.r_neg, pred, rows)
         return allpairs + float(rows.sum())
 
@@ -198,23 +197,7 @@ def _penalty(lam, prob, theta_x, theta_y):
         return lam * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
 
 
-def _gradients(prob, theta_x, theta_y):
-    """∂J/∂Θ^X and ∂J/∂Θ^Y of the loss at one point, by the kernels of the batch mode."""
-    P, Q = prob.embed(prob.Zx, theta_x), prob.embed(prob.Zy, theta_y)
-    Sq, sq = prob.gram(prob.neg, Q)
-    Sp, sp_ = prob.gram(prob.arow, P)
-    G_p, G_q = np.empty_like(P), np.empty_like(Q)
-    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
-    _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
-    gx, gy = np.empty_like(theta_x), np.empty_like(theta_y)
-    _csr.csr_dense(prob.ZxT.indptr, prob.ZxT.indices, prob.ZxT.data, G_p, gx)
-    _csr.csr_dense(prob.ZyT.indptr, prob.ZyT.indices, prob.ZyT.data, G_q, gy)
-    return gx, gy
-
-
 _ROW_CHUNKS = 256            # prange iterations of the row-parallel coordinate kernel (equal work)
-_REFERENCE = False           # True: the kernels before issue 13 (serial coordinates, in-order dot
-                             # products), which tests check bit for bit against pinned digests
 
 
 def _coordinate_plan(ZT, free, indptr, g):
@@ -229,10 +212,7 @@ def _coordinate_plan(ZT, free, indptr, g):
     never split a run.  Returns (segments, needs_dots): the serial kernel reads the cached
     predictions of every row, so they are computed up front when a serial segment exists.
     """
-    n_par = ZT.shape[0]
     segments: list[tuple[Any, ...]] = []
-    if _REFERENCE:
-        return [("serial", 0, n_par)], True
     counts = np.diff(ZT.indptr)
     act = np.flatnonzero(free.any(axis=1))
     if act.size == 0:
@@ -273,7 +253,7 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
     """
     if update == "coordinate":
         segments, needs_dots = prob.coordinate_plan(side, ZT, free)
-        if _REFERENCE or (needs_dots and not pred_ready):
+        if needs_dots and not pred_ready:
             _csr.sampled_dots(side[0], side[1], E, F, pred)
             pred_ready = True
         FT = np.ascontiguousarray(F.T)

@@ -27,9 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu.fbgd._check import (TENSORS, Run, TensorModel, Weights, check_fitted, check_run,
                                 check_tensor_factors, check_tensor_model, check_weights, check_y,
-                                identity, unique_pairs)
+                                identity, unique_pairs, warn_rank)
 from fastpu.fbgd._problem import _EPS, _negative_weights, _Problem, per_positive
 from fastpu._kernels import fbgd as _k
 from fastpu._kernels import fbgd_tensor as _kt
@@ -221,7 +222,6 @@ def tensor_objective(Y: Sparse, VX: ArrayLike, VH: ArrayLike, VY: ArrayLike, *, 
 
 
 # --------------------------------------------------------------------------- fit
-@V.renamed(reg="lam")
 def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
                n_h: int | None = None, alpha0: float | None = None, rho: float = 0.0,
                neg_weights: ArrayLike | None = None, neg_row_weights: ArrayLike | None = None,
@@ -269,8 +269,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
         ``"pitf"``: pairwise interaction tensor factorisation with shared factors (eq. 25-26);
         ``"cp"``: rank-f canonical polyadic decomposition (eq. 27-28).
     lam : float
-        L2 penalty lam·(‖V^X‖² + ‖V^H‖² + ‖V^Y‖²) (0, as in the paper).  It was called
-        ``reg``, which still works until the next release, with a DeprecationWarning.
+        L2 penalty lam·(‖V^X‖² + ‖V^H‖² + ‖V^Y‖²) (0, as in the paper).
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``).
     n_iter : int
@@ -330,6 +329,7 @@ def fit_tensor(Y: Sparse, k: int, *, pairs: ArrayLike, n_x: int | None = None,
                                neg_weights=neg_weights, neg_row_weights=neg_row_weights,
                                pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, tensor=tensor,
                                lam=lam)
+    warn_rank(run, Y.shape, where="fbgd.fit_tensor")
     _check_memory(Y.shape, model, run)
     tp = _Tensor(model.px, model.ph, model.n_x, model.n_h, run.k, model.tensor)
     w = model.weights
@@ -360,8 +360,8 @@ def _check_memory(shape: tuple[int, int], model: TensorModel, run: Run) -> None:
     """Refuse factors, their gradients and optimizer state, the pair / item embeddings and the
     g × g Gram matrices (g = k + 1 for PITF) that exceed the memory."""
     k = run.k
-    V.check_alloc(8 * 4 * ((model.n_x + model.n_h + shape[0] + shape[1]) * (k + 1) + (k + 1) ** 2),
-                  what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
+    check_alloc(8 * 4 * ((model.n_x + model.n_h + shape[0] + shape[1]) * (k + 1) + (k + 1) ** 2),
+                what="fbgd.fit_tensor's factors and Gram matrices", names=("k", "n_x", "n_h"))
 
 
 def _penalty(lam, VX, VH, VY):
@@ -370,18 +370,6 @@ def _penalty(lam, VX, VH, VY):
     # a diverging run overflows here: the objective's check (Progress) names the cause instead
     with np.errstate(over="ignore", invalid="ignore"):
         return lam * (float(np.sum(VX ** 2)) + float(np.sum(VH ** 2)) + float(np.sum(VY ** 2)))
-
-
-def _gradients(prob, tp, VX, VH, VY):
-    """∂J/∂V^X, ∂J/∂V^H, ∂J/∂V^Y of the loss (no penalty) at one point."""
-    P, Q = tp.embed_pairs(VX, VH), tp.embed_items(VY)
-    Sq, sq = prob.gram(prob.neg, Q)
-    Sp, sp_ = prob.gram(prob.arow, P)
-    G_p, G_q = np.empty_like(P), np.empty_like(Q)
-    _k.side_gradient(*prob.x_side, P, Q, Sq, sq, prob.arow, prob.r_neg, G_p)
-    _k.side_gradient(*prob.y_side, Q, P, Sp, sp_, prob.neg, prob.r_neg, G_q)
-    gX, gH = tp.chain(G_p, VX, VH)
-    return gX, gH, np.ascontiguousarray(G_q[:, :tp.f])
 
 
 def _train(prob, tp, VX, VH, VY, *, lr, n_iter, adagrad, lam, progress):

@@ -75,6 +75,11 @@ def check_run(k: Any, *, T: Any, lam: Any, n_iter: Any, mode: Any, block_size: A
     return Run(k, T, lam, n_iter, mode, block_size, rng, callback, verbose)
 
 
+def warn_rank(run: Run, shape: tuple[int, int]) -> None:
+    """Warn when k is above min(m, n) (:func:`fastpu._core.validation.warn_rank`)."""
+    V_.warn_rank(run.k, shape, where="homf.fit")
+
+
 def check_T(T: Any, *, name: str = "T") -> int:
     """The walk length: an integer in [1, :data:`T_MAX`]."""
     T = V_.check_int(T, name=name, minimum=1)

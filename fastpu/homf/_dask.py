@@ -39,7 +39,7 @@ from fastpu._kernels import homf as _K
 from fastpu._kernels.csr import csr_dense, weighted_gram
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
-from fastpu.homf._check import check_g, check_graph, check_run
+from fastpu.homf._check import check_g, check_graph, check_run, warn_rank
 from fastpu.homf._fit import _check_fit_work, _params
 from fastpu.homf._graph import transition
 from fastpu.homf._solvers import DENSE_OBJECTIVE_NOTE
@@ -115,6 +115,7 @@ def fit(client, Y, workers, n_blocks, k, *, user_graph, item_graph, alpha, T, g,
     g, g1, g3 = check_g(g, g_user_graph, g_item_graph)
     graph = check_graph(Y.shape, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
                         g_user_graph=g1, g_item_graph=g3)
+    warn_rank(run, Y.shape)
     m, n = Y.shape
     N = m + n
     block = _check_fit_work(N, run)

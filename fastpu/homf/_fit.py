@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 
 from fastpu._core import validation as V_
-from fastpu.homf._check import MODES, Graph, Run, check_g, check_graph, check_run, check_T, check_y
+from fastpu._core.memory import check_alloc
+from fastpu.homf._check import (MODES, Graph, Run, check_g, check_graph, check_run, check_T,
+                                check_y, warn_rank)
 from fastpu.homf._graph import transition
 from fastpu.homf._solvers import dense, exact, squared_error
 from fastpu.homf._walk import _Walker, walk_columns, walk_rows
@@ -126,8 +128,8 @@ def _check_exact_work(N, block, what, alternative):
             f"pass (N = m + n = {N:,}), above fastpu.homf.EXACT_LIMIT = {limit:.3g}, which "
             f"would take hours whatever the number of positives; {alternative}")
     # per block: the walk's three N×b buffers, its transpose and the bipartite sums
-    V_.check_alloc(5 * 8 * N * block, what=f"{what} (one block of {block} columns)",
-                   names=("block_size",))
+    check_alloc(5 * 8 * N * block, what=f"{what} (one block of {block} columns)",
+                names=("block_size",))
 
 
 # --------------------------------------------------------------------------- objective
@@ -314,6 +316,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_graph: Matrix | None = None,
     Y = check_y(Y, g=g, fit=True)
     graph = check_graph(Y.shape, user_graph=user_graph, item_graph=item_graph, alpha=alpha, g=g,
                         g_user_graph=g1, g_item_graph=g3)
+    warn_rank(run, Y.shape)
     m, n = Y.shape
     block = _check_fit_work(m + n, run)
     params = _params(run, graph, alpha=alpha, block_size=run.block_size, n_threads=n_threads,
@@ -348,8 +351,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_graph: Matrix | None = None,
 def _check_fit_work(N: int, run: Run) -> int:
     """The exact mode's block width, after refusing factors (or an exact pass) too large."""
     block = _block_size(N, run.block_size)
-    V_.check_alloc(8 * 8 * N * run.k + 64 * run.k * run.k,
-                   what="homf.fit (factors U, V and work arrays)", names=("k",))
+    check_alloc(8 * 8 * N * run.k + 64 * run.k * run.k,
+                what="homf.fit (factors U, V and work arrays)", names=("k",))
     if run.mode == "exact":
         _check_exact_work(N, block, 'homf.fit(mode="exact")',
                           'use mode="dense" (O(T·nnz(A)·k + N·k²) per half-iteration)')

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from fastpu._core import validation as V
+from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.factorization import Factorization, block_size, iter_score_blocks
 from fastpu._core.hints import IntArray, Sparse
 from fastpu._kernels.topk import topk_candidates
@@ -37,7 +37,7 @@ def exact_topk(model: Factorization, users: IntArray, seen: Sparse, cand: IntArr
     if nonfinite:
         warnings.warn(f"model.scores gave {nonfinite} non-finite scores (NaN or inf) among the "
                       "candidates; those items were left out of the recommendations",
-                      RuntimeWarning, stacklevel=V.user_stacklevel())
+                      RuntimeWarning, stacklevel=user_stacklevel())
     return out_items, out_scores
 
 

@@ -51,6 +51,8 @@ import scipy.sparse as sp
 
 from fastpu._core import registry
 from fastpu._core import validation as V
+from fastpu._core.files import check_npz_members, check_save_path, open_regular
+from fastpu._core.memory import check_alloc
 from fastpu._core.hints import PathOrFile
 from fastpu._core.version import __version__
 
@@ -216,7 +218,7 @@ def save(model: Any, path: PathOrFile) -> None:
     if hasattr(path, "write"):
         np.savez(path, **payload)
         return
-    path = V.check_save_path(path)
+    path = check_save_path(path)
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".fastpu-", suffix=".npz.tmp", dir=folder)
     try:
@@ -321,8 +323,8 @@ class _Decoder:
     def _check_conversion(self, fmt: str, stored: str, shape: list[int], p: dict[str, np.ndarray]) -> None:
         nbytes = _conversion_bytes(fmt, stored, shape, p)
         try:
-            V.check_alloc(nbytes, what=f"a {shape[0]}×{shape[1]} {fmt} matrix declared by the file",
-                          names=("the matrix's declared shape",))
+            check_alloc(nbytes, what=f"a {shape[0]}×{shape[1]} {fmt} matrix declared by the file",
+                        names=("the matrix's declared shape",))
         except ValueError as exc:
             raise self.bad(str(exc)) from None
 
@@ -405,7 +407,7 @@ def _open(path: Any) -> tuple[Any, str, Any]:
         raise TypeError("path is a text-mode file object; a model file is binary: open it with "
                         "open(name, 'rb') (or pass the file path)")
     where = repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "the model file"
-    own = V.open_regular(path, name="path") if isinstance(path, (str, os.PathLike)) else None
+    own = open_regular(path, name="path") if isinstance(path, (str, os.PathLike)) else None
     src = own if own is not None else path
     try:
         size = _remaining(src)
@@ -429,7 +431,7 @@ def _open(path: Any) -> tuple[Any, str, Any]:
         if not isinstance(npz, np.lib.npyio.NpzFile):
             raise ModelFileError(f"{where} is a single .npy array, not a fastpu model file (.npz)")
         try:
-            V.check_npz_members(npz.zip, where=where, file_size=size, error=ModelFileError)
+            check_npz_members(npz.zip, where=where, file_size=size, error=ModelFileError)
         except BaseException:
             npz.close()
             raise

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from fastpu._core import registry
 from fastpu._core import validation as V
+from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.dataset import Dataset
 from fastpu._core.factorization import Factorization, positives
 from fastpu._core.hints import ArrayLike, Sparse, Threads
@@ -153,7 +154,7 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
         bad = int((~info["converged"]).sum())
         warnings.warn(f"partial_fit_{side}s: {bad} of {F.shape[0]} rows stopped above tol={tol:g} "
                       f"(see extras['partial_fit']['grad_norm'])", RuntimeWarning,
-                      stacklevel=V.user_stacklevel())
+                      stacklevel=user_stacklevel())
     return _assemble(model, sides, side, pos, F, grown, Vnew, info, q, Y)
 
 

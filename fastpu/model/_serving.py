@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
+from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.hints import ArrayLike, IntArray, Sparse
 from fastpu._core.factorization import Factorization, check_model, check_seen
 from fastpu.model._exact import exact_similar, exact_topk
@@ -328,7 +329,7 @@ def _exclusion(model: Factorization, users: IntArray, extra: Sparse | None, *,
                 f"it (the model leaves out its training positives by itself). A test split, or a "
                 f"matrix whose rows are not in the model's order, gives this; Y_seen's "
                 f"{theirs.nnz} entries are left out as given", UserWarning,
-                stacklevel=V.user_stacklevel())
+                stacklevel=user_stacklevel())
     if not exclude_seen:
         return extra if extra is not None else _empty(m, n)
     rows = own if theirs is None else sp.csr_array(own + theirs)

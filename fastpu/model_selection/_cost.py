@@ -99,7 +99,7 @@ def cost_sensitive(model: Factorization, Y_train: Sparse, Y_test: Sparse, *,
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fastpu.model import Factorization
-    >>> from fastpu.metrics import cost_sensitive
+    >>> from fastpu.model_selection.metrics import cost_sensitive
     >>> model = Factorization(np.ones((2, 1)), np.array([[0.9], [0.2], [0.7]]))
     >>> Y_train = sp.csr_array(np.array([[1.0, 0, 0], [0, 0, 0]]))
     >>> Y_test = sp.csr_array(np.array([[0.0, 1, 0], [1.0, 0, 0]]))

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from fastpu._core import rows as row_problem
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu._core.dataset import Dataset
 from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.hints import ArrayLike, Callback, Seed, Sparse, Threads
@@ -131,8 +132,8 @@ def _start(name: str, Y: Any, n_iter: Any, seed: Any, callback: Callback,
 def _gram(X: Sparse, n_threads: Threads, name: str) -> np.ndarray:
     """XᵀX as a dense float64 n×n matrix, after the memory check of the n×n work."""
     n = X.shape[1]
-    V.check_alloc(3 * 8 * n * n, what=f"{name}'s n×n item-item matrix ({n:,} items)",
-                  names=("the number of items (columns of Y)",))
+    check_alloc(3 * 8 * n * n, what=f"{name}'s n×n item-item matrix ({n:,} items)",
+                names=("the number of items (columns of Y)",))
     return np.asarray((X.T @ X).toarray(), dtype=np.float64)
 
 

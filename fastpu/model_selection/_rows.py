@@ -26,8 +26,20 @@ from fastpu.model_selection.metrics import evaluate
 SPLITS = ("entries", "rows")
 #: Methods refused with split="rows": their fitted models cannot score a row from features.
 NO_COLD_START = {e.name: e.cold_start for e in registry.entries() if e.cold_start is not None}
-#: compare's methods="all" with split="rows": the entries that take user features.
-ALL_ROWS = ("popularity",) + tuple(e.name for e in registry.entries("method") if e.cold_start is None)
+
+
+def names_features(fit: Callable[..., Any]) -> bool:
+    """Whether ``fit`` names ``user_features`` among its parameters (``**kwargs`` does not)."""
+    return "user_features" in inspect.signature(fit).parameters
+
+
+def all_rows() -> tuple[str, ...]:
+    """compare's ``methods="all"`` with ``split="rows"``: the registry's baselines that need no
+    optional package, then its methods, those whose fits name user features and whose models
+    score a new row from them (no ``cold_start`` reason against it)."""
+    return tuple(e.name for kind in ("baseline", "method") for e in registry.entries(kind)
+                 if e.requires is None and e.cold_start is None
+                 and names_features(e.resolve("fit")))
 
 
 def check_split(split: Any) -> str:

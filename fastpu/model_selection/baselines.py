@@ -1,5 +1,9 @@
 """Standard baselines in fastpu's calling convention, so they can be tuned and compared alike.
 
+The baselines that ``tune``, ``compare`` and the command line know are the entries of kind
+"baseline" of :mod:`fastpu._core.registry` (``registry.names("baseline")``); this module holds
+their fits and search spaces:
+
 - :func:`popularity` — every user ranks items by their training count;
 - :func:`wrmf` — WRMF / implicit ALS (Hu, Koren, Volinsky 2008) expressed through ocmf's square
   loss with confidence weights: confidence c_ij = 1 + ``alpha`` · r_ij on the positives and 1 on
@@ -21,13 +25,15 @@
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from fastpu.model_selection._item_item import ItemItemModel, ease, item_knn
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
+from fastpu._core.names import did_you_mean, fit_names
 from fastpu import ocmf
 from fastpu._core.progress import Progress
 from fastpu._core.threads import check_threads, limit_threads
@@ -36,7 +42,7 @@ from fastpu._core.factorization import Factorization, accepts_dataset
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Callback, Seed, Sparse, Threads
 
-__all__ = ["BASELINES", "ItemItemModel", "ease", "implicit_als", "implicit_bpr", "item_knn",
+__all__ = ["ItemItemModel", "ease", "implicit_als", "implicit_bpr", "item_knn",
            "popularity", "wrmf", "wrmf_weights"]
 
 
@@ -63,7 +69,7 @@ def wrmf_weights(Y: Sparse, alpha: float) -> Sparse:
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from fastpu.baselines import wrmf_weights
+    >>> from fastpu.model_selection.baselines import wrmf_weights
     >>> wrmf_weights(sp.csr_array(np.array([[2.0, 0.0]])), 10.0).toarray()
     array([[21.,  0.]])
     """
@@ -78,7 +84,7 @@ _WRMF_OWN = ("alpha", "lam", "n_iter", "seed", "n_threads", "callback", "verbose
 #: what wrmf sets or fixes: not among the ocmf.fit arguments it passes on
 _WRMF_SETS = {"Y", "k", "loss", "rho", "a_bar", "p", "q", "negatives", *_WRMF_OWN}
 #: the ocmf.fit arguments wrmf passes on (its **ocmf_params)
-_WRMF_PASSED_ON = sorted((V.fit_names(ocmf.fit) or set()) - _WRMF_SETS)
+_WRMF_PASSED_ON = sorted((fit_names(ocmf.fit) or set()) - _WRMF_SETS)
 
 
 def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
@@ -87,7 +93,7 @@ def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
     unknown = [key for key in ocmf_params if key not in passed_on]
     if not unknown:
         return
-    hint = V.did_you_mean(unknown[0], [*_WRMF_OWN, *passed_on]) if len(unknown) == 1 else ""
+    hint = did_you_mean(unknown[0], [*_WRMF_OWN, *passed_on]) if len(unknown) == 1 else ""
     what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
             f"unexpected keyword arguments {', '.join(map(repr, unknown))}")
     raise TypeError(f"wrmf got {what}{hint}; it takes {', '.join(_WRMF_OWN)} and these of "
@@ -167,7 +173,7 @@ def _implicit_model(kind: str) -> Any:
             from implicit.cpu.bpr import BayesianPersonalizedRanking as cls
     except ImportError:
         raise ImportError(f"the implicit {kind.upper()} baseline needs the `implicit` package: "
-                          "pip install implicit (or the fastpu[bench] extra)") from None
+                          "pip install implicit (it is in fastpu's bench and test extras)") from None
     return cls
 
 
@@ -176,8 +182,8 @@ def _implicit_fit(kind: str, Y: Sparse, k: int, n_iter: int, seed: int, n_thread
     Y = V.check_csr(Y, name="Y")
     k = V.check_k(k)
     # float32 factors (BPR adds a bias column) with implicit's work copies, and the k × k Gram
-    V.check_alloc(4 * (3 * sum(Y.shape) * (k + 1) + (k + 1) ** 2), what=f"implicit {kind.upper()}'s factors",
-                  names=("k",))
+    check_alloc(4 * (3 * sum(Y.shape) * (k + 1) + (k + 1) ** 2), what=f"implicit {kind.upper()}'s factors",
+                names=("k",))
     n_iter = V.check_int(n_iter, name="n_iter", minimum=1)
     seed = V.check_int(seed, name="seed", minimum=0)
     callback = V.check_callback(callback)
@@ -298,49 +304,49 @@ def implicit_bpr(Y: Sparse | Dataset, k: int, *, learning_rate: float = 0.01,
                          regularization=V.check_scalar(regularization, name="regularization", minimum=0.0))
 
 
-#: The baselines by name, as :func:`fastpu.select.search` and ``compare`` take them.
-BASELINES: dict[str, Callable[..., Factorization]] = {
-    "wrmf": wrmf, "ease": ease, "itemknn": item_knn, "als": implicit_als, "bpr": implicit_bpr}
-
-
-# Default search spaces of :func:`fastpu.select.tune` for the baselines (the registry names them).
-# implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its `alpha`
-# wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins.
-def _spaces() -> dict[str, dict[str, Any]]:
-    import scipy.stats as stats       # on first use: importing this module stays cheap
-
-    from fastpu._core.registry import rank_space
-
-    return {
-        "wrmf": dict(fixed=dict(n_iter=15),
-                     space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0), lam=stats.loguniform(1e-2, 100.0))),
-        "als": dict(fixed=dict(n_iter=15),
-                    space=dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
-                               regularization=stats.loguniform(1e-2, 100.0))),
-        "bpr": dict(fixed=dict(n_iter=300),
-                    space=dict(k=rank_space, learning_rate=stats.loguniform(1e-3, 0.1),
-                               regularization=stats.loguniform(1e-4, 0.1))),
-    }
-
-
-def _space(name: str, fixed: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    base = _spaces()[name]
-    return {k: v for k, v in base["space"].items() if k not in fixed}, {**base["fixed"], **fixed}
+# Default search spaces of :func:`fastpu.select.tune` for the baselines (their registry entries
+# name them). implicit's ALS minimises WRMF's objective (its `regularization` is wrmf's λ, its
+# `alpha` wrmf's α + 1 on binary data): the same ranges, or tuned ALS is cut off where WRMF wins.
+def _space(space: dict[str, Any], defaults: dict[str, Any],
+           fixed: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(space without the fixed names, the defaults updated by the fixed settings)."""
+    return {k: v for k, v in space.items() if k not in fixed}, {**defaults, **fixed}
 
 
 def wrmf_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("wrmf", Y, **fixed)``."""
-    return _space("wrmf", fixed)
+    import scipy.stats as stats       # on first use: importing this module stays cheap
+
+    from fastpu._core.registry import rank_space
+
+    return _space(dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
+                       lam=stats.loguniform(1e-2, 100.0)), dict(n_iter=15), fixed)
 
 
 def als_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("als", Y, **fixed)``."""
-    return _space("als", fixed)
+    import scipy.stats as stats
+
+    from fastpu._core.registry import rank_space
+
+    return _space(dict(k=rank_space, alpha=stats.loguniform(1.0, 100.0),
+                       regularization=stats.loguniform(1e-2, 100.0)), dict(n_iter=15), fixed)
 
 
 def bpr_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(space, fixed settings) of ``tune("bpr", Y, **fixed)``."""
-    return _space("bpr", fixed)
+    import scipy.stats as stats
+
+    from fastpu._core.registry import rank_space
+
+    return _space(dict(k=rank_space, learning_rate=stats.loguniform(1e-3, 0.1),
+                       regularization=stats.loguniform(1e-4, 0.1)), dict(n_iter=300), fixed)
+
+
+def popularity_space(**fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(space, fixed settings) of ``tune("popularity", Y, **fixed)``: nothing to search (tune
+    fits it once)."""
+    return {}, dict(fixed)
 
 
 # ----------------------------------------------------------------------------- fold-in rows
@@ -383,10 +389,15 @@ def _als_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarra
 
 
 def _popularity_fold_rows(model: Any, Y: Any, X: Any, **solver: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    """New users of the popularity baseline score every item by its count, as every user does."""
+    """New users of the popularity baseline score every item by its count, as every user does:
+    one row of ones per new user, given by its positives ``Y`` or by its features ``X`` (a
+    cold start, ``compare(..., split="rows")``), never both."""
     from fastpu._core import rows as row_problem
 
     row_problem.no_weights(model, solver.get("p"), solver.get("q"))
+    if X is not None and Y is None:
+        X = V.check_features(X, name="user_features", n_rows=np.shape(X)[0])
+        return np.ones((X.shape[0], 1)), {}
     Y = row_problem.need_rows(Y, X, method="popularity")
     return np.ones((Y.shape[0], 1)), {}
 

@@ -25,9 +25,11 @@ import scipy.sparse as sp
 from fastpu.model_selection import _rows as R
 from fastpu._core import registry
 from fastpu._core import validation as V
+from fastpu._core.files import check_save_path
+from fastpu._core.names import did_you_mean
 from fastpu._core.dataset import Dataset
 from fastpu._core.hints import Sparse, StrPath, Threads
-from fastpu.model_selection.metrics import evaluate, popularity
+from fastpu.model_selection.metrics import evaluate
 from fastpu.model_selection.select import NAMES, _check_fixed, _check_metric, _fit_function, tune
 from fastpu.model import fold_in
 from fastpu.model_selection.split import held_out_users, holdout
@@ -123,7 +125,7 @@ class CompareResult:
             If ``path`` is a directory, or its folder does not exist or is not writable.
         """
         if not hasattr(path, "write"):       # matplotlib also writes to a binary file object
-            path = V.check_save_path(path, example="compare.png")
+            path = check_save_path(path, example="compare.png")
         try:
             import matplotlib
             matplotlib.use("Agg")
@@ -161,7 +163,7 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str 
              ) -> list[tuple[str, Any, dict[str, Any]]]:
     """(label, method, fixed kwargs) triples from names, tuples or "all"."""
     if methods == "all":
-        methods = R.ALL_ROWS if split == "rows" else ALL
+        methods = R.all_rows() if split == "rows" else ALL
     if isinstance(methods, str):
         methods = tuple(m.strip() for m in methods.split(","))
     if not isinstance(methods, (list, tuple)):
@@ -181,8 +183,8 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str 
         else:
             raise TypeError(f"a method entry must be a name or (label, method, fixed kwargs) in "
                             f"methods, got {entry!r}")
-        if method != "popularity" and (not isinstance(method, str) or method not in NAMES):
-            raise ValueError(f"unknown method {method!r} in methods; expected 'popularity' or one of "
+        if not isinstance(method, str) or method not in NAMES:
+            raise ValueError(f"unknown method {method!r} in methods; expected one of "
                              f"{', '.join(NAMES)}")
         extra = (params or {}).get(label, {})
         if not isinstance(extra, dict):
@@ -196,7 +198,7 @@ def _entries(methods: Any, params: dict[str, dict[str, Any]] | None, split: str 
         raise ValueError(f"method labels must be unique, got {labels}")
     unknown = [key for key in (params or {}) if key not in labels]
     if unknown:        # a misspelt label would silently leave that method at its defaults
-        hint = V.did_you_mean(str(unknown[0]), set(labels)) if len(unknown) == 1 else ""
+        hint = did_you_mean(str(unknown[0]), set(labels)) if len(unknown) == 1 else ""
         raise ValueError(f"params has key{'s' if len(unknown) > 1 else ''} "
                          f"{', '.join(map(repr, unknown))} that name{'' if len(unknown) > 1 else 's'} "
                          f"no entry of methods{hint}; its keys must be labels of the compared methods: "
@@ -218,11 +220,12 @@ def compare(Y: Sparse | Dataset,
     Y : scipy.sparse matrix or Dataset
         All positives (binarise ratings first if they should not act as weights).
     methods : "all", str or sequence
-        Names (``"popularity"`` and every name of :data:`fastpu.select.NAMES`; a comma-separated
-        string works too) or ``(label, method, fixed kwargs)`` triples, e.g.
-        ``("LR-wSQ", "ocmf", {"loss": "logistic"})``. ``"all"``: popularity, wrmf and the four
-        methods with their defaults; with ``split="rows"``: popularity, ocmf and fbgd (the
-        methods that score a new row from its features).
+        Names of :data:`fastpu.select.NAMES` (the registry's methods and baselines,
+        :mod:`fastpu._core.registry`; a comma-separated string works too) or ``(label, method,
+        fixed kwargs)`` triples, e.g. ``("LR-wSQ", "ocmf", {"loss": "logistic"})``. ``"all"``:
+        :data:`ALL`, the registry's baselines that need no optional package, then its
+        methods, with their defaults; with ``split="rows"``, those of them whose fits take
+        ``user_features`` and whose models can score a new row from them.
     splits : int
         Number of random holdout splits (seeds ``seed``, ``seed + 1``, ...).
     test_frac : float
@@ -243,9 +246,9 @@ def compare(Y: Sparse | Dataset,
         ``user_features``. ocmf and fbgd entries use the Dataset's ``user_features`` unless
         their fixed kwargs give ``user_features`` (one row per row of ``Y``; e.g. with a
         column of ones appended as an intercept, which ocmf's ``x W Hᵀ`` lacks); wrmf needs
-        them in its fixed kwargs; als and bpr (no features) and csrr and homf (no cold start
-        from features) are refused. Popularity ranks labels by their frequency on the
-        training instances.
+        them in its fixed kwargs; an entry whose fit takes no features, or whose models cannot
+        start cold from them (the registry's ``cold_start``), is refused. Popularity ranks labels
+        by their frequency on the training instances.
     protocol : {"holdout", "strong"}
         With ``split="entries"``: ``"holdout"`` (default) holds out part of every user's
         positives and scores it with the model fitted on the rest; ``"strong"`` (strong
@@ -330,9 +333,9 @@ def compare(Y: Sparse | Dataset,
     feats = _row_features(entries, data, Y.shape[0]) if split == "rows" else {}
     _check_metric(metric)                  # before any fit, not inside the first tuned method
     for label, method, fixed in entries:   # likewise the fixed kwargs each method's fit takes
-        if method != "popularity":         # (``space`` is tune's own: a search space of the entry)
-            _check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)",
-                         {k: v for k, v in fixed.items() if k != "space"})
+        # (``space`` is tune's own: a search space of the entry)
+        _check_fixed(_fit_function(method)[0], f"{label!r} ({method}.fit)",
+                     {k: v for k, v in fixed.items() if k != "space"})
     ks = (5, 10)
     rows = []
     for s in range(splits):
@@ -357,31 +360,23 @@ def compare(Y: Sparse | Dataset,
             t0 = time.perf_counter()
             if strong:            # a user graph covers every user of Y: keep the training users'
                 fixed = _train_users_graph(fixed, us.train_users)
-            if method == "popularity":
-                model, best, best_iter = popularity(Y_train), {}, 0
-                if split == "rows":       # label frequencies of the training rows, for every test row
-                    model = dataclasses.replace(model, user_factors=np.ones((Y_test.shape[0], 1)))
-                fit_s = time.perf_counter() - t0
-                if strong:
+            kw = fixed if split == "entries" else {**fixed, "user_features": R.take_rows(feats[label], keep)}
+            try:
+                res = tune(method, Y_train, budget=budget, metric=metric, seed=seed + s,
+                           split=split, n_threads=n_threads, **kw)
+            except ValueError as exc:
+                part = f"test_frac={test_frac:g}" if split == "entries" else \
+                    f"holding out {test_frac:g} of the rows"
+                raise ValueError(f"compare: {label!r} on split {s + 1}/{splits} (the training "
+                                 f"part of Y after {part}): {exc}") from exc
+            model, best, best_iter = res.model, res.best_params, res.best_iter
+            fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")
+            if split == "rows":       # the test rows from their features alone
+                model = R.cold_start(model, R.take_rows(feats[label], out), n_threads)
+            elif strong:              # the held-out users from their fold-in positives
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)   # rows above tol
                     model = fold_in(model, Y_seen, n_threads=n_threads)
-            else:
-                kw = fixed if split == "entries" else {**fixed, "user_features": R.take_rows(feats[label], keep)}
-                try:
-                    res = tune(method, Y_train, budget=budget, metric=metric, seed=seed + s,
-                               split=split, n_threads=n_threads, **kw)
-                except ValueError as exc:
-                    part = f"test_frac={test_frac:g}" if split == "entries" else \
-                        f"holding out {test_frac:g} of the rows"
-                    raise ValueError(f"compare: {label!r} on split {s + 1}/{splits} (the training "
-                                     f"part of Y after {part}): {exc}") from exc
-                model, best, best_iter = res.model, res.best_params, res.best_iter
-                fit_s = float(model.history[-1]["seconds"]) if model.history else float("nan")
-                if split == "rows":       # the test rows from their features alone
-                    model = R.cold_start(model, R.take_rows(feats[label], out), n_threads)
-                elif strong:              # the held-out users from their fold-in positives
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)   # rows above tol
-                        model = fold_in(model, Y_seen, n_threads=n_threads)
             scores = evaluate(model, Y_seen, Y_test, k=ks, metrics=("precision", "ndcg", "map", "auc"),
                               n_threads=n_threads)
             row: dict[str, Any] = dict(label=label, method=method, split=s, fit_seconds=fit_s,
@@ -421,11 +416,10 @@ def _row_features(entries: list[tuple[str, Any, dict[str, Any]]], data: Any,
     own = data.user_features if isinstance(data, Dataset) else None
     out = {}
     for label, method, fixed in entries:
-        if method == "popularity":
-            continue
-        R.check_method(method, _fit_function(method)[0])
+        fit = _fit_function(method)[0]
+        R.check_method(method, fit)
         X = fixed.get("user_features")
-        takes_own = method in registry.names("method")     # a method with a cold start (checked above)
+        takes_own = R.names_features(fit)     # a fit that names them gets the Dataset's own
         if X is None and takes_own:
             X = own
         if X is None:

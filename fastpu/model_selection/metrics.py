@@ -9,6 +9,7 @@ thread count. The definitions are written out in ``docs/evaluation.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import warnings
 from typing import Any, Sequence
@@ -16,13 +17,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu.model_selection import _scoring as scoring
 from fastpu.model_selection._cost import cost_sensitive  # CSRR paper's measures (2) and (3), re-exported
 from fastpu._kernels.ranking import auc_sorted, mask_rows, pairwise_auc, topk_metrics
 from fastpu._kernels.topk import topk_rows
-from fastpu._core.threads import limit_threads
-from fastpu._core.hints import ArrayLike, IntArray, Seed, Sparse, Threads
-from fastpu._core.factorization import Factorization, iter_score_blocks, positives
+from fastpu._core.progress import Progress
+from fastpu._core.threads import check_threads, limit_threads
+from fastpu._core.hints import ArrayLike, Callback, IntArray, Matrix, Seed, Sparse, Threads
+from fastpu._core.factorization import Factorization, accepts_dataset, iter_score_blocks, positives
 from fastpu._core.dataset import Dataset
 
 __all__ = ["evaluate", "evaluate_rated", "sampled_auc", "popularity", "cost_sensitive", "METRICS"]
@@ -152,7 +155,7 @@ def evaluate(model: Factorization, Y_train: Sparse | Dataset, Y_test: Sparse | D
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fastpu.model import Factorization
-    >>> from fastpu.metrics import evaluate
+    >>> from fastpu.model_selection.metrics import evaluate
     >>> model = Factorization(np.ones((2, 1)), np.array([[3.0], [2.0], [1.0]]))
     >>> Y_train = sp.csr_array(np.array([[1.0, 0, 0], [0, 0, 0]]))
     >>> Y_test = sp.csr_array(np.array([[0.0, 0, 1], [1.0, 0, 0]]))
@@ -195,8 +198,8 @@ def evaluate(model: Factorization, Y_train: Sparse | Dataset, Y_test: Sparse | D
     want_auc = "auc" in selected
     step = scoring.score_block_rows(n)
     # per block of users: its scores (two copies with AUC) and the top-kmax items and scores
-    V.check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * ks.size,
-                  what="evaluate (score blocks and top-k lists)", names=("k",))
+    check_alloc(8 * min(step, users.size) * (3 * n + 2 * kmax) + 40 * users.size * ks.size,
+                what="evaluate (score blocks and top-k lists)", names=("k",))
     with limit_threads(n_threads):
         sums = _rank(model, users, Y_train, rel, ks, kmax, want_topk, want_auc)
     result = _summarise(sums, users, np.diff(rel.indptr), ks, kmax, selected)
@@ -367,7 +370,7 @@ def evaluate_rated(model: Factorization, Y_test_ratings: Sparse,
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fastpu.model import Factorization
-    >>> from fastpu.metrics import evaluate_rated
+    >>> from fastpu.model_selection.metrics import evaluate_rated
     >>> model = Factorization(np.ones((1, 1)), np.array([[3.0], [2.0], [1.0]]))
     >>> R = sp.csr_array(np.array([[2.0, 5.0, 4.0]]))
     >>> evaluate_rated(model, R, k=2, threshold=4)["precision@2"]
@@ -482,7 +485,7 @@ def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negativ
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fastpu.model import Factorization
-    >>> from fastpu.metrics import sampled_auc
+    >>> from fastpu.model_selection.metrics import sampled_auc
     >>> model = Factorization(np.ones((1, 1)), np.array([[3.0], [2.0], [1.0], [0.0]]))
     >>> Y_train = sp.csr_array(np.array([[0.0, 1, 0, 0]]))
     >>> Y_test = sp.csr_array(np.array([[1.0, 0, 0, 0]]))
@@ -544,43 +547,75 @@ def sampled_auc(model: Factorization, Y_train: Sparse, Y_test: Sparse, n_negativ
 
 # ----------------------------------------------------------------------------- baseline
 
-def popularity(Y_train: Sparse) -> Factorization:
+@accepts_dataset
+def popularity(Y: Sparse | Dataset, k: None = None, *, user_features: Matrix | None = None,
+               n_iter: int = 1, seed: Seed = 0, n_threads: Threads = None,
+               callback: Callback = None, verbose: bool = False) -> Factorization:
     """Most-popular baseline: every user scores item j by its number of training positives.
+
+    The scores are the same for every user: ``s_ij = c_j``, the count of stored entries in
+    column j. They rank the items as the best score that is one number per item does, the
+    item's mean c_j / m, the minimiser of Σ_ij (x_ij − h_j)² over h (x: the stored entries'
+    0/1 pattern); that sum at its minimum, Σ_j c_j (1 − c_j / m), is the history's
+    ``objective``.
 
     Parameters
     ----------
-    Y_train : scipy.sparse matrix, shape (m, n)
+    Y : scipy.sparse matrix or Dataset, shape (m, n)
         Training positives (stored entries count, whatever their value).
+    k : None
+        Popularity has no rank (``fastpu.select`` passes ``k=None``).
+    user_features : array or sparse matrix, shape (m, d), optional
+        Checked (one row per row of ``Y``) and unused: every user scores the items alike, so a
+        held-out row needs neither features nor positives (``compare(..., split="rows")`` gives
+        every entry the rows' features).
+    n_iter, seed : int
+        Accepted for the fastpu calling convention; the fit is one count.
+    n_threads : int, optional
+        Accepted for the calling convention (counting runs on one thread).
+    callback : callable, optional
+        Called once with the history dict (``info["model"]()`` is the model).
+    verbose : bool
+        Print the one progress line.
 
     Returns
     -------
     Factorization
-        ``user_factors`` = ones (m×1), ``item_factors`` = counts (n×1), method ``"popularity"``.
+        ``user_factors`` = ones (m×1), ``item_factors`` = counts (n×1), method ``"popularity"``,
+        one history entry.
 
     Raises
     ------
     TypeError
-        If ``Y_train`` is not sparse.
+        If ``Y`` is not sparse, ``k`` is given, or an argument has the wrong type.
     ValueError
-        If it is malformed or has non-finite values.
+        If ``Y`` is malformed or has non-finite values, or ``user_features`` does not have a
+        row per row of ``Y``.
 
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from fastpu.metrics import popularity
+    >>> from fastpu.model_selection.metrics import popularity
     >>> Y = sp.csr_array(np.array([[1.0, 0, 1], [0, 0, 1]]))
     >>> popularity(Y).scores([0])
     array([[1., 0., 2.]])
     """
-    Y_train = V.check_csr(Y_train, name="Y_train", nonnegative=False)
-    m, n = Y_train.shape
-    counts = np.bincount(Y_train.indices, minlength=n).astype(np.float64)
-    return Factorization(
-        user_factors=np.ones((m, 1)),
-        item_factors=np.ascontiguousarray(counts[:, None]),
-        history=[],
-        params={},
-        method="popularity",
-        extras={},
-        seen=positives(Y_train),
-    )
+    if k is not None:
+        raise TypeError(f"popularity has no rank: every user scores item j by its count; leave k "
+                        f"out (got k={k!r})")
+    Y = V.check_csr(Y, name="Y", nonnegative=False)
+    m, n = Y.shape
+    V.check_features(user_features, name="user_features", n_rows=m)
+    V.check_int(n_iter, name="n_iter", minimum=1)
+    V.check_seed(seed)
+    if n_threads is not None:
+        check_threads(n_threads)
+    progress = Progress("popularity", verbose=V.check_verbose(verbose),
+                        callback=V.check_callback(callback))
+    counts = np.bincount(Y.indices, minlength=n).astype(np.float64)
+    objective = float(np.sum(counts * (1.0 - counts / m))) if m else 0.0
+    model = Factorization(user_factors=np.ones((m, 1)),
+                          item_factors=np.ascontiguousarray(counts[:, None]), history=[],
+                          params={}, method="popularity", extras={}, seen=positives(Y))
+    progress.step(1, objective, model=lambda: model)
+    return dataclasses.replace(model, history=progress.history)

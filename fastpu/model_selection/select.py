@@ -33,6 +33,8 @@ import numpy as np
 
 from fastpu.model_selection import _rows as R
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
+from fastpu._core.names import did_you_mean, fit_names
 from fastpu._core.dataset import Dataset
 from fastpu._core.threads import check_threads
 from fastpu._core.hints import Sparse, Threads
@@ -43,8 +45,8 @@ from fastpu.model_selection.split import validation_split
 
 __all__ = ["NAMES", "SPACES", "SearchResult", "default_space", "search", "tune"]
 
-#: Every name :func:`search` takes: the methods and the baselines of :mod:`fastpu.baselines`
-#: that have a search space (fastpu._core.registry lists them).
+#: Every name :func:`search` and :func:`tune` take: the entries of the registry (its methods and
+#: baselines, fastpu._core.registry) that have a default search space.
 NAMES = tuple(e.name for e in registry.entries() if e.space is not None)
 
 
@@ -76,7 +78,7 @@ def _fit_function(method: str | Callable[..., Any]) -> tuple[Callable[..., Any],
                         f"function {_CALL}, got {type(method).__name__} {method!r}")
     if method not in NAMES:
         raise ValueError(f"method must be one of {', '.join(map(repr, NAMES))} or a fit function, "
-                         f"got {method!r}{V.did_you_mean(method, set(NAMES))}")
+                         f"got {method!r}{did_you_mean(method, set(NAMES))}")
     return registry.get(method).resolve("fit"), method
 
 
@@ -169,9 +171,13 @@ def _check_metric(metric: Any) -> tuple[str, int | None]:
     k = V.ascii_int(digits)             # ASCII digits only: '²' and '٥' pass str.isdigit()
     if name not in METRICS or name == "auc" or k is None or k < 1:
         ranked = [m for m in METRICS if m != "auc"]
-        hint = V.did_you_mean(name, set(ranked)) if name not in METRICS else ""
+        hint = did_you_mean(name, set(ranked)) if name not in METRICS else ""
         raise ValueError(f"metric must be '<name>@<k>' with name in {', '.join(ranked)} "
                          f"and k >= 1, or 'auc'; got {metric!r}{hint}")
+    if k > V.INT_MAX:                   # the cut-off reaches the kernels as an int64
+        shown = metric if len(metric) <= 40 else metric[:37] + "..."
+        raise ValueError(f"metric {shown!r} has the cut-off k = {k:.3g}, above 2**62; expected "
+                         f"'<name>@<k>' with k a number of items to rank, e.g. '{name}@10'")
     return name, k
 
 
@@ -185,15 +191,20 @@ def _check_fixed(fit: Callable[..., Any], label: str, fixed: dict[str, Any]) -> 
     if "callback" in fixed:
         raise TypeError(f"{label} got callback=; the search passes its own callback (it scores "
                         "every outer iteration on the validation split), so give none")
-    names = V.fit_names(fit)
+    names = fit_names(fit)
     if names is None:
         return
     unknown = [key for key in fixed if key not in names]
     if unknown:
-        current = V.offered_names(fit, names)
-        hint = V.did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
+        current = sorted(names)
+        hint = did_you_mean(unknown[0], current) if len(unknown) == 1 else ""
         raise TypeError(f"{label} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))}{hint}; it takes {', '.join(current)}")
+
+
+#: The space :func:`tune` searches when there is nothing to search (popularity, or every
+#: parameter of a default space fixed): one trial, the fit with its fixed settings.
+_NOTHING: dict[str, Any] = {}
 
 
 def _is_distribution(v: Any) -> bool:
@@ -206,13 +217,13 @@ def _check_space(space: Any, fit: Callable[..., Any], fixed: dict[str, Any], m: 
     if not isinstance(space, dict):
         raise TypeError(f"space must be a dict of parameter name -> list of values or distribution, "
                         f"got {type(space).__name__}")
-    if not space:
+    if not space and space is not _NOTHING:
         raise ValueError("space is empty; give at least one parameter to search")
-    names = V.fit_names(fit)
+    names = fit_names(fit)
     out: dict[str, Any] = {}
     for key, val in space.items():
         if names is not None and key not in names:
-            raise ValueError(f"space has unknown parameter {key!r}{V.did_you_mean(key, names)}; "
+            raise ValueError(f"space has unknown parameter {key!r}{did_you_mean(key, names)}; "
                              f"the fit takes {', '.join(sorted(names))}")
         if key in fixed:
             raise ValueError(f"{key!r} is both searched (in space) and fixed (a keyword argument); give it once")
@@ -243,9 +254,9 @@ def _draw(space: dict[str, Any], n_trials: int | None,
         if n_trials is None or n_trials >= size:
             # the whole grid, one setting per point: refused before it is listed when it cannot
             # fit (a dict of the parameters per point, about 100 bytes per parameter)
-            V.check_alloc(size * (240 + 100 * len(keys)),
-                          what=f"the grid of space ({' × '.join(map(str, sizes))} = {size:,} settings)",
-                          names=("the lists of space", "or give n_trials to sample it"))
+            check_alloc(size * (240 + 100 * len(keys)),
+                        what=f"the grid of space ({' × '.join(map(str, sizes))} = {size:,} settings)",
+                        names=("the lists of space", "or give n_trials to sample it"))
             return [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
         if size > V.INT_MAX:
             raise ValueError(f"space is a grid of {size:,} settings ({' × '.join(map(str, sizes))}), "
@@ -265,8 +276,8 @@ def _draw(space: dict[str, Any], n_trials: int | None,
     if n_trials is None:
         raise ValueError("n_trials is required when the space holds distributions (random search); "
                          "give n_trials, or lists only for a grid search")
-    V.check_alloc(n_trials * (240 + 100 * len(keys)),
-                  what=f"the settings of {n_trials:,} random trials", names=("n_trials (tune's budget)",))
+    check_alloc(n_trials * (240 + 100 * len(keys)),
+                what=f"the settings of {n_trials:,} random trials", names=("n_trials (tune's budget)",))
     out = []
     for _ in range(n_trials):
         trial: dict[str, Any] = {}
@@ -301,10 +312,11 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"} or callable
-        A method, a baseline of :mod:`fastpu.baselines` (``"als"``/``"bpr"`` need `implicit`),
-        or any function ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the
-        fastpu calling convention (the callback receives ``info["model"]``).
+    method : str or callable
+        A name of :data:`NAMES` (a method or a baseline of the registry; those that need an
+        optional package, such as implicit's, need it installed), or any function
+        ``fit(Y, k, *, n_iter, seed, callback, ...)`` with the fastpu calling convention (the
+        callback receives ``info["model"]``).
     Y : scipy.sparse matrix, shape (m, n), or Dataset
         The training positives. Nothing else is seen: pass the training part of your split.
     space : dict
@@ -674,7 +686,7 @@ def _check_name(method: Any, where: str) -> None:
         raise TypeError(f"method must be a method name ({names}), got {type(method).__name__} {method!r}")
     if method not in SPACES:
         raise ValueError(f"method must be one of {names}, got {method!r}"
-                         f"{V.did_you_mean(method, set(SPACES))}")
+                         f"{did_you_mean(method, set(SPACES))}")
 
 
 def default_space(method: str, Y: Sparse | Dataset | None = None,
@@ -683,7 +695,8 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "als", "bpr"}
+    method : str
+        A name of :data:`NAMES`.
     Y : scipy.sparse matrix, optional
         Needed where a range scales with the data (fBGD's ``alpha0`` with the number of items).
     **fixed
@@ -700,7 +713,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
 
     Examples
     --------
-    >>> from fastpu.select import default_space
+    >>> from fastpu.model_selection.select import default_space
     >>> space, fixed = default_space("ocmf", loss="square")
     >>> sorted(space), fixed["loss"], fixed["n_iter"]
     (['k', 'lam', 'rho'], 'square', 15)
@@ -730,11 +743,16 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     earlier trials' at the same iteration stops there (:func:`search`'s ``stop_trailing``), so
     the budget buys more settings. Keyword arguments the search does not cover are passed to
     ``fit`` unchanged and leave the space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ's
-    ``k``, ``rho`` and ``lam``; ``tune("ocmf", Y, k=64)`` keeps the rank.
+    ``k``, ``rho`` and ``lam``; ``tune("ocmf", Y, k=64)`` keeps the rank. With nothing to
+    search (popularity's space is empty, or the keyword arguments fix every parameter of the
+    space) the one trial is the fit with the fixed settings, its best iteration chosen on the
+    validation split as usual.
 
     Parameters
     ----------
-    method : {"ocmf", "fbgd", "csrr", "homf", "wrmf", "ease", "itemknn", "als", "bpr"}
+    method : str
+        A name of :data:`NAMES` (the methods and baselines of the registry,
+        :func:`fastpu._core.registry.names`).
     Y : scipy.sparse matrix or Dataset
         Training positives only (the validation split is carved from it).
     budget : int or None
@@ -787,6 +805,8 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     first = None
     if space is not None:       # the defaults yield to what the given space searches (e.g. k)
         fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
+    elif not default:           # nothing to search: the fit once, with the fixed settings
+        space, budget, seconds = _NOTHING, 1, None
     else:
         first = _defaults_of(method, default, fixed_all)
     return search(method, Y, default if space is None else space, validation=validation,

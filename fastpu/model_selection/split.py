@@ -16,13 +16,11 @@ Dataset holds out each user's latest entry when the data set has timestamps, and
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-import dataclasses
 
 from fastpu._core import validation as V
 from fastpu._core.dataset import Dataset
@@ -116,7 +114,7 @@ def holdout(Y: Sparse | Dataset, test_frac: float = 0.2, seed: Seed = 0) -> tupl
     Examples
     --------
     >>> import scipy.sparse as sp
-    >>> from fastpu.split import holdout
+    >>> from fastpu.model_selection.split import holdout
     >>> Y = sp.random(20, 30, density=0.3, format="csr", random_state=0)
     >>> tr, te = holdout(Y, test_frac=0.2, seed=0)
     >>> tr.nnz + te.nnz == Y.nnz
@@ -166,7 +164,7 @@ def validation_split(Y_train: Sparse | Dataset, frac: float = 0.2, seed: Seed = 
     Examples
     --------
     >>> import scipy.sparse as sp
-    >>> from fastpu.split import validation_split
+    >>> from fastpu.model_selection.split import validation_split
     >>> Y = sp.random(20, 30, density=0.3, format="csr", random_state=0)
     >>> fit_part, valid = validation_split(Y, 0.25, seed=1)
     >>> fit_part.nnz + valid.nnz == Y.nnz
@@ -237,7 +235,7 @@ def leave_one_out(Y: Sparse | Dataset, timestamps: Sparse | None = None, seed: S
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from fastpu.split import leave_one_out
+    >>> from fastpu.model_selection.split import leave_one_out
     >>> Y = sp.csr_array(np.array([[1., 1, 0], [0, 1, 1]]))
     >>> T = sp.csr_array(np.array([[5., 9, 0], [0, 3, 2]]))
     >>> tr, te = leave_one_out(Y, T)
@@ -295,7 +293,7 @@ def split_by_mask(Y: Sparse | Dataset, test_mask: ArrayLike | Sparse | None = No
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
-    >>> from fastpu.split import split_by_mask
+    >>> from fastpu.model_selection.split import split_by_mask
     >>> Y = sp.csr_array(np.array([[3., 4, 0], [0, 5, 1]]))
     >>> M = sp.csr_array(np.array([[0., 1, 0], [0, 0, 1]]))
     >>> tr, te = split_by_mask(Y, M)

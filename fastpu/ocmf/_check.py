@@ -54,7 +54,7 @@ def check_y(Y: Any, *, fit: bool) -> Any:
     fast = (sp.issparse(Y) and getattr(Y, "format", None) == "csr" and Y.ndim == 2
             and Y.dtype in (np.float32, np.float64))
     if fast:
-        V._check_compressed_structure(Y, "Y")
+        V.check_compressed_structure(Y, "Y")
         nnz = int(Y.indptr[-1])
         data = np.asarray(Y.data)[:nnz]
         fast = (nnz == 0 or (float(data.min()) >= 0.0 and float(data.max()) < np.inf)) \
@@ -275,11 +275,23 @@ def check_factor(A: Any, name: str, rows: int, k: int | None = None) -> np.ndarr
     return A
 
 
+def warn_rank(run: Run, model: Model, shape: tuple[int, int]) -> None:
+    """Warn when k is above min(m, n) or a side's feature width
+    (:func:`fastpu._core.validation.warn_rank`)."""
+    X, Z = model.user_features, model.item_features
+    V.warn_rank(run.k, shape, where="ocmf.fit", widths={
+        "user_features": None if X is None else X.shape[1],
+        "item_features": None if Z is None else Z.shape[1]})
+
+
 def check_start(init: Any, model: Model, run: Run, shape: tuple[int, int]) -> tuple[Any, Any] | None:
     """The starting factors (W0, H0) as fresh copies in the fit's precision, or None (draw them).
 
     They are fresh copies (check_dense copies): the fast path updates the factors in place.
+    ``fit`` and the Dask form call this once the run and the model are checked, so it first
+    warns about a rank above what they allow (:func:`warn_rank`).
     """
+    warn_rank(run, model, shape)
     if init is None:
         return None
     if not (isinstance(init, tuple) and len(init) == 2):

@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu._core.dataset import Dataset
 from fastpu.ocmf._nystrom import NystromMap, nystrom_features
 from fastpu.ocmf._check import (FIT_ARGS, LOSSES, NEGATIVES, SOLVERS, Fit, Model, Run,
@@ -264,9 +265,9 @@ def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
     du, dv = dims(model, shape)
     m, n = shape
     k = run.k
-    V.check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
-                  names=("k",) + (("user_features",) if model.user_features is not None else ())
-                  + (("item_features",) if model.item_features is not None else ()))
+    check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
+                names=("k",) + (("user_features",) if model.user_features is not None else ())
+                + (("item_features",) if model.item_features is not None else ()))
 
 
 def _check_finite_start(W: np.ndarray, H: np.ndarray, run: Run, *, from_init: bool) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastpu._core import rows as row_problem
 from fastpu._core import validation as V

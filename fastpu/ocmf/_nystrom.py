@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.memory import check_alloc
 from fastpu._core.hints import Matrix, Seed
 
 __all__ = ["NystromMap", "nystrom_features"]
@@ -166,8 +167,8 @@ def nystrom_features(X: Matrix, n_landmarks: int = 500, *, gamma: float | None =
     # dense centres (D × d, twice in Lloyd's step), the m × D distances and features, and a
     # sparse X of at most 4096 columns made dense for K-means
     densified = m * d if (sp.issparse(X) and d <= 4096) else 0
-    V.check_alloc(8 * (2 * D * d + 3 * m * D + densified), what="nystrom_features (K-means centres, "
-                  "distances and the features)", names=("n_landmarks", "X"))
+    check_alloc(8 * (2 * D * d + 3 * m * D + densified), what="nystrom_features (K-means centres, "
+                "distances and the features)", names=("n_landmarks", "X"))
     C = _kmeans(X, D, rng, V.check_int(n_kmeans_iter, name="n_kmeans_iter", minimum=0))
     K = np.exp(-gamma * _sq_dists(C, C))
     evals, evecs = np.linalg.eigh((K + K.T) / 2)

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._core.rows import scaled_penalty
+from fastpu._core.memory import check_alloc
 from fastpu._kernels.csr import (csr_dense, gram_parts, row_scaled_product, sampled_dots,
                                  sum_gram_parts, turn_rows, weighted_gram)
 from fastpu._kernels.losses import entry_losses, entry_values
@@ -297,7 +298,7 @@ def negative_entries(Y, negatives, neg_ratio, rng, dense_limit, *, what, alterna
     if negatives == "full_logistic":
         V.check_dense_size(m, n, what=what, alternative=alternative, limit=dense_limit)
         # a dense m×n block, then CSR copies of it with their int64 indices
-        V.check_alloc(48 * m * n, what=what, names=("negatives", "dense_limit"))
+        check_alloc(48 * m * n, what=what, names=("negatives", "dense_limit"))
         # every stored entry of Y is a positive, a stored zero too (its weight C_ij is 0)
         pattern = sp.csr_array((np.ones(Y.nnz), Y.indices, Y.indptr), shape=(m, n))
         neg = sp.csr_array(np.ones((m, n))) - pattern

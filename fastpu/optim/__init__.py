@@ -6,15 +6,14 @@
 - proximal maps: singular value thresholding (:func:`svt`, :func:`svt_factors`) with a truncated
   SVD that stops at the threshold, soft-thresholding, projection onto a box.
 
-Every solver returns an :class:`OptimizeResult`. The public modules of earlier releases,
-``fastpu.tron``, ``fastpu.apg`` and ``fastpu.prox``, are these modules under their old names.
+Every solver returns an :class:`OptimizeResult`.
 """
 
-from ._apg import APGResult, apg
+from ._apg import apg
 from ._prox import SVTResult, project_box, soft_threshold, svt, svt_factors, svt_operator  # noqa: F401 (for fastpu's solvers)
 from ._result import CALLBACK, CONVERGED, MAX_ITER, NO_PROGRESS, OptimizeResult, Status
 from ._tron import gd, tron, trust_region_cg
 
-__all__ = ["APGResult", "CALLBACK", "CONVERGED", "MAX_ITER", "NO_PROGRESS", "OptimizeResult",
+__all__ = ["CALLBACK", "CONVERGED", "MAX_ITER", "NO_PROGRESS", "OptimizeResult",
            "SVTResult", "Status", "apg", "gd", "project_box", "soft_threshold", "svt", "svt_factors",
            "tron", "trust_region_cg"]

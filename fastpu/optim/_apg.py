@@ -41,18 +41,14 @@ from fastpu._core.progress import callback_stops
 from fastpu._core.hints import Callback
 from fastpu.optim._result import CALLBACK, CONVERGED, MAX_ITER, OptimizeResult
 
-__all__ = ["APGResult", "apg"]
+__all__ = ["apg"]
 
 logger = logging.getLogger("fastpu")
 
 
-#: the result of :func:`apg`: the solvers' one result type (its earlier name)
-APGResult = OptimizeResult
-
-
 def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str | None = None,
         momentum: bool = True, line_search: bool = False, shrink: float = 0.5, tol: float = 0.0,
-        callback: Callback = None, y0: Any = None) -> APGResult:
+        callback: Callback = None, y0: Any = None) -> OptimizeResult:
     """Run accelerated proximal gradient on ``problem`` from ``x0``.
 
     Parameters
@@ -108,8 +104,8 @@ def apg(problem: Any, x0: Any, *, step: float, n_iter: int = 100, restart: str |
     Examples
     --------
     >>> import numpy as np
-    >>> from fastpu.apg import apg
-    >>> from fastpu.prox import soft_threshold
+    >>> from fastpu.optim import apg
+    >>> from fastpu.optim import soft_threshold
     >>> class Lasso:                       # ½‖x − b‖² + ‖x‖₁, solution soft(b, 1)
     ...     b = np.array([3.0, -0.5, -2.0])
     ...     def grad(self, x): return x - self.b

@@ -107,7 +107,7 @@ def soft_threshold(x: ArrayLike, tau: float) -> Any:
 
     Examples
     --------
-    >>> from fastpu.prox import soft_threshold
+    >>> from fastpu.optim import soft_threshold
     >>> soft_threshold([-2.0, 0.5, 3.0], 1.0)
     array([-1.,  0.,  2.])
     """
@@ -142,7 +142,7 @@ def project_box(x: ArrayLike, lo: float = 0.0, hi: float = 1.0) -> Any:
 
     Examples
     --------
-    >>> from fastpu.prox import project_box
+    >>> from fastpu.optim import project_box
     >>> project_box([-0.5, 0.3, 1.7], 0.0, 1.0)
     array([0. , 0.3, 1. ])
     """
@@ -195,7 +195,7 @@ def svt(M: Any, tau: float, *, method: str = "auto", k0: int | None = None, seed
     Examples
     --------
     >>> import numpy as np
-    >>> from fastpu.prox import svt
+    >>> from fastpu.optim import svt
     >>> M = np.diag([3.0, 1.0, 0.5])
     >>> np.round(np.diag(svt(M, 1.0)), 6)
     array([2., 0., 0.])
@@ -239,7 +239,7 @@ def svt_factors(M: Any, tau: float, *, method: str = "auto", k0: int | None = No
     Examples
     --------
     >>> import numpy as np
-    >>> from fastpu.prox import svt_factors
+    >>> from fastpu.optim import svt_factors
     >>> r = svt_factors(np.diag([3.0, 1.0, 0.5]), 0.75)
     >>> r.rank, np.round(r.s, 6)
     (2, array([2.25, 0.25]))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any
 
 __all__ = ["CALLBACK", "CONVERGED", "MAX_ITER", "NO_PROGRESS", "OptimizeResult", "Status"]
@@ -13,25 +12,10 @@ class Status(int):
     """Why a solver stopped: 0 converged, 1 iteration limit, 2 no further progress possible,
     3 stopped by the callback.
 
-    An ``int``; comparing it with the names that ``apg`` reported before the solvers shared one
-    result type (``"converged"``, ``"max_iter"``, ``"callback"``) still works and warns.
+    An ``int`` that shows its name (:attr:`name`).
     """
 
     _NAMES = {0: "converged", 1: "max_iter", 2: "no_progress", 3: "callback"}
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            warnings.warn(f"comparing a solver's status with the string {other!r} is deprecated: "
-                          "status is an int (fastpu.optim.CONVERGED, MAX_ITER, NO_PROGRESS, "
-                          "CALLBACK); the comparison works until the next release",
-                          DeprecationWarning, stacklevel=2)
-            return self._NAMES.get(int(self)) == other
-        return int(self) == other
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    __hash__ = int.__hash__
 
     @property
     def name(self) -> str:
@@ -96,17 +80,3 @@ class OptimizeResult:
     def success(self) -> bool:
         """Whether the solver converged (``status == 0``)."""
         return self.status == CONVERGED
-
-    @property
-    def n_iter(self) -> int:
-        """Deprecated name of :attr:`nit` (until the next release)."""
-        warnings.warn("OptimizeResult.n_iter is deprecated: use nit", DeprecationWarning,
-                      stacklevel=2)
-        return self.nit
-
-    @property
-    def objective(self) -> float | None:
-        """Deprecated name of :attr:`fun` (apg's results called it ``objective``)."""
-        warnings.warn("OptimizeResult.objective is deprecated: use fun", DeprecationWarning,
-                      stacklevel=2)
-        return self.fun

@@ -191,7 +191,7 @@ def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_to
     Examples
     --------
     >>> import numpy as np
-    >>> from fastpu.tron import tron
+    >>> from fastpu.optim import tron
     >>> A = np.array([[3.0, 1.0], [1.0, 2.0]]); b = np.array([1.0, 1.0])
     >>> class Quad:
     ...     def fun(self, x): return 0.5 * x @ A @ x - b @ x
@@ -310,7 +310,7 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
     Examples
     --------
     >>> import numpy as np
-    >>> from fastpu.tron import gd
+    >>> from fastpu.optim import gd
     >>> class Quad:
     ...     def fun(self, x): return float(x @ x)
     ...     def grad(self, x): return 2 * x

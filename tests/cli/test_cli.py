@@ -269,12 +269,12 @@ def test_header_flags_for_two_columns_of_text_ids(tmp_path, capsys):
 
 def test_compare_plot_without_out_exits_2_before_any_work(tmp_path, capsys, monkeypatch):
     # --plot without --out used to exit 0 and write nothing
-    import fastpu.compare
+    import fastpu.model_selection.compare
 
     def boom(*args, **kwargs):
         raise AssertionError("compared although the options were inconsistent")
 
-    monkeypatch.setattr(fastpu.compare, "compare", boom)
+    monkeypatch.setattr(fastpu.model_selection.compare, "compare", boom)
     png = tmp_path / "x.png"
     assert cli.main(["compare", "--data", "ml-100k", "--plot", str(png), "--quiet"]) == 2
     captured = capsys.readouterr()
@@ -287,12 +287,12 @@ def test_compare_plot_without_matplotlib_exits_2_before_any_work(tmp_path, capsy
     """It failed with an ImportError traceback after the whole comparison had run."""
     import sys
 
-    import fastpu.compare
+    import fastpu.model_selection.compare
 
     def boom(*args, **kwargs):
         raise AssertionError("compared although --plot could not be drawn")
 
-    monkeypatch.setattr(fastpu.compare, "compare", boom)
+    monkeypatch.setattr(fastpu.model_selection.compare, "compare", boom)
     monkeypatch.setitem(sys.modules, "matplotlib", None)      # as if it were not installed
     out, png = tmp_path / "t.md", tmp_path / "x.png"
     assert cli.main(["compare", "--data", "ml-100k", "--out", str(out), "--plot", str(png), "--quiet"]) == 2
@@ -353,8 +353,6 @@ def test_run_unknown_param_is_a_usage_error_naming_it_and_the_method(method, par
     assert exc.value.code == 2 and msg in err and "Traceback" not in err, err
     taken = err.split("; it takes ")[1]
     assert "lam" in taken and "n_iter" in taken and "seed" not in taken.split(", ")
-    # deprecated names are still accepted, but not offered
-    assert "inner_iter" not in taken and "init_scale" not in taken
 
 
 @pytest.mark.parametrize("workers", ["0", "-2"])
@@ -379,12 +377,12 @@ def test_run_param_k_is_checked_before_any_work(value, capsys, monkeypatch):
 
 def test_compare_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
     # an --out in a missing folder failed after the whole comparison had run
-    import fastpu.compare
+    import fastpu.model_selection.compare
 
     def boom(*args, **kwargs):
         raise AssertionError("compared before --out was checked")
 
-    monkeypatch.setattr(fastpu.compare, "compare", boom)
+    monkeypatch.setattr(fastpu.model_selection.compare, "compare", boom)
     monkeypatch.setattr(cli._commands, "_load_data", boom)
     missing, png = str(tmp_path / "no" / "cmp.md"), str(tmp_path / "no" / "x.png")
     cases = [(["--out", missing], f"--out {missing!r}: the folder {str(tmp_path / 'no')!r} does not exist"),

@@ -1,5 +1,7 @@
 """Compiling ahead (fastpu/_warmup.py): `fastpu warmup` and the demo's background process."""
 
+import time
+
 import pytest
 
 import fastpu as fp
@@ -17,22 +19,31 @@ def test_jobs_are_each_methods_demo_configurations_and_its_default_fit():
 def test_run_jobs_fits_each_job_for_one_iteration():
     Y = fp.datasets.synthetic(40, 30, rank=2, density=0.1, seed=0).Y
     Y_train, Y_test = fp.split.holdout(Y, test_frac=0.2, seed=0)
-    seen = []
+    seen, spans = [], []
     real_fit = fp.ocmf.fit
 
     def spy(Y, **kw):
         seen.append(kw["n_iter"])
-        return real_fit(Y, **kw)
+        t0 = time.perf_counter()
+        time.sleep(0.05 * len(seen))          # 0.05 s, then 0.1 s: each job's own seconds
+        model = real_fit(Y, **kw)
+        spans.append(time.perf_counter() - t0)
+        return model
 
     mp = pytest.MonkeyPatch()
     mp.setattr(fp.ocmf, "fit", spy)
     try:
+        t0 = time.perf_counter()
         done = _warmup.run_jobs([("ocmf", "a", dict(k=3, n_iter=10)), ("ocmf", "b", dict(k=2))],
                                 Y_train, Y_test)
+        total = time.perf_counter() - t0
     finally:
         mp.undo()
     assert [label for label, _ in done] == ["a", "b"] and seen == [1, 1]
-    assert all(s >= 0 for _, s in done)
+    # each job reports the seconds of its own fit (and evaluation): at least its fit's, and the
+    # jobs' together no more than the whole call
+    assert all(s >= span for (_, s), span in zip(done, spans)), (done, spans)
+    assert sum(s for _, s in done) <= total
 
 
 def test_warmup_command_compiles_in_processes_and_reports(capsys):

@@ -126,9 +126,9 @@ def _complex_cases():
                                  "user_features"),
         "user_graph": (lambda _: fp.ocmf.fit(Y, 2, n_iter=1, user_graph=sp.csr_array(np.eye(30) * (1 + 1j))),
                        "user_graph"),
-        "svt": (lambda _: fp.prox.svt(np.eye(3) * (1 + 1j), 0.5), "M"),
-        "soft_threshold": (lambda _: fp.prox.soft_threshold(np.ones(3) * 1j, 0.5), "x"),
-        "soft_threshold scalar": (lambda _: fp.prox.soft_threshold(2j, 0.5), "x"),
+        "svt": (lambda _: fp.optim.svt(np.eye(3) * (1 + 1j), 0.5), "M"),
+        "soft_threshold": (lambda _: fp.optim.soft_threshold(np.ones(3) * 1j, 0.5), "x"),
+        "soft_threshold scalar": (lambda _: fp.optim.soft_threshold(2j, 0.5), "x"),
         "load_npz": (npz, r"the matrix in path '.*y\.npz'"),
     }
 

@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 from fastpu.datasets import _load as datasets_load
 import fastpu.datasets._archives as A
 import fastpu.datasets as D
-from fastpu.split import leave_one_out, split_by_mask
+from fastpu.model_selection.split import leave_one_out, split_by_mask
 
 
 def _canonical(A):

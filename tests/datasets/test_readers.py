@@ -487,8 +487,8 @@ def test_read_xc(tmp_path):
 
 def test_read_xc_refuses_header_counts_that_cannot_fit(tmp_path, monkeypatch):
     # a huge label count in the header used to reach numpy as a 745 GiB MemoryError
-    import fastpu._core.validation as V
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 1 << 30)
+    from fastpu._core import memory
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 1 << 30)
     p = tmp_path / "huge.txt"
     p.write_text("1 3 100000000000\n0 1:1\n")
     with pytest.raises(ValueError, match=r"line 1: the header '1 3 100000000000' \(n_points n_features "

@@ -55,6 +55,16 @@ OCMF_VARIANTS = {
 }
 
 
+@pytest.mark.parametrize("method, kw", [("ocmf", {}), ("fbgd", dict(update="batch")),
+                                        ("csrr", {}), ("homf", dict(T=2))])
+def test_a_rank_above_min_m_n_warns_on_the_cluster_too(dask_client, method, kw):
+    """distributed.fit runs each method's own argument checks, the rank warning among them."""
+    Y = _matrix(2)            # 13 × 9
+    with pytest.warns(UserWarning, match=rf"{method}.fit: k=11 is above min\(m, n\) = 9 of the "
+                                         r"13 × 9 matrix Y: .*use k <= 9"):
+        dfit(Y, 11, method=method, client=dask_client, n_blocks=2, n_iter=1, **kw)
+
+
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])
 @pytest.mark.parametrize("variant", list(OCMF_VARIANTS))
 def test_ocmf_equals_single_machine(dask_client, variant, n_blocks):
@@ -250,20 +260,6 @@ def test_fbgd_features_equals_single_machine(dask_client, variant, n_blocks):
             assert mod.extras[key] is None, key
             continue
         np.testing.assert_allclose(mod.extras[key], val, rtol=RTOL, atol=1e-12)
-
-
-def test_fbgd_old_penalty_name_equals_single_machine(dask_client):
-    """reg=, lam's old name, means on the cluster what it means on one machine (with its
-    DeprecationWarning); both names at once is an error."""
-    Y = _matrix(4)
-    ref = fp.fbgd.fit(Y, 3, update="batch", n_iter=3, seed=11, lam=0.02, n_threads=1)
-    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
-        mod = dfit(Y, 3, method="fbgd", client=dask_client, n_blocks=2, n_iter=3, seed=11,
-                   reg=0.02, update="batch")
-    assert_same(ref, mod)
-    assert mod.params["lam"] == 0.02 and "reg" not in mod.params
-    with pytest.raises(TypeError, match=r"got both reg= \(its old name\) and lam="):
-        dfit(Y, 3, method="fbgd", client=dask_client, reg=0.1, lam=0.1)
 
 
 @pytest.mark.parametrize("features", [False, True])

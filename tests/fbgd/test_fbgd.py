@@ -14,6 +14,7 @@ from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 
 import naive_fbgd as naive
+import reference_fbgd as reference
 
 
 # --------------------------------------------------------------------------- helpers
@@ -98,6 +99,30 @@ def test_negative_weights_match_eq22(seed, m, n, density, alpha0, rho):
     assert w.min() >= 0.0
 
 
+@pytest.mark.parametrize("counts, rho", [
+    ([5000, 4500, 1, 0], 100.0),          # the rare item's (e^z − 1)^ρ underflows (1e-400)
+    ([5000, 4500, 300, 1], 100.0),
+    ([30, 20, 10, 1, 1], 200.0),
+    ([7, 5, 3, 2], 1500.0),               # every power underflows
+    ([9, 1], 0.25),                       # ... and direct where float64 suffices
+])
+def test_negative_weights_in_log_space_equal_the_direct_formula(counts, rho):
+    """Where float64's powers (e^z − 1)^ρ underflow (or overflow), eq. 22 is normalised in log
+    space; its weights must be the direct formula's, computed here in 80-digit decimals, wherever
+    those are finite: log(z) in place of log(e^z − 1) gave 0.117 where 0.075 is right."""
+    counts = np.asarray(counts)
+    Y = sp.csr_array((np.ones(counts.sum()), (np.arange(counts.sum()), np.repeat(np.arange(counts.size), counts))),
+                     shape=(int(counts.sum()), counts.size))
+    w = fbgd.negative_weights(Y, 3.0, rho)
+    want = naive.negative_weights_exact(counts, 3.0, rho)
+    assert np.isfinite(want).all() and want.sum() == pytest.approx(3.0)
+    np.testing.assert_allclose(w, want, rtol=1e-12, atol=1e-300)
+    with np.errstate(under="ignore", over="ignore"):
+        direct = np.expm1(counts[counts > 0] / counts.sum()) ** rho
+    # the first four cases take the log-space branch (the direct powers leave float64's range)
+    assert (direct.min() < np.finfo(float).tiny or not np.isfinite(direct.sum())) == (rho >= 100)
+
+
 def test_negative_weights_uniform_at_rho_zero_and_grow_with_popularity():
     Y = sp.csr_array(np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0.0]]))
     np.testing.assert_array_equal(fbgd.negative_weights(Y, 8.0, 0.0), np.full(4, 2.0))
@@ -155,7 +180,7 @@ def test_objective_never_forms_the_full_matrix():
 @given(problems())
 def test_gradients_match_dense_all_pairs(pb):
     prob, tx, ty, dense = _build(pb)
-    gx, gy = fbgd_problem._gradients(prob, tx, ty)
+    gx, gy = reference.gradients(prob, tx, ty)
     rx, ry = _naive_grads(dense, tx, ty, pb["k"], pb["biases"])
     np.testing.assert_allclose(gx, rx, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(gy, ry, rtol=1e-9, atol=1e-9)
@@ -164,7 +189,7 @@ def test_gradients_match_dense_all_pairs(pb):
 @given(problems())
 def test_gradients_match_finite_differences(pb):
     prob, tx, ty, dense = _build(pb)
-    gx, gy = fbgd_problem._gradients(prob, tx, ty)
+    gx, gy = reference.gradients(prob, tx, ty)
     h = 1e-5
     with limit_threads(1):      # many tiny loss evaluations: skip the parallel launches
         _check_fd(prob, tx, ty, gx, gy, dense, pb["biases"], h)
@@ -393,18 +418,16 @@ def test_default_row_weights_keep_the_previous_results_bit_for_bit(name, monkeyp
     if kw.pop("features", False):
         kw.update(user_features=Zx, item_features=Zy)
     default = fbgd.fit(Y, k, seed=1, **kw)
-    # issue 13: the default kernels reassociate sums (the dot products of the loss, and the
-    # row-parallel coordinate update of one-hot parameters); the kernels from before it, kept as
-    # the reference, still reproduce the pinned digest bit for bit, and the default agrees with
-    # them to rounding
-    with monkeypatch.context() as mp:
-        mp.setattr(fbgd_problem, "_REFERENCE", True)
-        reference = fbgd.fit(Y, k, seed=1, **kw)
-    assert _digest(reference) == digest
-    np.testing.assert_allclose(default.user_factors, reference.user_factors, rtol=1e-11, atol=1e-14)
-    np.testing.assert_allclose(default.item_factors, reference.item_factors, rtol=1e-11, atol=1e-14)
+    # the default kernels reassociate sums (the dot products of the loss, and the row-parallel
+    # coordinate update of one-hot parameters); the serial in-order reference (reference_fbgd)
+    # reproduces the pinned digest bit for bit, and the default agrees with it to rounding
+    with reference.in_order(monkeypatch):
+        ref = fbgd.fit(Y, k, seed=1, **kw)
+    assert _digest(ref) == digest
+    np.testing.assert_allclose(default.user_factors, ref.user_factors, rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(default.item_factors, ref.item_factors, rtol=1e-11, atol=1e-14)
     np.testing.assert_allclose([h["objective"] for h in default.history],
-                               [h["objective"] for h in reference.history], rtol=1e-12)
+                               [h["objective"] for h in ref.history], rtol=1e-12)
     ones = fbgd.fit(Y, k, seed=1, neg_row_weights=np.ones(Y.shape[0]), **kw)
     np.testing.assert_array_equal(ones.user_factors, default.user_factors)
     np.testing.assert_array_equal(ones.item_factors, default.item_factors)
@@ -536,29 +559,6 @@ def test_a_diverging_plain_gd_run_diverges_like_the_reference():
 
 
 # --------------------------------------------------------------------------- issue 25: one vocabulary
-def test_reg_is_lam_with_a_deprecation_warning():
-    """reg= is lam= until the next release: the same model, a DeprecationWarning naming lam,
-    params record lam; both names at once is an error. The same for fit_tensor."""
-    Y = _planted(m=20, n=15, seed=13)
-    new = fbgd.fit(Y, 2, n_iter=2, lam=0.05)
-    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
-        old = fbgd.fit(Y, 2, n_iter=2, reg=0.05)
-    np.testing.assert_array_equal(new.user_factors, old.user_factors)
-    np.testing.assert_array_equal(new.item_factors, old.item_factors)
-    assert old.params["lam"] == 0.05 and "reg" not in old.params
-    with pytest.raises(TypeError, match="both reg= .* and lam="):
-        fbgd.fit(Y, 2, reg=0.1, lam=0.1)
-    with pytest.raises(ValueError, match=r"lam must be at most 1e\+20"):
-        with pytest.warns(DeprecationWarning):
-            fbgd.fit(Y, 2, reg=1e30)
-    Y3, pairs = fbgd.triples_to_pairs([0, 1, 2, 2], [0, 1, 0, 1], [1, 0, 2, 2])
-    new = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, lam=0.1)
-    with pytest.warns(DeprecationWarning, match="reg= is deprecated.*use lam="):
-        old = fbgd.fit_tensor(Y3, 2, pairs=pairs, n_iter=2, reg=0.1)
-    np.testing.assert_array_equal(new.extras["V_x"], old.extras["V_x"])
-    assert old.params["lam"] == 0.1 and "reg" not in old.params
-
-
 def test_signatures_run_data_model_penalties_solver_runtime():
     import inspect
 
@@ -574,26 +574,6 @@ def test_signatures_run_data_model_penalties_solver_runtime():
     assert list(params) == ["Y", "P", "Q", "neg_weights", "neg_row_weights", "pos_weight", "r_pos",
                             "r_neg"]
     assert all(params[p].kind is inspect.Parameter.KEYWORD_ONLY for p in list(params)[3:])
-
-
-def test_objective_options_by_position_still_work_with_a_deprecation_warning():
-    """objective(Y, P, Q, neg_weights, pos_weight, r_pos, r_neg, neg_row_weights) was the old
-    positional order; it gives the same value until the next release, with a warning."""
-    Y = _planted(m=15, n=10, density=0.2, seed=12)
-    rng = np.random.default_rng(3)
-    P, Q = rng.normal(size=(15, 2)), rng.normal(size=(10, 2))
-    neg, rows = rng.uniform(0.1, 1.0, 10), rng.uniform(0.5, 2.0, 15)
-    want = fbgd.objective(Y, P, Q, neg_weights=neg, neg_row_weights=rows, pos_weight=2.0,
-                          r_pos=1.5, r_neg=-0.2)
-    with pytest.warns(DeprecationWarning, match=r"passing neg_weights, pos_weight, r_pos, r_neg, "
-                                                r"neg_row_weights to fbgd.objective\(\) by position"):
-        assert fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows) == want
-    with pytest.warns(DeprecationWarning, match=r"pass neg_weights=, pos_weight= by keyword"):
-        assert fbgd.objective(Y, P, Q, neg, 2.0, r_pos=1.5, r_neg=-0.2, neg_row_weights=rows) == want
-    with pytest.raises(TypeError, match="got multiple values for argument 'neg_weights'"):
-        fbgd.objective(Y, P, Q, neg, neg_weights=neg)
-    with pytest.raises(TypeError):
-        fbgd.objective(Y, P, Q, neg, 2.0, 1.5, -0.2, rows, 1.0)      # more than there ever were
 
 
 # --------------------------------------------------------------------------- warm start (issue 28)

@@ -2,6 +2,8 @@
 dense reference of Appendix B: the same iterate up to reassociated sums, at 1 and 2 threads, for
 one-hot ids, biases, features with one-row and shared columns, and rows too long for the tile."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -17,6 +19,7 @@ from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 
 import naive_fbgd as naive
+import reference_fbgd as serial
 
 _LAYOUTS = ("ids", "ids+shared", "shared+ids", "ids+ids", "shared", "one-row columns")
 
@@ -77,8 +80,8 @@ def _build(pb):
 
 def _train(prob, tx, ty, pb, n_iter, threads, reference=False, monkeypatch=None):
     tx, ty = tx.copy(), ty.copy()
-    with monkeypatch.context() as mp, limit_threads(threads):
-        mp.setattr(FP, "_REFERENCE", reference)
+    in_order = serial.in_order(monkeypatch) if reference else contextlib.nullcontext()
+    with in_order, limit_threads(threads):
         FP._train(prob, tx, ty, lr=0.02, n_iter=n_iter, update="coordinate", adagrad=pb["adagrad"],
                   lam=pb["lam"], progress=Progress("test"))
     return tx, ty
@@ -173,7 +176,7 @@ def test_positive_terms_equal_the_in_order_reference(seed, m, n, g):
     apos, rpos, aneg = rng.uniform(0, 2, Y.nnz), rng.uniform(0, 2, Y.nnz), rng.uniform(0, 2, Y.nnz)
     out = [(np.empty(Y.nnz), np.empty(m)) for _ in range(2)]
     K.positive_terms(Y.indptr, Y.indices, apos, rpos, aneg, P, Q, 0.3, *out[0])
-    K.positive_terms_reference(Y.indptr, Y.indices, apos, rpos, aneg, P, Q, 0.3, *out[1])
+    serial.positive_terms_in_order(Y.indptr, Y.indices, apos, rpos, aneg, P, Q, 0.3, *out[1])
     dense = (P @ Q.T)[Y.nonzero()]
     np.testing.assert_allclose(out[0][0], dense, rtol=1e-12, atol=1e-12 * g)
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-12, atol=1e-12 * g)

@@ -64,11 +64,26 @@ def test_ridge_columns_on_row_blocks_equal_one_block(seed, b, N, k, dense):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_empty_inputs_are_no_ops(threads):
+@pytest.mark.parametrize("dense", [False, True])
+def test_empty_inputs(threads, dense):
+    """No column: nothing is read or written. A column with no nonzero, or no rows of U at all:
+    the ridge solution of (G + λI) v = 0 is v = 0, with loss 0, and the solve succeeds."""
+    rng = np.random.default_rng(1)
+    U = rng.normal(size=(4, 3))
+    UtU = U.T @ U
+    U0, UtU0 = U.copy(), UtU.copy()
     with limit_threads(threads):
         out = np.empty((0, 3))
-        KH.ridge_columns(np.empty((0, 4)), np.ones((4, 3)), np.eye(3), 0.1, False, out,
-                         np.empty(0), np.empty(0, dtype=np.bool_))
+        KH.ridge_columns(np.empty((0, 4)), U, UtU, 0.1, dense, out, np.empty(0),
+                         np.empty(0, dtype=np.bool_))
+        np.testing.assert_array_equal(U, U0)
+        np.testing.assert_array_equal(UtU, UtU0)
+        for Ct, Ui in ((np.zeros((5, 4)), U), (np.empty((5, 0)), np.empty((0, 3)))):
+            out, loss, ok = np.full((5, 3), np.nan), np.full(5, np.nan), np.zeros(5, dtype=np.bool_)
+            KH.ridge_columns(Ct, Ui, Ui.T @ Ui, 0.1, dense, out, loss, ok)
+            np.testing.assert_array_equal(out, np.zeros((5, 3)))
+            np.testing.assert_array_equal(loss, np.zeros(5))
+            assert ok.all()
 
 
 # ----------------------------------------------------------------------------- small kernels

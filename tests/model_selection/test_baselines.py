@@ -1,6 +1,6 @@
 """Baselines: WRMF through ocmf's square loss equals the WRMF objective and ALS's exact solves."""
 
-import importlib.util
+import sys
 
 import numpy as np
 import pytest
@@ -105,12 +105,9 @@ def test_wrmf_unknown_keyword_arguments_are_named():
     assert "newton_steps" in taken and not {"loss", "rho", "a_bar", "lam", "Y", "k"} & set(taken)
 
 
-def test_implicit_baselines_work_or_say_what_to_install():
+def test_implicit_baselines_fit_as_fastpu_fits():
+    """implicit is in the test extra: its baselines run here, never skipped."""
     Y = fp.datasets.synthetic(40, 30, rank=3, density=0.2, seed=0).Y
-    if importlib.util.find_spec("implicit") is None:
-        with pytest.raises(ImportError, match="pip install implicit"):
-            baselines.implicit_als(Y, 4, n_iter=2)
-        return
     seen = []
     als = baselines.implicit_als(Y, 4, n_iter=3, callback=lambda info: seen.append(info["model"]().shape))
     assert als.user_factors.shape == (40, 4) and len(als.history) == 3 and seen == [(40, 30)] * 3
@@ -121,6 +118,20 @@ def test_implicit_baselines_work_or_say_what_to_install():
     # named as the registry names them: ALS folds new users in through its entry
     assert (als.method, bpr.method) == ("als", "bpr")
     assert fp.fold_in(als, Y[:3]).user_factors.shape == (3, 4)
+
+
+@pytest.mark.parametrize("fit", [baselines.implicit_als, baselines.implicit_bpr])
+def test_implicit_baselines_without_implicit_say_what_to_install(fit, monkeypatch):
+    """Where implicit is not installed (simulated: its import fails), each baseline's error says
+    what to install, after checking its arguments."""
+    Y = fp.datasets.synthetic(40, 30, rank=3, density=0.2, seed=0).Y
+    for name in [m for m in sys.modules if m == "implicit" or m.startswith("implicit.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "implicit", None)
+    with pytest.raises(ImportError, match=r"needs the `implicit` package: pip install implicit"):
+        fit(Y, 4, n_iter=2)
+    with pytest.raises(TypeError, match="must be a real number"):     # checked first
+        fit(Y, 4, n_iter=2, regularization="x")
 
 
 def test_als_fold_in_solves_implicits_row_problem():

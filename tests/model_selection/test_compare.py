@@ -6,7 +6,7 @@ import pytest
 import fastpu as fp
 from fastpu import compare as C
 from fastpu import select
-from fastpu.split import holdout
+from fastpu.model_selection.split import holdout
 
 
 @pytest.fixture(scope="module")
@@ -87,18 +87,18 @@ def test_bad_input_is_named(data, kw, exc, match):
 
 
 def test_bad_metric_is_refused_before_any_fit(data, monkeypatch):
-    # a typo used to train popularity first, then fail inside the first tuned method
+    # a typo used to fit the first method, then fail when it was tuned
     def boom(*args, **kwargs):
         raise AssertionError("fitted before the metric was checked")
 
-    monkeypatch.setattr(C, "popularity", boom)
+    monkeypatch.setattr(C, "tune", boom)
     monkeypatch.setattr(C, "tune", boom)
     with pytest.raises(ValueError, match=r"metric must be '<name>@<k>'.*got 'ndgc@10' \(did you mean 'ndcg'\?\)"):
         C.compare(data.Y, ["popularity", "ocmf"], splits=1, budget=1, metric="ndgc@10")
 
 
 def test_unknown_fixed_kwarg_is_refused_before_any_fit(data, monkeypatch):
-    monkeypatch.setattr(C, "popularity", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
+    monkeypatch.setattr(C, "tune", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
     with pytest.raises(TypeError, match=r"'SQ' \(ocmf\.fit\) got unknown keyword argument 'lamda' "
                                         r"\(did you mean 'lam'\?\); it takes .*\blam\b"):
         C.compare(data.Y, ["popularity", ("SQ", "ocmf", {"lamda": 1.0})], splits=1, budget=1)
@@ -126,7 +126,7 @@ def test_a_params_key_that_names_no_entry_is_refused_before_any_fit(data, monkey
     def boom(*args, **kwargs):
         raise AssertionError("fitted before params was checked")
 
-    monkeypatch.setattr(C, "popularity", boom)
+    monkeypatch.setattr(C, "tune", boom)
     monkeypatch.setattr(C, "tune", boom)
     with pytest.raises(ValueError, match=r"params has key 'ocfm' that names no entry of methods "
                                          r"\(did you mean 'ocmf'\?\); its keys must be labels of the "
@@ -150,6 +150,23 @@ def test_params_reach_the_entry_they_name(data, monkeypatch):
         C.compare(data.Y, [("SQ", "ocmf", {"loss": "square"})], splits=1, budget=1,
                   params={"SQ": {"k": 2}})
     assert seen["ocmf"]["k"] == 2 and seen["ocmf"]["loss"] == "square"
+
+
+def test_implicits_baselines_are_compared_like_the_others():
+    """als and bpr (implicit's, in the test extra) through compare, the code path of the
+    published comparisons: tuned, refitted, scored; the ALS row is its refit scored by hand."""
+    Y = fp.datasets.synthetic(60, 40, rank=3, density=0.2, seed=2).Y
+    res = C.compare(Y, ["als", "bpr"], splits=1, budget=2, n_threads=1,
+                    params={"als": {"n_iter": 3}, "bpr": {"n_iter": 20}})
+    assert [r["label"] for r in res.rows] == ["als", "bpr"]
+    assert all(0.0 <= r["ndcg@10"] <= 1.0 and 0.0 <= r["auc"] <= 1.0 for r in res.rows)
+    als = res.rows[0]
+    assert set(als["best_params"]) == {"k", "alpha", "regularization"} and als["best_iter"] >= 1
+    train, test = fp.split.holdout(Y, test_frac=0.2, seed=0)
+    model = fp.baselines.implicit_als(train, n_iter=als["best_iter"], seed=0, n_threads=1,
+                                      **als["best_params"])
+    by_hand = fp.evaluate(model, train, test, k=10)["ndcg@10"]
+    assert als["ndcg@10"] == pytest.approx(by_hand, rel=1e-9)
 
 
 def test_strong_generalization_folds_the_held_out_users_in():

@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 
 import fastpu as fp
 import fastpu._core.factorization as model_mod
-from fastpu.metrics import cost_sensitive
+from fastpu.model_selection.metrics import cost_sensitive
 from fastpu.model import Factorization
 
 import naive_metrics as naive

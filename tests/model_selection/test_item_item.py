@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fastpu as fp
-from fastpu._core import validation as V
+from fastpu._core import memory
 
 from strategies import csr_matrices
 
@@ -106,7 +106,7 @@ def test_ease_and_knn_serve_save_load_and_fold_in(tmp_path):
 
 
 def test_an_item_item_matrix_too_large_is_refused_before_allocating(monkeypatch):
-    monkeypatch.setattr(V, "MEMORY_LIMIT", 1 << 20)          # 1 MiB
+    monkeypatch.setattr(memory, "MEMORY_LIMIT", 1 << 20)          # 1 MiB
     Y = sp.random_array((10, 400), density=0.05, random_state=0, format="csr")
     with pytest.raises(ValueError, match=r"ease.s n×n item-item matrix \(400 items\) needs 3.7 MiB.*lower the number of items"):
         fp.baselines.ease(Y)

@@ -6,8 +6,9 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
+import fastpu as fp
 import fastpu._core.factorization as model_mod
-from fastpu.metrics import METRICS, evaluate, evaluate_rated, popularity, sampled_auc
+from fastpu.model_selection.metrics import METRICS, evaluate, evaluate_rated, popularity, sampled_auc
 from fastpu.model import Factorization
 
 import naive_metrics as naive
@@ -236,9 +237,34 @@ def test_popularity_scores_are_item_counts():
     np.testing.assert_array_equal(p.scores(), np.tile([2.0, 0.0, 2.0], (3, 1)))
 
 
+def test_popularity_is_a_fit_like_the_others():
+    """popularity(Y, k=None, *, ...) has the fit calling convention: one history entry whose
+    objective is min_h Σ_ij (x_ij − h_j)² (dense reference), the callback called once with the
+    model, tune fitting it once (nothing to search), a new user's row of ones from positives or
+    from features alone."""
+    rng = np.random.default_rng(5)
+    Y = sp.csr_array((rng.random((30, 12)) < 0.3).astype(float))
+    X = (Y.toarray() != 0).astype(float)
+    seen = []
+    p = popularity(Y, callback=lambda info: seen.append(info["model"]().scores([0])) and False)
+    want = float(np.sum((X - X.mean(axis=0)) ** 2))
+    assert len(p.history) == 1 and p.history[0]["objective"] == pytest.approx(want, rel=1e-12)
+    assert len(seen) == 1
+    np.testing.assert_array_equal(seen[0], p.scores([0]))
+    with pytest.raises(TypeError, match="popularity has no rank"):
+        popularity(Y, 3)
+    with pytest.raises(ValueError, match="user_features has 5 rows, expected 30"):
+        popularity(Y, user_features=np.ones((5, 2)))
+    res = fp.select.tune("popularity", Y, budget=8, metric="ndcg@5")
+    assert len(res.trials) == 1 and res.best_params == {} and res.best_iter == 1
+    np.testing.assert_array_equal(res.model.item_factors, p.item_factors)
+    assert fp.fold_in(p, user_features=np.ones((4, 3))).user_factors.tolist() == [[1.0]] * 4
+    assert fp.fold_in(p, Y[:2]).user_factors.tolist() == [[1.0]] * 2
+
+
 def test_popularity_beats_random_on_popularity_data():
     from fastpu.datasets import synthetic
-    from fastpu.split import holdout
+    from fastpu.model_selection.split import holdout
     ds = synthetic(200, 150, rank=2, density=0.1, seed=1)
     tr, te = holdout(ds.Y, 0.3, seed=0)
     rng = np.random.default_rng(0)
@@ -293,7 +319,7 @@ def test_validation_messages():
         evaluate_rated(M, te, threshold="5")
     with pytest.raises(ValueError, match="no \\(selected\\) user has a test rating >= threshold=5"):
         evaluate_rated(M, te, threshold=5)
-    with pytest.raises(TypeError, match="Y_train must be a scipy.sparse"):
+    with pytest.raises(TypeError, match="Y must be a scipy.sparse"):
         popularity([[1, 0]])
 
 

@@ -9,7 +9,7 @@ import fastpu as fp
 from fastpu import select
 from fastpu._core.progress import Progress
 from fastpu.model import Factorization
-from fastpu.split import validation_split
+from fastpu.model_selection.split import validation_split
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,9 @@ def test_default_spaces_are_valid_for_every_method(planted):
     for method in select.NAMES:
         space, fixed = select.default_space(method, planted.Y)
         fit = select._fit_function(method)[0]
-        select._check_space(space, fit, fixed, *planted.Y.shape)   # raises if a name is wrong
+        if space:                 # popularity has nothing to search (tune fits it once)
+            select._check_space(space, fit, fixed, *planted.Y.shape)   # raises if a name is wrong
+    assert [m for m in select.NAMES if not select.default_space(m)[0]] == ["popularity"]
     space, _ = select.default_space("homf", planted.Y, user_graph=sp.eye(80))
     assert "alpha" in space
     # a graph is useless to ocmf with its default lam_graph = 0: searched when a graph is given
@@ -369,14 +371,16 @@ def test_tune_tries_the_defaults_first_searches_the_rank_and_stops_trailing_tria
     assert rule.trails([0.1, 0.2, 0.3]) and not rule.trails([0.0, 0.0, 0.36])
 
 
-def test_unknown_keyword_messages_offer_current_names_only(planted):
-    """A deprecated name (ocmf's inner_iter, init_scale) is still accepted, but an unknown
-    keyword's message does not offer it among the names the fit takes."""
+def test_unknown_keyword_messages_offer_the_names_the_fit_takes(planted):
+    """An unknown keyword's message offers the fit's own names, nothing else: the retired
+    spellings (ocmf's inner_iter, init_scale) are unknown keywords like any other."""
     with pytest.raises(TypeError, match="unknown keyword argument 'n_iters'") as exc:
         select.tune("ocmf", planted.Y, budget=1, n_iters=3)
     msg = str(exc.value)
     assert "n_inner" in msg and "init_std" in msg
     assert "inner_iter" not in msg and "init_scale" not in msg
+    with pytest.raises(TypeError, match="unknown keyword argument 'inner_iter'"):
+        select.tune("ocmf", planted.Y, budget=1, inner_iter=3)
 
 
 def test_tune_starts_from_the_defaults_of_the_loss(planted):
@@ -423,3 +427,28 @@ def test_tune_with_a_time_budget_stops_starting_trials(planted):
         select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, stop_trailing="yes")
     with pytest.raises(ValueError, match="first must set exactly the searched parameters"):
         select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, first={"rho": 1.0})
+
+
+@pytest.mark.parametrize("metric", ["ndcg@" + "9" * 30, f"precision@{2**62 + 1}"])
+def test_a_metric_cut_off_past_int64_is_refused_up_front_naming_metric(planted, metric, monkeypatch):
+    """search failed with "every trial failed ... k must be <= 2**62" (the cut-off reached
+    evaluate in every trial); search, tune and compare now refuse it before any fit, naming
+    metric."""
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before the metric was checked")
+
+    # the largest cut-off an int64 kernel takes is a cut-off like any other
+    res = select.search("ocmf", planted.Y, {"lam": [1.0]}, k=2, n_iter=1, refit=False,
+                        metric=f"precision@{2**62}")
+    assert 0.0 <= res.best_score <= 1.0
+    want = rf"metric '{metric[:37]}.*' has the cut-off k = .*, above 2\*\*62"
+    with pytest.raises(ValueError, match=want):
+        select.search(no_fit, planted.Y, {"lam": [1.0]}, metric=metric)
+    monkeypatch.setattr(fp.ocmf, "fit", no_fit)
+    with pytest.raises(ValueError, match=want):
+        select.tune("ocmf", planted.Y, metric=metric)
+    import fastpu.model_selection.compare as C
+
+    monkeypatch.setattr(C, "tune", no_fit)
+    with pytest.raises(ValueError, match=want):
+        C.compare(planted.Y, ["popularity", "ocmf"], splits=1, budget=1, metric=metric)

@@ -3,7 +3,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
-from fastpu.split import holdout, leave_one_out, split_by_mask, validation_split
+from fastpu.model_selection.split import holdout, leave_one_out, split_by_mask, validation_split
 
 
 def _random_Y(seed, m, n, density):

@@ -92,6 +92,57 @@ def test_sampled_objective_equals_reference_on_its_sample(Y, seed, loss):
     np.testing.assert_array_equal(negd.sum(1), want)
 
 
+def _sampled_negatives(Y, seeds, neg_ratio=1.0):
+    """The negatives ``negatives="sampled"`` draws with each seed, read off ocmf.objective (the
+    fit's own problem builder): with k = 1, the square loss, ā = 0 and λ = 0, an unobserved
+    (i, j) drawn adds w_i² h_j² = 2^(i·n + j) to the objective, so the objective minus the one
+    with no negatives is the bit mask of the draw, exactly (every term a power of two below
+    2^53). Returns a (seeds, m, n) boolean array."""
+    m, n = Y.shape
+    W = (2.0 ** (np.arange(m) * n / 2))[:, None]
+    H = (2.0 ** (np.arange(n) / 2))[:, None]
+    kw = dict(loss="square", rho=1.0, a_bar=0.0, lam=0.0, negatives="sampled")
+    none = ocmf.objective(Y, W, H, neg_ratio=1e-9, **kw)         # round(1e-9·|Ω+_i|) = 0
+    out = []
+    for seed in seeds:
+        bits = int(round(ocmf.objective(Y, W, H, neg_ratio=neg_ratio, seed=seed, **kw) - none))
+        out.append([(bits >> t) & 1 for t in range(m * n)])
+    return np.array(out, dtype=bool).reshape(len(out), m, n)
+
+
+def test_sampled_negatives_are_uniform_over_the_free_items():
+    """Over 300 seeds every unobserved item of a user is drawn about equally often (a chi-square
+    test per user at p = 1e-6, deterministic for these seeds), and for the user with 28 possible
+    draws each pair of items about equally often. A sampler that always took the lowest free
+    items passed every behavioural test before this one (only the pinned digests noticed)."""
+    import scipy.stats as stats
+
+    seen = {0: [0, 5], 1: [1, 2, 3], 2: [9], 3: [2, 4, 6, 8]}
+    n = 10
+    Y = sp.csr_array((np.ones(sum(map(len, seen.values()))),
+                      (np.repeat(list(seen), [len(v) for v in seen.values()]),
+                       np.concatenate(list(seen.values())))), shape=(len(seen), n))
+    seeds = 300
+    draws = _sampled_negatives(Y, range(seeds))
+    pos = Y.toarray() != 0
+    assert not (draws & pos).any()                                  # never a positive
+    assert (draws.sum(axis=2) == pos.sum(axis=1)).all()             # ratio 1: |Ω+_i| each
+    for i, items in seen.items():
+        free = np.flatnonzero(~pos[i])
+        counts = draws[:, i, free].sum(axis=0)
+        expected = seeds * len(items) / free.size
+        chi2 = float(np.sum((counts - expected) ** 2 / expected))
+        assert chi2 < stats.chi2.ppf(1 - 1e-6, free.size - 1), (i, counts.tolist())
+    pairs = {}
+    for d in draws[:, 0]:
+        key = tuple(np.flatnonzero(d))
+        pairs[key] = pairs.get(key, 0) + 1
+    assert len(pairs) == 28
+    counts = np.array(list(pairs.values()))
+    expected = seeds / 28
+    assert float(np.sum((counts - expected) ** 2 / expected)) < stats.chi2.ppf(1 - 1e-6, 27)
+
+
 def _subproblems(Y, W, H, kw):
     Y = ocmf_check.check_y(Y, fit=False)
     model = ocmf_check.check_model(

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from fastpu import apg as apg_mod
-from fastpu.apg import apg
+from fastpu import optim as optim_mod
+from fastpu.optim import apg
 from fastpu.optim import CALLBACK, CONVERGED
-from fastpu.prox import project_box, soft_threshold, svt
+from fastpu.optim import project_box, soft_threshold, svt
 
 
 class Lasso:
@@ -186,7 +186,7 @@ def test_apg_messages():
         apg(Bare(), np.zeros(3), step=1.0, tol=1e-3)
     with pytest.raises(TypeError, match="callback must be callable or None, got int"):
         apg(prob, np.zeros(3), step=1.0, callback=3)
-    assert "apg" in apg_mod.__all__
+    assert "apg" in optim_mod.__all__
 
 
 def test_an_array_y0_must_have_x0s_shape():

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from hypothesis import given, strategies as st
 
-from fastpu import prox
+from fastpu import optim as prox
 
 finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False)
 

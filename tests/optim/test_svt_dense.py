@@ -6,7 +6,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
 from fastpu.optim import _svt_dense as SD
-from fastpu import csrr, prox
+from fastpu import csrr
+from fastpu import optim as prox
 
 
 def _with_spectrum(seed, m, n, s):

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 from scipy.optimize import minimize
 
-from fastpu.tron import gd, tron, trust_region_cg
+from fastpu.optim import gd, tron, trust_region_cg
 
 from strategies import seeds
 
@@ -157,9 +157,8 @@ def test_a_non_finite_start_names_fun_or_grad(solver):
         solver(_Quadratic(fun=lambda x: np.inf), np.ones(3))
 
 
-def test_one_result_type_for_every_solver_and_the_old_names_warn():
-    """tron, gd and apg return the same OptimizeResult; apg's earlier names (objective, n_iter,
-    string statuses) keep working for one release with a DeprecationWarning."""
+def test_one_result_type_for_every_solver():
+    """tron, gd and apg return the same OptimizeResult, whose status is an int with a name."""
     import fastpu.optim as O
 
     prob = make_problem(0)
@@ -180,12 +179,7 @@ def test_one_result_type_for_every_solver_and_the_old_names_warn():
     for res in results:
         assert type(res) is O.OptimizeResult and res.status == O.CONVERGED and res.success
         assert isinstance(res.nit, int) and res.fun is not None
-    assert O.APGResult is O.OptimizeResult
     res = results[2]
-    with pytest.warns(DeprecationWarning, match="use nit"):
-        assert res.n_iter == res.nit
-    with pytest.warns(DeprecationWarning, match="use fun"):
-        assert res.objective == res.fun
-    with pytest.warns(DeprecationWarning, match="status is an int"):
-        assert res.status == "converged" and res.status != "callback"
+    assert not hasattr(res, "n_iter") and not hasattr(res, "objective")
+    assert res.status.name == "converged" and res.status != "converged"
     assert repr(O.MAX_ITER) == "1 (max_iter)" and O.Status(3) == O.CALLBACK
