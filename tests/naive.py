@@ -29,6 +29,7 @@ def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=
     Σ_j ρ p_i q_j (the unlabeled weight of every entry of the row), and likewise for H.
 
     negatives="full": positives C_ij l(1, s_ij), every other entry p_i q_j (a - s_ij)^2.
+    negatives="all": the same, and the positives also p_i q_j (a - s_ij)^2 (iALS's form).
     negatives="full_logistic": every other entry p_i q_j l(a, s_ij).
     negatives="sampled": only entries in ``neg_mask`` get p_i q_j l(a, s_ij).
     """
@@ -47,7 +48,9 @@ def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=
             w = rho * p[i] * q[j]
             if pos[i, j]:
                 total += Yd[i, j] * loss(loss_name, 1.0, S[i, j])
-            elif negatives == "full":
+                if negatives == "all":
+                    total += w * (a_bar - S[i, j]) ** 2
+            elif negatives in ("full", "all"):
                 total += w * (a_bar - S[i, j]) ** 2
             elif negatives == "full_logistic" or (neg_mask is not None and neg_mask[i, j]):
                 total += w * loss(loss_name, a_bar, S[i, j])

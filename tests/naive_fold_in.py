@@ -30,6 +30,7 @@ def ocmf_row(w, E, pos, C, *, loss, pw, q, abar, lam, negatives="full", neg=None
     """Value and gradient of ocmf's row problem, over all n items.
 
     Full:      Σ_{j∈Ω+} C_j ℓ(1, s_j) + Σ_{j∉Ω+} pw q_j (ā − s_j)² + λ‖w‖²      (paper eq. 2)
+    all:       Σ_{j∈Ω+} C_j ℓ(1, s_j) + Σ_j pw q_j (ā − s_j)² + λ‖w‖²          (iALS's form)
     Sampled / full_logistic: Σ_{j∈Ω+} C_j ℓ(1, s_j) + Σ_{j∈neg} pw q_j ℓ(ā, s_j) + λ‖w‖².
     ``pos`` and ``neg`` are boolean masks of length n; C has length n (used on pos).
     """
@@ -37,8 +38,8 @@ def ocmf_row(w, E, pos, C, *, loss, pw, q, abar, lam, negatives="full", neg=None
     v1, g1, _ = loss_parts(loss, 1.0, s)
     val = np.sum(C[pos] * v1[pos]) + lam * w @ w
     d = np.where(pos, C * g1, 0.0)
-    if negatives == "full":
-        un = ~pos
+    if negatives in ("full", "all"):
+        un = ~pos if negatives == "full" else np.ones_like(pos)
         r = abar - s
         val += np.sum(pw * q[un] * r[un] ** 2)
         d = d + np.where(un, -2.0 * pw * q * r, 0.0)

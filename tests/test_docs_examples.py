@@ -122,6 +122,15 @@ def _fbgd(ns, out):
     assert ns["items"].shape == (1, 5) and not set(ns["items"][0].tolist()) & _seen(ns["Y_train"], 0)
 
 
+def _implicit_compat(ns, out):
+    ids, scores = ns["ids"], ns["scores"]                 # the batch: 4 users × N = 5
+    assert ids.shape == scores.shape == (4, 5)
+    assert np.all(np.diff(scores, axis=1) <= 0)           # best first
+    liked = ns["user_items"][:4].toarray() != 0
+    assert not any(liked[u, ids[u]].any() for u in range(4))     # liked items are left out
+    assert ns["similar"][0] == 3 and ns["similar"].shape == (5,)   # "item 3 first"
+
+
 def _fold_in(ns, out):
     new, Y_new = ns["new"], ns["Y_new"]
     assert new.shape == (Y_new.shape[0], Y_new.shape[1])
@@ -191,6 +200,7 @@ CHECKS = {
     ("homf.md", 1): _homf, ("ocmf.md", 0): _ocmf_graph, ("ocmf.md", 1): _ocmf_features,
     ("partial_fit.md", 0): _partial_fit, ("partial_fit.md", 1): _approximate,
     ("select.md", 0): _select, ("select.md", 2): _select_rows,
+    ("serving.md", 4): _implicit_compat,
 }
 
 

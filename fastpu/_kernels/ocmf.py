@@ -507,6 +507,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     w_step = 0 if weights.shape[0] == 1 else 1
     lam_step = 0 if lam.shape[0] == 1 else 1
     per_entry_corr = corr.shape[0] > 0
+    c_step = 0 if corr.shape[0] == 1 else 1      # one value for every entry (0: no correction)
     keep_start = f0_out.shape[0] > 0
     keep_counts = counts_out.shape[0] > 0
     # a line search for non-quadratic losses. What it needs (the step's scores sd and M step)
@@ -527,7 +528,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
             e = lo + t
             yl[t] = labels[e * l_step]
             wt[t] = weights[e * w_step]
-            rc[t] = corr[e] if per_entry_corr else p_i * q[indices[e]]
+            rc[t] = corr[e * c_step] if per_entry_corr else p_i * q[indices[e]]
         if nrow <= n_local:
             for t in range(nrow):
                 j = indices[lo + t]
@@ -646,8 +647,9 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
 
     Entry e of row i (column j = indices[e]) has label labels[e], weight weights[e] and
     correction corr[e]; a ``labels`` or ``weights`` array of length 1 gives every entry that
-    value, and an empty ``corr`` gives r_e = p[i] q[j] (binary data and the Full approach need
-    no per-entry arrays at all; ``q`` is only read then). ``lam`` is the rows' regularisation
+    value, an empty ``corr`` gives r_e = p[i] q[j] and a ``corr`` of length 1 its value to every
+    entry (binary data and the Full approach need no per-entry arrays at all; ``q`` is only read
+    with an empty ``corr``; ``negatives="all"`` passes ``[0.0]``: no correction). ``lam`` is the rows' regularisation
     weight: a float, or an array of one value or of one per row. ``opts`` is the
     :class:`RowOptions` record (Newton and CG steps, CG tolerance, line search). Rows with at
     most ``local_max`` entries copy their item vectors into a contiguous block first (see the

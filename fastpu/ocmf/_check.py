@@ -73,7 +73,7 @@ def check_y(Y: Any, *, fit: bool) -> Any:
 
 
 LOSSES = tuple(LOSS_CODES)            # the loss table's names (fastpu._kernels.losses)
-NEGATIVES = ("full", "sampled", "full_logistic")
+NEGATIVES = ("full", "all", "sampled", "full_logistic")
 SOLVERS = ("tron", "gd")
 
 

@@ -39,7 +39,7 @@ from fastpu.ocmf._dask_blocks import _sum_parts, gram_task, make_block, turned, 
 from fastpu.ocmf._problem import eigen_rows, eigen_turn
 
 # parameters of fastpu.ocmf.fit that have no distributed form yet, with the value that is supported
-UNSUPPORTED = {"negatives": "full", "fast_path": True, "lam_w": None, "lam_h": None}
+UNSUPPORTED = {"negatives": ("full", "all"), "fast_path": True, "lam_w": None, "lam_h": None}
 IGNORED = ("dense_limit", "neg_ratio")        # only used by the dense / sampled variants
 
 
@@ -48,7 +48,7 @@ def _check_unsupported(params):
         if name in params and not _same(params[name], ok):
             raise ValueError(
                 f"fastpu.distributed.fit(method='ocmf') supports the row-separable fast path and "
-                f"features/graphs with TRON (negatives='full', fast_path=True); got "
+                f"features/graphs with TRON (negatives='full' or 'all', fast_path=True); got "
                 f"{name}={_short(params[name])}. "
                 f"Use fastpu.ocmf.fit on one machine for {name}={_short(params[name])}."
             )
@@ -57,6 +57,8 @@ def _check_unsupported(params):
 def _same(v, ok):
     if ok is None:
         return v is None
+    if isinstance(ok, tuple):
+        return isinstance(v, str) and v in ok
     return isinstance(v, type(ok)) and v == ok
 
 
@@ -102,7 +104,7 @@ def _setup(shape, k, params, where):
     penalty = {"user": (model.lam_w, model.nu, float(model.q.sum())),
                "item": (model.lam_h, model.nu, float(pw.sum()))}
     return types.SimpleNamespace(c=c, model=model, W=W, H=H, pw=pw, q=model.q, progress=progress,
-                                 const=const, penalty=penalty,
+                                 const=const, penalty=penalty, every=model.negatives == "all",
                                  params=dict(c.params(), distributed=where))
 
 
@@ -157,11 +159,14 @@ def fit(client, layout, k, *, n_threads, **params):
                 client, layout, routes, (X, Z, Lu, Lv), W, H, lam=lam, lam_g=lam_g, abar=abar,
                 kind=kind, const=const, has_quad=bool(np.any(pw)) and bool(np.any(q)), pw=pw,
                 q=q, pw_src=pw_src, q_src=q_src, n_iter=n_iter, n_inner=n_inner, rows=rows,
-                penalty=s.penalty, n_threads=n_threads, progress=progress, wrap=wrap)
+                penalty=s.penalty, every=s.every, n_threads=n_threads, progress=progress,
+                wrap=wrap)
             progress.close()
             return wrap(Wc, Hc, U, Vf, progress.history)
-        ublocks = routes.blocks(make_block, "user", s.penalty["user"], own=pw_src, other=q_src)
-        iblocks = routes.blocks(make_block, "item", s.penalty["item"], own=q_src, other=pw_src)
+        ublocks = routes.blocks(make_block, "user", s.penalty["user"], s.every, own=pw_src,
+                                other=q_src)
+        iblocks = routes.blocks(make_block, "item", s.penalty["item"], s.every, own=q_src,
+                                other=pw_src)
         # the initial factors are the roots of every later task's lineage: data of the graph
         W_src = _blocks.hold_slices(client, W, layout.ub, workers, "W")
         H_src = _blocks.hold_slices(client, H, layout.ib, workers, "H")
@@ -264,13 +269,13 @@ def _half_step(client, workers, router, blocks, F_src, E_src, M, kappa, half):
 
 #: what has a distributed form (fastpu.distributed.METHODS)
 SUMMARY = ("the row-separable fast path, and user/item features and graphs with TRON "
-           "(negatives='full')")
+           "(negatives='full' or 'all')")
 
 
 def check(params):
     """Refuse, in a sentence, a setting with no distributed form."""
-    if params.get("negatives", "full") != "full":
+    if params.get("negatives", "full") not in ("full", "all"):
         raise ValueError(
             f"negatives={params['negatives']!r} has no distributed form (LR-wLR is dense O(mn), "
             "sampled negatives are drawn user by user); use negatives='full' (e.g. LR-wSQ) or "
-            "fastpu.ocmf.fit on one machine")
+            "'all', or fastpu.ocmf.fit on one machine")

@@ -41,11 +41,12 @@ class OcmfBlock:
     n_touched: int
 
 
-def make_block(csr, touch, penalty, own_w, *other_w):
+def make_block(csr, touch, penalty, every, own_w, *other_w):
     """The ocmf entries of a CSR block: corr = own_w[row] · other_w[col] (the same products as
-    ocmf's); ``own_w`` holds the block's rows' weights, ``other_w`` the pieces (in source order)
-    of the other side's weights at the rows the block touches (``touch``). ``penalty`` is
-    (λ, ν, Σ of the other side's weights): the rows' λ_i = λ (|Ω+_i| + w_i Σ)^ν, as
+    ocmf's), or 0 with ``every`` (``negatives="all"``: the unlabeled term covers the positives
+    too); ``own_w`` holds the block's rows' weights, ``other_w`` the pieces (in source order) of
+    the other side's weights at the rows the block touches (``touch``). ``penalty`` is (λ, ν, Σ
+    of the other side's weights): the rows' λ_i = λ (|Ω+_i| + w_i Σ)^ν, as
     :func:`fastpu.ocmf._problem.row_penalties` computes them for the whole side."""
     other = np.concatenate(other_w) if other_w else np.empty(0)
     local = np.repeat(np.arange(csr.n_rows, dtype=np.int64), np.diff(csr.indptr))
@@ -53,8 +54,9 @@ def make_block(csr, touch, penalty, own_w, *other_w):
     own = np.ascontiguousarray(own_w, dtype=np.float64)
     lam, nu, other_sum = penalty
     count = np.diff(csr.indptr).astype(np.float64) + own * other_sum if nu != 0.0 else None
-    return OcmfBlock(csr.lo, csr.hi, csr.indptr, cols, np.ones(csr.nnz), csr.data,
-                     own[local] * other[cols], own, scaled_penalty(lam, nu, count), touch.size)
+    corr = np.zeros(csr.nnz) if every else own[local] * other[cols]
+    return OcmfBlock(csr.lo, csr.hi, csr.indptr, cols, np.ones(csr.nnz), csr.data, corr, own,
+                     scaled_penalty(lam, nu, count), touch.size)
 
 
 def gram_task(block, own, n_threads, exact=False):

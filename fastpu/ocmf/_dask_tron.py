@@ -248,14 +248,16 @@ def _graph_rows(L, cuts):
 class _Side:
     """One side of the distributed fit: its blocks, its weights, its features (or None)."""
 
-    def __init__(self, client, routes, name, own_src, other_src, X, L, own_w, dtype, penalty):
+    def __init__(self, client, routes, name, own_src, other_src, X, L, own_w, dtype, penalty,
+                 every):
         layout = routes.layout
         csr = layout.user if name == "user" else layout.item
         self.cuts = layout.ub if name == "user" else layout.ib
         self.router = routes.user if name == "user" else routes.item
         self.on = [dict(workers=[_blocks.home(layout.workers, b)], allow_other_workers=True)
                    for b in range(len(csr))]
-        self.blocks = routes.blocks(make_block, name, penalty, own=own_src, other=other_src)
+        self.blocks = routes.blocks(make_block, name, penalty, every, own=own_src,
+                                    other=other_src)
         self.X, self.L, self.w = X, L, own_w
         # the dtype of the rows this side hands the other side: X W in float64 with features,
         # else the factors' own
@@ -279,15 +281,18 @@ class _Side:
 
 
 def fit(client, layout, routes, setup, W, H, *, lam, lam_g, abar, kind, const, has_quad, pw, q,
-        pw_src, q_src, n_iter, n_inner, rows, penalty, n_threads, progress, wrap):
+        pw_src, q_src, n_iter, n_inner, rows, penalty, every, n_threads, progress, wrap):
     """Alternating minimisation; ``setup`` = (X, Z, L_u, L_v) as canonicalised at the boundary.
     A fast side's rows live on the workers (a list of futures, one per block); a TRON side's W
     on the client. ``wrap(W, H, U, V)`` makes the callback's ``info["model"]`` of an iterate.
     ``rows`` is the row solver's options record and ``penalty`` each side's rule for its rows'
-    λ_i (:func:`fastpu.ocmf._dask_blocks.make_block`), both for the fast sides."""
+    λ_i (:func:`fastpu.ocmf._dask_blocks.make_block`), both for the fast sides; ``every``:
+    ``negatives="all"``."""
     X, Z, Lu, Lv = setup
-    user = _Side(client, routes, "user", pw_src, q_src, X, Lu, pw, W.dtype, penalty["user"])
-    item = _Side(client, routes, "item", q_src, pw_src, Z, Lv, q, H.dtype, penalty["item"])
+    user = _Side(client, routes, "user", pw_src, q_src, X, Lu, pw, W.dtype, penalty["user"],
+                 every)
+    item = _Side(client, routes, "item", q_src, pw_src, Z, Lv, q, H.dtype, penalty["item"],
+                 every)
     workers = layout.workers
     dvec = {id(s): _dvec(client, s) for s in (user, item)}
     Ws = _blocks.hold_slices(client, W, layout.ub, workers, "W") if user.fast else W

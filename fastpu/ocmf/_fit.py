@@ -124,9 +124,11 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Per-user and per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
         Target score of unlabeled entries; ``None`` gives -1 for logistic/squared hinge, 0 for square.
-    negatives : {"full", "sampled", "full_logistic"}
+    negatives : {"full", "all", "sampled", "full_logistic"}
         "full": every unlabeled entry, weighted square loss (the paper's Full approach, linear in
-        |Ω+|). "sampled": the loss on Ω+ and ``neg_ratio``·|Ω+_i| unobserved items drawn uniformly
+        |Ω+|). "all": the weighted square term on every entry, the positives included:
+        Σ_Ω+ C ℓ(1, s) + Σ_all p_i q_j (ā − s)², the form of iALS (Rendle et al.'s
+        C (1 − s)² + α₀ s² on a positive, α₀ = ρ), at the same cost. "sampled": the loss on Ω+ and ``neg_ratio``·|Ω+_i| unobserved items drawn uniformly
         per user (label ``a_bar``, weight p_i q_j; the paper uses rho=1). "full_logistic": the loss
         on every entry (LR-wLR), dense O(mnk): refused above ``dense_limit`` entries.
     neg_ratio : float

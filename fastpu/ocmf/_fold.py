@@ -57,11 +57,12 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     lam_rows = row_problem.scaled_penalty(lam, nu, np.diff(Y.indptr) + pw * float(q.sum()))
     negatives = prm.get("negatives", "full")
     info = {}
-    if negatives == "full":
+    if negatives in ("full", "all"):
         indptr, indices = Y.indptr, Y.indices
         labels = np.ones(Y.nnz)
         weights = Y.data.copy()
-        corr = pw[row_problem.rows_of(Y)] * q[Y.indices]
+        corr = pw[row_problem.rows_of(Y)] * q[Y.indices] if negatives == "full" else \
+            np.zeros(Y.nnz)
         M, kappa = np.empty((k, k)), np.empty(k)
         weighted_gram(E, q, M, kappa)
         p_quad = pw

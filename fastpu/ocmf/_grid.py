@@ -73,16 +73,19 @@ class Cell:
         return self.indptr.size - 1
 
 
-def make_cell(indptr: Any, indices: Any, data: Any, own_w: Any, other_w: Any) -> Cell:
+def make_cell(indptr: Any, indices: Any, data: Any, own_w: Any, other_w: Any,
+              every: bool = False) -> Cell:
     """A :class:`Cell` from a CSR slice (local ``indptr`` and ``indices``): corr = own_w[row] ·
-    other_w[col], ocmf's Full weights (``own_w`` and ``other_w`` are the two ranges' slices)."""
+    other_w[col], ocmf's Full weights (``own_w`` and ``other_w`` are the two ranges' slices),
+    or 0 with ``every`` (``negatives="all"``)."""
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     indices = np.ascontiguousarray(indices, dtype=np.int64)
     rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
     own = np.asarray(own_w, dtype=np.float64)
     other = np.asarray(other_w, dtype=np.float64)
+    corr = np.zeros(indices.size) if every else own[rows] * other[indices]
     return Cell(indptr, indices, rows, np.ones(indices.size), np.asarray(data, dtype=np.float64),
-                own[rows] * other[indices])
+                corr)
 
 
 def _f64(A: Any) -> np.ndarray:
@@ -266,7 +269,7 @@ class Grid:
     users), ``cells["item"][b][a]`` its transpose, both first on the same worker."""
 
     def __init__(self, client: Any, Y: Any, grid: tuple[int, int], workers: list[str],
-                 pw: np.ndarray, q: np.ndarray) -> None:
+                 pw: np.ndarray, q: np.ndarray, every: bool = False) -> None:
         self.p, self.q = grid
         m, n = Y.shape
         self.cuts = {"user": _blocks.bounds(m, self.p), "item": _blocks.bounds(n, self.q)}
@@ -288,7 +291,7 @@ class Grid:
                         sub.sort_indices()
                         self.cells[side][i][j] = client.submit(
                             make_cell, sub.indptr, sub.indices, sub.data,
-                            own[int(lo):int(hi)], other[int(clo):int(chi)],
+                            own[int(lo):int(hi)], other[int(clo):int(chi)], every,
                             key=f"fastpu-grid-{side}-{a}-{b}-{_blocks.token()}",
                             **self.on(a, b))
         futures = [f for side in self.cells.values() for row in side for f in row]
@@ -390,7 +393,7 @@ def fit(client: Any, Y: Any, grid: tuple[int, int], workers: list[str], W: np.nd
 
     model, run = checked.model, checked.run
     k = run.k
-    g = Grid(client, Y, grid, workers, pw, q)
+    g = Grid(client, Y, grid, workers, pw, q, every=model.negatives == "all")
     held = []
     try:
         w_src = {"user": _hold_rows(client, g, "user", pw, "p"),

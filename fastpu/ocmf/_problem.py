@@ -31,7 +31,8 @@ from fastpu._kernels.ocmf import RowOptions, local_entries, row_newton
 # ----------------------------------------------------------------------------------------------
 
 _ONE = np.ones(1)
-_NO_CORR = np.empty(0)
+_NO_CORR = np.empty(0)          # r_e = p_i q_j: the unlabeled term is taken off the positives
+_ALL_CORR = np.zeros(1)         # r_e = 0: the unlabeled term covers the positives too ("all")
 _NO_ROWS = np.empty(0)        # row_newton's f0_out when the starting values are not wanted
 _EVALUATE = RowOptions(newton_steps=0)    # row_newton evaluates f_i and leaves the rows as they are
 
@@ -44,9 +45,10 @@ class _Entries:
 
     Compact storage (what :func:`fastpu._kernels.ocmf.row_newton` reads directly): indptr
     and indices share one integer type (:func:`index_dtype`, int32 unless the matrix is too
-    large); ``labels`` or ``weights`` of length 1 give every entry that value (binary data
-    stores neither); an empty ``corr`` means r_e = p_i q_j with the sub-problem's p (rows) and
-    q (columns) — the Full approach's correction, and 0 where p = q = 0. :meth:`expanded` gives
+    large); ``labels``, ``weights`` or ``corr`` of length 1 give every entry that value (binary
+    data stores neither; ``negatives="all"`` has ``corr = [0]``); an empty ``corr`` means
+    r_e = p_i q_j with the sub-problem's p (rows) and q (columns) — the Full approach's
+    correction, and 0 where p = q = 0. :meth:`expanded` gives
     the per-entry float64 arrays and int64 indices the general (coupled) path works on.
     """
 
@@ -106,6 +108,8 @@ class _Entries:
 
         if self.corr.shape[0] == nnz and nnz > 0:
             corr = self.corr
+        elif self.corr.shape[0] == 1:
+            corr = spread(self.corr)
         else:
             rows = np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(indptr))
             corr = p_row[rows] * q_col[indices]
@@ -266,12 +270,14 @@ def build(Y, model, rng):
     m, n = Y.shape
     pw = model.rho * model.p                       # unlabeled weight is pw_i * q_j
     q, abar = model.q, model.abar
-    if model.negatives == "full":
+    if model.negatives in ("full", "all"):
         data = Y.data
         binary = data.size == 0 or (float(data.min()) == 1.0 and float(data.max()) == 1.0)
         weights = _ONE if binary else np.asarray(data, dtype=np.float64)
-        # r_e = pw_i q_j: computed where it is used from p_quad, q_quad (no per-entry array)
-        ent = _Entries(Y.indptr, Y.indices, _ONE, weights, _NO_CORR, (m, n))
+        # r_e = pw_i q_j ("full": computed where it is used from p_quad, q_quad, no per-entry
+        # array) or 0 ("all")
+        corr = _NO_CORR if model.negatives == "full" else _ALL_CORR
+        ent = _Entries(Y.indptr, Y.indices, _ONE, weights, corr, (m, n))
         p_quad, q_quad = pw, q
     else:
         neg = negative_entries(Y, model.negatives, model.neg_ratio, rng, model.dense_limit,

@@ -52,6 +52,8 @@ OCMF_VARIANTS = {
     "SQ-wSQ nu": dict(loss="square", rho=0.1, lam=0.02, nu=1.0, cg_tol=0.2),
     "LR-wSQ nu": dict(loss="logistic", rho=0.05, lam=0.01, nu=0.5, p="p", q="q", cg_tol=1e-6,
                       cg_steps=3),
+    # the unlabeled term over every entry, positives too (iALS's weighting)
+    "iALS": dict(loss="square", rho=0.3, a_bar=0.0, lam=0.01, nu=1.0, negatives="all"),
 }
 
 

@@ -57,17 +57,18 @@ def test_ocmf_square_equals_dense_least_squares(Y, k, seed, rho, lam, abar):
 
 @given(Y=csr_matrices(max_rows=5, max_cols=9), k=st.integers(1, 4), seed=seeds,
        loss=st.sampled_from(LOSS_NAMES),
-       rho=st.sampled_from([0.0, 0.05, 1.0]), lam=st.sampled_from([0.01, 0.5]))
-def test_ocmf_row_gradient_below_tolerance(Y, k, seed, loss, rho, lam):
+       rho=st.sampled_from([0.0, 0.05, 1.0]), lam=st.sampled_from([0.01, 0.5]),
+       negatives=st.sampled_from(["full", "all"]))
+def test_ocmf_row_gradient_below_tolerance(Y, k, seed, loss, rho, lam, negatives):
     rng = np.random.default_rng(seed)
     E = rng.normal(scale=2.0, size=(Y.shape[1], k))
     q = rng.uniform(0.2, 2.0, size=Y.shape[1])
-    model = _ocmf_model(E, loss=loss, rho=rho, abar=-1.0, lam=lam)
+    model = _ocmf_model(E, loss=loss, rho=rho, abar=-1.0, lam=lam, negatives=negatives)
     res = fold_in(model, Y, q=q)
     W = res.user_factors
     for i in range(Y.shape[0]):
         C, pos = _dense_row(Y, i)
-        kw = dict(loss=loss, pw=rho, q=q, abar=-1.0, lam=lam)
+        kw = dict(loss=loss, pw=rho, q=q, abar=-1.0, lam=lam, negatives=negatives)
         _, g = nv.ocmf_row(W[i], E, pos, C, **kw)
         _, g0 = nv.ocmf_row(np.zeros(k), E, pos, C, **kw)
         assert np.linalg.norm(g) <= REL * np.linalg.norm(g0)

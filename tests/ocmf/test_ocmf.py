@@ -16,7 +16,7 @@ from strategies import csr_matrices, seeds, LOSS_NAMES
 
 
 @st.composite
-def problems(draw, negatives=("full", "full_logistic")):
+def problems(draw, negatives=("full", "all", "full_logistic")):
     Y = draw(csr_matrices(min_rows=2, max_rows=7, min_cols=2, max_cols=7))
     m, n = Y.shape
     rng = np.random.default_rng(draw(seeds))

@@ -32,7 +32,8 @@ def problems(draw):
     kw = dict(loss_name=draw(st.sampled_from(LOSS_NAMES)),
               rho=draw(st.sampled_from([0.0, 0.05, 0.5])),
               a_bar=draw(st.sampled_from([0.0, -1.0])), lam=draw(st.sampled_from([0.01, 0.7])),
-              lam_graph=draw(st.sampled_from([0.0, 1.3])), nu=draw(st.sampled_from([0.5, 1.0, 2.0])))
+              lam_graph=draw(st.sampled_from([0.0, 1.3])), nu=draw(st.sampled_from([0.5, 1.0, 2.0])),
+              negatives=draw(st.sampled_from(["full", "all"])))
     if draw(st.booleans()):
         kw["lam_w"] = 0.3
     if draw(st.booleans()):
@@ -60,7 +61,7 @@ def _subproblems(Y, W, H, kw):
         Y.shape, loss=kw["loss_name"], rho=kw["rho"], p=kw.get("p"), q=kw.get("q"),
         a_bar=kw["a_bar"], user_features=None, item_features=None,
         user_graph=kw.get("user_graph"), item_graph=kw.get("item_graph"), lam=kw["lam"],
-        lam_w=kw.get("lam_w"), lam_h=None, lam_graph=kw["lam_graph"], negatives="full",
+        lam_w=kw.get("lam_w"), lam_h=None, lam_graph=kw["lam_graph"], negatives=kw["negatives"],
         neg_ratio=1.0, dense_limit=None, nu=kw["nu"])
     setup = ocmf_problem.build(Y, model, np.random.default_rng(0))
     return (ocmf.SubProblem(setup, setup.entries, setup.user, H, setup.p_quad, setup.q_quad),
