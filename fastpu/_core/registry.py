@@ -17,7 +17,7 @@ import dataclasses
 import importlib
 from typing import Any
 
-__all__ = ["Entry", "BASELINES", "DEFAULT_RANK", "METHODS", "RANKS", "check_fitted", "entries",
+__all__ = ["Entry", "BASELINES", "DEFAULT_RANK", "Family", "METHODS", "RANKS", "check_fitted", "entries",
            "get", "names", "rank_space", "resolve"]
 
 
@@ -57,6 +57,11 @@ class Entry:
         ``space(**fixed) -> (space, fixed)``: the default search space of ``tune`` (an empty
         space when there is nothing to search: ``tune`` fits the entry once). An entry without
         one is not searched (:data:`fastpu.select.NAMES`).
+    families : str or None
+        ``families(**fixed) -> list of Family or None``: the model families ``tune`` draws its
+        settings from, each with fixed settings of its own, its space, its first setting and
+        the rank its ladder starts from (ocmf: iALS's square loss and LR-wSQ); None (or a
+        function returning None for these fixed arguments): one family, ``space``'s.
     defaults : str or None
         ``defaults(**fixed) -> dict``: the values of the fit's parameters whose signature
         default is None because they depend on other arguments (ocmf's ρ and λ depend on the
@@ -93,6 +98,7 @@ class Entry:
     partial: str | None = None
     dask: str | None = None
     space: str | None = None
+    families: str | None = None
     defaults: str | None = None
     demo: str | None = None
     model_class: str = "fastpu._core.factorization:Factorization"
@@ -131,7 +137,8 @@ METHODS = (
           fit="fastpu.ocmf:fit", fold="fastpu.ocmf._fold", dask="fastpu.ocmf._dask",
           partial="fastpu.model._sides:ocmf", compile_seconds=6.5,
           fitted="fastpu.ocmf._check:check_fitted",
-          space="fastpu.ocmf._tuning:space", defaults="fastpu.ocmf._check:loss_defaults",
+          space="fastpu.ocmf._tuning:space", families="fastpu.ocmf._tuning:families",
+          defaults="fastpu.ocmf._check:loss_defaults",
           demo="fastpu.ocmf:demo_configs",
           side=("user_graph", "user_features")),
     Entry("fbgd", "method", "fBGD, all-sample batch gradient with Adagrad (Yuan et al.)",
@@ -191,9 +198,23 @@ BASELINES = (
 
 _ALL = {e.name: e for e in METHODS + BASELINES}
 
-#: the ranks ``select.tune`` searches (log scale), and the rank of its first trial
-RANKS = (16, 32, 64, 128, 256, 512)
+#: the ranks ``select.tune`` searches (log scale; its ladder doubles the rank from a family's
+#: start while validation improves), and the rank of a family's first trial by default
+RANKS = (16, 32, 64, 128, 256, 512, 1024, 2048)
 DEFAULT_RANK = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One model family of ``select.tune``: fixed settings of its own, the space its other
+    parameters are drawn from, its first setting (of the space's parameters other than ``k``;
+    None: drawn), and the rank its ladder starts from."""
+
+    label: str
+    fixed: dict[str, Any]
+    space: dict[str, Any]
+    first: dict[str, Any] | None = None
+    start_rank: int = DEFAULT_RANK
 
 
 def rank_space(m: int, n: int) -> list[int]:

@@ -422,6 +422,20 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     >>> res.model.extras["W"].shape
     (5, 4)
     """
+    return _search(method, Y, space, validation=validation, metric=metric, n_trials=n_trials,
+                   seconds=seconds, first=first, stop_trailing=stop_trailing, seed=seed,
+                   refit=refit, split=split, n_threads=n_threads, verbose=verbose,
+                   families=None, **fixed)
+
+
+def _search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[str, Any], *,
+            validation: float | tuple[Any, Any], metric: str, n_trials: int | None,
+            seconds: float | None, first: Any, stop_trailing: bool, seed: int, refit: bool,
+            split: str, n_threads: Threads, verbose: bool,
+            families: list[registry.Family] | None, **fixed: Any) -> SearchResult:
+    """:func:`search`, or with ``families`` :func:`tune`'s rank ladder over them (``space``
+    and ``first`` then unused)."""
+    _families = families
     fit, name = _fit_function(method)
     mname, mk = _check_metric(metric)
     metric = mname if mk is None else f"{mname}@{mk}"     # 'ndcg@05' is evaluate's 'ndcg@5'
@@ -447,21 +461,30 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
                               (mk,) if mk is not None else (1,), mname, metric, n_threads)
     # after split="rows"'s own check of the method, whose message says more than this one
     _check_fixed(fit, f"{name}.fit" if isinstance(method, str) else f"{name}()", fixed)
-    space = _check_space(space, fit, fixed, *Y.shape)
+    if _families is None:
+        space = _check_space(space, fit, fixed, *Y.shape)
     if seconds is not None:
         seconds = V.check_scalar(seconds, name="seconds", minimum=0.0, strict_min=True)
-    first = _check_first(first, space)
-    settings = _settings(space, n_trials, seconds, first, rng)
     stop = _MedianRule() if V.check_bool(stop_trailing, name="stop_trailing") else None
     trials: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    for t, setting in enumerate(settings, 1):
-        if seconds is not None and trials and time.perf_counter() - t0 >= seconds:
-            break
+    if _families is None:
+        first = _check_first(first, space)
+        settings = _settings(space, n_trials, seconds, first, rng)
         total = n_trials if n_trials is not None else (len(settings) if isinstance(settings, list)
                                                        else None)
+        plan = ((setting, True) for setting in settings)
+    else:
+        fams = [dataclasses.replace(fam, space=_check_space(fam.space, fit, {**fixed, **fam.fixed},
+                                                            *Y.shape)) for fam in _families]
+        total = n_trials
+        plan = _ladder(fams, n_trials, seconds, rng, trials, t0)
+    for t, (setting, stoppable) in enumerate(plan, 1):
+        if seconds is not None and trials and time.perf_counter() - t0 >= seconds:
+            break
         trials.append(_trial(fit, name, isinstance(method, str), t, total, setting, fixed,
-                             holdout, int(seed), n_threads, verbose, stop))
+                             holdout, int(seed), n_threads, verbose,
+                             stop if stoppable else None))
     win = _winner(trials, name)
     best_params = {**{p: v for p, v in fixed.items() if p != "n_iter"}, **win["params"]}
     model = _refit(fit, name, Y, best_params, win["best_iter"], int(seed), n_threads,
@@ -642,6 +665,111 @@ def _settings(space: dict[str, Any], n_trials: int | None, seconds: float | None
     return lead + _draw(space, rest, rng)
 
 
+def _ladder(families: list[registry.Family], budget: int | None, seconds: float | None,
+            rng: np.random.Generator, trials: list[dict[str, Any]],
+            t0: float) -> Any:
+    """tune's settings, one at a time as (setting, the median rule applies), reading the trials
+    run so far (``trials`` grows as the search runs them).
+
+    1. At each family's start rank: each family's first setting, then draws from the families
+       in turn — half the budget (all of it when the rank is fixed or cannot grow), or half the
+       seconds; the median rule stops trailing trials here, where they are comparable.
+    2. The ladder: the best setting so far at the next rank up (the rank doubles), and, while
+       the budget leaves room to climb further, one setting drawn around it (:func:`_near`);
+       climb again while the best at the new rank beats the best below it.
+    3. Whatever budget is left: settings drawn around the best trial, at its rank.
+    """
+    ranks = families[0].space.get("k")
+    climb = isinstance(ranks, list) and len(ranks) > 1 and (budget is None or budget >= 2)
+    origin: list[registry.Family] = []            # the family of each trial, in order
+
+    def at(fam: registry.Family, k: Any, values: dict[str, Any]) -> dict[str, Any]:
+        setting = dict(fam.fixed)
+        if isinstance(ranks, list):
+            setting["k"] = k
+        setting.update(values)
+        origin.append(fam)
+        return setting
+
+    def drawn(fam: registry.Family) -> dict[str, Any]:
+        rest = {p: v for p, v in fam.space.items() if p != "k"}
+        return _draw(rest, 1, rng)[0] if rest else {}
+
+    def start(fam: registry.Family) -> Any:
+        if not isinstance(ranks, list):
+            return None
+        if not climb:
+            return ranks[int(rng.integers(len(ranks)))] if len(ranks) > 1 else ranks[0]
+        below = [r for r in ranks if r <= fam.start_rank]
+        return below[-1] if below else ranks[0]
+
+    def left() -> float:
+        return math.inf if budget is None else budget - len(trials)
+
+    def best(pred: Callable[[dict[str, Any]], bool] = lambda t: True) -> dict[str, Any] | None:
+        ok = [t for t in trials if t["error"] is None and t["best_iter"] > 0 and pred(t)]
+        return max(ok, key=lambda t: (t["best_score"], -t["trial"])) if ok else None
+
+    explore = (budget if not climb else max(len(families), -(-budget // 2))) \
+        if budget is not None else None
+    queue = [(fam, fam.first) for fam in families if fam.first is not None]
+    i = 0
+    while (explore is None or i < min(explore, budget or explore)):
+        if explore is None and seconds is not None and trials \
+                and time.perf_counter() - t0 >= (seconds / 2 if climb else seconds):
+            break
+        if queue:
+            fam, values = queue.pop(0)
+        else:
+            fam = families[i % len(families)]
+            values = drawn(fam)
+        yield at(fam, start(fam), values), True
+        i += 1
+    top = best()
+    if top is None:
+        return                                    # every trial failed: nothing to climb from
+    if climb:
+        while left() > 0:
+            higher = [r for r in ranks if r > top["params"]["k"]]
+            if not higher:
+                break
+            fam = origin[top["trial"] - 1]
+            yield at(fam, higher[0], {p: v for p, v in top["params"].items()
+                                      if p != "k" and p not in fam.fixed}), False
+            if left() > len(higher) - 1 and left() > 0:
+                yield at(fam, higher[0], _near(top["params"], fam, rng)), False
+            rung = best(lambda t, k=higher[0]: t["params"].get("k") == k)
+            if rung is None or rung["best_score"] <= top["best_score"]:
+                break
+            top = rung
+    while left() > 0:
+        top = best()
+        fam = origin[top["trial"] - 1]
+        yield at(fam, top["params"].get("k"), _near(top["params"], fam, rng)), False
+
+
+def _near(params: dict[str, Any], fam: registry.Family, rng: np.random.Generator) -> dict[str, Any]:
+    """A setting drawn around ``params``: each searched value of a log-uniform range times
+    e^N(0, 0.5²), of another range plus N(0, (a tenth of its width)²), inside the range; a
+    list's value stays."""
+    out = {}
+    for p, dist in fam.space.items():
+        if p == "k" or p not in params:
+            continue
+        v = params[p]
+        if isinstance(dist, list) or not _is_distribution(dist) or \
+                not isinstance(v, numbers.Real) or isinstance(v, bool):
+            out[p] = v                   # a list's value, or a default such as None, stays
+            continue
+        lo, hi = (float(x) for x in dist.support())
+        if getattr(getattr(dist, "dist", None), "name", "") in ("loguniform", "reciprocal"):
+            w = float(v) * math.exp(rng.normal(0.0, 0.5))
+        else:
+            w = float(v) + rng.normal(0.0, 0.1 * (hi - lo if math.isfinite(hi - lo) else 1.0))
+        out[p] = float(min(max(w, lo), hi))
+    return out
+
+
 def _winner(trials: list[dict[str, Any]], name: str) -> dict[str, Any]:
     """The best trial (earliest on ties); failed trials are skipped with one warning, and all
     of them failing is an error naming the first one's."""
@@ -802,17 +930,35 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     _check_name(method, "tune")
     data = Y.Y if isinstance(Y, Dataset) else Y
     default, fixed_all = default_space(method, data, **fixed)
-    first = None
-    if space is not None:       # the defaults yield to what the given space searches (e.g. k)
-        fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
-    elif not default:           # nothing to search: the fit once, with the fixed settings
-        space, budget, seconds = _NOTHING, 1, None
-    else:
-        first = _defaults_of(method, default, fixed_all)
-    return search(method, Y, default if space is None else space, validation=validation,
-                  metric=metric, n_trials=budget, seconds=seconds, first=first,
-                  stop_trailing=True, seed=seed, refit=refit, split=split,
-                  n_threads=n_threads, verbose=verbose, **fixed_all)
+    if space is not None or not default:
+        if space is not None:   # the defaults yield to what the given space searches (e.g. k)
+            fixed_all = {p: v for p, v in fixed_all.items() if p in fixed or p not in space}
+        else:                   # nothing to search: the fit once, with the fixed settings
+            space, budget, seconds = _NOTHING, 1, None
+        return search(method, Y, space, validation=validation, metric=metric, n_trials=budget,
+                      seconds=seconds, stop_trailing=True, seed=seed, refit=refit, split=split,
+                      n_threads=n_threads, verbose=verbose, **fixed_all)
+    fams = _families_of(method, data, default, fixed_all)
+    return _search(method, Y, default, validation=validation, metric=metric, n_trials=budget,
+                   seconds=seconds, first=None, stop_trailing=True, seed=seed, refit=refit,
+                   split=split, n_threads=n_threads, verbose=verbose, families=fams, **fixed_all)
+
+
+def _families_of(method: str, data: Any, default: dict[str, Any],
+                 fixed: dict[str, Any]) -> list[registry.Family]:
+    """The families tune draws from: the entry's (their shape-dependent ranges resolved), or
+    one family of the default space whose first setting is the method's defaults."""
+    entry = registry.get(method)
+    fams = entry.resolve("families")(**fixed) if entry.families is not None else None
+    if fams:
+        m, n = V.check_csr(data, name="Y", nonnegative=False).shape
+        return [dataclasses.replace(fam, space={
+            k: (v(m, n) if callable(v) and not _is_distribution(v) else v)
+            for k, v in fam.space.items()}) for fam in fams]
+    first = _defaults_of(method, default, fixed)
+    if first is not None:
+        first = {p: v for p, v in first.items() if p != "k"}
+    return [registry.Family(method, {}, default, first, registry.DEFAULT_RANK)]
 
 
 def _defaults_of(method: str, space: dict[str, Any],

@@ -103,12 +103,55 @@ def test_each_method_is_scored_per_iteration_as_evaluate_would(planted, method, 
 
 
 def test_tune_fixes_what_the_user_fixes(planted):
+    # loss="square" keeps the one family of the square loss (iALS's weighting), whose own
+    # settings come with it; negatives="full" as well leaves out that family: the paper's SQ-wSQ
     res = select.tune("ocmf", planted.Y, budget=3, k=4, n_iter=2, loss="square", metric="ndcg@5")
-    assert res.model.params["loss"] == "square"
-    assert set(res.best_params) == {"k", "loss", "lam", "rho"}
+    assert res.model.params["loss"] == "square" and res.model.params["negatives"] == "all"
+    assert set(res.best_params) == {"k", "loss", "lam", "rho", "negatives", "a_bar", "nu"}
+    assert all(set(t["params"]) == {"lam", "rho", "negatives", "a_bar", "nu"} for t in res.trials)
+    res = select.tune("ocmf", planted.Y, budget=3, k=4, n_iter=2, loss="square",
+                      negatives="full", metric="ndcg@5")
+    assert res.model.params["negatives"] == "full" and res.model.params["nu"] == 0.0
+    assert set(res.best_params) == {"k", "loss", "lam", "rho", "negatives"}
     assert all(set(t["params"]) == {"lam", "rho"} for t in res.trials)
+    assert res.trials[0]["params"] == dict(rho=1 / 6, lam=6.0)     # the fit's own defaults
     space, fixed = select.default_space("ocmf", lam=1.0)
     assert set(space) == {"k", "rho"} and fixed["lam"] == 1.0
+
+
+def test_tune_climbs_the_rank_ladder_while_validation_improves(monkeypatch):
+    """Half the budget at the start rank over both families, then the best setting at twice the
+    rank (and one drawn around it) while the best at the new rank beats the one below; the rest
+    around the best. The ladder reads the trials' scores: here a fit whose validation score
+    grows with k up to 256 and falls above it."""
+    from fastpu.model_selection import select as S
+
+    Y = fp.datasets.synthetic(700, 600, rank=4, density=0.03, seed=1).Y      # ranks to 512
+    seen_k = []
+
+    def score_by_rank(holdout_score):
+        def score(model):
+            k = model.user_factors.shape[1]
+            seen_k.append(k)
+            return {64: 0.1, 128: 0.2, 256: 0.3, 512: 0.25}.get(k, 0.0) + 1e-3 * model.params["rho"]
+        return score
+
+    real = S._holdout
+
+    def holdout(*a, **kw):
+        h, fixed = real(*a, **kw)
+        return S._Holdout(h.Y_fit, h.fit_kw, score_by_rank(h.score), h.metric), fixed
+
+    monkeypatch.setattr(S, "_holdout", holdout)
+    res = select.tune("ocmf", Y, budget=8, n_iter=1, refit=False)
+    ks = [t["params"]["k"] for t in res.trials]
+    assert ks[:4] == [128] * 4                                  # half the budget at the start
+    assert {t["params"]["loss"] for t in res.trials[:4]} == {"square", "logistic"}
+    assert ks[4:8] == [256, 256, 512, 512]                     # climb, climb, then stop above 256
+    assert res.best_params["k"] == 256 and 512 in seen_k
+    # a fixed rank: every trial at it, no ladder
+    res = select.tune("ocmf", Y, budget=3, k=32, n_iter=1, refit=False)
+    assert all("k" not in t["params"] for t in res.trials)
 
 
 def test_tune_with_a_space_that_searches_a_default_fixed_setting(planted):
@@ -349,14 +392,19 @@ def test_tune_method_must_be_a_name(planted, method, exc, match):
 
 
 def test_tune_tries_the_defaults_first_searches_the_rank_and_stops_trailing_trials(planted):
-    """Issue 26: the method's defaults are trial 1 (rank 64, capped by the data), the rank is
-    searched on a log scale, and a trial trailing the median of the earlier ones at the same
-    iteration stops (its stopped_at), so that the same time buys more trials."""
+    """The families' first settings are the first trials, at the ladder's start rank (128,
+    capped by the data; a method without families: its defaults at rank 64), and a trial
+    trailing the median of the earlier ones at the same iteration stops (its stopped_at), so
+    that the same time buys more trials."""
     res = select.tune("ocmf", planted.Y, budget=8, n_iter=6, metric="ndcg@5", seed=3)
-    first = res.trials[0]["params"]
     top = min(planted.Y.shape)
-    assert first == {"k": max(r for r in (16, 32, 64) if r <= top), "rho": 0.01, "lam": 1.0}
-    assert {t["params"]["k"] for t in res.trials} <= {16, 32, 64, 128, 256, 512}
+    start = max(r for r in (16, 32, 64, 128) if r <= top)
+    assert res.trials[0]["params"] == dict(loss="square", negatives="all", a_bar=0.0, nu=1.0,
+                                           k=start, rho=0.5, lam=0.005)
+    assert res.trials[1]["params"] == dict(loss="logistic", k=start, rho=0.01, lam=1.0)
+    assert {t["params"]["k"] for t in res.trials} <= set(fp._core.registry.RANKS)
+    res_fbgd = select.tune("fbgd", planted.Y, budget=2, n_iter=2, metric="ndcg@5")
+    assert res_fbgd.trials[0]["params"]["k"] == max(r for r in (16, 32, 64) if r <= top)
     stopped = [t for t in res.trials if t["stopped_at"] is not None]
     assert stopped and all(len(t["scores"]) == t["stopped_at"] >= 3 for t in stopped)
     # the table says so too (its note column was empty for them: a new user's trial)
@@ -391,13 +439,15 @@ def test_tune_starts_from_the_defaults_of_the_loss(planted):
     top = min(planted.Y.shape)
     k0 = max(r for r in (16, 32, 64) if r <= top)
     kw = dict(n_iter=2, metric="ndcg@5", seed=3, refit=False)
-    sq = select.tune("ocmf", planted.Y, budget=3, loss="square", **kw)
+    # the paper's SQ-wSQ (negatives="full" leaves out iALS's family): the fit's own defaults
+    sq = select.tune("ocmf", planted.Y, budget=3, loss="square", negatives="full", **kw)
     assert sq.trials[0]["params"] == {"k": k0, "rho": 1 / 6, "lam": 6.0}
     lr = select.tune("ocmf", planted.Y, budget=3, loss="logistic", **kw)
     assert lr.trials[0]["params"] == {"k": k0, "rho": 0.01, "lam": 1.0}
-    assert [t["params"] for t in sq.trials[1:]] == [t["params"] for t in lr.trials[1:]]
+    assert sq.trials[1]["params"] == lr.trials[1]["params"]     # the same draw after them
     # a fixed rho leaves the space; lam still starts from the loss's default
-    res = select.tune("ocmf", planted.Y, budget=2, loss="square", rho=0.05, **kw)
+    res = select.tune("ocmf", planted.Y, budget=2, loss="square", negatives="full", rho=0.05,
+                      **kw)
     assert res.trials[0]["params"] == {"k": k0, "lam": 6.0}
     # the first trial is the fit with no rho or lam given: the same validation score
     fit = fp.ocmf.fit(planted.Y, k0, loss="square", n_iter=2)
