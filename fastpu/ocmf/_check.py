@@ -148,7 +148,7 @@ def check_run(k: Any, *, solver: Any, n_iter: Any, n_inner: Any, init_std: Any, 
     return Run(k, solver, n_iter, n_inner, bool(fast_path), init_std, fdt, rng, callback, verbose)
 
 
-def loss_defaults(loss: Any = "logistic", **_: Any) -> dict[str, float]:
+def loss_defaults(loss: Any = "square", **_: Any) -> dict[str, float]:
     """ρ and λ that ``fit(..., loss=loss)`` uses when they are not given (the loss table's,
     :data:`fastpu._kernels.losses.LOSS_TABLE`).
 
