@@ -392,25 +392,27 @@ def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- demo
-def demo_configs() -> list[tuple[str, dict[str, Any]]]:
+def demo_configs() -> list[tuple[str, dict[str, Any], str]]:
     """Settings for ``fastpu demo`` (MovieLens-100K, 80/20 per-user holdout, 2 cores).
 
     Returns
     -------
-    list of (str, dict)
-        ``(label, fit_kwargs)`` pairs; ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``
-        trains each in a few seconds.
+    list of (str, dict, str)
+        ``(label, fit_kwargs, legend)``; ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``
+        trains each in a few seconds; the legend is one line saying what the row is.
 
     Examples
     --------
     >>> from fastpu import fbgd
-    >>> label, kwargs = fbgd.demo_configs()[0]
+    >>> label, kwargs, legend = fbgd.demo_configs()[0]
     >>> kwargs["k"] > 0
     True
     """
     return [
         # the defaults: alpha0 = n_items, rho = 0.05, lr = 0.03 (Adagrad), lam = 0.1
-        ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate")),
-        ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch")),
+        ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate"),
+         "Yuan et al.'s all-sample gradient, coordinate by coordinate (their Appendix B)"),
+        ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch"),
+         "the same loss, every gradient of a side first, then all its steps"),
     ]
 

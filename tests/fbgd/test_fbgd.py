@@ -371,8 +371,8 @@ def test_pos_weight_values_uses_stored_values():
 def test_demo_configs_are_valid_fit_arguments():
     Y = _planted(m=30, n=25, seed=9)
     configs = fbgd.demo_configs()
-    assert configs and all(isinstance(label, str) for label, _ in configs)
-    for _, kw in configs:
+    assert configs and all(isinstance(label, str) and legend for label, _, legend in configs)
+    for _, kw, _ in configs:
         kw = dict(kw, n_iter=1)
         model = fbgd.fit(Y, **kw, seed=0, verbose=False)
         assert model.scores([0]).shape == (1, 25)
