@@ -92,7 +92,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
         nu: float = 0.0, solver: str = "tron", n_iter: int = 15, n_inner: int = 5,
         fast_path: bool = True, newton_steps: int | None = None, cg_steps: int | None = None,
-        cg_tol: float = 1e-3, init: tuple[ArrayLike, ArrayLike] | None = None,
+        cg_tol: float = 1e-3, precondition: bool | None = None,
+        init: tuple[ArrayLike, ArrayLike] | None = None,
         init_std: float | None = None,
         dtype: DTypeLike = "float32", dense_limit: int | None = None, seed: Seed = 0,
         n_threads: Threads = None, callback: Callback = None,
@@ -166,11 +167,18 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Newton–CG problems, in parallel) instead of with ``solver``.
     newton_steps, cg_steps : int, optional
         Newton steps and CG steps per row and outer iteration on the fast path (defaults: 1 and
-        3 for the square loss, 1 and 4 otherwise; the rows are warm-started, and on MovieLens-100K
-        more steps change P@5 by less than 0.002 — see docs/ocmf.md).
+        3 for the square loss, 1 and 4 otherwise, 1 and 2 with ``precondition``; the rows are
+        warm-started, and on MovieLens-100K more steps change P@5 by less than 0.002 — see
+        docs/ocmf.md).
     cg_tol : float
         Each row's CG solve stops once its residual is at most ``cg_tol`` times the first (or
         after ``cg_steps`` steps), in [0, 1).
+    precondition : bool, optional
+        Precondition the rows' CG by the diagonal of each row's Hessian (Jacobi; one more pass
+        over the row's positives per Newton step). ``None`` (default): at k ≥ 64, where the
+        float32 fit works in M's eigenbasis and the preconditioner inverts the k×k part exactly
+        — there one preconditioned CG step reduces a row's objective as much as three plain
+        ones, and ``cg_steps`` defaults to 2 (docs/ocmf.md, "Solvers").
     init : tuple (W0, H0), optional
         Starting factors; default Gaussian noise with standard deviation ``init_std``.
     init_std : float, optional
