@@ -116,8 +116,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         neg_weights: ArrayLike | None = None, neg_row_weights: ArrayLike | None = None,
         pos_weight: float | str = 1.0, r_pos: float | str = 1.0, r_neg: float = 0.0,
         biases: bool | None = None, lam: float = 0.1, nu: float = 0.0, lr: float = 0.03,
-        n_iter: int = 30,
-        update: str = "coordinate", optimizer: str = "adagrad",
+        n_iter: int = 30, update: str = "coordinate", optimizer: str = "adagrad",
         init: tuple[ArrayLike, ArrayLike] | None = None, init_std: float = 0.01, seed: Seed = 0,
         n_threads: Threads = None, callback: Callback = None,
         verbose: bool = False) -> Factorization:
@@ -226,9 +225,9 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     ValueError
         On bad shapes (``init``'s included, or fixed bias entries of ``init`` set otherwise),
         NaN/inf, negative weights or unknown options; ``lam`` above 1e20; ``nu`` outside
-        [0, 10], or above 0 with features; if ``Y`` has no row
-        or no column (at least one user and one item are expected), or no positive (no stored
-        nonzero value).
+        [0, 10], above 0 with features, or so large that a row's penalty overflows; if ``Y``
+        has no row or no column (at least one user and one item are expected), or no positive
+        (no stored nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``); the message
         names the likely cause (``lr``, feature or weight scale).
