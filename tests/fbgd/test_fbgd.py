@@ -563,7 +563,7 @@ def test_signatures_run_data_model_penalties_solver_runtime():
     import inspect
 
     order = ["Y", "k", "user_features", "item_features", "alpha0", "rho", "neg_weights",
-             "neg_row_weights", "pos_weight", "r_pos", "r_neg", "biases", "lam", "lr", "n_iter",
+             "neg_row_weights", "pos_weight", "r_pos", "r_neg", "biases", "lam", "nu", "lr", "n_iter",
              "update", "optimizer", "init", "init_std", "seed", "n_threads", "callback", "verbose"]
     assert list(inspect.signature(fbgd.fit).parameters) == order
     tensor = ["Y", "k", "pairs", "n_x", "n_h", "alpha0", "rho", "neg_weights", "neg_row_weights",
@@ -572,7 +572,7 @@ def test_signatures_run_data_model_penalties_solver_runtime():
     assert list(inspect.signature(fbgd.fit_tensor).parameters) == tensor
     params = inspect.signature(fbgd.objective).parameters
     assert list(params) == ["Y", "P", "Q", "neg_weights", "neg_row_weights", "pos_weight", "r_pos",
-                            "r_neg"]
+                            "r_neg", "lam", "nu"]
     assert all(params[p].kind is inspect.Parameter.KEYWORD_ONLY for p in list(params)[3:])
 
 
