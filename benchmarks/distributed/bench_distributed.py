@@ -1,4 +1,4 @@
-"""fastpu.distributed benchmark: per-iteration time and bytes moved, written to docs/bench_distributed.md.
+"""fastpu.distributed benchmark: per-iteration time and bytes moved, written to docs/benchmarks/.
 
 On a power-law PU matrix (default 50,000 users × 20,000 items, 2,000,000 positives, k = 64):
 
@@ -17,11 +17,11 @@ On a power-law PU matrix (default 50,000 users × 20,000 items, 2,000,000 positi
    docs/distributed.md. Per-iteration bytes are the difference of two fits that differ only in
    n_iter, so the one-off cost of sending the blocks cancels.
 
-The fits run at the method's defaults apart from the settings below (ocmf: float32 factors,
-issue 27; the report of the broadcast layout ran float64, the default then).
+The fits run at the method's defaults apart from the settings below (ocmf: float32 factors).
 
-Run ``python benchmarks/bench_distributed.py`` (several minutes), ``--quick`` for a smoke run,
-``--method fbgd`` for fBGD's batch mode. Per-iteration times are medians over iterations 2..n
+Run ``python benchmarks/distributed/bench_distributed.py`` (several minutes), ``--quick`` for a
+smoke run (its report in a temporary folder), ``--method fbgd`` for fBGD's batch mode (writes
+``bench_distributed_fbgd.md``). Per-iteration times are medians over iterations 2..n
 (iteration 1 also waits for the blocks to be built).
 """
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -37,12 +38,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
+from _common import (DOCS, dask_bytes_sent, git_commit, hardware_line, md_table,  # noqa: E402
+                     per_iteration, powerlaw_pu, provenance, require)
+
 import fastpu as fp  # noqa: E402
 from fastpu import distributed  # noqa: E402
-from _common import git_commit, hardware_line, md_table, per_iteration, powerlaw_pu  # noqa: E402
 from bench_distributed_traffic import lo_bytes, remote_rows  # noqa: E402
-
-DOCS = os.path.join(HERE, "..", "docs")
 
 
 def configs(method):
@@ -66,12 +67,6 @@ def min_iter(model):
 
 def load():
     return os.getloadavg()
-
-
-def out_bytes(client):
-    """Σ over workers of the bytes in their transfer_outgoing_log (since the worker started)."""
-    logs = client.run(lambda dask_worker: [d["total"] for d in dask_worker.transfer_outgoing_log])
-    return int(sum(sum(v) for v in logs.values()))
 
 
 class ScatterCounter:
@@ -103,11 +98,14 @@ def dist_fit(client, Y, k, method, kw, n_iter):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--method", default="ocmf")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a 10x smaller matrix, 3 iterations")
+    ap.add_argument("--method", default="ocmf", choices=("ocmf", "fbgd"))
     ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--out", default=None, help="folder of the report (default docs/benchmarks/; "
+                    "with --quick a temporary folder)")
     args = ap.parse_args()
+    require("dask.distributed", purpose="a LocalCluster", extra="dask")
     m, n, nnz, k = (50_000, 20_000, 2_000_000, 64) if not args.quick else (5_000, 2_000, 100_000, 16)
     n_iter = args.iters if not args.quick else 3
     single, kw = configs(args.method)
@@ -131,11 +129,11 @@ def main():
         try:
             dist_fit(client, Y[:200], k, args.method, kw, 1)            # warm the workers
             counter = ScatterCounter(client)
-            b0, s0, l0 = out_bytes(client), counter.total, lo_bytes()
+            b0, s0, l0 = dask_bytes_sent(client), counter.total, lo_bytes()
             short = dist_fit(client, Y, k, args.method, kw, 2)
-            b1, s1, l1 = out_bytes(client), counter.total, lo_bytes()
+            b1, s1, l1 = dask_bytes_sent(client), counter.total, lo_bytes()
             model = dist_fit(client, Y, k, args.method, kw, n_iter)
-            b2, s2, l2 = out_bytes(client), counter.total, lo_bytes()
+            b2, s2, l2 = dask_bytes_sent(client), counter.total, lo_bytes()
             res[workers] = median_iter(model)
             best[workers] = min_iter(model)
             half = dist_fit(client, Yh, k, args.method, kw, n_iter)
@@ -166,6 +164,7 @@ def main():
     a = (t1 - t1h) / (nnz - nnz // 2)
     b = t1 - a * nnz
     lines.append(f"# fastpu.distributed benchmark ({args.method})\n")
+    lines.append(provenance() + "\n")
     lines.append(hardware_line())
     lines.append(f"\nLoad average (1, 5, 15 min) before: {load0[0]:.1f}, {load0[1]:.1f}, "
                  f"{load0[2]:.1f}; after: {load1[0]:.1f}, {load1[1]:.1f}, {load1[2]:.1f} "
@@ -205,13 +204,15 @@ def main():
                  "at this density.\n")
     rev = git_commit()[0] or ""
     lines.append(f"Measured at commit {rev}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-                 f"`python benchmarks/bench_distributed.py{' --quick' if args.quick else ''}"
+                 f"`python benchmarks/distributed/bench_distributed.py{' --quick' if args.quick else ''}"
                  f"{'' if args.method == 'ocmf' else ' --method ' + args.method}`.\n")
     text = "\n".join(lines)
     print(text)
-    name = f"bench_distributed{'' if args.method == 'ocmf' else '_' + args.method}{'_quick' if args.quick else ''}.md"
-    with open(os.path.join(DOCS, name), "w") as fh:
+    name = f"bench_distributed{'' if args.method == 'ocmf' else '_' + args.method}.md"
+    out_dir = args.out or (tempfile.mkdtemp(prefix="bench_distributed_") if args.quick else str(DOCS))
+    with open(os.path.join(out_dir, name), "w") as fh:
         fh.write(text)
+    print(f"wrote {os.path.join(out_dir, name)}")
 
 
 if __name__ == "__main__":

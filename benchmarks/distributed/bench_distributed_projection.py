@@ -1,4 +1,4 @@
-"""The 10⁹-positive projection of docs/distributed.md from routed measurements (issue 29).
+"""The 10⁹-positive projection of docs/distributed.md from routed measurements.
 
 Setting: 10⁹ positives, 10⁸ users, 10⁷ items, P = 100 workers and blocks, k = 64, ocmf's
 default float32 factors (what ``fastpu.distributed.fit`` ships between workers). Block b of each
@@ -32,8 +32,9 @@ draw probability). The same formula, applied to the sampled block, is printed ne
 sampled count as a check. ``--task`` also times one ocmf block update at full size
 (``update_task`` on the sampled user block, one thread) and its peak memory.
 
-Writes docs/bench_distributed_projection.md (``--quick``: a 100× smaller setting, to
-docs/bench_distributed_projection_quick.md).
+Writes docs/benchmarks/bench_distributed_projection.md (``--workers P`` other than 100:
+``bench_distributed_projection_P<P>.md``; ``--quick``: a 100× smaller setting, into a temporary
+folder).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -50,10 +52,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from _common import PeakMemory, git_commit, hardware_line, md_table  # noqa: E402
+from _common import DOCS, PeakMemory, git_commit, hardware_line, md_table, provenance  # noqa: E402
 from fastpu.distributed.blocks import bounds  # noqa: E402
-
-DOCS = os.path.join(HERE, "..", "docs")
 
 
 def weights(rng, size, a):
@@ -210,6 +210,7 @@ def report(results, args):
     k, item = args.k, np.dtype(np.float32).itemsize
     row = k * item
     lines = ["# Projection at 10⁹ positives from routed measurements\n",
+             provenance() + "\n",
              hardware_line(),
              f"\nSetting: {args.nnz:,} positives, {args.m:,} users, {args.n:,} items, "
              f"{args.workers} workers (one user block and one item block each), k = {k}, "
@@ -259,7 +260,7 @@ def report(results, args):
     rev = git_commit()[0] or ""
     lines.append(f"\nMeasured at commit {rev}, "
                  f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-                 f"`python benchmarks/bench_distributed_projection.py"
+                 f"`python benchmarks/distributed/bench_distributed_projection.py"
                  f"{' --quick' if args.quick else ''}{' --task' if args.task else ''}"
                  f"{'' if args.workers == 100 else f' --workers {args.workers}'}`. Raw "
                  "numbers: the JSON line the script prints.\n")
@@ -267,8 +268,10 @@ def report(results, args):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a 100x smaller setting")
+    ap.add_argument("--out", default=None, help="folder of the report (default docs/benchmarks/; "
+                    "with --quick a temporary folder)")
     ap.add_argument("--data", choices=("powerlaw", "uniform", "both"), default="both")
     ap.add_argument("--workers", type=int, default=100)
     ap.add_argument("--k", type=int, default=64)
@@ -289,10 +292,11 @@ def main():
     args.load.append(os.getloadavg())
     text = report(results, args)
     print(text)
-    name = (f"bench_distributed_projection{'' if args.workers == 100 else f'_P{args.workers}'}"
-            f"{'_quick' if args.quick else ''}.md")
-    with open(os.path.join(DOCS, name), "w") as fh:
+    name = f"bench_distributed_projection{'' if args.workers == 100 else f'_P{args.workers}'}.md"
+    out_dir = args.out or (tempfile.mkdtemp(prefix="bench_projection_") if args.quick else str(DOCS))
+    with open(os.path.join(out_dir, name), "w") as fh:
         fh.write(text)
+    print(f"wrote {os.path.join(out_dir, name)}")
 
 
 if __name__ == "__main__":

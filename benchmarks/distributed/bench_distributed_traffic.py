@@ -1,8 +1,12 @@
-"""Bytes moved per iteration by ``fastpu.distributed.fit`` (issue 29): routed vs broadcast rows.
+"""Bytes moved per iteration by ``fastpu.distributed.fit``: routed vs broadcast rows.
+
+    python benchmarks/distributed/bench_distributed_traffic.py [--data powerlaw] [--grid 2,2]
+
+Prints its measurements (docs/distributed.md quotes them); it writes no file.
 
 Data (``--data``):
 
-* ``blocks`` (default): the issue's block-structured matrix — 40,000 users × 8,000 items in 4
+* ``blocks`` (default): a block-structured matrix — 40,000 users × 8,000 items in 4
   groups (contiguous id ranges), 400,000 positives, 98% of each positive inside its user's
   group's items;
 * ``powerlaw``: the skewed matrix of bench_distributed.py (ids randomly permuted).
@@ -13,7 +17,7 @@ differ only in n_iter (the one-off cost of sending the blocks cancels), counted 
 Dask's own transfer records (every worker's ``transfer_outgoing_log``) and the loopback
 interface's byte counter (/proc/net/dev, everything on the machine: scheduler and client
 messages included). They are set against the broadcast layout's estimate
-(P − 1 + (P − 1)/P)·(m + n)·k·8 of docs/distributed.md; the issue's target is at most 0.5×.
+(P − 1 + (P − 1)/P)·(m + n)·k·8 of docs/distributed.md; the target is at most 0.5×.
 
 ``--grid P,Q`` fits on a P × Q grid of cells (``distributed.fit(..., grid=(P, Q))``) instead of
 row blocks, for the same two counts (the routed payload below is then not printed).
@@ -26,7 +30,7 @@ Also printed: the routed layout's payload per iteration, the factor rows that mo
 workers in both half-steps (``fastpu.distributed.routing.Router.remote_rows``, recomputed here
 from Y with the same blocks and placement) times k times the factor's bytes, and the measured
 bytes over that payload (the wire overhead: serialisation, task messages, the k×k sums).
-``--dtype`` picks the factors' dtype (float64, as the issue's measurement; float32 is ocmf's
+``--dtype`` picks the factors' dtype (float64 by default; float32 is ocmf's
 default and what docs/distributed.md's projection ships).
 """
 
@@ -38,6 +42,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)          # benchmarks/: _common
 
 
 def _setup_path(root):
@@ -103,14 +108,10 @@ def lo_bytes():
     return 0
 
 
-def out_bytes(client):
-    logs = client.run(lambda dask_worker: [d["total"] for d in dask_worker.transfer_outgoing_log])
-    return int(sum(sum(v) for v in logs.values()))
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--root", default=os.path.join(HERE, ".."))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=os.path.dirname(BENCH),
+                    help="the checkout whose fastpu runs (default this one)")
     ap.add_argument("--data", choices=("blocks", "powerlaw"), default="blocks")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--blocks", type=int, default=4)
@@ -124,9 +125,11 @@ def main():
     ap.add_argument("--no-check", action="store_true", help="skip the single-machine comparison")
     args = ap.parse_args()
     root = _setup_path(args.root)
-    sys.path.insert(1, HERE)
+    sys.path.insert(1, BENCH)
+    from _common import dask_bytes_sent as out_bytes, require
 
     import numpy as np
+    require("dask.distributed", purpose="a LocalCluster", extra="dask")
     from dask.distributed import Client, LocalCluster
 
     import fastpu as fp

@@ -18,8 +18,9 @@ Protocol (leave the last transition out):
 - metrics from ``fastpu.evaluate`` over the pairs × movies test matrix: HR@10 (= recall@10
   with one relevant movie), NDCG@10, MRR@10, AUC.
 
-Writes docs/bench_fbgd_tensor.md.  ``python benchmarks/example_fbgd_tensor.py`` (a few
-minutes on 2 cores); ``--quick`` for a smoke run on fewer epochs and a one-point grid.
+Writes docs/benchmarks/bench_fbgd_tensor.md.  ``python benchmarks/quality/bench_fbgd_tensor.py``
+(a few minutes on 2 cores); ``--quick`` for a smoke run on fewer epochs and a one-point grid
+(its report in a temporary folder).
 """
 
 from __future__ import annotations
@@ -27,25 +28,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import DOCS, hardware_line, load_data, md_table, provenance  # noqa: E402
 
 import fastpu as fp  # noqa: E402
-from fastpu import datasets, fbgd  # noqa: E402
-from _common import hardware_line, md_table  # noqa: E402
+from fastpu import fbgd  # noqa: E402
 
-DOCS = os.path.join(HERE, "..", "docs")
 METRICS = ("recall@10", "ndcg@10", "mrr@10", "auc")
 
 
 def sequences(seed=0):
     """Per user, the rated movies in time order (ties in a seeded random order)."""
-    ds = datasets.load("ml-100k")
+    ds = load_data("ml-100k")
     Y, T = ds.Y, ds.timestamps
     rng = np.random.default_rng(seed)
     out = []
@@ -110,7 +110,8 @@ def score(model_kind, split, k, alpha0, n_iter, lr, seed=0):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="5 epochs, a one-point grid, temporary folder")
+    ap.add_argument("--out", default=None, help="folder of the report (default docs/benchmarks/)")
     args = ap.parse_args()
     k, lr = 32, 0.05
     n_iter = 5 if args.quick else 30
@@ -120,7 +121,8 @@ def main():
     val = split_triples(seqs, n, drop_last=2)
     test = split_triples(seqs, n, drop_last=1)
     lines = ["# fBGD tensor models on MovieLens-100K: user × previous movie × next movie",
-             "", f"Written by `benchmarks/example_fbgd_tensor.py{' --quick' if args.quick else ''}`; "
+             "", provenance(), "",
+             f"Written by `python benchmarks/quality/bench_fbgd_tensor.py{' --quick' if args.quick else ''}`; "
              f"{hardware_line().rstrip('.')}.", ""]
     lines += [f"Training (test split): {test['Ytr'].nnz:,} positive triples over "
               f"{test['Ytr'].shape[0]:,} distinct (user, previous movie) pairs, {n} movies; "
@@ -154,10 +156,11 @@ def main():
               "± is the binomial standard error sqrt(HR (1 − HR) / m) over the m test rows. "
               "The tensor models score the test row (user, previous movie) with "
               "`fbgd.pair_model`; MF and popularity score the user alone.  All fits use seed 0.", ""]
-    name = "bench_fbgd_tensor_quick.md" if args.quick else "bench_fbgd_tensor.md"
-    with open(os.path.join(DOCS, name), "w") as fh:
+    out_dir = args.out or (tempfile.mkdtemp(prefix="bench_fbgd_tensor_") if args.quick else str(DOCS))
+    path = os.path.join(out_dir, "bench_fbgd_tensor.md")
+    with open(path, "w") as fh:
         fh.write("\n".join(lines))
-    print("wrote", os.path.join("docs", name))
+    print("wrote", path)
 
 
 if __name__ == "__main__":

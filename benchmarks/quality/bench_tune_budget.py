@@ -1,11 +1,11 @@
-"""Issue 26: ``select.tune(method, Y_train, budget=8)`` against ALS tuned on a 12-setting grid.
+"""``select.tune(method, Y_train, budget=8)`` against ALS tuned on a 12-setting grid.
 
 Run from the repository root::
 
-    python benchmarks/bench_tune_budget.py            # 5 fresh splits of MovieLens-100K
-    python benchmarks/bench_tune_budget.py --quick    # 1 split, 3 trials (smoke run, temp report)
+    python benchmarks/quality/bench_tune_budget.py          # 5 fresh splits of MovieLens-100K
+    python benchmarks/quality/bench_tune_budget.py --quick  # 1 split, 3 trials (smoke run, temp report)
 
-Writes ``docs/bench_tune_budget.md`` and the raw rows to
+Writes ``docs/benchmarks/bench_tune_budget.md`` and the raw rows to
 ``benchmarks/results/bench_tune_budget.json``.
 
 Protocol: MovieLens-100K, every rating a positive; splits the result tables never used (per-user
@@ -32,17 +32,12 @@ import warnings
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import DOCS, RAW, load_data, log, provenance, require  # noqa: E402
 
 ALS_GRID = {"k": [64, 256], "regularization": [1.0, 10.0, 100.0], "alpha": [2.0, 10.0]}
 FASTPU = [("LR-wSQ", "ocmf", {"loss": "logistic"}), ("SQ-wSQ", "ocmf", {"loss": "square"}),
           ("fBGD", "fbgd", {}), ("CSRR-e", "csrr", {"variant": "e"}), ("HOMF", "homf", {})]
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def run_split(Y, seed, budget):
@@ -102,7 +97,8 @@ def report(rows, seeds, budget, seconds, load):
     alss = np.array([float(b[3]) for b in best])
     lines = [
         "# tune with 8 trials against ALS on a 12-setting grid", "",
-        f"Written by `python benchmarks/bench_tune_budget.py` ({seconds / 60:.0f} min). "
+        provenance(), "",
+        f"Written by `python benchmarks/quality/bench_tune_budget.py` ({seconds / 60:.0f} min). "
         f"{hardware_line()} Load average at the start and the end: "
         f"{load[0][0]:.2f} → {load[1][0]:.2f} (quality, not timing: the load does not change a "
         "score).", "",
@@ -120,13 +116,14 @@ def report(rows, seeds, budget, seconds, load):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="1 split, 3 trials, temporary folder")
     args = ap.parse_args()
     import fastpu as fp
 
+    require("implicit", purpose="the ALS row every fastpu method is compared with")
     seeds = [10] if args.quick else [10, 11, 12, 13, 14]
     budget = 3 if args.quick else 8
-    Y = fp.datasets.binarize(fp.datasets.load("ml-100k")).Y      # every rating a positive
+    Y = fp.datasets.binarize(load_data("ml-100k")).Y             # every rating a positive
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     rows = []
@@ -134,11 +131,11 @@ def main():
         rows += run_split(Y, s, budget)
     seconds = time.perf_counter() - t0
     text = report(rows, seeds, budget, seconds, (load0, os.getloadavg()))
-    out = tempfile.mkdtemp() if args.quick else os.path.join(ROOT, "docs")
+    out = tempfile.mkdtemp() if args.quick else str(DOCS)
     with open(os.path.join(out, "bench_tune_budget.md"), "w") as fh:
         fh.write(text)
     raw = (os.path.join(out, "bench_tune_budget.json") if args.quick
-           else os.path.join(HERE, "results", "bench_tune_budget.json"))
+           else str(RAW / "bench_tune_budget.json"))
     with open(raw, "w") as fh:
         json.dump(rows, fh, indent=1)
     print(text)

@@ -1,6 +1,6 @@
-"""SQ-wSQ at its defaults against its search's pick, split by split, on CiaoDVD (issue 26).
+"""SQ-wSQ at its defaults against its search's pick, split by split, on CiaoDVD.
 
-    python benchmarks/results_ciao_defaults.py [--threads 2]
+    python benchmarks/quality/results_ciao_defaults.py [--threads 2]
 
 For each of the five splits of docs/results/ciao.json (per-user holdout) and of
 docs/results/ciao-strong-ALSimplicit_EASE_LR-wSQ_SQ-wSQ.json (held-out users), SQ-wSQ is run by
@@ -15,13 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import fastpu as fp
 from fastpu.model_selection.compare import compare
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "docs", "results")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import RESULTS_DOCS, load_data  # noqa: E402
+
+OUT = str(RESULTS_DOCS)
 TABLES = {"holdout": "ciao", "strong": "ciao-strong-ALSimplicit_EASE_LR-wSQ_SQ-wSQ"}
 
 
@@ -29,7 +32,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args(argv)
-    data = fp.datasets.binarize(fp.datasets.load("ciao"))
+    data = fp.datasets.binarize(load_data("ciao"))
     t0 = time.perf_counter()
     lines = []
     for protocol, name in TABLES.items():
@@ -49,7 +52,7 @@ def main(argv=None):
                          f"{score['EASE', s]:.4f} |")
             print(lines[-1], flush=True)
         lines.append("")
-    head = (f"Command: `python benchmarks/results_ciao_defaults.py"
+    head = (f"Command: `python benchmarks/quality/results_ciao_defaults.py"
             f"{'' if args.threads is None else f' --threads {args.threads}'}` "
             f"({(time.perf_counter() - t0) / 60:.0f} min). Test nDCG@10 of SQ-wSQ at its defaults "
             f"(`compare` with `budget=1`, the search's first trial alone) against the pick of "

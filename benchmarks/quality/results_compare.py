@@ -1,6 +1,6 @@
 """Run ``fastpu.compare.compare`` for one data set and save what docs/results.md is built from.
 
-    python benchmarks/results_compare.py ml-100k [--splits 5] [--budget 16] [--threshold T]
+    python benchmarks/quality/results_compare.py ml-100k [--splits 5] [--budget 16] [--threshold T]
 
 Writes ``docs/results/<name>.md`` (the markdown table of :meth:`CompareResult.to_markdown`),
 ``docs/results/<name>.png`` (the bar chart) and ``docs/results/<name>.json`` (every per-split
@@ -36,15 +36,17 @@ import fastpu as fp
 from fastpu._core import registry
 from fastpu.model_selection.compare import CompareResult, compare
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "docs", "results")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import RESULTS_DOCS, git_state, load_data  # noqa: E402
+
+OUT = str(RESULTS_DOCS)
 
 
 def entries(name, data, Y):
     out = ["popularity", ("WRMF", "wrmf", {})]
     if importlib.util.find_spec("implicit") is not None:
         out += [("ALS (implicit)", "als", {}), ("BPR (implicit)", "bpr", {})]
-    # the item-item baselines (issue 26): their n × n matrix is refused, by name, where it does
+    # the item-item baselines: their n × n matrix is refused, by name, where it does
     # not fit in memory
     out += [("EASE", "ease", {}), ("item-kNN", "itemknn", {})]
     out += [("LR-wSQ", "ocmf", {"loss": "logistic"}), ("SQ-wSQ", "ocmf", {"loss": "square"}),
@@ -85,7 +87,7 @@ def multilabel_entries():
 
 
 def paper_003_entries():
-    """Paper 003's own search (its Sec. V-A) beside fastpu's default spaces, for issue 14 item 6.
+    """Paper 003's own search (its Sec. V-A) beside fastpu's default spaces.
 
     CSRR: α = C_p / C_n with C_p ∈ {0.5, 0.55, ..., 0.95} (C_n = 1 − C_p, so α from 1 to 19),
     the regularisers drawn over the paper's 10⁻⁵ … 10² (log-uniform; the paper names one λ,
@@ -125,7 +127,7 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--protocol", choices=("holdout", "strong"), default="holdout",
-                    help="strong: held-out users, fitted on the others and folded in (issue 26)")
+                    help="strong: held-out users, fitted on the others and folded in")
     ap.add_argument("--users-frac", type=float, default=0.2,
                     help="with --protocol strong: the fraction of users held out")
     ap.add_argument("--only", default=None, help="comma-separated labels to run (default: all)")
@@ -146,10 +148,10 @@ def main(argv=None):
                          "(written by --split-ids) and rewrite its report; fit nothing")
     ap.add_argument("--paper", choices=("003",), default=None,
                     help="003: paper 003's protocol on ML-100K (ratings > 3 are the positives) "
-                         "with its own search ranges beside fastpu's (issue 14 item 6)")
+                         "with its own search ranges beside fastpu's")
     args = ap.parse_args(argv)
 
-    data = fp.datasets.load(args.data)
+    data = load_data(args.data)
     data = fp.datasets.binarize(data, threshold=args.threshold)
     Y = data.Y
     tag = args.data if args.threshold is None else f"{args.data}-t{args.threshold:g}"
@@ -223,9 +225,10 @@ def main(argv=None):
         desc = res.description
         if len(done) > 1:
             desc = count_splits(desc, done)
-        head = (f"Command: `python benchmarks/results_compare.py {shlex.join(argv or sys.argv[1:])}` "
+        head = (f"Command: `python benchmarks/quality/results_compare.py {shlex.join(argv or sys.argv[1:])}` "
                 f"({wall / 60:.0f} min on this machine, {args.threads or numba.get_num_threads()} "
-                f"numba thread(s)); fastpu {fp.__version__}.")
+                f"numba thread(s)); fastpu {fp.__version__} at {git_state()}, "
+                f"{time.strftime('%Y-%m-%d', time.gmtime())}.")
         if left_out:
             head += (f" Left out under this protocol (no fold-in for held-out users): "
                      f"{', '.join(left_out)}.")
@@ -257,7 +260,7 @@ def merge(src, dst, labels, all_labels, argv):
     rows.sort(key=lambda r: (r["split"], old["labels"].index(r["label"])))
     old["rows"] = rows
     old["head"] = (old.get("head", "") + f" Rows of {', '.join(labels)} re-run by "
-                   f"`python benchmarks/results_compare.py {shlex.join(argv)}`.")
+                   f"`python benchmarks/quality/results_compare.py {shlex.join(argv)}`.")
     with open(dst + ".json", "w") as fh:
         json.dump(old, fh, indent=1)
     write_report(dst)
@@ -290,7 +293,7 @@ def join_splits(dst, srcs, argv):
     done = sorted({r["split"] for r in out["rows"]})
     out["rows"].sort(key=lambda r: (r["split"], out["labels"].index(r["label"])))
     out["description"] = count_splits(out["description"], done)
-    out["head"] += f" Joined by `python benchmarks/results_compare.py {shlex.join(argv)}`."
+    out["head"] += f" Joined by `python benchmarks/quality/results_compare.py {shlex.join(argv)}`."
     with open(dst + ".json", "w") as fh:
         json.dump(out, fh, indent=1)
     write_report(dst)

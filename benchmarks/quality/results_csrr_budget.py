@@ -1,10 +1,10 @@
-"""Is CSRR-e short of iterations? (issue 26: it picked the last of its 100 iterations on 4 of 5
-ML-1M splits.)
+"""Is CSRR-e short of iterations? (In docs/results.md's MovieLens-1M table it picked the last of its
+100 iterations on 4 of 5 splits.)
 
 Run from the repository root::
 
-    python benchmarks/results_csrr_budget.py            # ML-1M, split 0, 400 iterations
-    python benchmarks/results_csrr_budget.py --data ml-100k --n-iter 200
+    python benchmarks/quality/results_csrr_budget.py            # ML-1M, split 0, 400 iterations
+    python benchmarks/quality/results_csrr_budget.py --data ml-100k --n-iter 200
 
 One CSRR-e fit at its defaults (``fastpu.csrr.fit(train, 32)``, variant "e") on the training
 part of split 0 (``fastpu.split.holdout(Y, 0.2, seed=0)``, every rating a positive), run for
@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import RESULTS_DOCS, load_data  # noqa: E402
 
 
 def main():
@@ -28,12 +29,12 @@ def main():
     ap.add_argument("--data", default="ml-1m")
     ap.add_argument("--n-iter", type=int, default=400)
     ap.add_argument("--at", default="25,50,100,200,400")
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "results", "csrr-budget.md"))
+    ap.add_argument("--out", default=str(RESULTS_DOCS / "csrr-budget.md"))
     args = ap.parse_args()
     import fastpu as fp
 
     at = sorted({int(a) for a in args.at.split(",") if int(a) <= args.n_iter})
-    data = fp.datasets.binarize(fp.datasets.load(args.data))
+    data = fp.datasets.binarize(load_data(args.data))
     train, test = fp.split.holdout(data, 0.2, seed=0)
     rows = []
     clock = {"fit": 0.0, "last": time.perf_counter()}
@@ -53,7 +54,7 @@ def main():
 
     fp.csrr.fit(train, 32, n_iter=args.n_iter, callback=callback)
     base = rows[[r[0] for r in rows].index(100)] if any(r[0] == 100 for r in rows) else rows[0]
-    lines = [f"Command: `python benchmarks/results_csrr_budget.py --data {args.data} --n-iter "
+    lines = [f"Command: `python benchmarks/quality/results_csrr_budget.py --data {args.data} --n-iter "
              f"{args.n_iter}`. CSRR-e at its defaults (k = 32), {args.data} split 0 "
              "(per-user 80/20, seed 0, every rating a positive); test scores after each listed "
              "outer iteration of one fit.", "",

@@ -1,8 +1,8 @@
 """The settings `tune` chose on the training parts of ML-100K and ML-1M, and the defaults from them.
 
-    python benchmarks/results_defaults.py      # reads docs/results/{ml-100k,ml-1m}.json
+    python benchmarks/quality/results_defaults.py      # reads docs/results/{ml-100k,ml-1m}.json
 
-Issue 14, item 2: each method's defaults are re-chosen from ``tune`` runs on the *training*
+Each method's defaults are chosen from ``tune`` runs on the *training*
 side of MovieLens-100K and MovieLens-1M. The runs are those of ``results_compare.py``: on every
 split, every method was tuned on that split's training part only (16 random trials over its
 default space, nDCG@10 on a validation split carved from the training part). This script
@@ -18,11 +18,14 @@ from __future__ import annotations
 import collections
 import json
 import os
+import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RES = os.path.join(HERE, "..", "docs", "results")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import RESULTS_DOCS  # noqa: E402
+
+RES = str(RESULTS_DOCS)
 DATA = {"ml-100k": 1682, "ml-1m": 3706}          # number of items n (fBGD's α0 scales with it)
 METHODS = {   # label in results_compare.py -> {parameter: scale}
     "LR-wSQ": {"rho": "log", "lam": "log"},
@@ -74,8 +77,8 @@ def main():
             with open(path) as fh:
                 runs[name] = json.load(fh)["rows"]
     lines = ["# Defaults chosen by `tune` on the training parts of ML-100K and ML-1M", "",
-             "Produced by `python benchmarks/results_defaults.py` from the per-split tuning "
-             "winners that `benchmarks/results_compare.py` saved in "
+             "Produced by `python benchmarks/quality/results_defaults.py` from the per-split tuning "
+             "winners that `benchmarks/quality/results_compare.py` saved in "
              + ", ".join(f"`docs/results/{n}.json` ({_count(rows)})" for n, rows in runs.items())
              + ". On every split each method was tuned on the training part only (16 random "
                "trials over its default space, nDCG@10 on a validation split of the training "
@@ -88,8 +91,8 @@ def main():
     for label, params in METHODS.items():
         lines += [f"## {label}", ""]
         if label == "SQ-wSQ":
-            lines += ["ocmf's `rho` and `lam` default by loss. The square loss's (SQ-wSQ) were "
-                      "re-chosen for issue 26 as WRMF's α = 5, λ = 36 in SQ-wSQ's terms "
+            lines += ["ocmf's `rho` and `lam` default by loss. The square loss's (SQ-wSQ) are "
+                      "WRMF's α = 5, λ = 36 in SQ-wSQ's terms "
                       "(ρ = 1/6, λ = 6): `tune`, which tried it as its second trial, kept it on "
                       "17 of the 20 MovieLens-100K and FilmTrust splits of docs/results.md "
                       "(both protocols).", ""]
@@ -106,7 +109,7 @@ def main():
                     if p == "alpha0/n":
                         v = bp.get("alpha0", -1.0)     # None: the default, n
                         v = None if v == -1.0 else 1.0 if v is None else v / DATA[name]
-                    else:           # fBGD's penalty was recorded as "reg" before issue 25
+                    else:           # older runs recorded fBGD's penalty as "reg"
                         v = bp.get(p, bp.get("reg") if (label, p) == ("fBGD", "lam") else None)
                     if v is not None:
                         vals.append(v)

@@ -1,6 +1,6 @@
-"""Issue 26: is the gap to EASE on MovieLens-1M the search's or the models'?
+"""Is the gap to EASE on MovieLens-1M the search's or the models'?
 
-    python benchmarks/results_ease_gap.py [--split 0]
+    python benchmarks/quality/results_ease_gap.py [--split 0]
 
 In docs/results.md's MovieLens-1M table (16 trials of ``fastpu.select.tune`` per method and
 split) EASE is about 2% above the best fastpu method. Two things could be short: the search
@@ -30,16 +30,16 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
 
 import fastpu as fp  # noqa: E402
 from fastpu import select  # noqa: E402
 from fastpu._core import registry  # noqa: E402
 from fastpu.model_selection.split import holdout  # noqa: E402
 
-from _common import git_commit, hardware_line, md_table  # noqa: E402
+from _common import RESULTS_DOCS, git_commit, hardware_line, load_data, md_table  # noqa: E402
 
-OUT = os.path.join(HERE, "..", "docs", "results", "ease-gap")
+OUT = str(RESULTS_DOCS / "ease-gap")
 GRIDS = {
     "EASE": ("ease", {"lam": [300.0, 600.0, 1000.0, 1800.0, 3000.0]}, {}),
     "LR-wSQ": ("ocmf", {"k": [512], "rho": [0.0025, 0.006], "lam": [1.5, 3.0]},
@@ -54,7 +54,7 @@ def main():
     ap.add_argument("--split", type=int, default=0)
     args = ap.parse_args()
     t_start, load0 = time.perf_counter(), os.getloadavg()
-    Y = fp.datasets.binarize(fp.datasets.load("ml-1m")).Y
+    Y = fp.datasets.binarize(load_data("ml-1m")).Y
     Y_train, Y_test = holdout(Y, test_frac=0.2, seed=args.split)
     rows = []
     for label, (method, grid, fixed) in GRIDS.items():
@@ -107,7 +107,7 @@ def main():
             f"{setting(dict(best=t['params']))}: {t['score']:.4f} (it {t['best_iter']})"
             for t in r["trials"]))
     rev = git_commit()[0] or ""
-    lines += ["", f"Measured at commit {rev}; `python benchmarks/results_ease_gap.py"
+    lines += ["", f"Measured at commit {rev}; `python benchmarks/quality/results_ease_gap.py"
                   f"{'' if args.split == 0 else f' --split {args.split}'}`.", ""]
     with open(OUT + ".md", "w") as fh:
         fh.write("\n".join(lines))

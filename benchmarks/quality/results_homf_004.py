@@ -1,6 +1,6 @@
-"""Paper 004's protocol on MovieLens-1M: HOMF (T ≥ 2) against plain MF (T = 1), issue 14 item 6.
+"""Paper 004's protocol on MovieLens-1M: HOMF (T ≥ 2) against plain MF (T = 1).
 
-    python benchmarks/results_homf_004.py [--splits 3] [--mode exact] [--T 1,2,4,6,8]
+    python benchmarks/quality/results_homf_004.py [--splits 3] [--mode exact] [--T 1,2,4,6,8]
 
 Paper 004 (Shah, Rao, Ding, Sec. 4) factorizes the ratings of ML-1M with rank k = 10 for every
 method, makes random 80/20 train/test splits of the ratings, cross-validates λ over
@@ -27,12 +27,14 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-import fastpu as fp
-from fastpu.model_selection.metrics import evaluate_rated
-from fastpu.model_selection.split import split_by_mask
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import RESULTS_DOCS, load_data  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "docs", "results")
+import fastpu as fp  # noqa: E402
+from fastpu.model_selection.metrics import evaluate_rated  # noqa: E402
+from fastpu.model_selection.split import split_by_mask  # noqa: E402
+
+OUT = str(RESULTS_DOCS)
 LAMS = [10.0 ** e for e in range(-4, 3)]
 KS = (5, 10)
 
@@ -71,7 +73,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args(argv)
     Ts = [int(t) for t in args.T.split(",")]
-    R = fp.datasets.load("ml-1m").Y
+    R = load_data("ml-1m").Y
     started = time.perf_counter()
     rows, trials = [], []
     for s in range(args.splits):
@@ -104,7 +106,7 @@ def main(argv=None):
 
     keys = [f"{m}@{k}" for m in ("precision", "recall", "map", "ndcg") for k in KS]
     fams = ["MF (T = 1)", "HOMF (T ≥ 2)"] if len(Ts) > 1 and 1 in Ts else sorted({r["family"] for r in rows})
-    lines = [f"Command: `python benchmarks/results_homf_004.py {' '.join(argv or sys.argv[1:])}` "
+    lines = [f"Command: `python benchmarks/quality/results_homf_004.py {' '.join(argv or sys.argv[1:])}` "
              f"({wall / 60:.0f} min). MovieLens-1M ratings ({R.shape[0]} × {R.shape[1]}, {R.nnz:,}); "
              f"{args.splits} random 80/20 splits of the ratings; k = {args.k}, g = exp, mode "
              f"\"{args.mode}\", {args.n_iter} outer iterations at most; λ ∈ 10⁻⁴ … 10², T ∈ {Ts}, "

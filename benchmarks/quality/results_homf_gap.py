@@ -1,6 +1,6 @@
-"""Issue 26: where HOMF's gap to the weighted factorizations comes from (MovieLens-100K).
+"""Where HOMF's gap to the weighted factorizations comes from (MovieLens-100K).
 
-    python benchmarks/results_homf_gap.py [--splits 5] [--budget 16]
+    python benchmarks/quality/results_homf_gap.py [--splits 5] [--budget 16]
 
 HOMF factorizes f_T(A), a polynomial of the random-walk matrix A of the user-item graph
 (paper 004), with every node pair counted alike. Under the ranking protocol of docs/results.md
@@ -31,12 +31,15 @@ import numpy as np
 from scipy import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, HERE)                                 # results_compare, beside this script
+sys.path.insert(0, os.path.join(HERE, ".."))
 
 import fastpu as fp  # noqa: E402
 from fastpu.model_selection.compare import CompareResult, compare  # noqa: E402
 
-OUT = os.path.join(HERE, "..", "docs", "results", "homf-gap")
+from _common import RESULTS_DOCS, load_data  # noqa: E402
+
+OUT = str(RESULTS_DOCS / "homf-gap")
 SQ_SQ = {"loss": "square", "rho": 1.0, "a_bar": 0.0,
          "space": {"k": [16, 32, 64, 128, 256, 512], "lam": stats.loguniform(0.1, 100.0)}}
 ENTRIES = [("HOMF", "homf", {}), ("HOMF, T = 1", "homf", {"T": 1}),
@@ -48,7 +51,7 @@ def main():
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--budget", type=int, default=16)
     args = ap.parse_args()
-    data = fp.datasets.binarize(fp.datasets.load("ml-100k"))
+    data = fp.datasets.binarize(load_data("ml-100k"))
     rows = []
     t0 = time.perf_counter()
     load0 = os.getloadavg()
@@ -60,7 +63,7 @@ def main():
         f"split (seed {args.splits - 1})", f"splits (seeds 0..{args.splits - 1})")
     full = CompareResult(rows=rows, labels=[e[0] for e in ENTRIES], description=desc)
     homf_t = [r["best_params"].get("T") for r in rows if r["label"] == "HOMF"]
-    head = (f"Command: `python benchmarks/results_homf_gap.py --splits {args.splits} --budget "
+    head = (f"Command: `python benchmarks/quality/results_homf_gap.py --splits {args.splits} --budget "
             f"{args.budget}` ({wall / 60:.0f} min; quality, not timing: load average "
             f"{load0[0]:.1f} → {os.getloadavg()[0]:.1f}). Tuned HOMF's T per split: {homf_t}.")
     with open(OUT + ".md", "w") as fh:

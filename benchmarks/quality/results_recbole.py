@@ -1,6 +1,6 @@
 """RecBole's MovieLens-1M full-ranking protocol, run on fastpu, beside RecBole's published table.
 
-    python benchmarks/results_recbole.py [--splits 5] [--budget 16] [--methods ease,ocmf,als]
+    python benchmarks/quality/results_recbole.py [--splits 5] [--budget 16] [--methods ease,ocmf,als]
 
 The protocol of RecBole's published MovieLens-1M leaderboard (RecBole v1.1.1, general
 recommendation, "ml-1m", full ranking): ratings of 3 and above are the positives; users and items
@@ -35,13 +35,12 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import fastpu as fp  # noqa: E402
-from _common import git_commit  # noqa: E402
+from _common import RESULTS_DOCS, git_commit, load_data, require  # noqa: E402
 
-OUT = os.path.join(HERE, "..", "docs", "results")
+OUT = str(RESULTS_DOCS)
 
 #: RecBole v1.1.1's published MovieLens-1M table (test NDCG@10), as RecBole reports it
 RECBOLE = {"ADMMSLIM": 0.2904, "EASE": 0.2865, "RecVAE": 0.2795, "SLIMElastic": 0.2782,
@@ -54,7 +53,7 @@ ALS_GRID = dict(k=(128, 256), regularization=(0.1, 1.0, 10.0), alpha=(1.0, 5.0, 
 def positives():
     """MovieLens-1M as RecBole's protocol keeps it: ratings ≥ 3, then the 10-core of users and
     items (repeated until stable)."""
-    Y = sp.csr_array(fp.datasets.load("ml-1m").Y)
+    Y = sp.csr_array(load_data("ml-1m").Y)
     Y = sp.csr_array((Y >= 3).astype(np.float64))
     Y.eliminate_zeros()
     while True:
@@ -178,7 +177,7 @@ def write_report(raw, args, Y, methods):
         "",
         f"*Measured at commit `{commit}`{' (with uncommitted changes)' if dirty else ''} on "
         f"{time.strftime('%Y-%m-%d')} (load average {os.getloadavg()[0]:.1f} at the end); "
-        f"`benchmarks/results_recbole.py --splits {args.splits} --budget {args.budget}`.*",
+        f"`benchmarks/quality/results_recbole.py --splits {args.splits} --budget {args.budget}`.*",
         "",
         f"The positives: {Y.shape[0]:,} users × {Y.shape[1]:,} items, {Y.nnz:,} positives "
         "(RecBole's protocol; the module docstring of the script gives it). Test NDCG@10, mean ± "

@@ -1,4 +1,4 @@
-"""A campaign of hostile inputs against fastpu (issue 30): model files, data files and archives,
+"""A campaign of hostile inputs against fastpu: model files, data files and archives,
 the kernel cache and data folders, fold-in and serving on loaded or edited models, the
 readers, sparse input, sizes declared by the input, and the command line.
 
@@ -31,7 +31,9 @@ Every outcome is put in exactly one class by the rule below (first match wins), 
 
 Run it from the repository root (it takes 20 to 40 minutes; nothing else heavy should run)::
 
-    python benchmarks/campaign_reliability.py --out docs/reliability.md
+    python benchmarks/reliability/campaign_reliability.py --out docs/reliability.md \
+        --json benchmarks/results/campaign_reliability.json
+    python benchmarks/reliability/campaign_reliability.py --list   # the inputs, without running them
 
 Hostile files are made only under a temporary folder (removed at the end; ``--keep`` keeps it);
 the user's real kernel cache is read (this checkout's compiled kernels) but never written by a
@@ -61,7 +63,7 @@ import time
 import zipfile
 from typing import Any, Callable
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 MARK = "@@fastpu-campaign@@"
 CLASSES = ("clear error", "sensible result", "crash", "hang", "memory blow-up",
            "silent wrong result", "security finding", "unclear error")
@@ -2338,10 +2340,12 @@ def write_report(path: pathlib.Path, results: list[dict[str, Any]], meta: dict[s
     lines = [
         "# Reliability and security: the campaign of hostile inputs",
         "",
-        "This page is written by `benchmarks/campaign_reliability.py`. Every input runs in a "
+        f"*Provenance: measured at commit `{meta['commit']}` ({meta['started'][:10]}).*",
+        "",
+        "This page is written by `benchmarks/reliability/campaign_reliability.py`. Every input runs in a "
         f"process of its own under a {meta['memory_gib']:.0f} GiB memory cap (`RLIMIT_AS`) and a "
         f"{meta['timeout']:.0f} s time limit, one process at a time, and its outcome is put in one class "
-        "by the rule below. Re-run it with `python benchmarks/campaign_reliability.py --out "
+        "by the rule below. Re-run it with `python benchmarks/reliability/campaign_reliability.py --out "
         "docs/reliability.md` (20 to 40 minutes, on an otherwise idle machine).",
         "",
         f"- Machine: {meta['machine']}.",
@@ -2351,7 +2355,7 @@ def write_report(path: pathlib.Path, results: list[dict[str, Any]], meta: dict[s
         "",
         "## Result",
         "",
-        "| class | count | goal |" + (f" the same inputs at {before['meta']['commit']} (before issue 30) |"
+        "| class | count | goal |" + (f" the same inputs at {before['meta']['commit']} |"
                                      if before else ""),
         "|---|---:|---|" + ("---:|" if before else ""),
     ]

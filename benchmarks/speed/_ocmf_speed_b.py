@@ -11,9 +11,9 @@ import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _ocmf_speed_common import (best_of, blas_limit, fmt_s, LAM, LAM_GRAPH, limit_threads, log,
-                                ocmf, per_iteration, powerlaw_pu, random_graph, RHO, _setup,
-                                THREADS)  # noqa: E402
+from _ocmf_speed_common import (best_of, blas_limit, fmt_s, LAM, LAM_GRAPH, limit_threads,  # noqa: E402
+                                log, ocmf, per_iteration, powerlaw_pu, random_graph, RHO, _setup,
+                                THREADS)
 from _ocmf_speed_cd import implicit_iteration_seconds  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def part_b(cfg):
         for m, Y in mats.items():
             with blas_limit(1):
                 fast = ocmf.fit(Y, k, loss="logistic", rho=RHO, lam=LAM, n_iter=it + 1,
-                                n_threads=THREADS)
+                                n_threads=THREADS, dtype="float64")
             t = per_iteration(fast.history)[1:]
             fast_times[m].extend(t)
             fast_rounds[m].append(float(np.median(t)))
@@ -64,7 +64,8 @@ def part_b(cfg):
         S = random_graph(m, 10, seed=2)
         with count_hessp() as cnt, blas_limit(1):
             coup = ocmf.fit(Y, k, loss="logistic", rho=RHO, lam=LAM, user_graph=S,
-                            lam_graph=LAM_GRAPH, solver="tron", n_iter=it, n_threads=THREADS)
+                            lam_graph=LAM_GRAPH, solver="tron", n_iter=it, n_threads=THREADS,
+                            dtype="float64")
         t_coup = float(np.median(per_iteration(coup.history)))
         tron_it = sum(h["inner"] for h in coup.history) / len(coup.history)
         # the coupled sub-problem's own cost, independent of how many TRON steps it takes

@@ -9,11 +9,11 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))      # the script's own parts
 
-from _ocmf_speed_common import (best_of, blas_limit, fmt_s, LAM, limit_threads, LOCAL_ENTRIES,
-                                log, ocmf, per_iteration, powerlaw_pu, RHO, sampled_dots,
-                                _setup, THREADS)  # noqa: E402
+from _ocmf_speed_common import (best_of, blas_limit, fmt_s, LAM, limit_threads, log, ocmf,  # noqa: E402
+                                per_iteration, powerlaw_pu, RHO, sampled_dots, _setup, THREADS)
+from fastpu._kernels.ocmf import RowOptions  # noqa: E402
 from fastpu.ocmf import _problem  # noqa: E402
 
 
@@ -33,18 +33,20 @@ def implicit_iteration_seconds(Y32, k, n_iter, threads):
     return np.array(times), als
 
 
-# newton_steps / cg_steps are given explicitly (the library's defaults when this was written)
-# so that the settings stated next to the numbers stay true if the defaults change.
+# newton_steps, cg_steps and dtype are given explicitly so that the settings stated next to the
+# numbers stay true if the defaults change.
 FASTPU_C = [
-    ("SQ-wSQ", dict(loss="square", rho=RHO, lam=LAM, newton_steps=1, cg_steps=3)),
+    ("SQ-wSQ", dict(loss="square", rho=RHO, lam=LAM, newton_steps=1, cg_steps=3,
+                    dtype="float64")),
     ("SQ-wSQ float32", dict(loss="square", rho=RHO, lam=LAM, newton_steps=1, cg_steps=3,
                             dtype="float32")),
-    ("LR-wSQ", dict(loss="logistic", rho=RHO, lam=LAM, newton_steps=1, cg_steps=4)),
+    ("LR-wSQ", dict(loss="logistic", rho=RHO, lam=LAM, newton_steps=1, cg_steps=4,
+                    dtype="float64")),
     ("LR-wSQ float32", dict(loss="logistic", rho=RHO, lam=LAM, newton_steps=1, cg_steps=4,
                             dtype="float32")),
 ]
-F64_C = [(lab, kw) for lab, kw in FASTPU_C if "dtype" not in kw]   # also run with default BLAS,
-#                                                                   # at 1 thread, and profiled
+F64_C = [(lab, kw) for lab, kw in FASTPU_C if kw["dtype"] == "float64"]   # also run with default
+#                                                             # BLAS, at 1 thread, and profiled
 GOALS_C = {"SQ-wSQ": 1.0, "LR-wSQ": 3.0}
 
 
@@ -57,84 +59,30 @@ def fastpu_iteration_seconds(Y, k, kw, n_iter, threads):
     return per_iteration(model.history), model
 
 
-def _kernel_copy(mod, name, mode):
-    """A diagnostic copy of kernel ``name`` of module ``mod`` (the library is not touched).
-
-    The module's current source is re-compiled without numba's cache, with every kernel
-    ``mode`` = "strict" (no fastmath flag at all, strict IEEE order of every sum) or
-    "reassoc" (``fastmath={"reassoc", "contract"}`` on every kernel of the module, so that
-    LLVM may vectorise the dot-product reductions). Returns None if the source has an
-    unexpected shape.
-    """
-    import inspect
-    import re
-
-    import numba as nb
-
-    src = inspect.getsource(mod)
-    src = re.sub(r"^from \.(\w+) import", r"from fastpu._kernels.\1 import", src, flags=re.M)
-    src = re.sub(r"^from \. import", "from fastpu._kernels import", src, flags=re.M)
-    src = re.sub(r"\bcache=True", "cache=False", src)
-    src = re.sub(r",\s*fastmath=\{[^}]*\}", "", src)
-    if mode == "reassoc":
-        if "dict(nogil=True, cache=False)" not in src:
-            return None
-        src = src.replace("dict(nogil=True, cache=False)",
-                          'dict(nogil=True, cache=False, fastmath={"reassoc", "contract"})')
-    ns = {"__name__": f"_probe_{mode}_{name}", "nb": nb, "np": np}
-    exec(compile(src, f"<{mode} copy of {mod.__name__}>", "exec"), ns)
-    return ns.get(name)
-
-
-def _probe_variants():
-    """Strict-IEEE and reassociating copies of row_newton and sampled_dots."""
-    from fastpu._kernels import csr as csr_mod
-    from fastpu._kernels import ocmf as upd_mod
-
-    return {f"{name} {mode}": _kernel_copy(mod, name, mode)
-            for mod, name in ((upd_mod, "row_newton"), (csr_mod, "sampled_dots"))
-            for mode in ("strict", "reassoc")}
-
-
-def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
-    """Time the pieces of one outer iteration on the fast path (the kernels ``fit`` calls).
+def profile_iteration(Y, model, kw, threads, repeat=2):
+    """Time the pieces of one outer iteration on the fast path (the calls ``fit`` makes).
 
     Starts from the factors of ``model`` (a fit on ``Y``), so that the logistic line searches
-    behave as in a running fit. BLAS is limited to one thread. With ``probes`` (from
-    :func:`_probe_variants`), also times those copies of the kernels.
+    behave as in a running fit. BLAS is limited to one thread.
     """
     from threadpoolctl import threadpool_limits
 
     setup, _ = _setup(Y, kw["loss"], rho=kw["rho"], lam=kw["lam"])
-    ns, cs = kw["newton_steps"], kw["cg_steps"]
+    rows = RowOptions(newton_steps=kw["newton_steps"], cg_steps=kw["cg_steps"])
     W, H = model.user_factors, model.item_factors
 
-    def gram(E, q):
-        return (E.T * q) @ E, E.T @ q
-
     def lib_side(ent, side_, W, E, pq, qq):
-        """The library's own side update, exactly as ``fit`` calls it on the fast path.
+        """The library's own side update, as ``fit`` calls it on the fast path.
 
         It updates W in place (as in ``fit``), so the caller passes a private copy; repeated
         calls continue from the updated rows like successive outer iterations do.
         """
-        return _problem._update_side(setup, ent, side_, W, E, pq, qq, True, None, 1, ns, cs)[0]
-
-    def side(kernel, ent, side_, W, E, pq, qq):
-        """The same update with a copy of row_newton (Grams by numpy)."""
-        M, kap = gram(E, qq)
-        W = np.array(W, copy=True, order="C")
-        kernel(setup.kind, ent.indptr, ent.indices, ent.labels, ent.weights, ent.corr, qq,
-               setup.abar, np.ascontiguousarray(E), M, kap, pq, setup.lam, W, ns, cs, 1e-3,
-               max(16, LOCAL_ENTRIES // W.shape[1]), np.empty(W.shape[0]), np.empty(0))
-        return W
+        return _problem._update_side(setup, ent, side_, W, E, pq, qq, True, None, 1, rows)[0]
 
     s = np.empty(Y.nnz)
     ent = setup.entries
     out = {}
     with limit_threads(threads), threadpool_limits(1, "blas"):
-        user = (setup.entries, setup.user, W, H, setup.p_quad, setup.q_quad)
-        item = (setup.entries_t, setup.item, H, W, setup.q_quad, setup.p_quad)
         user_own = (setup.entries, setup.user, W.copy(), H, setup.p_quad, setup.q_quad)
         item_own = (setup.entries_t, setup.item, H.copy(), W, setup.q_quad, setup.p_quad)
         out["library: user side (_update_side, m rows)"] = best_of(
@@ -143,21 +91,6 @@ def profile_iteration(Y, model, kw, threads, repeat=2, probes=None):
             lambda: lib_side(*item_own), repeat=repeat, warmup=0)
         out["library: sampled_dots over Ω+ (TRON path, objective())"] = best_of(
             lambda: sampled_dots(ent.indptr, ent.indices, W, H, s), repeat=repeat)
-        if probes is not None:
-            ref = lib_side(setup.entries, setup.user, W.copy(), H, setup.p_quad, setup.q_quad)
-            for mode in ("strict", "reassoc"):
-                rn = probes.get(f"row_newton {mode}")
-                if rn is not None:
-                    b = side(rn, *user)
-                    out[f"_{mode}_rel_diff"] = float(np.abs(ref - b).max() / np.abs(ref).max())
-                    out[f"{mode} copy: user side row_newton"] = best_of(
-                        lambda: side(rn, *user), repeat=repeat, warmup=0)
-                    out[f"{mode} copy: item side row_newton"] = best_of(
-                        lambda: side(rn, *item), repeat=repeat, warmup=0)
-                sd = probes.get(f"sampled_dots {mode}")
-                if sd is not None:
-                    out[f"{mode} copy: sampled_dots"] = best_of(
-                        lambda: sd(ent.indptr, ent.indices, W, H, s), repeat=repeat)
     return out
 
 
@@ -205,10 +138,9 @@ def part_cd(cfg):
             log(f"(c) fastpu {label}, {th} thread(s), BLAS threads {blas}: {np.round(t, 3)} s per "
                 f"iteration (objective {model.history[-1]['objective']:.6g})")
     res["fastpu"] = fp
-    probes = _probe_variants()
     prof = {}
     for label, kw in F64_C:
-        prof[label] = profile_iteration(Y, models[label], kw, THREADS, probes=probes)
+        prof[label] = profile_iteration(Y, models[label], kw, THREADS)
         log(f"(c) profile {label}: " + ", ".join(
             f"{a} {fmt_s(b) if not a.startswith('_') else f'{b:.1e}'}" for a, b in prof[label].items()))
     res["profile"] = prof

@@ -1,7 +1,8 @@
 """Approximate top-N for a large catalogue: nearest-neighbour libraries against exact ``recommend``.
 
-    python benchmarks/bench_ann.py run --backend exact|faiss-hnsw|faiss-ivf|hnswlib|pynndescent|fastpu
-    python benchmarks/bench_ann.py report          # writes docs/bench_ann.md from the results
+    python benchmarks/speed/bench_ann.py run --backend exact|faiss-hnsw|faiss-ivf|hnswlib|pynndescent|fastpu
+    python benchmarks/speed/bench_ann.py report    # writes docs/benchmarks/bench_ann.md from the results
+    python benchmarks/speed/bench_ann.py --quick   # exact and fastpu on 2,000 items (temp folder)
 
 A model with 1,000,000 items and k = 64 (the issue's size) and 10,000 users; each user has 20
 seen items, left out of its recommendations. Every run recommends the top 10 for **all** users
@@ -37,14 +38,19 @@ import time
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-RESULTS = pathlib.Path(os.environ.get("BENCH_ANN_RESULTS", HERE / "results" / "bench_ann.jsonl"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import DOCS, RAW, ROOT, provenance, require, stamp  # noqa: E402
 
-N_ITEMS, K, N_USERS, N_SEEN, TOP = int(os.environ.get("BENCH_ANN_ITEMS", 1_000_000)), 64, 10_000, 20, 10
+sys.path.insert(0, str(ROOT))
+RESULTS = pathlib.Path(os.environ.get("BENCH_ANN_RESULTS", RAW / "bench_ann.jsonl"))
+
+N_ITEMS, K, N_SEEN, TOP = int(os.environ.get("BENCH_ANN_ITEMS", 1_000_000)), 64, 20, 10
+N_USERS = int(os.environ.get("BENCH_ANN_USERS", 10_000))
 #: the exact top 10 of every user, written by the exact run for the others to compare with
 EXACT = pathlib.Path(tempfile.gettempdir()) / f"bench_ann_exact_{N_ITEMS}.npy"
+#: the module each backend needs (the ``bench`` extra does not install them)
+NEEDS = {"faiss-hnsw": "faiss", "faiss-ivf": "faiss", "hnswlib": "hnswlib",
+         "pynndescent": "pynndescent", "fastpu": "faiss"}
 
 
 def model_and_seen(n_items: int = N_ITEMS, n_users: int = N_USERS, seed: int = 0):
@@ -146,8 +152,11 @@ def run(backend: str, params: dict, sweep: list) -> None:
     import fastpu as fp
 
     fp.set_num_threads(2)
-    model, seen = model_and_seen()
-    base = {"backend": backend, "n_items": N_ITEMS, "k": K, "n_users": N_USERS}
+    model, seen = model_and_seen(N_ITEMS, N_USERS)
+    if backend in NEEDS:
+        require(NEEDS[backend], purpose=f"the {backend} backend", extra=None)
+    base = {"backend": backend, "n_items": N_ITEMS, "k": K, "n_users": N_USERS,
+            "commit": stamp()[0], "date": stamp()[1]}
     if backend == "exact":
         fp.recommend(model, seen, users=[0, 1], n=TOP)          # compile / load the kernels
         load = os.getloadavg()
@@ -221,7 +230,7 @@ numbers to read; absolute seconds on an idle machine are lower.
 """
 
 
-def report() -> None:
+def report(out_dir=None) -> None:
     import platform
 
     rows = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.strip()]
@@ -230,18 +239,21 @@ def report() -> None:
     for r in rows:
         last[(r["backend"], json.dumps(r["params"], sort_keys=True))] = r
     loads = [x for r in last.values() for x in (r["load_before"][0], r["load_after"][0])]
+    prov = provenance([(r.get("commit"), r.get("date")) for r in last.values()])
     lines = [
-        "# Approximate top-N: nearest-neighbour libraries against exact `recommend` (issue 28)",
+        "# Approximate top-N: nearest-neighbour libraries against exact `recommend`",
+        "",
+        prov,
         "",
         f"**Hardware:** {platform.processor() or platform.machine()}, 2 cores shared with other "
         f"work; 1-minute load average between {min(loads):.1f} and {max(loads):.1f} while the "
         "runs below ran (each run's load before and after it is in "
         "`benchmarks/results/bench_ann.jsonl`).",
         "",
-        "Command: `python benchmarks/bench_ann.py run --backend ...` (one process per row), then "
-        "`python benchmarks/bench_ann.py report`. Model: 1,000,000 items, k = 64, 10,000 users, "
-        "20 seen items per user; the top 10 of **every** user in one call, 2 threads "
-        "(`benchmarks/bench_ann.py` says how the factors are drawn). Recall@10 is against "
+        "Command: `python benchmarks/speed/bench_ann.py run --backend ...` (one process per row), "
+        "then `python benchmarks/speed/bench_ann.py report`. Model: 1,000,000 items, k = 64, "
+        "10,000 users, 20 seen items per user; the top 10 of **every** user in one call, 2 threads "
+        "(`benchmarks/speed/bench_ann.py` says how the factors are drawn). Recall@10 is against "
         "exact `fastpu.recommend`; speed-up = exact seconds / approximate query seconds.",
         "",
         "| backend | settings | index build (s) | top 10 for all users (s) | speed-up | recall@10 |",
@@ -252,7 +264,7 @@ def report() -> None:
         settings = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "—"
         lines.append(f"| {backend} | {settings} | {r['build_s']:.1f} | {r['query_s']:.2f} | "
                      f"{speed:.1f}× | {r['recall']:.3f} |")
-    out = ROOT / "docs" / "bench_ann.md"
+    out = pathlib.Path(out_dir or DOCS) / "bench_ann.md"
     text = "\n".join(lines) + "\n" + NOTES
     out.write_text(text)
     print(text)
@@ -260,14 +272,23 @@ def report() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("run", "report"))
+    ap.add_argument("what", nargs="?", choices=("run", "report"))
     ap.add_argument("--backend", default="exact")
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--sweep", default="", help="comma-separated values of the query-time knob "
                                                 "(ef, nprobe, eps)")
+    ap.add_argument("--out", default=None, help="folder of the report (default docs/benchmarks/)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: exact and fastpu on 2,000 items and 200 users, results and "
+                         "report in a temporary folder")
     args = ap.parse_args()
+    if args.quick:
+        quick()
+        return
+    if args.what is None:
+        ap.error("say what to do: run or report (or --quick)")
     if args.what == "report":
-        report()
+        report(args.out)
         return
     params = {}
     for p in args.param:
@@ -275,6 +296,18 @@ def main() -> None:
         params[key] = json.loads(value) if value[:1].isdigit() or value[:1] in "[{-" else value
     sweep = [json.loads(v) for v in args.sweep.split(",") if v]
     run(args.backend, params, sweep)
+
+
+def quick() -> None:
+    """Both steps at a small size, into a temporary folder."""
+    global N_ITEMS, N_USERS, EXACT, RESULTS
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench_ann_quick_"))
+    N_ITEMS, N_USERS = 2000, 200
+    EXACT, RESULTS = tmp / "exact.npy", tmp / "bench_ann.jsonl"
+    for backend in ("exact", "fastpu"):
+        run(backend, {}, [])
+    report(tmp)
+    print(f"wrote {tmp / 'bench_ann.md'}")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,15 @@
-"""Issue 29: what the bit-for-bit eigenbasis costs ocmf on one machine.
+"""What the bit-for-bit eigenbasis costs ocmf on one machine.
 
-Since issue 29, ocmf's float32 path at k >= 64 sums each half-step's M with error-free pairs
-(``fastpu._kernels.csr.gram_parts``) and turns the factors by one-thread BLAS products on fixed
-chunks of 64 rows (``turn_rows``), so that a Dask fit gives the same factors bit for bit. Before,
-M was summed in chunk order (``weighted_gram``) and the rows were turned by BLAS products on
-chunks of 2,048 rows. This script times both in one run, on the same matrix, in the same process,
-taking turns:
+ocmf's float32 path at k >= 64 sums each half-step's M with error-free pairs
+(``fastpu._kernels.csr.gram_parts``) and turns the factors by one-thread BLAS products on chunks
+fixed by row number (``turn_rows``, ``TURN_ROWS`` rows each), so that a Dask fit gives the same
+factors bit for bit. The order-dependent alternative ("before" below) sums M in chunk order
+(``weighted_gram``) and turns the rows by BLAS products on chunks of 2,048 rows. This script
+times both in one run, on the same matrix, in the same process, taking turns:
 
 pieces
     The two operations alone at the 20M benchmark's row count (138,000 + 27,000 rows), k = 64
-    and k = 256, two threads: one turn of the rows (chunks of 2,048 vs ``turn_rows``'s 64) and
+    and k = 256, two threads: one turn of the rows (chunks of 2,048 vs ``turn_rows``'s) and
     one Gram of them (``weighted_gram`` vs ``gram_parts``); best of 5.
 fit
     An ocmf iteration at the defaults (SQ-wSQ, float32) on the 138,000 × 27,000 power-law matrix
@@ -19,8 +19,8 @@ fit
 
 Run from the repository root on a quiet machine (about 4 minutes on 2 cores)::
 
-    python benchmarks/bench_eigen_turn.py            # writes docs/bench_eigen_turn.md
-    python benchmarks/bench_eigen_turn.py --quick    # small sizes, prints only
+    python benchmarks/speed/bench_eigen_turn.py          # writes docs/benchmarks/bench_eigen_turn.md
+    python benchmarks/speed/bench_eigen_turn.py --quick  # small sizes, prints only
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import _common  # noqa: E402
 
 import fastpu as fp  # noqa: E402
@@ -45,7 +45,7 @@ _CHUNK = 2048
 
 
 def blas_turn(A, Q):
-    """The turn before issue 29: A ← A Q by one-thread BLAS products on chunks of 2,048 rows."""
+    """The order-dependent turn: A ← A Q by one-thread BLAS products on chunks of 2,048 rows."""
     n, k = A.shape
     n_chunks = -(-n // _CHUNK)
 
@@ -60,7 +60,7 @@ def blas_turn(A, Q):
 
 
 def chunk_gram(E, q):
-    """M and κ before issue 29 (``weighted_gram``), as gram_parts's (hi, lo, hi, lo)."""
+    """M and κ summed in chunk order (``weighted_gram``), as gram_parts's (hi, lo, hi, lo)."""
     k = E.shape[1]
     M, kappa = np.empty((k, k)), np.empty(k)
     K.weighted_gram(E, q, M, kappa)
@@ -86,7 +86,7 @@ def pieces(rows, ks, repeat):
 
 
 class _Before:
-    """The previous turn and Gram in place of the new ones, while the block runs."""
+    """The order-dependent turn and Gram in place of the library's, while the block runs."""
 
     def __enter__(self):
         self.saved = (_problem.turn_rows, _problem.gram_parts)
@@ -121,19 +121,21 @@ def fits(Y, ks, n_iter, rounds):
 
 
 def report(pc, res, objective, args, seconds, load):
-    lines = ["# The bit-for-bit eigenbasis: its cost on one machine (issue 29)\n",
+    lines = ["# The bit-for-bit eigenbasis: its cost on one machine\n",
+             _common.provenance() + "\n",
              _common.hardware_line(),
-             f"\nCommand: `python benchmarks/bench_eigen_turn.py` ({seconds / 60:.1f} min, "
-             f"nothing else running: load average {load[0]:.2f} at the start, "
-             f"{load[1]:.2f} at the end); commit {_common.git_commit()[0]}.\n",
-             "Since issue 29, ocmf's float32 path at k ≥ 64 sums each half-step's M with "
+             f"\nCommand: `python benchmarks/speed/bench_eigen_turn.py` ({seconds / 60:.1f} min, "
+             f"load average {load[0]:.2f} at the start, {load[1]:.2f} at the end); "
+             f"{_common.git_state()}.\n",
+             "ocmf's float32 path at k ≥ 64 sums each half-step's M with "
              "error-free pairs (`gram_parts`) and turns the factors by one-thread BLAS products "
-             "on fixed chunks of 64 rows (`turn_rows`), so that `distributed.fit` gives the same "
-             "factors bit for bit. \"Before\" is the previous code, put back in the same "
-             "process: M summed in chunk order (`weighted_gram`) and the turns made on chunks "
-             "of 2,048 rows. Two threads, BLAS on one thread per product.\n",
+             f"on chunks of {K.TURN_ROWS:,} rows fixed by row number (`turn_rows`), so that "
+             "`distributed.fit` gives the same factors bit for bit. \"Before\" is the "
+             "order-dependent alternative, put in place in the same process: M summed in chunk "
+             "order (`weighted_gram`) and the turns made on chunks of 2,048 rows. Two threads, "
+             "BLAS on one thread per product.\n",
              f"## The two operations alone ({pc[0]['rows']:,} rows, best of {args.repeat})\n",
-             _common.md_table(["k", "turn: 2,048-row chunks s", "turn: 64-row chunks s",
+             _common.md_table(["k", "turn: 2,048-row chunks s", f"turn: {K.TURN_ROWS:,}-row chunks s",
                                "ratio", "M: chunk order s", "M: pairs s", "ratio",
                                "added per iteration s"],
                               [[p["k"], f"{p['blas_turn']:.4f}", f"{p['row_turn']:.4f}",
@@ -161,7 +163,7 @@ def report(pc, res, objective, args, seconds, load):
                                    "final objective, relative difference"], rows))
     lines.append("\nThe objectives differ by float32 rounding: the two fits make the same turns "
                  "up to rounding.\n")
-    path = os.path.join(os.path.dirname(__file__), "..", "docs", "bench_eigen_turn.md")
+    path = os.path.join(_common.DOCS, "bench_eigen_turn.md")
     with open(path, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {os.path.normpath(path)}")

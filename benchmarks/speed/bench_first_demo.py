@@ -1,6 +1,6 @@
-"""First run as a new user meets it (issue 28): the first `fastpu demo` and each method's first fit.
+"""First run as a new user meets it: the first `fastpu demo` and each method's first fit.
 
-    python benchmarks/bench_first_demo.py --python /path/to/fresh-venv/bin/python [--rounds 1]
+    python benchmarks/speed/bench_first_demo.py --python /path/to/fresh-venv/bin/python [--rounds 1]
 
 Run it with the Python of a fresh virtual environment where the README's first command
 (``pip install ".[data]"``) installed fastpu. Every measurement starts a new process with
@@ -13,7 +13,8 @@ Run it with the Python of a fresh virtual environment where the README's first c
   the cache: their difference is the compile time quoted by the first-run notice
   (``compile_seconds`` in fastpu/_core/registry.py).
 
-Writes docs/bench_first_demo.md with the machine's load average before and after each step.
+Writes docs/benchmarks/bench_first_demo.md with the machine's load average before and after each
+step.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import DOCS, provenance  # noqa: E402
 
 FIT = r"""
 import time, warnings
@@ -63,6 +65,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", required=True, help="the Python of a fresh virtual environment")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--out", default=str(DOCS), help="folder of the report (default docs/benchmarks/)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="fastpu-first-")
     rows = []
@@ -86,14 +89,16 @@ def main() -> None:
     py = subprocess.run([args.python, "-c", "import sys, numba, numpy; print(sys.version.split()[0], "
                          "numba.__version__, numpy.__version__)"], capture_output=True, text=True).stdout.split()
     lines = [
-        "# First run as a new user meets it: `fastpu demo` and each method's first fit (issue 28)",
+        "# First run as a new user meets it: `fastpu demo` and each method's first fit",
+        "",
+        provenance(),
         "",
         f"**Machine:** {platform.machine()}, {os.cpu_count()} cores shared with other work; Python "
         f"{py[0]}, numba {py[1]}, numpy {py[2]}, in a fresh virtual environment where the README's "
         "first command installed fastpu (no tqdm: the plain progress line). Every process below "
         "started with `FASTPU_CACHE_DIR` pointed at a new, empty folder.",
         "",
-        "Command: `python benchmarks/bench_first_demo.py --python <fresh venv>/bin/python`. The "
+        "Command: `python benchmarks/speed/bench_first_demo.py --python <fresh venv>/bin/python`. The "
         "1-minute load average before and after each step is given: the machine is shared, and "
         "seconds grow with the load.",
         "",
@@ -121,7 +126,7 @@ def main() -> None:
         lines.append(f"| {method} | {cold:.1f} | {warm:.2f} | {cold - warm:.1f} | "
                      f"{mine[-1][5]:.1f} → {mine[-1][6]:.1f} |")
     text = "\n".join(lines) + "\n"
-    (ROOT / "docs" / "bench_first_demo.md").write_text(text)
+    (pathlib.Path(args.out) / "bench_first_demo.md").write_text(text)
     print(text)
 
 

@@ -1,8 +1,8 @@
 """HOMF benchmarks: exact vs dense mode, time as T grows, 1 vs 2 threads, quality vs implicit ALS.
 
-Run ``python benchmarks/bench_homf.py`` (full, a few minutes) or with ``--quick`` (a smoke run on
-MovieLens-100K only).  Writes ``docs/bench_homf.md`` and ``docs/bench_homf_T.png`` (``--quick``:
-``docs/bench_homf_quick.md`` / ``docs/bench_homf_quick_T.png``), overwriting earlier results.
+Run ``python benchmarks/speed/bench_homf.py`` (full, a few minutes) or with ``--quick`` (a smoke
+run on MovieLens-100K only, into a temporary folder).  Writes ``docs/benchmarks/bench_homf.md``
+and ``docs/benchmarks/bench_homf_T.png``, overwriting earlier results.
 Every ratio in the tables is measured within this one run; the JIT is warmed before any timing.
 """
 
@@ -14,22 +14,24 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # implicit's advice; k×k s
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import DOCS, ROOT, hardware_line, load_data, pinned, provenance, require  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 import fastpu as fp  # noqa: E402
 from fastpu import homf  # noqa: E402
 from fastpu.model import Factorization  # noqa: E402
-from _common import hardware_line, pinned  # noqa: E402
 
-# made with the defaults before issue 14 re-chose them (g="exp", lam=1e-3): pinned so that
-# running this script again reproduces docs/bench_homf.md
+# made with the defaults of the time (g="exp", lam=1e-3): pinned so that running this script
+# again reproduces docs/benchmarks/bench_homf.md
 homf_fit = pinned(homf.fit, g="exp", lam=1e-3)
 
 K = 32
@@ -228,17 +230,20 @@ def bench_quality(datasets, quick):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smoke run on MovieLens-100K only")
-    ap.add_argument("--out", default=str(ROOT / "docs"), help="output folder (default docs/)")
+    ap.add_argument("--out", default=None, help="output folder (default docs/benchmarks/; with "
+                    "--quick a temporary folder)")
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out or (tempfile.mkdtemp(prefix="bench_homf_quick_") if args.quick else DOCS))
     out.mkdir(parents=True, exist_ok=True)
-    stem = "bench_homf_quick" if args.quick else "bench_homf"
+    stem = "bench_homf"
+    require("implicit", purpose="the ALS rows of the quality table")
     t0 = time.perf_counter()
     (_, t_warm) = timed(warm)
 
-    ml100k = fp.datasets.load("ml-100k").Y
+    ml100k = load_data("ml-100k").Y
     parts = [f"# HOMF benchmarks{' (quick run)' if args.quick else ''}\n",
-             f"{hardware_line()}  Written by `python benchmarks/bench_homf.py"
+             provenance() + "\n",
+             f"{hardware_line()}  Written by `python benchmarks/speed/bench_homf.py"
              f"{' --quick' if args.quick else ''}`; JIT warm-up (compile or cache load) "
              f"{t_warm:.1f} s, excluded from every timing.  Other processes may share the machine: "
              "compare ratios, which are measured within one run.\n",
@@ -248,7 +253,7 @@ def main(argv=None):
     if args.quick:
         text, _ = bench_modes("MovieLens-100K", ml100k, T=4, n_iter_exact=1, n_iter_dense=5)
     else:
-        ml1m = fp.datasets.load("ml-1m").Y
+        ml1m = load_data("ml-1m").Y
         text, _ = bench_modes("MovieLens-1M", ml1m, T=4, n_iter_exact=1, n_iter_dense=10)
     parts.append(text)
 
@@ -278,7 +283,7 @@ def main(argv=None):
         "ALS grid: regularization in {0.01, 1} × alpha in {1, 10}, 15 iterations; both on 2 threads.\n")
     datasets = [("ML-100K", ml100k, None, 5.0)]
     if not args.quick:
-        ciao = fp.datasets.load("ciao")
+        ciao = load_data("ciao")
         datasets += [("ML-1M", ml1m, None, 5.0), ("CiaoDVD", ciao.Y, ciao.user_graph, 5.0)]
     parts.append(bench_quality(datasets, args.quick))
     parts.append(f"\nTotal benchmark time {time.perf_counter() - t0:.0f} s.\n")

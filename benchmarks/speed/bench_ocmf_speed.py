@@ -2,11 +2,11 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_ocmf_speed.py            # everything, < 10 min on 2 quiet cores
-    python benchmarks/bench_ocmf_speed.py --quick    # tiny sizes, smoke run (< 1 min)
+    python benchmarks/speed/bench_ocmf_speed.py          # everything, < 10 min on 2 quiet cores
+    python benchmarks/speed/bench_ocmf_speed.py --quick  # tiny sizes, smoke run (< 1 min)
 
-Writes ``docs/bench_ocmf_speed.md`` (tables) and ``docs/bench_ocmf_speed.png`` (plot of part a),
-overwriting them. Parts:
+Writes ``docs/benchmarks/bench_ocmf_speed.md`` (tables) and ``docs/benchmarks/bench_ocmf_speed.png``
+(plot of part a), overwriting them. Parts:
 
 (a) objective + gradient of one sub-problem (LR-wSQ, k = 32, ~20 positives per row): the
     efficient O(|Ω+|k + mk²) path (``ocmf.SubProblem``) against a dense O(mnk) numpy
@@ -15,16 +15,17 @@ overwriting them. Parts:
     path, and LR-wSQ with a user graph solved by TRON; implicit's ALS as a reference).
 (c) time per outer iteration against implicit's AlternatingLeastSquares on the same
     50,000 × 20,000 matrix with 2,000,000 positives, k = 64, 2 threads (float64 and float32
-    factors), with a profile of where fastpu's iteration goes.
+    factors), with a profile of where fastpu's iteration goes (the library's side updates).
 
 (b) and (c) let their configurations take turns over several rounds, so that a slow spell of
 a shared machine falls on all of them, and report the ratio of each round next to the
 ratio of the pooled medians.
 (d) fastpu (and implicit) at 1 and 2 threads on the (c) matrix.
 
-Each experiment has its own module: ``_ocmf_speed_a.py``, ``_ocmf_speed_b.py``,
-``_ocmf_speed_cd.py``; ``_ocmf_speed_report.py`` writes the report and
-``_ocmf_speed_common.py`` holds the configuration and helpers they share.
+Each experiment has its own module beside this script: ``_ocmf_speed_a.py``,
+``_ocmf_speed_b.py``, ``_ocmf_speed_cd.py``; ``_ocmf_speed_report.py`` writes the report and
+``_ocmf_speed_common.py`` holds the configuration they share (the helpers come from
+``benchmarks/_common.py``).
 """
 
 
@@ -44,8 +45,9 @@ import _ocmf_speed_report as report  # noqa: E402
 from _ocmf_speed_a import efficient_fun_grad, part_a, plot_a  # noqa: E402
 from _ocmf_speed_b import part_b  # noqa: E402
 from _ocmf_speed_cd import part_cd  # noqa: E402
-from _ocmf_speed_common import (FULL, QUICK, RHO, ROOT, THREADS, _setup, hardware,  # noqa: E402
+from _ocmf_speed_common import (FULL, QUICK, RHO, THREADS, _setup, hardware,  # noqa: E402
                                 hardware_line, log, ocmf, powerlaw_pu, random_graph)
+from _common import DOCS, git_state  # noqa: E402
 
 
 def warm_up():
@@ -55,8 +57,10 @@ def warm_up():
     S = random_graph(60, 4, seed=0)
     for th in (1, THREADS):
         for loss in ("square", "logistic"):
-            ocmf.fit(Y, 8, loss=loss, rho=RHO, n_iter=2, n_threads=th)
-            ocmf.fit(Y, 8, loss=loss, rho=RHO, user_graph=S, lam_graph=1.0, n_iter=2, n_threads=th)
+            for dtype in ("float64", "float32"):
+                ocmf.fit(Y, 8, loss=loss, rho=RHO, n_iter=2, n_threads=th, dtype=dtype)
+                ocmf.fit(Y, 8, loss=loss, rho=RHO, user_graph=S, lam_graph=1.0, n_iter=2,
+                         n_threads=th, dtype=dtype)
     setup, _ = _setup(Y, "logistic")
     efficient_fun_grad(setup, np.ones((60, 8)), np.ones((40, 8)))
     return time.perf_counter() - t0
@@ -67,17 +71,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes, smoke run (< 1 minute)")
     ap.add_argument("--out", default=None,
-                    help="directory for bench_ocmf_speed.md and .png (default: docs/; with "
+                    help="directory for bench_ocmf_speed.md and .png (default: docs/benchmarks/; with "
                          "--quick a temporary directory, so a smoke run never overwrites the "
                          "real tables)")
     args = ap.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     if args.out is None:
         args.out = tempfile.mkdtemp(prefix="bench_ocmf_quick_") if args.quick else \
-            os.path.join(ROOT, "docs")
+            str(DOCS)
     os.makedirs(args.out, exist_ok=True)
     t_start = time.perf_counter()
-    report.GIT_STATE = report._git_state()
+    report.GIT_STATE = git_state()
     hw = hardware()
     log(hardware_line(hw))
     warm = warm_up()

@@ -1,13 +1,13 @@
-"""Issue 27: ocmf against implicit's ALS at the size of MovieLens-20M, per iteration and to quality.
+"""ocmf against implicit's ALS at the size of MovieLens-20M, per iteration and to quality.
 
 Run from the repository root, on a quiet machine::
 
-    python benchmarks/bench_perf_20m.py                 # every part, about 40 minutes on 2 cores
-    python benchmarks/bench_perf_20m.py --parts speed   # one part (speed, scale, growth, quality)
-    python benchmarks/bench_perf_20m.py --quick         # small sizes, a smoke run (temp report)
+    python benchmarks/speed/bench_perf_20m.py                # every part, about 40 minutes on 2 cores
+    python benchmarks/speed/bench_perf_20m.py --parts speed  # one part (speed, scale, growth, quality)
+    python benchmarks/speed/bench_perf_20m.py --quick        # small sizes, a smoke run (temp report)
 
-Writes ``docs/bench_perf_20m.md`` with ``docs/bench_perf_20m_scale.png`` and
-``docs/bench_perf_20m_quality.png``, and the raw measurements to
+Writes ``docs/benchmarks/bench_perf_20m.md`` with ``bench_perf_20m_scale.png`` and
+``bench_perf_20m_quality.png`` beside it, and the raw measurements to
 ``benchmarks/results/bench_perf_20m.json``. Every measurement is one fit in a fresh Python
 process (``subprocess``) that reads its matrix from the on-disk cache of
 :func:`_common.cached_powerlaw` (seeded; drawn once), first fits a tiny matrix with the same
@@ -24,8 +24,8 @@ speed
     steady seconds per iteration (the median of the iterations after the first, the median of
     the rounds), the CPU seconds per iteration, and the working memory (the peak resident set
     during the fit, ``VmHWM`` after resetting it and a 1 ms sampler, minus the resident set just
-    before). fastpu's defaults (float32), the same with ``dtype="float64"``, and fastpu before
-    issue 27 (commit ``BEFORE``, float64 then) run from an exported copy of that commit.
+    before). fastpu's defaults (float32), the same with ``dtype="float64"``, and fastpu at
+    commit ``BEFORE`` (before float32 factors and the eigenbasis) run from an exported copy.
 scale
     The same shape with 1M, 2M, 5M, 10M and 20M positives, k = 64: seconds per iteration
     against |Ω+| for fastpu's two losses and implicit.
@@ -36,7 +36,7 @@ quality
     MovieLens-1M (every rating a positive), a per-user 80/20 split (seed 0), k = 64: nDCG@10 on
     the test part after every iteration against the seconds of fitting (the evaluation in the
     callback is not counted), for the settings ``fastpu.select.tune`` chose on split 0 in
-    docs/results/ml-1m.md (SQ-wSQ, LR-wSQ and implicit's ALS), fastpu now and before issue 27.
+    docs/results/ml-1m.md (SQ-wSQ, LR-wSQ and implicit's ALS), fastpu now and at ``BEFORE``.
 """
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ import warnings
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import DOCS, RAW, ROOT, log, provenance, stamp  # noqa: E402
 
-BEFORE = "64f2cca"          # the last commit before issue 27's changes to ocmf
+ROOT = str(ROOT)
+BEFORE = "64f2cca"          # ocmf before float32 factors and the eigenbasis
 THREADS = 2
 SHAPE = (138_000, 27_000)
 FULL = dict(speed_nnz=20_000_000, speed_k=(64, 256), speed_iters=4, speed_rounds=3,
@@ -88,10 +88,6 @@ TUNED = {
     "LR-wSQ": dict(loss="logistic", lam=0.7927489429502098, rho=0.018537948170285826),
     IMPLICIT: dict(alpha=12.225031390095301, regularization=54.99075661406088),
 }
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def load_average():
@@ -439,9 +435,9 @@ def main():
 
     cfg = QUICK if args.quick else FULL
     parts = args.parts.split(",")
-    docs = tempfile.mkdtemp() if args.quick else os.path.join(ROOT, "docs")
+    docs = tempfile.mkdtemp() if args.quick else str(DOCS)
     raw_path = (os.path.join(docs, "bench_perf_20m.json") if args.quick
-                else os.path.join(HERE, "results", "bench_perf_20m.json"))
+                else str(RAW / "bench_perf_20m.json"))
     raw = json.load(open(raw_path)) if os.path.exists(raw_path) and not args.quick else {}
     t_start = time.perf_counter()
     load0 = load_average()
@@ -450,6 +446,7 @@ def main():
                "quality": part_quality}[part](cfg)
         raw[part] = [dict(label=lab, key=key, records=recs) for (lab, key), recs in res.items()]
         raw[f"{part}_load"] = [load0, load_average()]
+        raw[f"{part}_stamp"] = stamp()
     raw["hardware"] = hardware_line()
     os.makedirs(os.path.dirname(raw_path), exist_ok=True)
     with open(raw_path, "w") as fh:
@@ -462,7 +459,9 @@ def write_report(raw, cfg, docs, seconds, parts):
         return {(r["label"], r["key"]): r["records"] for r in raw[part]}
 
     out = ["# ocmf against implicit's ALS at the size of MovieLens-20M", "",
-           f"Written by `python benchmarks/bench_perf_20m.py --parts {','.join(parts)}` "
+           provenance([raw.get(f"{p}_stamp") for p in ("speed", "scale", "growth", "quality")
+                       if p in raw]), "",
+           f"Written by `python benchmarks/speed/bench_perf_20m.py --parts {','.join(parts)}` "
            f"({seconds / 60:.0f} min). {raw['hardware']} implicit 0.7.3. Each fit runs in a "
            "fresh process after a tiny warm-up fit; configurations take turns round after "
            "round; two threads each, BLAS at one thread, the same float32 CSR input. Seconds "
@@ -475,7 +474,7 @@ def write_report(raw, cfg, docs, seconds, parts):
                 f"{m:,} × {n:,}, {cfg['speed_nnz']:,} positives (power-law popularity, "
                 f"`_common.cached_powerlaw(seed=0)`), {cfg['speed_iters']} iterations per fit, "
                 f"{cfg['speed_rounds']} rounds. SQ-wSQ is `ocmf.fit(Y, k, loss=\"square\")`, "
-                "LR-wSQ `ocmf.fit(Y, k)` (the defaults: float32 since issue 27); implicit "
+                "LR-wSQ `ocmf.fit(Y, k)` (the defaults: float32); implicit "
                 "`AlternatingLeastSquares(factors=k)` (float32, conjugate gradient). Load "
                 f"{_load(raw['speed_load'])}.", ""]
         out += report_speed(res_of("speed"), cfg)
@@ -499,7 +498,7 @@ def write_report(raw, cfg, docs, seconds, parts):
                 "λ = 11.39, ρ = 0.0894; LR-wSQ λ = 0.793, ρ = 0.0185; implicit α = 12.2, "
                 "regularization = 55. nDCG@10 of the test part after every iteration "
                 "(evaluated in the callback, its time not counted). `float64` and `before` "
-                f"rows give the iterates of the code before issue 27. Load "
+                f"rows give the iterates of the code at {BEFORE} (float64 factors). Load "
                 f"{_load(raw['quality_load'])}.", ""]
         out += report_quality(res_of("quality"), png)
     path = os.path.join(docs, "bench_perf_20m.md")

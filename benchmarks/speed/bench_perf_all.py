@@ -1,15 +1,18 @@
-"""Run every performance report of issue 13, one after another, on a quiet machine.
+"""Run the reports behind docs/performance.md's table of goals, one after another.
 
-    python benchmarks/bench_perf.py            # all seven reports (about 20 minutes on 2 cores)
-    python benchmarks/bench_perf.py ocmf csrr  # a subset
+    python benchmarks/speed/bench_perf_all.py            # all six (about 20 minutes on 2 cores)
+    python benchmarks/speed/bench_perf_all.py ocmf csrr  # a subset
 
-Each script measures its ratios within its own run (configurations interleaved) and writes
-``docs/bench_perf_<area>.md``; docs/performance.md summarises them. Running them one at a time
-keeps them from competing for the cores.
+The table in "Memory, first run and the slow iterations" rests on the ``bench_perf_<area>.py``
+scripts beside this one; each measures its ratios within its own run (configurations taking
+turns) and writes ``docs/benchmarks/bench_perf_<area>.md``. Running them one at a time, on a quiet
+machine, keeps them from competing for the cores. ``bench_perf_20m.py`` (the page's first section,
+about 40 minutes) is run on its own.
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import time
@@ -18,7 +21,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 AREAS = {
     "ocmf": ["bench_perf_ocmf.py"],
-    "ocmf-base": ["bench_perf_ocmf_base.py"],
     "fbgd": ["bench_perf_fbgd.py"],
     "homf": ["bench_perf_homf.py"],
     "csrr": ["bench_perf_csrr.py"],
@@ -27,18 +29,20 @@ AREAS = {
 }
 
 
-def main(argv: list[str]) -> int:
-    wanted = argv or list(AREAS)
-    unknown = [a for a in wanted if a not in AREAS]
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("areas", nargs="*", metavar="AREA",
+                    help=f"the reports to run (default all): {', '.join(AREAS)}")
+    args = ap.parse_args(argv)
+    unknown = [a for a in args.areas if a not in AREAS]
     if unknown:
-        print(f"unknown area(s) {unknown}; expected some of {list(AREAS)}", file=sys.stderr)
-        return 2
+        ap.error(f"unknown area(s) {', '.join(unknown)}; expected some of {', '.join(AREAS)}")
     failed = []
-    for area in wanted:
-        script, *args = AREAS[area]
+    for area in args.areas or list(AREAS):
+        script, *extra = AREAS[area]
         t0 = time.perf_counter()
-        print(f"== {area}: {script} {' '.join(args)}", flush=True)
-        rc = subprocess.call([sys.executable, str(HERE / script), *args], cwd=HERE.parent)
+        print(f"== {area}: {script} {' '.join(extra)}", flush=True)
+        rc = subprocess.call([sys.executable, str(HERE / script), *extra], cwd=HERE.parent.parent)
         print(f"== {area}: exit {rc} after {time.perf_counter() - t0:.0f} s", flush=True)
         if rc != 0:
             failed.append(area)
@@ -49,4 +53,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -1,11 +1,12 @@
-"""Issue 13, fbgd row: time per epoch of ``fbgd.fit(update="coordinate")`` against one iteration of
-implicit's ALS on MovieLens-1M (every rating a positive), k = 64, in one run.
+"""Time per epoch of ``fbgd.fit(update="coordinate")`` against one iteration of implicit's ALS on
+MovieLens-1M (every rating a positive), k = 64, in one run.
 
-    python benchmarks/bench_perf_fbgd.py            # writes docs/bench_perf_fbgd.md
-    python benchmarks/bench_perf_fbgd.py --reps 5   # more interleaved rounds
+    python benchmarks/speed/bench_perf_fbgd.py            # writes docs/benchmarks/bench_perf_fbgd.md
+    python benchmarks/speed/bench_perf_fbgd.py --reps 5   # more interleaved rounds
 
-The configurations are interleaved round by round (fBGD, fBGD with the kernels from before issue
-13, implicit ALS; 1 thread, then 2 threads), each a fit of ``--epochs`` epochs; per-epoch times
+The configurations are interleaved round by round (fBGD; fBGD with the serial in-order
+coordinate kernels of tests/reference_fbgd.py, "before"; implicit ALS; 1 thread, then 2
+threads), each a fit of ``--epochs`` epochs; per-epoch times
 come from fBGD's history (differences of its cumulative ``seconds``; the first epoch, which also
 holds the setup, is dropped) and from implicit's per-iteration callback. The median over all
 epochs of all rounds is reported. A profile of one fBGD epoch, piece by piece, and of the
@@ -26,9 +27,9 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from _common import DOCS, ROOT, hardware_line, load_data, md_table, provenance, require  # noqa: E402
 
-from _common import hardware_line, md_table  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
 
 import pytest  # noqa: E402   (its MonkeyPatch swaps the reference kernels in)
 
@@ -45,7 +46,7 @@ GOAL = 1.2
 
 
 def load():
-    Y = sp.csr_array(fp.datasets.load("ml-1m").Y, dtype=np.float64)
+    Y = sp.csr_array(load_data("ml-1m").Y, dtype=np.float64)
     Y.data[:] = 1.0
     return Y
 
@@ -94,7 +95,7 @@ def als_iterations(Yf, threads, epochs):
 
 
 FBGD = "fBGD coordinate (float64)"
-BEFORE = "fBGD coordinate, kernels before issue 13 (float64)"
+BEFORE = "fBGD coordinate, serial in-order kernels (float64)"
 ALS = "implicit ALS, CG solver (float32)"
 
 
@@ -248,10 +249,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs",
-                                                   "bench_perf_fbgd.md"))
+    ap.add_argument("--out", default=str(DOCS / "bench_perf_fbgd.md"))
     args = ap.parse_args(argv)
-    cmd = "python benchmarks/bench_perf_fbgd.py" + "".join(
+    require("implicit", purpose="the ALS iteration the epoch is compared with")
+    cmd = "python benchmarks/speed/bench_perf_fbgd.py" + "".join(
         f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
     started = time.perf_counter()
     Y = load()
@@ -281,7 +282,9 @@ def main(argv=None):
     elapsed = time.perf_counter() - started
 
     lines = [
-        "# fBGD coordinate epoch vs implicit's ALS iteration (issue 13)", "",
+        "# fBGD coordinate epoch vs implicit's ALS iteration", "",
+        provenance() + " \"Before\" is the serial in-order coordinate kernels "
+        "(`tests/reference_fbgd.py`) that the row-parallel ones replaced.", "",
         hardware_line(), "",
         f"Command: `{cmd}` ({elapsed:.0f} s). Data: MovieLens-1M as `fastpu.datasets.load(\"ml-1m\")` "
         f"gives it, every rating a positive ({Y.shape[0]} × {Y.shape[1]}, {Y.nnz:,} positives), "
@@ -297,12 +300,12 @@ def main(argv=None):
         "it); the ratios are taken within the run.", "",
         "## Per epoch", "",
         "Wall seconds (the issue's measure):", "",
-        md_table(["threads", "fBGD epoch (s)", "before issue 13 (s)", "ALS iteration (s)",
+        md_table(["threads", "fBGD epoch (s)", "before (s)", "ALS iteration (s)",
                   "fBGD / ALS", "before / ALS", "speed-up", "goal", "met?"], rows), "",
         "CPU seconds of the same single-threaded epochs (process time; less sensitive to other "
         "jobs on a shared machine than wall time, which stretches when the process waits for a "
         "core):", "",
-        md_table(["threads", "fBGD epoch (CPU s)", "before issue 13 (CPU s)", "ALS iteration (CPU s)",
+        md_table(["threads", "fBGD epoch (CPU s)", "before (CPU s)", "ALS iteration (CPU s)",
                   "fBGD / ALS", "before / ALS", "speed-up", "goal", "met?"], cpu_rows), "",
     ]
     if speedup:
@@ -323,7 +326,7 @@ def main(argv=None):
         f"For scale: one implicit ALS iteration (both sides) took {als1:.4f} CPU s at one thread "
         "in this run.", "",
         "## Why the epoch cannot go much lower", "",
-        "- Since issue 13 the ids (every parameter of plain MF) are updated row-parallel: with "
+        "- The ids (every parameter of plain MF) are updated row-parallel: with "
         "the other side and its caches fixed the objective separates over rows, so each row's "
         "coordinate steps read and write only its own embedding and its positives' predictions, "
         "and running rows in parallel gives the serial iterate (up to the reassociated sums; "

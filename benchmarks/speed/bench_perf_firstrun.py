@@ -1,12 +1,12 @@
-"""First-run cost of fastpu (issue 13): numba compiling, a fresh process, ``fastpu demo``.
+"""First-run cost of fastpu: numba compiling, a fresh process, ``fastpu demo``.
 
 Run from the repository root::
 
-    python benchmarks/bench_perf_firstrun.py           # about 3 minutes on 2 quiet cores
-    python benchmarks/bench_perf_firstrun.py --base-demo   # + the first demo before this work
-    python benchmarks/bench_perf_firstrun.py --quick   # no demo runs, one round (~1 minute)
+    python benchmarks/speed/bench_perf_firstrun.py              # about 3 minutes on 2 quiet cores
+    python benchmarks/speed/bench_perf_firstrun.py --base-demo  # + the first demo at BASE_COMMIT
+    python benchmarks/speed/bench_perf_firstrun.py --quick      # no demo runs, one round (~1 minute)
 
-Writes ``docs/bench_perf_firstrun.md``. Every measurement runs in a fresh subprocess of this
+Writes ``docs/benchmarks/bench_perf_firstrun.md`` (with ``--quick``, a temporary file). Every measurement runs in a fresh subprocess of this
 script (``--child MODE``), so that nothing is compiled or imported beforehand:
 
 * cold first fit: an empty numba cache (a new ``NUMBA_CACHE_DIR``), ``import fastpu`` and the
@@ -44,13 +44,15 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import _common  # noqa: E402
+
+ROOT = str(_common.ROOT)
 
 M, N, NNZ, K = 2000, 1000, 40_000, 16
 THREADS = 2
-# the fastpu before issue 13's first-run work, measured next to the current one ("before" rows)
+# fastpu before the work on its first run (lazy imports, serial row-block kernels, warm-up),
+# measured next to the current one ("before" rows)
 BASE_COMMIT = "454f026"
 # main before the row-block kernels of fbgd, HOMF, csr and the evaluation ("prev" columns)
 PREV_COMMIT = "7ed51e8"
@@ -561,13 +563,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=None, help="cold-fit rounds (default 2)")
     ap.add_argument("--base-demo", action="store_true",
                     help=f"also run the first `fastpu demo` of fastpu at {BASE_COMMIT} (+1 minute)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench_perf_firstrun.md"))
+    ap.add_argument("--out", default=None,
+                    help="the report (default docs/benchmarks/bench_perf_firstrun.md; with --quick "
+                         "a temporary file)")
     ap.add_argument("--render", default=None, metavar="JSON",
                     help="only rewrite the report from a saved run's raw results")
     args = ap.parse_args()
     if args.child:
         child_main(*args.child)
         return
+    if args.out is None:
+        args.out = (os.path.join(tempfile.mkdtemp(prefix="bench_perf_firstrun_"), "bench_perf_firstrun.md")
+                    if args.quick else str(_common.DOCS / "bench_perf_firstrun.md"))
     if args.render:
         with open(args.render) as fh:
             render(args, json.load(fh))
@@ -668,10 +675,10 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
     warm_all = med([w["import_s"] + w["fit_s"] for w in warm])
     imp_warm = med([w["fit_s"] for w in warm_imp])
     imp_warm_all = med([w["import_s"] + w["fit_s"] for w in warm_imp])
-    cmd = getattr(args, "command", None) or ("python benchmarks/bench_perf_firstrun.py"
+    cmd = getattr(args, "command", None) or ("python benchmarks/speed/bench_perf_firstrun.py"
                                              + (" --quick" if args.quick else ""))
-    L = ["# First run: compile, fresh process, `fastpu demo` (issue 13)", "",
-         hw, "", f"Command: `{cmd}` (writes this file). Wall seconds vary between runs on this "
+    L = ["# First run: compile, fresh process, `fastpu demo`", "",
+         _common.provenance(), "", hw, "", f"Command: `{cmd}` (writes this file). Wall seconds vary between runs on this "
          "2-core machine (more when other work shares it): compare the ratios and the CPU seconds "
          "more than the wall seconds.", "",
          f"Data: {M} × {N}, {NNZ:,} positives (power-law activity), k = {K}, {THREADS} threads; "
@@ -704,7 +711,7 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
                       (False, "`--background-compile=off`"),
                       ("prev", f"`--background-compile=off`, fastpu at {PREV_COMMIT} (before the "
                                "row-block kernels of fbgd, HOMF, csr and the evaluation)"),
-                      ("base", f"fastpu at {BASE_COMMIT} (before issue 13's first-run work)")):
+                      ("base", f"fastpu at {BASE_COMMIT} (before the first-run work)")):
         if bg in demos:
             old = bg in ("base", "prev")
             rows.append([f"`fastpu demo`, empty cache, {label}",

