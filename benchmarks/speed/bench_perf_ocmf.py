@@ -240,9 +240,11 @@ def _side_times(setup, label, W0, H0, repeat, ncg=None):
     """Median (wall, CPU) seconds of: the two Grams, the user-side and item-side row sweeps."""
     from fastpu.ocmf import _problem as P
     from fastpu._core.threads import limit_threads
+    from fastpu._kernels.ocmf import RowOptions
 
     if ncg is None:
         ncg = 3 if CONFIGS[label]["loss"] == "square" else 4
+    rows = RowOptions(newton_steps=1, cg_steps=ncg)
     out = {"Grams (M, κ) of both sides": [], "user side row sweep": [],
            "item side row sweep": []}
     with blas_one(), limit_threads(THREADS):
@@ -253,10 +255,10 @@ def _side_times(setup, label, W0, H0, repeat, ncg=None):
                      lambda: (P._gram(H, setup.q_quad), P._gram(W, setup.p_quad))),
                     ("user side row sweep",
                      lambda: P._update_side(setup, setup.entries, setup.user, W, H, setup.p_quad,
-                                            setup.q_quad, True, None, 1, 1, ncg)),
+                                            setup.q_quad, True, None, 1, rows)),
                     ("item side row sweep",
                      lambda: P._update_side(setup, setup.entries_t, setup.item, H, W,
-                                            setup.q_quad, setup.p_quad, True, None, 1, 1, ncg))):
+                                            setup.q_quad, setup.p_quad, True, None, 1, rows))):
                 w0, c0 = time.perf_counter(), time.process_time()
                 fn()
                 out[key].append((time.perf_counter() - w0, time.process_time() - c0))
