@@ -646,7 +646,7 @@ def main():
                warm_imp=warm_imp, imports=imports, runtime=runtime,
                demos={(k if isinstance(k, str) else str(int(k))): v for k, v in demos.items()},
                profile=profile, demo_profile=demo_profile, demo_profile_prev=demo_profile_prev,
-               cmd=" ".join(["python", "benchmarks/bench_perf_firstrun.py", *sys.argv[1:]]))
+               cmd=" ".join(["python", "benchmarks/speed/bench_perf_firstrun.py", *sys.argv[1:]]))
     with open(os.path.join(tempfile.gettempdir(), "fastpu_bench_perf_firstrun.json"), "w") as fh:
         json.dump(raw, fh)
     render(args, raw)

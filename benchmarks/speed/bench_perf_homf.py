@@ -12,7 +12,7 @@ with every rating a positive, and times, interleaved round by round on the same 
 
 Each fit gives the median of its per-iteration times; the table shows the median over rounds
 of those, and the ratio's median over rounds.  A profile of the current iteration (each part
-timed separately over the same rounds) follows.  Writes ``docs/bench_perf_homf.md``
+timed separately over the same rounds) follows.  Writes ``docs/benchmarks/bench_perf_homf.md``
 (``--rounds`` and ``--iters`` change the work; ``--out`` the report path).
 """
 

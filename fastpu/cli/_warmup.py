@@ -13,7 +13,7 @@ process compiles them itself, and nothing is lost but the other process's work).
   each method's demo configurations and default fit, and of fold-in and ``recommend`` on the
   default fit's model, split over a few processes.
 
-Timings in docs/bench_perf_firstrun.md.
+Timings in docs/benchmarks/bench_perf_firstrun.md.
 """
 
 from __future__ import annotations

@@ -430,7 +430,7 @@ def demo_configs() -> list[tuple[str, dict[str, Any]]]:
     """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K.
 
     The values are those chosen on a validation split carved from the training split by
-    ``benchmarks/bench_ocmf_quality.py`` (see docs/bench_ocmf_quality.md).
+    ``benchmarks/quality/bench_ocmf_quality.py`` (see docs/benchmarks/bench_ocmf_quality.md).
 
     Returns
     -------
