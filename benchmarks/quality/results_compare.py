@@ -134,7 +134,7 @@ def main(argv=None):
     ap.add_argument("--skip", default=None, help="comma-separated labels to leave out")
     ap.add_argument("--merge-into", default=None, metavar="NAME",
                     help="with --only: afterwards replace those methods' rows in "
-                         "docs/results/NAME.json (same splits) and rewrite its report")
+                         "docs/results/<NAME>.json (same splits) and rewrite its report")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite docs/results/<name>.md and .png from the saved .json, fit nothing")
     ap.add_argument("--resume", action="store_true",

@@ -830,7 +830,7 @@ ANALYSIS = """## What changed, and the floor
   for the serial chunk kernel and its sum. Now `row_newton` and `weighted_gram` are plain Python
   functions that split the rows into one block of about equal work per thread and call the serial
   `nogil` kernel on each block from a small thread pool. Results are bitwise those of the same
-  serial code (tests/test_rowpool.py), and independent of the thread count as before.
+  serial code (tests/kernels/test_rowpool.py), and independent of the thread count as before.
 * **`import fastpu` is lazy** (PEP 562): the method modules, `select`/`compare` (scipy.stats) and
   `distributed` (dask) are imported on first use.
 * **`fastpu demo`** starts one spawned process that runs each later demo configuration for one
@@ -852,7 +852,7 @@ ANALYSIS = """## What changed, and the floor
   caller changed. Calls with less than `MIN_BLOCK_WORK` (8192 entries) of work run as one
   block in the calling thread: handing a block to the pool costs about 55 µs more than a
   `prange` launch. Every row is still computed whole by one thread: the results are bit for
-  bit those of the `prange` form (the table above; tests/test_rowblock_kernels.py checks the
+  bit those of the `prange` form (the table above; tests/kernels/test_rowblock_kernels.py checks the
   blocks against one block at 1 and 2 threads).
 
 **The floor of the cold first fit.** What remains is compiling the kernels a default ocmf fit
