@@ -15,6 +15,7 @@ multiple of the number of items n, the way its space and default scale it). It w
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import os
@@ -69,7 +70,11 @@ def _count(rows):
     return f"{n} split{'s' if n != 1 else ''}"
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(RES, "defaults.md"),
+                    help="the report (default docs/results/defaults.md); it reads docs/results/")
+    args = ap.parse_args(argv)
     runs = {}
     for name in DATA:
         path = os.path.join(RES, f"{name}.json")
@@ -127,7 +132,7 @@ def main():
                 for rows in runs.values()) + f" | {int(np.median(iters))} | — |")
         lines.append("")
     text = "\n".join(lines)
-    with open(os.path.join(RES, "defaults.md"), "w") as fh:
+    with open(args.out, "w") as fh:
         fh.write(text)
     print(text)
 

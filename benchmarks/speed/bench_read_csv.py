@@ -31,7 +31,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from _common import DOCS, ROOT, Missing, hardware_line, md_table, provenance, require  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-pd = require("pandas", purpose="the pandas readers", extra="data")
 
 import fastpu.datasets._readers as R  # noqa: E402
 from fastpu import datasets as D  # noqa: E402
@@ -50,6 +49,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=str(DOCS / "bench_read_csv.md"))
     args = ap.parse_args()
+    pd = require("pandas", purpose="the pandas readers", extra="data")
     path = _path()
 
     real_import = R._import_pandas
