@@ -31,8 +31,6 @@ EXCEPTIONS = {
     ("docs/serving.md", "tests/recommender_base_test.py"): "a file of benfred/implicit, not of fastpu",
     ("benchmarks/speed/bench_perf_firstrun.py", "fastpu._kernels.homf.walk_rows"):
         "RENAMED maps the names of fastpu at PREV_COMMIT to the current ones",
-    ("benchmarks/quality/results_recbole.py", "docs/results/recbole-ml1m.md"): "what it writes",
-    ("benchmarks/quality/results_recbole.py", "docs/results/recbole-ml1m.json"): "what it writes",
     ("tests/test_layout.py", "fastpu.x"): "a placeholder in a docstring (import fastpu.x as y)",
     ("tests/test_layout.py", "fastpu.ocmf._problem._sample"): "a name the layout check must refuse",
     ("tests/test_layout.py", "fastpu._core.threads._check"): "a name the layout check must refuse",
@@ -77,11 +75,17 @@ def _references(path):
         yield ref, text[:m.start()].count("\n") + 1
 
 
+# where the benchmark scripts write: a script may name a report it has not written yet
+OUTPUTS = ("docs/benchmarks/", "docs/results/", "benchmarks/results/")
+
+
 def _unresolved(paths):
     bad = []
     for path in paths:
         rel = path.relative_to(ROOT).as_posix()
         for ref, line in _references(path):
+            if rel.startswith("benchmarks/") and isinstance(ref, str) and ref.startswith(OUTPUTS):
+                continue
             if (rel, ref) not in EXCEPTIONS and not _resolves(ref):
                 bad.append(f"{rel}:{line}: {ref}")
     return bad

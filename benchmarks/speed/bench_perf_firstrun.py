@@ -682,7 +682,7 @@ def write_report(args, hw, fixed, cold, cold_imp, cold_base, cold32, warm, warm_
          "2-core machine (more when other work shares it): compare the ratios and the CPU seconds "
          "more than the wall seconds.", "",
          f"Data: {M} × {N}, {NNZ:,} positives (power-law activity), k = {K}, {THREADS} threads; "
-         "fastpu `ocmf.fit(Y, 16)` with its defaults (LR-wSQ, 15 iterations, float64); implicit "
+         "fastpu `ocmf.fit(Y, 16)` with its defaults (15 iterations); implicit "
          "0.7.3 `AlternatingLeastSquares(factors=16, iterations=15)` (float32, BLAS held to one "
          "thread). Each number is the median over fresh processes that took turns "
          "(fastpu, implicit, fastpu, ...). *import + fit* counts `import fastpu` and the first "

@@ -67,7 +67,8 @@ class Entry:
         default is None because they depend on other arguments (ocmf's ρ and λ depend on the
         loss), for ``tune``'s first trial, the method's defaults.
     demo : str or None
-        ``demo_configs() -> [(label, fit kwargs), ...]``: ``fastpu demo`` and the warm-up.
+        ``demo_configs() -> [(label, fit kwargs, legend), ...]``: ``fastpu demo`` (which prints
+        each row's one-line legend under its table) and the warm-up.
     model_class : str
         The class of the fitted model, the one a model file may name for this entry.
     fitted : str or None

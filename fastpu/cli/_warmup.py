@@ -33,8 +33,8 @@ def jobs(methods: Sequence[str] = METHODS) -> list[tuple[str, str, dict[str, Any
     """(method, label, fit kwargs) of each method's demo configurations and default fit."""
     out = []
     for method in methods:
-        configs: list[tuple[str, dict[str, Any]]] = registry.get(method).resolve("demo")()
-        for label, kwargs in [*configs, (f"{method} default", {"k": 8})]:
+        configs: list[tuple[str, dict[str, Any], str]] = registry.get(method).resolve("demo")()
+        for label, kwargs, _ in [*configs, (f"{method} default", {"k": 8}, "")]:
             out.append((method, label, dict(kwargs)))
     return out
 

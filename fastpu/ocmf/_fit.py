@@ -28,7 +28,7 @@ __all__ = ["fit", "objective", "nystrom_features", "NystromMap", "demo_configs",
 
 def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | None = None,
               item_features: Matrix | None = None, user_graph: Matrix | None = None,
-              item_graph: Matrix | None = None, loss: str = "logistic", rho: float | None = None,
+              item_graph: Matrix | None = None, loss: str = "square", rho: float | None = None,
               p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
               negatives: str = "full", neg_ratio: float = 1.0, lam: float | None = None,
               lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
@@ -86,13 +86,14 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
 @accepts_dataset
 def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         item_features: Matrix | None = None, user_graph: Matrix | None = None,
-        item_graph: Matrix | None = None, loss: str = "logistic", rho: float | None = None,
+        item_graph: Matrix | None = None, loss: str = "square", rho: float | None = None,
         p: ArrayLike | None = None, q: ArrayLike | None = None, a_bar: float | None = None,
         negatives: str = "full", neg_ratio: float = 1.0, lam: float | None = None,
         lam_w: float | None = None, lam_h: float | None = None, lam_graph: float = 0.0,
         nu: float = 0.0, solver: str = "tron", n_iter: int = 15, n_inner: int = 5,
         fast_path: bool = True, newton_steps: int | None = None, cg_steps: int | None = None,
-        cg_tol: float = 1e-3, init: tuple[ArrayLike, ArrayLike] | None = None,
+        cg_tol: float = 1e-3, precondition: bool | None = None,
+        init: tuple[ArrayLike, ArrayLike] | None = None,
         init_std: float | None = None,
         dtype: DTypeLike = "float32", dense_limit: int | None = None, seed: Seed = 0,
         n_threads: Threads = None, callback: Callback = None,
@@ -111,8 +112,11 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Item features Z (then ``H`` is e×k and the item factors are Z H).
     user_graph, item_graph : sparse or dense matrix, optional
         Symmetric non-negative similarities S; the regulariser uses L = D - S.
-    loss : {"logistic", "square", "squared_hinge"}
-        Loss on the positives: l(1, s).
+    loss : {"square", "logistic", "squared_hinge"}
+        Loss on the positives: l(1, s). The default, the square loss with the Full approach
+        (SQ-wSQ at ρ = 1/6, λ = 6), led more of the five-split tables of docs/results.md than
+        the paper's LR-wSQ (``loss="logistic"``); ``fastpu.select.tune`` chooses between
+        them and iALS's weighting (``negatives="all", nu=1``).
     rho : float, optional
         Constant scaling of the unlabeled weight: p_i q_j ← rho · p_i · q_j. With ``p`` and
         ``q`` left at ``None`` (ones) the weight is ``rho`` everywhere (the paper's setting).
@@ -163,11 +167,18 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Newton–CG problems, in parallel) instead of with ``solver``.
     newton_steps, cg_steps : int, optional
         Newton steps and CG steps per row and outer iteration on the fast path (defaults: 1 and
-        3 for the square loss, 1 and 4 otherwise; the rows are warm-started, and on MovieLens-100K
-        more steps change P@5 by less than 0.002 — see docs/ocmf.md).
+        3 for the square loss, 1 and 4 otherwise, 1 and 2 with ``precondition``; the rows are
+        warm-started, and on MovieLens-100K more steps change P@5 by less than 0.002 — see
+        docs/ocmf.md).
     cg_tol : float
         Each row's CG solve stops once its residual is at most ``cg_tol`` times the first (or
         after ``cg_steps`` steps), in [0, 1).
+    precondition : bool, optional
+        Precondition the rows' CG by the diagonal of each row's Hessian (Jacobi; one more pass
+        over the row's positives per Newton step). ``None`` (default): at k ≥ 64, where the
+        float32 fit works in M's eigenbasis and the preconditioner inverts the k×k part exactly
+        — there one preconditioned CG step reduces a row's objective as much as three plain
+        ones, and ``cg_steps`` defaults to 2 (docs/ocmf.md, "Solvers").
     init : tuple (W0, H0), optional
         Starting factors; default Gaussian noise with standard deviation ``init_std``.
     init_std : float, optional
@@ -426,21 +437,23 @@ def _zero_advice(Y: Sparse, init: Any, init_std: float, lam: float) -> str | Non
     return f"lower lam (now {float(lam):g}), which shrinks every factor to zero"
 
 
-def demo_configs() -> list[tuple[str, dict[str, Any]]]:
-    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K.
-
-    The values are those chosen on a validation split carved from the training split by
-    ``benchmarks/quality/bench_ocmf_quality.py`` (see docs/benchmarks/bench_ocmf_quality.md).
+def demo_configs() -> list[tuple[str, dict[str, Any], str]]:
+    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K, at fit's defaults.
 
     Returns
     -------
-    list of (str, dict)
-        ``(label, fit_kwargs)`` pairs: SQ-SQ, SQ-wSQ and LR-wSQ, each passed to
-        ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``.
+    list of (str, dict, str)
+        ``(label, fit_kwargs, legend)``: SQ-wSQ (fit's defaults), LR-wSQ (the paper's loss at
+        its defaults) and SQ-SQ (the paper's baseline, LEML / GRALS), each passed to
+        ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``; the legend is one line saying
+        what the row is.
     """
     common = dict(k=64, n_iter=10)
     return [
-        ("SQ-SQ (ocmf)", dict(common, loss="square", rho=1.0, a_bar=0.0, lam=16.0)),
-        ("SQ-wSQ (ocmf)", dict(common, loss="square", rho=0.1, lam=8.0)),
-        ("LR-wSQ (ocmf)", dict(common, loss="logistic", rho=0.01, lam=2.0)),
+        ("SQ-wSQ (ocmf)", dict(common),
+         "ocmf's defaults: square loss on the positives, weight 1/6 on every unlabeled entry"),
+        ("LR-wSQ (ocmf)", dict(common, loss="logistic"),
+         "Yu et al.'s logistic loss on the positives, weighted square loss on the unlabeled"),
+        ("SQ-SQ (ocmf)", dict(common, loss="square", rho=1.0, a_bar=0.0, lam=16.0),
+         "the square loss with unlabeled weight 1 (LEML / GRALS, the paper's baseline)"),
     ]

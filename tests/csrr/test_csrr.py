@@ -372,9 +372,9 @@ def test_model_scores_recommend_and_users():
 
 def test_demo_configs():
     configs = csrr.demo_configs()
-    assert [label for label, _ in configs] == ["CSRR-e"]
+    assert [label for label, _, _ in configs] == ["CSRR-e"]
     Y, _ = _pu(13, 30, 20, density=0.2)
-    for _, kwargs in configs:
+    for _, kwargs, _ in configs:
         model = csrr.fit(Y, **{**kwargs, "n_iter": 2}, seed=0)
         assert len(model.history) == 2
 

@@ -188,6 +188,8 @@ FBGD_VARIANTS = {
     "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, r_neg=0.1),
     "gd-values": dict(optimizer="gd", lr=0.01, pos_weight="values", r_pos=2.0),
     "given-weights": dict(neg_weights="w", lr=0.05),
+    # frequency-scaled λ per row (each block receives its rows' slice)
+    "nu": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, nu=1.0),
 }
 
 
@@ -212,6 +214,7 @@ FBGD_COORDINATE = {
     "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, r_neg=0.1),
     "gd-values": dict(optimizer="gd", lr=0.01, pos_weight="values", r_pos=2.0),
     "given-weights": dict(neg_weights="w", lr=0.05),
+    "nu": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, nu=1.0, neg_weights="w"),
 }
 
 
@@ -239,6 +242,7 @@ def test_fbgd_coordinate_equals_single_machine(dask_client, variant, n_blocks):
 
 FBGD_FEATURES = {
     "biases-only": dict(biases=True, alpha0=2.0, lr=0.05),
+    "biases-only nu": dict(biases=True, alpha0=2.0, rho=0.5, lr=0.05, lam=0.02, nu=0.5),
     "user-features": dict(user_features="X", alpha0=2.0, lr=0.05, lam=0.01),
     "both-features": dict(user_features="X", item_features="Z", alpha0=2.0, rho=0.5, lr=0.02),
 }
