@@ -60,7 +60,7 @@ SQUARE, LOGISTIC, SQUARED_HINGE = 0, 1, 2
 #: terms) won the search on 17 of the 20 MovieLens-100K and FilmTrust splits of
 #: docs/results.md; the logistic and squared hinge losses keep the paper's LR-wSQ settings.
 LOSS_TABLE = (
-    Loss("square", SQUARE, True, 0.0, 1 / 6, 6.0, 1, 3, 2),
+    Loss("square", SQUARE, True, 0.0, 1 / 6, 6.0, 1, 3, 1),
     Loss("logistic", LOGISTIC, False, -1.0, 0.01, 1.0, 1, 4, 2),
     Loss("squared_hinge", SQUARED_HINGE, False, -1.0, 0.01, 1.0, 1, 4, 2),
 )

@@ -844,14 +844,19 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
 # ``counts`` holds each row's Newton steps, CG steps and backtracks, as counts_out does.
 
 @nb.njit(**_JIT)
-def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, done, f, g, step, r, d, rr, stop, sc, act,
-               cg, cg_tol):
+def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, he, done, f, g, step, r, d, z, pinv, rr,
+               stop, sc, act, cg, cg_tol):
     """A Newton step's start: f_i and ∇f_i from the entries' sums ``fe``, ``ge`` and the k×k
-    part; rows with ∇f_i = 0 leave (``done``); the others start CG (``act``, ``cg``)."""
+    part; rows with ∇f_i = 0 leave (``done``); the others start CG (``act``, ``cg``). A
+    non-empty ``he`` (the entries' part of the Hessian's diagonal) preconditions the CG as
+    :func:`_jacobi` does."""
     m, k = w.shape
     mdv = np.empty(k)
+    for a in range(k):
+        mdv[a] = M[a, a]
     mw = np.empty(k)
     lam_step = 0 if lam.shape[0] == 1 else 1
+    precondition = he.shape[0] > 0
     for i in range(m):
         act[i] = False
         cg[i] = False
@@ -871,12 +876,20 @@ def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, done, f, g, step, r, d, rr, s
         _cg_begin(g[i], sc[i], step[i], r[i], d[i])
         rr[i] = gg * sc[i] * sc[i]
         stop[i] = cg_tol * cg_tol * rr[i]
+        if precondition:
+            lam_i = lam[i * lam_step]
+            for a in range(k):
+                x = 2.0 * pw[i] * mdv[a] + 2.0 * lam_i + he[i, a]
+                pinv[i, a] = 1.0 / x if x > 0.0 else 0.0
+            rr[i] = _jacobi_apply(pinv[i], r[i], z[i])
+            for a in range(k):
+                d[i, a] = z[i, a]
         act[i] = True
         cg[i] = True
 
 
 @nb.njit(**_JIT)
-def grid_cg(pw, lam, M, He, d, step, r, rr, stop, cg, counts):
+def grid_cg(pw, lam, M, He, d, step, r, z, pinv, rr, stop, cg, counts, precondition):
     """One CG step for every row still in its CG loop, from the entries' part ``He`` of the
     Hessian products with the directions d; a row that stops gets d = 0 (nothing to send)."""
     m, k = d.shape
@@ -900,8 +913,13 @@ def grid_cg(pw, lam, M, He, d, step, r, rr, stop, cg, counts):
             rr_new = _cg_take(alpha, d[i], Hd, step[i], r[i])
             stopped = rr_new <= stop[i]
             if not stopped:
-                _cg_turn(rr_new, rr[i], r[i], d[i])
-                rr[i] = rr_new
+                if precondition:
+                    rz_new = _jacobi_apply(pinv[i], r[i], z[i])
+                    _cg_turn(rz_new, rr[i], z[i], d[i])
+                    rr[i] = rz_new
+                else:
+                    _cg_turn(rr_new, rr[i], r[i], d[i])
+                    rr[i] = rr_new
         if stopped:
             cg[i] = False
             for a in range(k):

@@ -245,21 +245,21 @@ def check_nu(nu: Any, user_features: Any = None, item_features: Any = None) -> f
     return nu
 
 
-#: the smallest rank at which ``precondition=None`` preconditions the rows' CG (where it pays:
-#: at k ≥ 64 the float32 fit works in M's eigenbasis, whose k×k part the Jacobi preconditioner
-#: inverts exactly; measured in docs/ocmf.md, "Solvers")
+#: the smallest rank at which ``precondition=None`` preconditions the rows' CG, with
+#: frequency-scaled regularisation (docs/ocmf.md, "Solvers": at k ≥ 64 the float32 fit works
+#: in M's eigenbasis, whose k×k part the Jacobi preconditioner inverts exactly)
 PRECONDITION_MIN_K = 64
 
 
 def check_rows(model: Model, newton_steps: Any, cg_steps: Any, cg_tol: Any,
                precondition: Any = False, k: int = 1) -> RowOptions:
     """The row solver's options: Newton and CG steps per row and outer iteration (defaults from
-    the loss table: 1 and 3 for the square loss, 1 and 4 otherwise; with the preconditioner 1
-    and 2), CG's tolerance, and the Jacobi preconditioner (``None``: at rank ``k`` ≥
-    :data:`PRECONDITION_MIN_K`)."""
+    the loss table: 1 and 3 for the square loss, 1 and 4 otherwise; preconditioned, 1 and 1,
+    or 1 and 2 for the losses with a line search), CG's tolerance, and the Jacobi
+    preconditioner (``None``: with ``nu`` > 0 at rank ``k`` ≥ :data:`PRECONDITION_MIN_K`)."""
     facts = LOSS_FACTS[model.loss]
     if precondition is None:
-        precondition = k >= PRECONDITION_MIN_K
+        precondition = model.nu > 0.0 and k >= PRECONDITION_MIN_K
     precondition = V.check_bool(precondition, name="precondition")
     nsteps = V.check_int(newton_steps if newton_steps is not None else facts.newton_steps,
                          name="newton_steps", minimum=1)

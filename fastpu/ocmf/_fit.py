@@ -167,7 +167,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Newton–CG problems, in parallel) instead of with ``solver``.
     newton_steps, cg_steps : int, optional
         Newton steps and CG steps per row and outer iteration on the fast path (defaults: 1 and
-        3 for the square loss, 1 and 4 otherwise, 1 and 2 with ``precondition``; the rows are
+        3 for the square loss, 1 and 4 otherwise, fewer with ``precondition``; the rows are
         warm-started, and on MovieLens-100K more steps change P@5 by less than 0.002 — see
         docs/ocmf.md).
     cg_tol : float
@@ -175,10 +175,12 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         after ``cg_steps`` steps), in [0, 1).
     precondition : bool, optional
         Precondition the rows' CG by the diagonal of each row's Hessian (Jacobi; one more pass
-        over the row's positives per Newton step). ``None`` (default): at k ≥ 64, where the
-        float32 fit works in M's eigenbasis and the preconditioner inverts the k×k part exactly
-        — there one preconditioned CG step reduces a row's objective as much as three plain
-        ones, and ``cg_steps`` defaults to 2 (docs/ocmf.md, "Solvers").
+        over the row's positives per Newton step). In M's eigenbasis (float32, k ≥ 64) it
+        inverts the k×k part exactly, and one preconditioned CG step reduces a row's objective
+        as much as three plain ones; ``cg_steps`` then defaults to 1 (square loss) or 2. The
+        iterates differ from plain CG's, and so does the iteration at which validation peaks
+        with little regularisation. ``None`` (default): on with frequency-scaled
+        regularisation (``nu`` > 0) at k ≥ 64, off otherwise (docs/ocmf.md, "Solvers").
     init : tuple (W0, H0), optional
         Starting factors; default Gaussian noise with standard deviation ``init_std``.
     init_std : float, optional

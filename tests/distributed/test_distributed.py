@@ -54,6 +54,11 @@ OCMF_VARIANTS = {
                       cg_steps=3),
     # the unlabeled term over every entry, positives too (iALS's weighting)
     "iALS": dict(loss="square", rho=0.3, a_bar=0.0, lam=0.01, nu=1.0, negatives="all"),
+    # the Jacobi-preconditioned CG (the auto rule turns it on at k >= 64 only), with a line
+    # search and with the square loss
+    "PCG": dict(loss="logistic", rho=0.05, lam=0.01, nu=1.0, precondition=True),
+    "iALS PCG": dict(loss="square", rho=0.3, a_bar=0.0, lam=0.01, nu=1.0, negatives="all",
+                     precondition=True),
 }
 
 
