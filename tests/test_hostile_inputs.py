@@ -1,7 +1,8 @@
 """Reliability and security (issue 30): one regression test per example the campaign of hostile
 inputs found, grouped by its class (crash, memory blow-up, hang, silent wrong result, security
-finding, unclear error). The campaign itself is ``benchmarks/campaign_reliability.py``; its table
-is docs/reliability.md. The bad-input table (test_fuzz.py) holds the classes as pools.
+finding, unclear error). The campaign itself is
+``benchmarks/reliability/campaign_reliability.py``; its table is docs/reliability.md. The
+bad-input table (test_fuzz.py) holds the classes as pools.
 """
 
 from __future__ import annotations

@@ -86,8 +86,8 @@ class Entry:
         An optional package the entry needs (left out of ``compare``'s "all").
     compile_seconds : float or None
         Seconds the method's first fit spends compiling its numba kernels in an empty cache
-        (measured on the project's 2-core machine by benchmarks/bench_first_demo.py, see
-        docs/bench_first_demo.md; the first-run notice quotes it).
+        (measured on the project's 2-core machine by benchmarks/speed/bench_first_demo.py, see
+        docs/benchmarks/bench_first_demo.md; the first-run notice quotes it).
     """
 
     name: str

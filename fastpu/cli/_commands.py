@@ -216,8 +216,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _start_warmup(wanted: tuple[str, ...], Y_train: Any, force: bool = False) -> Any:
     """On a machine with an idle second core, a spawned process that compiles the later methods'
     kernels (one iteration of each demo configuration, last first) while the demo trains the
-    first ones: most of a first run is numba compiling (fastpu/_warmup.py). Unless ``force``, not
-    started when the other cores are busy (load average): it would only compete with the demo."""
+    first ones: most of a first run is numba compiling (fastpu/cli/_warmup.py). Unless ``force``,
+    not started when the other cores are busy (load average): it would only compete with the
+    demo."""
     cores = os.cpu_count() or 1
     try:
         load = os.getloadavg()[0]

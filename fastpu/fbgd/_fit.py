@@ -370,7 +370,7 @@ def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     model : Factorization
-        A result of :func:`fit` (or of its Dask form, or one read by :func:`fastpu.load`).
+        A result of :func:`fit` (or of its Dask form, or one read by :func:`fastpu.load_model`).
 
     Returns
     -------
@@ -411,7 +411,7 @@ def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
     if missing:
         raise ValueError(f"model.extras lacks {', '.join(repr(m) for m in missing)}, which the "
                          "parameter matrices are made of; pass a model returned by fastpu.fbgd.fit "
-                         "(or read by fastpu.load), not an edited one")
+                         "(or read by fastpu.load_model), not an edited one")
     Vu, Vi = np.asarray(ex["V_user"], dtype=np.float64), np.asarray(ex["V_item"], dtype=np.float64)
     px, k = Vu.shape
     py = Vi.shape[0]

@@ -1,4 +1,4 @@
-"""Compiling ahead (fastpu/_warmup.py): `fastpu warmup` and the demo's background process."""
+"""Compiling ahead (fastpu/cli/_warmup.py): `fastpu warmup` and the demo's background process."""
 
 import time
 
