@@ -1,6 +1,6 @@
 """Pinned results: a digest of every method's and variant's fitted model on fixed seeds.
 
-The redesign of the package (issue 25) moves every file but must not change one bit of any
+A redesign of the package moves every file but must not change one bit of any
 result. Each case below fits a small problem through the public API and hashes everything
 numeric the model holds (factors, extras, the objective history); the digests were recorded
 before the first file moved (``tests/digests.json``), and this test keeps them. A change that

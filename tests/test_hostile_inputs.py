@@ -1,4 +1,4 @@
-"""Reliability and security (issue 30): one regression test per example the campaign of hostile
+"""Reliability and security: one regression test per example the campaign of hostile
 inputs found, grouped by its class (crash, memory blow-up, hang, silent wrong result, security
 finding, unclear error). The campaign itself is
 ``benchmarks/reliability/campaign_reliability.py``; its table is docs/reliability.md. The

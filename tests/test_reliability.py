@@ -1,4 +1,4 @@
-"""Reliability (issue 11): memory guard, divergence and zero-factor warnings, clear errors.
+"""Reliability: memory guard, divergence and zero-factor warnings, clear errors.
 
 One regression test per reported failure; the property-based sweep over every public
 function is in ``test_fuzz.py``.
@@ -621,6 +621,6 @@ def test_a_dataset_where_a_matrix_is_expected_is_told_to_pass_its_y():
     with pytest.raises(TypeError, match=r"Y_train must be a scipy.sparse .*got Dataset; pass the data "
                                         r"set's matrix, Y_train=data.Y"):
         fp.metrics.sampled_auc(model, data, data.Y)
-    # evaluate takes Datasets since issue 28 (matched to the model by id)
+    # evaluate takes Datasets (matched to the model by id)
     train, test = fp.split.holdout(data, seed=0)
     assert fp.evaluate(model, train, test, k=2) == fp.evaluate(model, train.Y, test.Y, k=2)

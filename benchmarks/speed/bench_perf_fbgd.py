@@ -74,7 +74,7 @@ def fbgd_epochs(Y, threads, epochs, reference=False):
     # the serial in-order kernels the tests keep as fBGD's reference (tests/reference_fbgd.py)
     mp = pytest.MonkeyPatch()
     with reference_fbgd.in_order(mp) if reference else contextlib.nullcontext():
-        # the defaults this report was measured with (issue 14 re-chose some defaults later;
+        # the defaults this report was measured with (some defaults were re-chosen later;
         # the work per epoch is the same)
         fbgd.fit(Y, K_FACTORS, n_iter=epochs, update="coordinate", seed=0, n_threads=threads,
                  alpha0=0.5 * Y.shape[1], rho=0.0, lr=0.05, lam=0.0,

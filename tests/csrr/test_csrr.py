@@ -445,7 +445,7 @@ def test_fit_signature_in_one_order():
 
 
 def test_variant_e_requires_k_like_every_rank_k_method():
-    """csrr.fit(Y) used to fit CSRR-e at k = 32 without a word (issue 28)."""
+    """csrr.fit(Y) used to fit CSRR-e at k = 32 without a word."""
     Y, _ = _pu(0, 6, 5, density=0.5)
     want = (r"csrr.fit\(\) missing k, the rank of variant 'e' .*: e.g. csrr.fit\(Y, 32\); "
             r"variants 'I' and 'II' choose their own rank")

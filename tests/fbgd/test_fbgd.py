@@ -396,7 +396,7 @@ def _digest(model):
     return h.hexdigest()[:16]
 
 
-# the defaults of that time, pinned (issue 14 re-chose rho, lr and lam, then called reg)
+# the defaults of that time, pinned (rho, lr and lam were re-chosen later; lam was called reg then)
 _THEN = dict(rho=0.0, lr=0.05, lam=0.0)
 _GOLDEN = {   # digests of fits made by the code before neg_row_weights existed (commit d6e0d7e)
     "mf_coordinate": (dict(_THEN, k=3, alpha0=4.0, rho=0.5, r_neg=-0.2, n_iter=4, update="coordinate"),
@@ -558,7 +558,7 @@ def test_a_diverging_plain_gd_run_diverges_like_the_reference():
     _same_iterates(ty, ny)
 
 
-# --------------------------------------------------------------------------- issue 25: one vocabulary
+# --------------------------------------------------------------------------- one vocabulary
 def test_signatures_run_data_model_penalties_solver_runtime():
     import inspect
 
@@ -576,7 +576,7 @@ def test_signatures_run_data_model_penalties_solver_runtime():
     assert all(params[p].kind is inspect.Parameter.KEYWORD_ONLY for p in list(params)[3:])
 
 
-# --------------------------------------------------------------------------- warm start (issue 28)
+# --------------------------------------------------------------------------- warm start
 def _features_problem():
     Y = _planted(m=30, n=24, seed=14)
     rng = np.random.default_rng(4)
