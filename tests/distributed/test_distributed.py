@@ -501,7 +501,7 @@ class _Recorder:
 
 
 def test_a_destination_builds_its_rows_piece_by_piece(dask_client):
-    """Issue 29 (memory): a destination with several sources gets one compact matrix, built by
+    """Memory: a destination with several sources gets one compact matrix, built by
     a chain on its worker (start, then place per source, its own worker's source first); each
     cut after the first waits for the chain's marker of the pieces placed so far, so neither
     side holds every piece at once. The result is the touched rows in source order."""
