@@ -199,8 +199,9 @@ def report(raw, cfg, ks, labels, seconds):
              provenance(list(raw.get("stamps", {}).values()) or None), "",
              f"*{hardware_line()}; load average "
              f"{raw.get('load_start', '?')} at the start and {raw.get('load_end', '?')} at the end "
-             f"(nothing else running); {seconds / 60:.0f} minutes. "
-             "`python benchmarks/speed/bench_highrank.py`.*", ""]
+             f"{seconds / 60:.0f} minutes. "
+             f"`{' '.join(['python benchmarks/speed/bench_highrank.py', *raw.get('argv', [])])}`.*",
+             ""]
     if "speed" in raw:
         m, n = cfg["shape"]
         lines += [f"## Seconds per iteration, {m:,} × {n:,}, {cfg['nnz']:,} positives", "",
@@ -272,6 +273,7 @@ def main():
     raw_path = os.path.join(docs if args.quick else str(RAW), "bench_highrank.json")
     raw = json.load(open(raw_path)) if os.path.exists(raw_path) and not args.quick else {}
     raw["load_start"] = [round(x, 2) for x in os.getloadavg()]
+    raw["argv"] = [a for a in sys.argv[1:]]
     t0 = time.perf_counter()
     for part in args.parts.split(","):
         if part == "speed":
