@@ -198,7 +198,7 @@ def report(raw, cfg, ks, labels, seconds):
     lines = ["# High rank at MovieLens-20M's size, setup, and time to EASE's quality", "",
              provenance(list(raw.get("stamps", {}).values()) or None), "",
              f"*{hardware_line()}; load average "
-             f"{raw.get('load_start', '?')} at the start and {raw.get('load_end', '?')} at the end "
+             f"{raw.get('load_start', '?')} at the start and {raw.get('load_end', '?')} at the end; "
              f"{seconds / 60:.0f} minutes. "
              f"`{' '.join(['python benchmarks/speed/bench_highrank.py', *raw.get('argv', [])])}`.*",
              ""]
