@@ -786,3 +786,12 @@ def test_csrr_alpha_1e300_names_alpha(kw):
     with pytest.raises(ValueError, match=r"alpha=1e\+300 is too large for .* expected alpha at most 1e\+100"):
         fp.csrr.fit(_data().Y, alpha=1e300, n_iter=2, **kw)
     assert np.isfinite(fp.csrr.fit(_data().Y, 2, alpha=1e300, n_iter=2).scores()).all()    # a weight: fine
+
+
+def test_a_csrr_model_whose_sparse_part_has_another_shape_names_it():
+    """recommend on a CSRR-e model whose V was cut to 5 columns named model.seen, not V."""
+    Y = fp.datasets.synthetic(24, 18, rank=2, density=0.3, seed=0).Y
+    model = fp.csrr.fit(Y, variant="e", k=2, n_iter=2)
+    bad = dataclasses.replace(model, V=model.V[:, :5])
+    with pytest.raises(ValueError, match=r"model\.V has shape 24×5, expected 24×18"):
+        fp.recommend(bad, users=0)

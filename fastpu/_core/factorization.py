@@ -450,6 +450,13 @@ def check_model(model: object) -> Factorization:
     if uf.shape[1] != itf.shape[1] and model.scores_are_products():
         raise ValueError(f"model has user_factors of width {uf.shape[1]} and item_factors of width "
                          f"{itf.shape[1]}; expected the same number of columns (k) on both sides")
+    rows = (uf.shape[0], itf.shape[0])
+    declared = tuple(model.shape)           # a subclass may take it from another part
+    if declared != rows:
+        part = getattr(type(model), "_shape_part", "model.shape")
+        raise ValueError(f"{part} has shape {declared[0]}×{declared[1]}, expected "
+                         f"{rows[0]}×{rows[1]}: one row per row of model.user_factors and one "
+                         f"column per row of model.item_factors (the model's parts were edited)")
     return model
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +34,8 @@ class CSRRModel(Factorization):
     U: np.ndarray | None = None
     V: sp.csr_array | None = None
     variant: str = ""
+    #: the part the model's shape comes from, for the error of a model whose parts disagree
+    _shape_part: ClassVar[str] = "model.V"
 
     @property
     def shape(self) -> tuple[int, int]:
