@@ -20,6 +20,12 @@ and scored on the test instances from their features alone (cold start, ``fp.fol
 Test instances without a label are left out (the paper's Supp-2.1). Each row is run with and
 without ocmf's intercept (``--intercept both``). The paper's rule of taking the second-best
 setting when the best one is poor at P@1–P@4 is not applied (it is a judgement, not a rule).
+``--grid cross`` is a subset for data too large for the whole grid: ρ over its six values at
+log2 λ = 0, then λ over its other six values at the ρ chosen there (12 settings instead of 42),
+the best of the 12 by validation P@5 refitted. ``--rho``, ``--lam`` and ``--C`` give other
+values (log2, comma-separated); ``--threads 1`` is what to use on a machine shared with other
+work (numba's threads then wait on each other: two threads took 2.8 times the processor time of
+one for the same bibtex fit at a load average of 6–8).
 
 Beside it, scikit-learn's one-vs-rest logistic regression (liblinear, one binary problem per
 label), its C chosen by P@5 on the same held-out fifth and refitted on every training instance.
