@@ -1,15 +1,20 @@
-"""Shared helpers for fastpu's benchmark scripts: hardware line, timing, random PU matrices.
+"""The helpers every benchmark script shares: where reports go, the hardware and provenance
+lines, timing, random PU matrices, and what to say when an optional package or data set is absent.
 
-Kept small and stable so that every ``benchmarks/bench_*.py`` can import it::
+The scripts live in topic folders (``speed/``, ``quality/``, ``distributed/``, ``reliability/``)
+and run as ``python benchmarks/<topic>/<script>.py`` from the repository root. Each puts this
+folder on ``sys.path`` first, then imports what it needs::
 
-    from _common import hardware, hardware_line, timed, best_of, powerlaw_pu, md_table
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from _common import DOCS, hardware_line, provenance, timed, powerlaw_pu, md_table
 
-(the scripts run as ``python benchmarks/bench_<module>.py``, so this directory is on
-``sys.path``).
+A helper used by one script only stays in that script (or in a ``_<script>_*.py`` module beside
+it, as ``speed/_ocmf_speed_*.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -24,8 +29,24 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["hardware", "hardware_line", "timed", "best_of", "per_iteration", "powerlaw_pu",
-           "md_table"]
+__all__ = ["ROOT", "BENCH", "DOCS", "RESULTS_DOCS", "RAW", "hardware", "hardware_line",
+           "provenance", "stamp", "git_commit", "git_state", "timed", "best_of", "per_iteration",
+           "powerlaw_pu", "md_table", "log", "fmt_s", "blas_limit", "random_graph",
+           "dask_bytes_sent", "require", "load_data", "Missing", "MISSING_EXIT"]
+
+#: The repository (the folder holding ``fastpu/``, ``benchmarks/`` and ``docs/``).
+ROOT = Path(__file__).resolve().parent.parent
+#: This folder: what a child process puts on its ``sys.path`` to import this module.
+BENCH = ROOT / "benchmarks"
+#: Where the benchmark reports and their plots go (the pages of the Benchmarks section).
+DOCS = ROOT / "docs" / "benchmarks"
+#: Where the result tables included by docs/results.md go (``quality/results_*.py``).
+RESULTS_DOCS = ROOT / "docs" / "results"
+#: Raw measurements that scripts keep between runs and rebuild their reports from.
+RAW = BENCH / "results"
+#: The exit status of a script that stops because an optional package or data set is absent
+#: (``EX_UNAVAILABLE`` of sysexits.h); its last line of standard error names what is missing.
+MISSING_EXIT = 69
 
 
 def _cpu_model():
@@ -191,9 +212,9 @@ def run_in_fresh_process(code, tree):
 def pinned(fit, **defaults):
     """``fit`` with other keyword defaults: the library's defaults when a report was made.
 
-    Issue 14 re-chose several defaults (fbgd, csrr, homf; commit 8c1461d). A report made
-    before that calls its fits through ``pinned(module.fit, <old defaults>)`` so that running
-    its script again reproduces it; keywords the script passes still win.
+    The defaults of fbgd, csrr and homf changed at commit 8c1461d. A report measured before
+    that calls its fits through ``pinned(module.fit, <defaults then>)`` so that running its
+    script again reproduces it; keywords the script passes still win.
     """
     def call(*args, **kwargs):
         return fit(*args, **{**defaults, **kwargs})
@@ -244,7 +265,7 @@ def cached_powerlaw(m, n, nnz, *, seed=0, folder=None):
 def git_commit():
     """(short hash of the checkout's HEAD, whether fastpu/ has uncommitted changes), or
     (None, False) outside a git checkout: what a report says it measured."""
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    root = str(ROOT)
     try:
         head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -253,6 +274,124 @@ def git_commit():
     except (OSError, subprocess.CalledProcessError):
         return None, False
     return head, bool(dirty)
+
+
+def git_state():
+    """``commit abc1234`` (with a note when fastpu/ has uncommitted changes), for a report's
+    text; ``unknown commit`` outside a git checkout."""
+    head, dirty = git_commit()
+    if head is None:
+        return "unknown commit"
+    return f"commit {head}" + (" with uncommitted changes under fastpu/" if dirty else "")
+
+
+def stamp():
+    """(short commit, date) of this run, what :func:`provenance` states: a script that keeps
+    raw measurements between runs saves it with them."""
+    return git_commit()[0], time.strftime("%Y-%m-%d", time.gmtime())
+
+
+def provenance(stamps=None):
+    """The provenance line every report carries under its title: the commit measured and the
+    date (UTC), e.g. ``*Provenance: measured at commit `abc1234` (2026-12-02).*``.
+
+    ``stamps``: the (commit, date) pairs of the runs a report is rebuilt from (:func:`stamp`, as
+    saved with their measurements), when they are not this run; a pair that is ``None`` or has
+    no commit says the report rests on measurements whose commit was not recorded.
+    """
+    if stamps is None:
+        head, dirty = git_commit()
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        what = f"commit `{head}`" if head else "an unknown commit (not a git checkout)"
+        note = ", with uncommitted changes under fastpu/" if dirty else ""
+        return f"*Provenance: measured at {what} ({day}){note}.*"
+    stamps = list(stamps)
+    known = [s for s in stamps if s and s[0]]
+    if not known:
+        return "*Provenance: the commit these measurements were taken on was not recorded.*"
+    commits = list(dict.fromkeys(c for c, _ in known))
+    days = sorted(d for _, d in known if d)
+    when = f" ({days[0]}{' to ' + days[-1] if days[-1] != days[0] else ''})" if days else ""
+    what = ("commit " if len(commits) == 1 else "commits ") + ", ".join(f"`{c}`" for c in commits)
+    note = "; some measurements' commits were not recorded" if len(known) < len(stamps) else ""
+    return f"*Provenance: measured at {what}{when}{note}.*"
+
+
+def log(msg):
+    """Print ``msg`` with the time of day, flushed (progress of a long run)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def fmt_s(t):
+    """Seconds as ``12.3 ms`` below one second, else ``1.23 s``."""
+    return f"{t * 1e3:.1f} ms" if t < 1.0 else f"{t:.2f} s"
+
+
+@contextlib.contextmanager
+def blas_limit(n):
+    """Limit BLAS (numpy's OpenBLAS/MKL) to ``n`` threads in the block; ``None``: leave as is."""
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(n, "blas"):
+        yield
+
+
+def random_graph(m, degree, seed):
+    """Symmetric 0/1 similarity graph, ~``degree`` neighbours per node, no self loops."""
+    rng = np.random.default_rng(seed)
+    half = max(1, degree // 2)
+    r = np.repeat(np.arange(m, dtype=np.int64), half)
+    c = rng.integers(0, m, size=r.size)
+    keep = r != c
+    A = sp.csr_array((np.ones(int(keep.sum())), (r[keep], c[keep])), shape=(m, m))
+    S = A + A.T
+    S.data[:] = 1.0
+    return sp.csr_array(S)
+
+
+def dask_bytes_sent(client):
+    """Σ over the workers of a Dask ``client`` of the bytes in their transfer_outgoing_log
+    (since each worker started)."""
+    logs = client.run(lambda dask_worker: [d["total"] for d in dask_worker.transfer_outgoing_log])
+    return int(sum(sum(v) for v in logs.values()))
+
+
+class Missing(SystemExit):
+    """A script stops because an optional package or data set is absent: the message (on
+    standard error, beginning ``missing:``) names it and how to get it; the exit status is
+    :data:`MISSING_EXIT`, so that a caller tells it from a crash."""
+
+    def __init__(self, what):
+        print(f"missing: {what}", file=sys.stderr, flush=True)
+        super().__init__(MISSING_EXIT)
+
+
+def require(module, *, purpose, extra="bench"):
+    """Import and return the optional package ``module``, or stop with :class:`Missing` naming
+    it, what it is needed for (``purpose``) and the extra that installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        how = f"pip install -e '.[{extra}]'" if extra else f"pip install {module.split('.')[0]}"
+        raise Missing(f"the optional package {module.split('.')[0]!r}, needed for {purpose} "
+                      f"({how})") from None
+
+
+def load_data(name, **kwargs):
+    """``fastpu.datasets.load(name)``, or stop with :class:`Missing` naming the data set and
+    how to get it when it is not on this machine (``kwargs`` go to ``binarize`` when given)."""
+    import fastpu as fp
+
+    try:
+        data = fp.datasets.load(name)
+    except fp.datasets.DataUnavailable as exc:
+        raise Missing(f"the data set {name!r}: {exc}") from None
+    return fp.datasets.binarize(data, **kwargs) if kwargs else data
 
 
 def rss_mib():

@@ -61,7 +61,14 @@ html_theme = "alabaster"
 html_title = f"fastpu {release}"
 html_static_path: list[str] = []
 
-nitpicky = False
+# Every cross-reference (``:func:``, ``:mod:``, ``:class:``, ...) must name something that exists:
+# nitpicky mode warns on each one Sphinx cannot resolve, and -W makes the warning an error. A
+# reference to an object that exists but has no page of its own (a private module, an alias
+# such as ``fastpu.select.tune``, a third-party function) is resolved by ``_missing_reference``
+# below: to the page of the same object under its documented name when there is one, else as
+# plain text. What it cannot import stays a warning. No ``nitpick_ignore`` list is needed: a
+# third-party name is accepted exactly when it imports.
+nitpicky = True
 
 
 # The reference follows the package layout (docs/layout.md): the top-level names, then each
@@ -183,5 +190,67 @@ def _escape_docstring_bars(app, what, name, obj, options, lines: list[str]) -> N
         lines[i] = _escape_bars(line)
 
 
+def _lookup(path: str):
+    """The object a dotted path names (a module, or attributes reached from the longest module
+    prefix that imports), or ``_MISSING``."""
+    import importlib
+
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(obj, name):
+                return _MISSING
+            obj = getattr(obj, name)
+        return obj
+    return _MISSING
+
+
+_MISSING = object()
+_DOCUMENTED: dict[int, str] = {}
+
+
+def _documented(env) -> dict[int, str]:
+    """id(object) -> the name it is documented under, for every module, class and function with
+    a page (built once per build, when the first reference is missing)."""
+    if not _DOCUMENTED:
+        for name, entry in env.get_domain("py").objects.items():
+            obj = _lookup(name)
+            if obj is not _MISSING and (inspect.ismodule(obj) or callable(obj)):
+                _DOCUMENTED.setdefault(id(obj), name)
+    return _DOCUMENTED
+
+
+def _missing_reference(app, env, node, contnode):
+    """Resolve a Python cross-reference Sphinx did not find, if what it names exists."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"].lstrip(".~")
+    # the scopes a short name is looked up in: the current module and its packages, and the
+    # module that defines the object whose page this is (a docstring names its own neighbours)
+    modules = [node.get("py:module") or ""]
+    page = node["refdoc"].rpartition("generated/")[2]
+    if page != node["refdoc"]:
+        modules.append(getattr(_lookup(page), "__module__", None) or "")
+    scopes = [m.rsplit(".", i)[0] for m in modules if m for i in range(m.count(".") + 1)]
+    candidates = [target, *(f"{scope}.{target}" for scope in scopes), f"fastpu.{target}"]
+    for path in candidates:
+        obj = _lookup(path)
+        if obj is _MISSING:
+            continue
+        name = _documented(env).get(id(obj)) if (inspect.ismodule(obj) or callable(obj)) else None
+        if name is not None:
+            found = env.get_domain("py").resolve_any_xref(env, node["refdoc"], app.builder, name,
+                                                          node, contnode)
+            if found:
+                return found[0][1]
+        return contnode
+    return None
+
+
 def setup(app) -> None:
     app.connect("autodoc-process-docstring", _escape_docstring_bars, priority=100)
+    app.connect("missing-reference", _missing_reference)

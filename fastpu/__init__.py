@@ -37,7 +37,7 @@ from .model import load_model, recommend, similar_items, similar_users  # noqa: 
 
 # The method packages and the top-level functions are imported on first use (PEP 562): a script
 # that fits one method does not pay for the others, nor for scipy.stats (select, compare) or
-# dask (distributed); see docs/bench_perf_firstrun.md for the import times.
+# dask (distributed); see docs/benchmarks/bench_perf_firstrun.md for the import times.
 from ._core import registry as _registry  # noqa: E402
 
 _SUBMODULES = (frozenset({"datasets", "distributed", "model", "model_selection", "optim"})

@@ -2,7 +2,8 @@
 
 Everything here is O(|X|·|Y|) on purpose: sums run over every (x, y) pair exactly
 as written in eq. 2 (loss, with α⁻_xy = α⁻_x α⁻_y: the paper's α⁻_y, α⁻_x or both), eq. 4 (gradient over all samples), eq. 11-13
-(SVDFeature embeddings with the g = f + 2 bias augmentation) and eq. 22 (weights).
+(SVDFeature embeddings with the g = f + 2 bias augmentation) and eq. 22 (weights), and the
+frequency-scaled penalty of Rendle et al. (2022) written from its definition.
 Parameters use the layout of ``fastpu.fbgd``: Θ^X has one row per user feature plus,
 with biases, a last row for the constant feature (global bias w0 and the fixed 1).
 """
@@ -102,9 +103,48 @@ def score_gradient(D, P, Q, apos, rpos, neg, r_neg, neg_rows=None):
     return np.where(D, -2.0 * apos * (rpos - R), -2.0 * A * (r_neg - R))
 
 
+def frequency_penalties(D, neg, neg_rows, lam, nu, biases=False):
+    """λ of every row of Θ^X and Θ^Y for plain ids, pair by pair: user x carries its positives
+    and the unlabeled weight α⁻_x α⁻_y of every item y, c_x = Σ_y [D_xy] + Σ_y α⁻_x α⁻_y, and
+    λ_x = lam c_x^ν; the same for item y over every user. With biases the constant feature's
+    row (the global bias) gets lam."""
+    m, n = D.shape
+    lam_x, lam_y = [], []
+    for x in range(m):
+        c = sum(1.0 for y in range(n) if D[x, y]) + sum(_unlabeled_weight(neg, neg_rows, x, y)
+                                                       for y in range(n))
+        lam_x.append(lam * c ** nu)
+    for y in range(n):
+        c = sum(1.0 for x in range(m) if D[x, y]) + sum(_unlabeled_weight(neg, neg_rows, x, y)
+                                                       for x in range(m))
+        lam_y.append(lam * c ** nu)
+    if biases:
+        lam_x.append(lam)
+        lam_y.append(lam)
+    return np.array(lam_x), np.array(lam_y)
+
+
+def objective(D, P, Q, apos, rpos, neg, r_neg, neg_rows=None, lam=0.0, nu=0.0):
+    """Eq. 2 plus Σ_x λ_x ‖p_x‖² + Σ_y λ_y ‖q_y‖² (:func:`frequency_penalties`): the objective
+    of plain MF, whose parameters are the embeddings."""
+    lam_x, lam_y = frequency_penalties(D, neg, neg_rows, lam, nu)
+    J = loss(D, P, Q, apos, rpos, neg, r_neg, neg_rows)
+    J += sum(lam_x[x] * float(P[x] @ P[x]) for x in range(P.shape[0]))
+    J += sum(lam_y[y] * float(Q[y] @ Q[y]) for y in range(Q.shape[0]))
+    return J
+
+
+def _per_row(reg, reg_rows, side):
+    """The penalty of every row of one side's Θ as a column (a scalar reg, or reg_rows[side])."""
+    if reg_rows is None:
+        return np.reshape(float(reg), (1, 1))
+    return np.asarray(reg_rows[side], dtype=float).reshape(-1, 1)
+
+
 def param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg=0.0,
-                    neg_rows=None):
-    """Eq. 4 with eq. 15/17 (∂p_x,d/∂θ_jd = z_xj): ∂J/∂Θ^X, ∂J/∂Θ^Y over all pairs.
+                    neg_rows=None, reg_rows=None):
+    """Eq. 4 with eq. 15/17 (∂p_x,d/∂θ_jd = z_xj): ∂J/∂Θ^X, ∂J/∂Θ^Y over all pairs, plus
+    2 reg θ (or 2 λ_j θ_j with ``reg_rows`` = (λ of Θ^X's rows, λ of Θ^Y's rows)).
 
     With biases, the last row of Θ multiplies a constant-1 feature.
     """
@@ -120,17 +160,23 @@ def param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_n
         for y in range(D.shape[1]):
             gx += G[x, y] * np.outer(Zx[x], Q[y])   # ∂r̂/∂θ^X_jd = z_xj q_yd
             gy += G[x, y] * np.outer(Zy[y], P[x])
-    return gx + 2.0 * reg * theta_x, gy + 2.0 * reg * theta_y
+    return (gx + 2.0 * _per_row(reg, reg_rows, 0) * theta_x,
+            gy + 2.0 * _per_row(reg, reg_rows, 1) * theta_y)
 
 
 def full_loss(D, Zx, Zy, theta_x, theta_y, biases, apos, rpos, neg, r_neg, reg=0.0,
-              free_x=None, free_y=None, neg_rows=None):
+              free_x=None, free_y=None, neg_rows=None, reg_rows=None):
+    """Eq. 2 at Θ plus reg ‖Θ‖² on the free entries (or Σ_j λ_j ‖θ_j‖² with ``reg_rows``)."""
     Zx, Zy = np.asarray(Zx, float), np.asarray(Zy, float)
     if biases:
         Zx = np.column_stack([Zx, np.ones(Zx.shape[0])])
         Zy = np.column_stack([Zy, np.ones(Zy.shape[0])])
     J = loss(D, Zx @ theta_x, Zy @ theta_y, apos, rpos, neg, r_neg, neg_rows)
-    if reg:
+    if reg_rows is not None:
+        for theta, free, lam in ((theta_x, free_x, reg_rows[0]), (theta_y, free_y, reg_rows[1])):
+            for j in range(theta.shape[0]):
+                J += lam[j] * sum(theta[j, d] ** 2 for d in range(theta.shape[1]) if free[j, d])
+    elif reg:
         J += reg * (np.sum(theta_x[free_x] ** 2) + np.sum(theta_y[free_y] ** 2))
     return J
 
@@ -145,7 +191,7 @@ def _step(theta, acc, j, d, grad, lr, adagrad, eps=1e-4):
 
 
 def coordinate_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, f, biases,
-                     apos, rpos, neg, r_neg, lr, adagrad, reg=0.0, neg_rows=None):
+                     apos, rpos, neg, r_neg, lr, adagrad, reg=0.0, neg_rows=None, reg_rows=None):
     """Appendix B, Algorithm 1 literally: every free θ^X_jd in order, each with the exact
     all-pairs gradient at the current point, then every θ^Y_jd.  In place."""
     for theta, acc, free, side in ((theta_x, acc_x, free_x, 0), (theta_y, acc_y, free_y, 1)):
@@ -154,19 +200,19 @@ def coordinate_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, 
                 if not free[j, d]:
                     continue
                 grads = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg,
-                                        r_neg, reg, neg_rows)
+                                        r_neg, reg, neg_rows, reg_rows)
                 _step(theta, acc, j, d, grads[side][j, d], lr, adagrad)
 
 
 def batch_epoch(D, Zx, Zy, theta_x, theta_y, acc_x, acc_y, free_x, free_y, f, biases,
-                apos, rpos, neg, r_neg, lr, adagrad, reg=0.0, neg_rows=None):
+                apos, rpos, neg, r_neg, lr, adagrad, reg=0.0, neg_rows=None, reg_rows=None):
     """All gradients of the user side at one point, update them all; then the item side."""
     gx, _ = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg,
-                            neg_rows)
+                            neg_rows, reg_rows)
     for j, d in zip(*np.nonzero(free_x)):
         _step(theta_x, acc_x, j, d, gx[j, d], lr, adagrad)
     _, gy = param_gradients(D, Zx, Zy, theta_x, theta_y, f, biases, apos, rpos, neg, r_neg, reg,
-                            neg_rows)
+                            neg_rows, reg_rows)
     for j, d in zip(*np.nonzero(free_y)):
         _step(theta_y, acc_y, j, d, gy[j, d], lr, adagrad)
 

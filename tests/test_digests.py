@@ -1,6 +1,6 @@
 """Pinned results: a digest of every method's and variant's fitted model on fixed seeds.
 
-The redesign of the package (issue 25) moves every file but must not change one bit of any
+A redesign of the package moves every file but must not change one bit of any
 result. Each case below fits a small problem through the public API and hashes everything
 numeric the model holds (factors, extras, the objective history); the digests were recorded
 before the first file moved (``tests/digests.json``), and this test keeps them. A change that
@@ -54,6 +54,10 @@ def _cases():
         "ocmf-default": lambda: fp.ocmf.fit(Y, 4, **o),
         "ocmf-iALS": lambda: fp.ocmf.fit(Y, 4, loss="square", negatives="all", a_bar=0.0,
                                          nu=1.0, rho=0.3, lam=0.02, **o),
+        "ocmf-iALS-pcg": lambda: fp.ocmf.fit(Y, 4, loss="square", negatives="all", a_bar=0.0,
+                                             nu=1.0, rho=0.3, lam=0.02, precondition=True, **o),
+        "ocmf-LR-pcg": lambda: fp.ocmf.fit(Y, 4, loss="logistic", rho=0.05, lam=0.02, nu=1.0,
+                                           precondition=True, **o),
         "ocmf-SQ-SQ": lambda: fp.ocmf.fit(Y, 4, loss="square", rho=1.0, a_bar=0.0, lam=2.0, **o),
         "ocmf-SQ-wSQ": lambda: fp.ocmf.fit(Y, 4, loss="square", rho=0.1, lam=1.0, **o),
         "ocmf-LR-wSQ": lambda: fp.ocmf.fit(Y, 4, loss="logistic", rho=0.05, lam=0.5, **o),
@@ -96,7 +100,8 @@ def _cases():
         "homf-graph": lambda: fp.homf.fit(R, 3, T=2, item_graph=S, user_graph=Su, g="exp", **o),
         "homf-dense-step": lambda: fp.homf.fit(R, 3, T=2, item_graph=S, g="step", mode="dense", **o),
         # baselines
-        "wrmf": lambda: fp.baselines.wrmf(R, 4, **o),
+        "wrmf": lambda: fp.baselines.wrmf(R, 4, alpha=10.0, lam=1.0, **o),
+        "wrmf-defaults": lambda: fp.baselines.wrmf(R, 4, **o),
     }
     return cases
 

@@ -127,7 +127,7 @@ class _Ctx:
     def _make_homf_model(self):
         return fp.homf.fit(self.split[0], K, T=2, n_iter=1)
 
-    # hostile files (issue 30): what is not a regular file, or declares more than it holds
+    # hostile files: what is not a regular file, or declares more than it holds
     def _make_fifo(self):
         path = os.path.dirname(self.csv) + "/pipe.csv"
         os.mkfifo(path)
@@ -191,7 +191,7 @@ def _edited(model, params=None, extras=None):
 
 
 def _in_place(edit):
-    """CTX.Y with its arrays edited in place: scipy's cached canonical flag stays True (issue 30)."""
+    """CTX.Y with its arrays edited in place: scipy's cached canonical flag stays True."""
     def make():
         Y = sp.csr_array(CTX.Y.copy())
         assert Y.has_canonical_format
@@ -236,7 +236,7 @@ def _bad_csr(kind):
             lambda: sp.coo_array(CTX.Y), lambda: None, lambda: "Y", lambda: [[1, 0], [0, 1]],
             lambda: sp.csr_array((300, 200)), lambda: sp.csr_array(CTX.Y, dtype=np.complex128),
             lambda: sp.csr_array(CTX.Y, dtype=np.int8),
-            # not canonical in fact, the flag saying it is (issue 30)
+            # not canonical in fact, the flag saying it is
             _in_place("unsorted"), _in_place("duplicate"),
             # a shape declared far beyond the entries: 800 GB of row pointers for one entry
             lambda: sp.coo_array((np.ones(1), ([5], [3])), shape=(10**11, N)),
@@ -284,7 +284,7 @@ POOLS: dict[str, list[Callable]] = {
               lambda: fp.Factorization(np.ones((M, 3)), np.ones((N, 2))),
               lambda: fp.Factorization(np.ones((M + 1, K)), np.ones((N, K))),
               lambda: fp.Factorization(np.full((M, K), np.nan), np.ones((N, K))),
-              # edited models (issue 30): params and extras a fit would not make, repeated ids, a
+              # edited models: params and extras a fit would not make, repeated ids, a
               # CSC sparse part; every use refuses them by name or serves them right
               lambda: _edited(CTX.model, params={"loss": "bogus", "a_bar": "x"}),
               lambda: _edited(CTX.homf_model, params={"T": 10**9}),
@@ -301,7 +301,7 @@ POOLS: dict[str, list[Callable]] = {
              # not a regular file (never read for ever or waited on), too large, a member header
              # declaring 10¹¹ elements (never allocated)
              lambda: "/dev/zero", lambda: CTX.fifo, lambda: CTX.huge_file, lambda: CTX.bomb_npz],
-    # a text encoding, or a codec that is not one (issue 30: LookupError)
+    # a text encoding, or a codec that is not one (LookupError)
     "encoding": [lambda: "hex", lambda: "rot13", lambda: "undefined", lambda: "no-such-codec", lambda: None,
                  lambda: 3, lambda: "idna", lambda: "latin-1"],
     "name": [lambda: "no-such-data", lambda: None, lambda: 3, lambda: "", lambda: ["ml-100k"]],

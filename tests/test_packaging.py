@@ -151,7 +151,7 @@ def test_import_sets_a_passive_openmp_wait_policy_unless_chosen():
     assert out.stdout.strip() == "ACTIVE"
 
 
-# --- the compiled-kernel cache: never inside the package folder (issue 11, the install trap) ---
+# --- the compiled-kernel cache: never inside the package folder (the install trap) ---
 
 _KERNEL_SCRIPT = """
 import fastpu
@@ -325,7 +325,7 @@ def test_clear_cache_prunes_the_folders_of_installations_that_are_gone(tmp_path,
     assert cli.main(["cache", "--prune"]) == 0
     assert "removed 0 folder(s)" in capsys.readouterr().out
     assert cli.main(["cache", "--clear"]) == 0
-    # the folder without fastpu's record is not identified as fastpu's: never deleted (issue 30)
+    # the folder without fastpu's record is not identified as fastpu's: never deleted
     assert "removed 2 folder(s) of every installation's" in capsys.readouterr().out
     assert sorted(p.name for p in root.iterdir()) == [unknown.name, "notes.txt"]
     with pytest.raises(TypeError, match="stale must be True or False"):

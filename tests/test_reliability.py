@@ -1,4 +1,4 @@
-"""Reliability (issue 11): memory guard, divergence and zero-factor warnings, clear errors.
+"""Reliability: memory guard, divergence and zero-factor warnings, clear errors.
 
 One regression test per reported failure; the property-based sweep over every public
 function is in ``test_fuzz.py``.
@@ -577,7 +577,12 @@ def test_tensor_model_errors_name_their_arguments():
 
 def test_fold_in_overflow_names_the_inputs():
     Y = _Y()
+    # the square loss's row problem is solved exactly: q = 1e300 on the unlabeled term gives
+    # rows near zero, finite; the logistic loss's Newton steps overflow, and say where to look
     model = fp.ocmf.fit(Y, 2, n_iter=2)
+    folded = fp.fold_in(model, Y[:3], q=np.full(20, 1e300), max_iter=5)
+    assert np.isfinite(folded.user_factors).all()
+    model = fp.ocmf.fit(Y, 2, n_iter=2, loss="logistic")
     with pytest.raises(FloatingPointError, match="check the scale of the inputs model, Y_new, user_features, p, q"):
         fp.fold_in(model, Y[:3], q=np.full(20, 1e300), max_iter=5)
 
@@ -620,6 +625,6 @@ def test_a_dataset_where_a_matrix_is_expected_is_told_to_pass_its_y():
     with pytest.raises(TypeError, match=r"Y_train must be a scipy.sparse .*got Dataset; pass the data "
                                         r"set's matrix, Y_train=data.Y"):
         fp.metrics.sampled_auc(model, data, data.Y)
-    # evaluate takes Datasets since issue 28 (matched to the model by id)
+    # evaluate takes Datasets (matched to the model by id)
     train, test = fp.split.holdout(data, seed=0)
     assert fp.evaluate(model, train, test, k=2) == fp.evaluate(model, train.Y, test.Y, k=2)

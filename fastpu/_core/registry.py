@@ -67,7 +67,8 @@ class Entry:
         default is None because they depend on other arguments (ocmf's ρ and λ depend on the
         loss), for ``tune``'s first trial, the method's defaults.
     demo : str or None
-        ``demo_configs() -> [(label, fit kwargs), ...]``: ``fastpu demo`` and the warm-up.
+        ``demo_configs() -> [(label, fit kwargs, legend), ...]``: ``fastpu demo`` (which prints
+        each row's one-line legend under its table) and the warm-up.
     model_class : str
         The class of the fitted model, the one a model file may name for this entry.
     fitted : str or None
@@ -85,8 +86,8 @@ class Entry:
         An optional package the entry needs (left out of ``compare``'s "all").
     compile_seconds : float or None
         Seconds the method's first fit spends compiling its numba kernels in an empty cache
-        (measured on the project's 2-core machine by benchmarks/bench_first_demo.py, see
-        docs/bench_first_demo.md; the first-run notice quotes it).
+        (measured on the project's 2-core machine by benchmarks/speed/bench_first_demo.py, see
+        docs/benchmarks/bench_first_demo.md; the first-run notice quotes it).
     """
 
     name: str

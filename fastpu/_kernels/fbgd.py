@@ -16,11 +16,15 @@ For one row i of a side the gradient of J with respect to its embedding is
     G[i] = rowscale[i] · 2 (S e_i − r⁻ s) + Σ_{positives (i, j)} e_ij f_j,
     e_ij = 2 (α⁺ (r̂ − r⁺) − α⁻ (r̂ − r⁻)) = 2 (cpos · r̂ − bpos).
 
+The update kernels take the L2 penalty as an array ``lam_rows``: λ_j of parameter row j of Θ
+(frequency-scaled regularisation gives every row its own), or a single value for every row
+(the compact form: the same arithmetic as a scalar penalty, bit for bit).
+
 No kernel validates its input; ``prange`` (or a thread of :func:`.rowpool.run_rows`) runs
 over rows that own their outputs.
 
 :func:`wls_rows` is fBGD's row problem for fold-in: a weighted least-squares row
-(H0 + Σ_t d_t g_t g_tᵀ) x = b0 + Σ_t e_t g_t, one k×k Cholesky solve per row.
+(H0 + λ_i I + Σ_t d_t g_t g_tᵀ) x = b0 + λ_i u0 + Σ_t e_t g_t, one k×k Cholesky solve per row.
 """
 
 import numba as nb
@@ -116,23 +120,31 @@ def _step(accum, j, d, grad, lr, adagrad, eps):
     return lr * grad / den
 
 
+@nb.njit(**_JIT)
+def _lam(lam_rows, j):
+    """λ_j of parameter row j: ``lam_rows[j]``, or the one value of the compact form."""
+    return lam_rows[0] if lam_rows.shape[0] == 1 else lam_rows[j]
+
+
 @nb.njit(parallel=True, **_JIT)
-def batch_update(grad, free, theta, accum, lr, reg, adagrad, eps):
-    """θ ← θ − γ_t (∇ + 2 reg θ) on the free entries; Adagrad (eq. 24) or plain steps."""
+def batch_update(grad, free, theta, accum, lr, lam_rows, adagrad, eps):
+    """θ_j ← θ_j − γ_t (∇_j + 2 λ_j θ_j) on the free entries; Adagrad (eq. 24) or plain steps."""
     g = theta.shape[1]
     for j in nb.prange(theta.shape[0]):
+        lam = _lam(lam_rows, j)
         for d in range(g):
             if not free[j, d]:
                 continue
-            gr = grad[j, d] + 2.0 * reg * theta[j, d]
+            gr = grad[j, d] + 2.0 * lam * theta[j, d]
             theta[j, d] -= _step(accum, j, d, gr, lr, adagrad, eps)
 
 
 @nb.njit(**_JIT)
 def coordinate_side(j_lo, j_hi, zt_indptr, zt_indices, zt_data, free, theta, accum,
                     indptr, indices, cpos, bpos, pred,
-                    E, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps):
-    """Appendix B over the parameters j_lo .. j_hi − 1 of a side: θ[j, d] by θ[j, d], serially.
+                    E, FT, S, s, rowscale, r_neg, lr, lam_rows, adagrad, eps):
+    """Appendix B over the parameters j_lo .. j_hi − 1 of a side: θ[j, d] by θ[j, d], serially
+    (penalty λ_j of ``lam_rows``).
 
     ``zt_*`` is the transposed feature matrix (row j lists the rows i with z_ij ≠ 0);
     ``FT`` is the other side's embeddings transposed (g × n_other), so that coordinate d
@@ -142,6 +154,7 @@ def coordinate_side(j_lo, j_hi, zt_indptr, zt_indices, zt_data, free, theta, acc
     """
     g = E.shape[1]
     for j in range(j_lo, j_hi):
+        lam = _lam(lam_rows, j)
         for d in range(g):
             if not free[j, d]:
                 continue
@@ -156,7 +169,7 @@ def coordinate_side(j_lo, j_hi, zt_indptr, zt_indices, zt_data, free, theta, acc
                 for p in range(indptr[i], indptr[i + 1]):
                     gi += 2.0 * (cpos[p] * pred[p] - bpos[p]) * Fd[indices[p]]
                 grad += zt_data[t] * gi
-            grad += 2.0 * reg * theta[j, d]
+            grad += 2.0 * lam * theta[j, d]
             step = _step(accum, j, d, grad, lr, adagrad, eps)
             if step == 0.0:
                 continue
@@ -204,7 +217,7 @@ def _moved_positive_part(c, b, p, v, delta, v_prev):
 @nb.njit(parallel=True, **_JIT)
 def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, accum,
                     indptr, indices, cpos, bpos, pred,
-                    E, F, FT, S, s, rowscale, r_neg, lr, reg, adagrad, eps,
+                    E, F, FT, S, s, rowscale, r_neg, lr, lam_rows, adagrad, eps,
                     apos, rpos, aneg, perm, row_loss, pred_out):
     """Appendix B over the parameters bounds[0] .. bounds[-1], each of one row, in parallel.
 
@@ -213,7 +226,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
     checks).  Chunk c = bounds[c] .. bounds[c + 1] is one ``prange`` iteration.  For each
     parameter, the predictions r̂ = e_i · f_y of the row's positives are read from ``pred``
     (its CSR slice), or computed there first with ``fresh``; then coordinate d = 0 .. g − 1
-    takes the step of ``coordinate_side`` with the same Adagrad arithmetic.  Only the sums
+    takes the step of ``coordinate_side`` with the same Adagrad arithmetic and penalty λ_j.  Only the sums
     S[d] · e_i and Σ_p e_p f_yd are reassociated.  The rows f_y of the positives are copied
     once, transposed, into a scratch tile T (T[d] = coordinate d of each f_y, contiguous);
     rows too long for the tile gather FT[d] per coordinate instead.  Coordinate d's step
@@ -248,6 +261,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 continue            # a parameter without free coordinates is a no-op
             i = zt_indices[zt_indptr[j]]
             z = zt_data[zt_indptr[j]]
+            lam = _lam(lam_rows, j)
             lo = indptr[i]
             hi = indptr[i + 1]
             cnt = hi - lo
@@ -289,7 +303,7 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
                 last = -1
                 grad = 0.0
                 grad += z * gi
-                grad += 2.0 * reg * theta[j, d]
+                grad += 2.0 * lam * theta[j, d]
                 step = _step(accum, j, d, grad, lr, adagrad, eps)
                 if step == 0.0:
                     continue
@@ -320,12 +334,15 @@ def coordinate_rows(bounds, fresh, zt_indptr, zt_indices, zt_data, free, theta, 
 # ------------------------------------------------------------------ fold-in rows
 
 @nb.njit(parallel=True, **_JIT_DOT)
-def wls_rows(indptr, indices, d, e, E, H0, b0, X_out, ok_out):
-    """X_out[i] solves (H0 + Σ_t d_t E[j_t] E[j_t]ᵀ) x = b0 + Σ_t e_t E[j_t] over row i's entries.
+def wls_rows(indptr, indices, d, e, E, H0, b0, lam_rows, u0, X_out, ok_out):
+    """X_out[i] solves (H0 + λ_i I + Σ_t d_t E[j_t] E[j_t]ᵀ) x = b0 + λ_i u0 + Σ_t e_t E[j_t]
+    over row i's entries, λ_i = ``lam_rows[i]``.
 
+    An empty ``lam_rows`` adds nothing (one penalty for every row is then part of H0 and b0).
     ``ok_out[i]`` is False when the matrix is not positive definite (the caller then solves that
     row by a minimum-norm least-squares solve).
     """
+    own = lam_rows.shape[0] > 0
     m, k = X_out.shape
     for i in nb.prange(m):
         lo = indptr[i]
@@ -342,6 +359,11 @@ def wls_rows(indptr, indices, d, e, E, H0, b0, X_out, ok_out):
             b[a] = b0[a]
             for c in range(k):
                 H[a, c] += H0[a, c]
+        if own:
+            lam = lam_rows[i]
+            for a in range(k):
+                H[a, a] += lam
+                b[a] += lam * u0[a]
         for t in range(nrow):
             et = e[lo + t]
             for a in range(k):

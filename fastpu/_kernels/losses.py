@@ -40,6 +40,8 @@ class Loss:
         ``lam=None``; chosen on the five-split tables of docs/results.md).
     newton_steps, cg_steps : int
         ocmf's default Newton steps per row and half-step, and CG steps per Newton step.
+    pcg_steps : int
+        The CG steps per Newton step when CG is preconditioned (``precondition``).
     """
 
     name: str
@@ -50,6 +52,7 @@ class Loss:
     lam: float
     newton_steps: int
     cg_steps: int
+    pcg_steps: int
 
 
 SQUARE, LOGISTIC, SQUARED_HINGE = 0, 1, 2
@@ -57,9 +60,9 @@ SQUARE, LOGISTIC, SQUARED_HINGE = 0, 1, 2
 #: terms) won the search on 17 of the 20 MovieLens-100K and FilmTrust splits of
 #: docs/results.md; the logistic and squared hinge losses keep the paper's LR-wSQ settings.
 LOSS_TABLE = (
-    Loss("square", SQUARE, True, 0.0, 1 / 6, 6.0, 1, 3),
-    Loss("logistic", LOGISTIC, False, -1.0, 0.01, 1.0, 1, 4),
-    Loss("squared_hinge", SQUARED_HINGE, False, -1.0, 0.01, 1.0, 1, 4),
+    Loss("square", SQUARE, True, 0.0, 1 / 6, 6.0, 1, 3, 1),
+    Loss("logistic", LOGISTIC, False, -1.0, 0.01, 1.0, 1, 4, 2),
+    Loss("squared_hinge", SQUARED_HINGE, False, -1.0, 0.01, 1.0, 1, 4, 2),
 )
 LOSS_CODES = {loss.name: loss.code for loss in LOSS_TABLE}
 LOSSES = {loss.name: loss for loss in LOSS_TABLE}

@@ -104,6 +104,12 @@ class RowOptions:
     grad_tol : float
         Stop a row's Newton loop once ‖∇f_i‖ ≤ grad_tol ‖∇f_i(w₀)‖ (fold-in; 0 for the fit,
         which takes its ``newton_steps`` warm-started steps).
+    precondition : bool
+        Precondition CG by the diagonal of the row's Hessian (Jacobi): 2 p_i diag(M) + 2 λ_i +
+        Σ_e ℓ⁺''_e h_e², one more pass over the row's entries per Newton step. In the
+        eigenbasis of M (float32, k ≥ 64) the k×k part is diagonal, so the preconditioner is
+        exact there and the positive part a correction of low rank: one preconditioned step
+        does what three plain ones do (docs/ocmf.md, "Solvers").
     """
 
     newton_steps: int = 1
@@ -113,6 +119,7 @@ class RowOptions:
     shrink: float = 0.5
     backtracks: int = 30
     grad_tol: float = 0.0
+    precondition: bool = False
 
     def ladder(self):
         """The step lengths α the line search tries, in order (repeated products, as the
@@ -331,6 +338,34 @@ def _cg_turn(rr_new, rr, r, d):
 
 
 @nb.njit(inline="always", **_JIT)
+def _jacobi(G, idx, off, nrow, d2, mdv, p_i, lam, pinv):
+    """pinv = 1 / diag(H), H the row's Hessian 2 p_i M + 2 λ I + Σ_t d2[t] g_t g_tᵀ (M's
+    diagonal in mdv); a coordinate whose diagonal is not positive gets 0 (its Hessian row is
+    zero: a PSD matrix's zero diagonal entry), so that z stays finite."""
+    k = pinv.shape[0]
+    for a in range(k):
+        pinv[a] = 2.0 * p_i * mdv[a] + 2.0 * lam
+    for t in range(nrow):
+        j = idx[off + t]
+        dt = np.float64(d2[t])
+        for a in range(k):
+            x = np.float64(G[j, a])
+            pinv[a] += dt * x * x
+    for a in range(k):
+        pinv[a] = 1.0 / pinv[a] if pinv[a] > 0.0 else 0.0
+
+
+@nb.njit(inline="always", **_JIT)
+def _jacobi_apply(pinv, r, z):
+    """z = pinv ∘ r; returns rᵀz."""
+    rz = 0.0
+    for a in range(r.shape[0]):
+        z[a] = pinv[a] * r[a]
+        rz += r[a] * z[a]
+    return rz
+
+
+@nb.njit(inline="always", **_JIT)
 def _cg_unscale(sc, step, r):
     """Undo CG's scaling of the step and the residual (exactly: sc is a power of two)."""
     inv = 1.0 / sc
@@ -452,7 +487,7 @@ def _entry_value(kind, nrow, yl, wt, rc, abar, s, sd, alpha):
 @nb.njit(**_JIT)
 def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, abar, E, M, diag,
                  kappa, p, lam, W, n_newton, n_cg, cg_tol, armijo, shrink, backtracks, cap,
-                 f_out, f0_out, counts_out, exact_value):
+                 f_out, f0_out, counts_out, exact_value, precondition):
     """Newton–CG steps on rows c_lo..c_hi-1 of W, one after another (updated in place).
 
     Row i's f_i is minimised from its current value. Its item vectors are src[idx[off + t]]
@@ -498,6 +533,8 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
     mw = np.empty(k, dtype=ct)
     md = np.empty(k, dtype=ct)
     mstep = np.empty(k)
+    pinv = np.empty(k)                   # the Jacobi preconditioner (``precondition``)
+    z = np.empty(k)
     mdv = np.empty(k, dtype=ct)          # M's diagonal, all of M when ``diag``
     for a in range(k):
         mdv[a] = M[a, a]
@@ -565,6 +602,11 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
                     sd[t] = 0.0
             rr = gg * sc * sc
             stop = cg_tol * cg_tol * rr
+            if precondition:             # d = z = P⁻¹ r, and CG's ratios are of rᵀz
+                _jacobi(src, idx, off, nrow, d2, mdv, p_i, lam_i, pinv)
+                rr = _jacobi_apply(pinv, r, z)
+                for a in range(k):
+                    d[a] = z[a]
             for _c in range(n_cg):
                 _hessp(src, idx, off, nrow, d2, M, mdv, diag, p_i, lam_i, d, u, md, Hd)
                 n_cgs += 1
@@ -582,8 +624,13 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
                         sd[t] += alpha * u[t]
                 if rr_new <= stop:
                     break
-                _cg_turn(rr_new, rr, r, d)
-                rr = rr_new
+                if precondition:
+                    rz_new = _jacobi_apply(pinv, r, z)
+                    _cg_turn(rz_new, rr, z, d)
+                    rr = rz_new
+                else:
+                    _cg_turn(rr_new, rr, r, d)
+                    rr = rr_new
             inv = _cg_unscale(sc, step, r)
             if track:
                 for a in range(k):
@@ -675,11 +722,12 @@ def row_newton(kind, indptr, indices, labels, weights, corr, q, abar, E, M, kapp
     counts = _NO_COUNTS if counts_out is None else counts_out
     n_newton, n_cg, cg_tol = int(opts.newton_steps), int(opts.cg_steps), float(opts.cg_tol)
     armijo, shrink, backtracks = float(opts.armijo), float(opts.shrink), int(opts.backtracks)
+    precondition = bool(opts.precondition)
 
     def block(lo, hi):
         _solve_chunk(kind, lo, hi, indptr, indices, labels, weights, corr, q, abar, E, M, diag,
                      kappa, p, lam, W, n_newton, n_cg, cg_tol, armijo, shrink, backtracks, cap,
-                     f_out, f0_out, counts, exact_value)
+                     f_out, f0_out, counts, exact_value, precondition)
 
     run_rows(block, indptr, W.shape[1], per_thread=_BLOCKS_PER_THREAD)
 
@@ -796,14 +844,19 @@ def newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa,
 # ``counts`` holds each row's Newton steps, CG steps and backtracks, as counts_out does.
 
 @nb.njit(**_JIT)
-def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, done, f, g, step, r, d, rr, stop, sc, act,
-               cg, cg_tol):
+def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, he, done, f, g, step, r, d, z, pinv, rr,
+               stop, sc, act, cg, cg_tol):
     """A Newton step's start: f_i and ∇f_i from the entries' sums ``fe``, ``ge`` and the k×k
-    part; rows with ∇f_i = 0 leave (``done``); the others start CG (``act``, ``cg``)."""
+    part; rows with ∇f_i = 0 leave (``done``); the others start CG (``act``, ``cg``). A
+    non-empty ``he`` (the entries' part of the Hessian's diagonal) preconditions the CG as
+    :func:`_jacobi` does."""
     m, k = w.shape
     mdv = np.empty(k)
+    for a in range(k):
+        mdv[a] = M[a, a]
     mw = np.empty(k)
     lam_step = 0 if lam.shape[0] == 1 else 1
+    precondition = he.shape[0] > 0
     for i in range(m):
         act[i] = False
         cg[i] = False
@@ -823,12 +876,20 @@ def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, done, f, g, step, r, d, rr, s
         _cg_begin(g[i], sc[i], step[i], r[i], d[i])
         rr[i] = gg * sc[i] * sc[i]
         stop[i] = cg_tol * cg_tol * rr[i]
+        if precondition:
+            lam_i = lam[i * lam_step]
+            for a in range(k):
+                x = 2.0 * pw[i] * mdv[a] + 2.0 * lam_i + he[i, a]
+                pinv[i, a] = 1.0 / x if x > 0.0 else 0.0
+            rr[i] = _jacobi_apply(pinv[i], r[i], z[i])
+            for a in range(k):
+                d[i, a] = z[i, a]
         act[i] = True
         cg[i] = True
 
 
 @nb.njit(**_JIT)
-def grid_cg(pw, lam, M, He, d, step, r, rr, stop, cg, counts):
+def grid_cg(pw, lam, M, He, d, step, r, z, pinv, rr, stop, cg, counts, precondition):
     """One CG step for every row still in its CG loop, from the entries' part ``He`` of the
     Hessian products with the directions d; a row that stops gets d = 0 (nothing to send)."""
     m, k = d.shape
@@ -852,8 +913,13 @@ def grid_cg(pw, lam, M, He, d, step, r, rr, stop, cg, counts):
             rr_new = _cg_take(alpha, d[i], Hd, step[i], r[i])
             stopped = rr_new <= stop[i]
             if not stopped:
-                _cg_turn(rr_new, rr[i], r[i], d[i])
-                rr[i] = rr_new
+                if precondition:
+                    rz_new = _jacobi_apply(pinv[i], r[i], z[i])
+                    _cg_turn(rz_new, rr[i], z[i], d[i])
+                    rr[i] = rz_new
+                else:
+                    _cg_turn(rr_new, rr[i], r[i], d[i])
+                    rr[i] = rr_new
         if stopped:
             cg[i] = False
             for a in range(k):

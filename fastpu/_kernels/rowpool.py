@@ -3,10 +3,10 @@
 A numba ``parallel=True`` kernel costs far more to compile than the same loop compiled serial:
 numba outlines the ``prange`` body into a gufunc, links every function the body calls into it
 and optimises the result again, then once more in the kernel's own library. For ocmf's row
-solver that re-optimisation was most of the first fit (docs/bench_perf_firstrun.md). The kernels
-that go through this module are compiled once, serial, with ``nogil=True``; :func:`run_rows`
-splits the rows into one contiguous block per thread and calls the kernel on each block from a
-small pool of Python threads, which run it concurrently because it releases the GIL.
+solver that re-optimisation was most of the first fit (docs/benchmarks/bench_perf_firstrun.md).
+The kernels that go through this module are compiled once, serial, with ``nogil=True``;
+:func:`run_rows` splits the rows into one contiguous block per thread and calls the kernel on each
+block from a small pool of Python threads, which run it concurrently because it releases the GIL.
 
 Each block owns its rows, so the result does not depend on the split or the thread count. The
 thread count is numba's (``fastpu.set_num_threads``, the ``n_threads=`` of a fit), read in the

@@ -181,6 +181,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"80/20 per-user holdout ({Y_train.nnz} train, {Y_test.nnz} test); "
           f"{_threads_note(args.threads)}", flush=True)
     rows = []
+    legends = {"popularity": "every user's top items are the most popular ones (the floor)"}
     t0 = time.perf_counter()
     rows.append(_evaluate_row("popularity", popularity(Y_train), Y_train, Y_test, ks,
                               time.perf_counter() - t0))
@@ -192,14 +193,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
     helper = (_start_warmup(wanted, Y_train, force=args.background_compile == "on")
               if args.background_compile != "off" else None)
     try:
-        _demo_fits(wanted, Y_train, Y_test, ks, rows, args)
+        _demo_fits(wanted, Y_train, Y_test, ks, rows, args, legends)
     finally:
         if helper is not None and helper.is_alive():
             helper.terminate()
             helper.join(5)
+    if args.methods == "all":       # the baselines beside the methods (not with --methods)
+        _demo_baselines(Y_train, Y_test, ks, rows, args, legends)
     end_line()
     print()
     print(_table(rows, _columns(ks)))
+    print()
+    width = max(len(row["method"]) for row in rows)
+    for row in rows:
+        print(f"{row['method']:<{width}}  {legends.get(row['method'], '')}")
     print("seconds: the fit's wall time; the first fit of each method in a process also compiles "
           "its numba kernels, unless they are cached (`fastpu warmup`).")
     return 0
@@ -208,8 +215,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _start_warmup(wanted: tuple[str, ...], Y_train: Any, force: bool = False) -> Any:
     """On a machine with an idle second core, a spawned process that compiles the later methods'
     kernels (one iteration of each demo configuration, last first) while the demo trains the
-    first ones: most of a first run is numba compiling (fastpu/_warmup.py). Unless ``force``, not
-    started when the other cores are busy (load average): it would only compete with the demo."""
+    first ones: most of a first run is numba compiling (fastpu/cli/_warmup.py). Unless ``force``,
+    not started when the other cores are busy (load average): it would only compete with the
+    demo."""
     cores = os.cpu_count() or 1
     try:
         load = os.getloadavg()[0]
@@ -220,16 +228,18 @@ def _start_warmup(wanted: tuple[str, ...], Y_train: Any, force: bool = False) ->
     from fastpu.cli import _warmup
 
     job_list = [(method, label, kw) for method in wanted
-                for label, kw in _part(method, "demo")()]
+                for label, kw, _ in _part(method, "demo")()]
     return _warmup.start_background(job_list[::-1], Y_train)
 
 
 def _demo_fits(wanted: tuple[str, ...], Y_train: Any, Y_test: Any, ks: tuple[int, ...],
-               rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+               rows: list[dict[str, Any]], args: argparse.Namespace,
+               legends: dict[str, str]) -> None:
     # one line per configuration: its progress while it trains (the label, the iteration, the
     # objective), replaced by its scores when it is done; --verbose adds the settings
     for method in wanted:
-        for label, kwargs in _part(method, "demo")():
+        for label, kwargs, legend in _part(method, "demo")():
+            legends[label] = legend
             if args.verbose:
                 print(f"-- training {label}: {_kw_str(kwargs)}", file=sys.stderr, flush=True)
             with labelled(f"-- {label}:"):
@@ -240,6 +250,33 @@ def _demo_fits(wanted: tuple[str, ...], Y_train: Any, Y_test: Any, ks: tuple[int
                 end_line(summary)
             else:
                 print(summary, file=sys.stderr, flush=True)
+
+
+#: the baselines ``fastpu demo`` shows beside the methods: (label, registry name, fit
+#: arguments, legend)
+_DEMO_BASELINES = (
+    ("WRMF", "wrmf", dict(k=64, n_iter=10),
+     "Hu, Koren and Volinsky's weighted MF (implicit's ALS objective): at its defaults, "
+     "SQ-wSQ's objective times 6"),
+    ("EASE", "ease", {}, "Steck's closed-form item-item model: the strongest simple baseline"),
+)
+
+
+def _demo_baselines(Y_train: Any, Y_test: Any, ks: tuple[int, ...], rows: list[dict[str, Any]],
+                    args: argparse.Namespace, legends: dict[str, str]) -> None:
+    """WRMF and EASE at their defaults, one row each, beside the methods."""
+    for label, name, kwargs, legend in _DEMO_BASELINES:
+        legends[label] = legend
+        fit = registry.get(name).resolve("fit")
+        with labelled(f"-- {label}:"):
+            t0 = time.perf_counter()
+            model = fit(Y_train, **kwargs, seed=args.seed, verbose=not args.quiet)
+            rows.append(_evaluate_row(label, model, Y_train, Y_test, ks, time.perf_counter() - t0))
+        summary = _row_summary(rows[-1], _columns(ks))
+        if _progress_line_open():
+            end_line(summary)
+        else:
+            print(summary, file=sys.stderr, flush=True)
 
 
 def _progress_line_open() -> bool:
@@ -562,7 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="train every method on MovieLens-100K and print a metrics table")
     demo.add_argument("--data", default="ml-100k", help="data set (default ml-100k)")
-    demo.add_argument("--methods", default="all", help="comma-separated subset of " + ",".join(METHODS))
+    demo.add_argument("--methods", default="all", help="comma-separated subset of " + ",".join(METHODS)
+                      + " (\"all\", the default, adds WRMF and EASE beside them)")
     demo.add_argument("--verbose", action="store_true",
                       help="also print each configuration's settings before it trains")
     demo.add_argument("--background-compile", choices=("auto", "on", "off"), default="auto",

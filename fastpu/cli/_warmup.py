@@ -1,7 +1,7 @@
 """Compile kernels ahead of the fits that need them, in spawned processes that fill the cache.
 
-numba compiles a kernel on its first call and caches it (fastpu/_cache.py); later processes load
-the cache. A compile uses one core, so on a machine with a second core another process can
+numba compiles a kernel on its first call and caches it (fastpu/_core/cache.py); later processes
+load the cache. A compile uses one core, so on a machine with a second core another process can
 compile the kernels that later fits will need while this one trains: its cache files are
 loaded by this process's first call of those kernels if they are there by then (otherwise this
 process compiles them itself, and nothing is lost but the other process's work).
@@ -13,7 +13,7 @@ process compiles them itself, and nothing is lost but the other process's work).
   each method's demo configurations and default fit, and of fold-in and ``recommend`` on the
   default fit's model, split over a few processes.
 
-Timings in docs/bench_perf_firstrun.md.
+Timings in docs/benchmarks/bench_perf_firstrun.md.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def jobs(methods: Sequence[str] = METHODS) -> list[tuple[str, str, dict[str, Any
     """(method, label, fit kwargs) of each method's demo configurations and default fit."""
     out = []
     for method in methods:
-        configs: list[tuple[str, dict[str, Any]]] = registry.get(method).resolve("demo")()
-        for label, kwargs in [*configs, (f"{method} default", {"k": 8})]:
+        configs: list[tuple[str, dict[str, Any], str]] = registry.get(method).resolve("demo")()
+        for label, kwargs, _ in [*configs, (f"{method} default", {"k": 8}, "")]:
             out.append((method, label, dict(kwargs)))
     return out
 

@@ -306,19 +306,20 @@ def objective(Y: Sparse, *, U: ArrayLike | None = None, V: Sparse | None = None,
         return Vd.check_finite_result(val, what="csrr.objective", names=("P", "Q", "V", "alpha", "lam1", "lam2"))
 
 
-def demo_configs() -> list[tuple[str, dict[str, Any]]]:
+def demo_configs() -> list[tuple[str, dict[str, Any], str]]:
     """Configurations of ``fit`` for ``fastpu demo`` (MovieLens-100K, 80/20 holdout).
 
     Returns
     -------
-    list of (str, dict)
-        ``(label, fit_kwargs)`` pairs; ``fit(Y_train, **kwargs, seed=0, verbose=True)``
+    list of (str, dict, str)
+        ``(label, fit_kwargs, legend)``; ``fit(Y_train, **kwargs, seed=0, verbose=True)``
         trains a good model in a few seconds on 2 cores.
 
     Examples
     --------
     >>> from fastpu import csrr
-    >>> [label for label, _ in csrr.demo_configs()]
+    >>> [label for label, _, _ in csrr.demo_configs()]
     ['CSRR-e']
     """
-    return [("CSRR-e", dict(variant="e", k=32, alpha=2.0, lam1=1.0, lam2=0.1, n_iter=100))]
+    return [("CSRR-e", dict(variant="e", k=32, alpha=2.0, lam1=1.0, lam2=0.1, n_iter=100),
+             "Yang et al.'s low rank + sparse, the low-rank part a product of two factors")]

@@ -227,7 +227,7 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
       first line with a number in it, or whose third field parses as a float (``nan``,
       ``inf`` too), is always data (``1,2,abc`` and ``u1,a,nan`` are errors, never a
       silently dropped header). A first line whose first two fields are column names (``user``, ``item``,
-      ``user_id``, ``movie``, ``rating``, ...: ``fastpu._readers.HEADER_WORDS``) is a header.
+      ``user_id``, ``movie``, ``rating``, ...: ``fastpu.datasets._readers.HEADER_WORDS``) is a header.
       Otherwise, when both lines are text-only pairs (``u0,a`` over ``u1,b``) the answer is
       ambiguous and a ValueError asks for ``header=True`` or ``header=False`` (the command
       line's ``--header`` / ``--no-header``).

@@ -14,6 +14,9 @@ The loss (eq. 2) weighs every unlabeled pair::
 
     J = Σ_P α⁺_xy (r⁺ − r̂_xy)² + Σ_U α⁻_y (r⁻ − r̂_xy)²  (+ lam ‖Θ‖², 0 in the paper)
 
+(with ``nu`` > 0 the penalty is frequency-scaled: lam (|P_x| + α⁻_x Σ_y α⁻_y)^ν on user x's
+row of Θ^X, lam (|P_y| + α⁻_y Σ_x α⁻_x)^ν on item y's row of Θ^Y; plain ids only)
+
 and is evaluated as an all-pairs term, which needs only the g×g caches
 S^q = Qᵀ diag(α⁻) Q, s^q = Qᵀ α⁻ (and S^p = PᵀP, s^p = Pᵀ1 for the item side,
 weighted by α⁻_x when row weights are given), plus a correction on the positives, so

@@ -136,7 +136,8 @@ class Model:
     """What defines ``fit``'s objective, checked against the matrix shape (m, n).
 
     ``Zx``, ``Zy`` are the feature matrices as canonical CSR, the identity for a side without
-    features (``has_ux`` / ``has_ix`` False); ``lam`` is the L2 penalty on the free parameters.
+    features (``has_ux`` / ``has_ix`` False); ``lam`` is the L2 penalty on the free parameters
+    and ``nu`` the exponent of its frequency scaling (0: one ``lam`` for every parameter).
     """
 
     Zx: Sparse
@@ -146,6 +147,7 @@ class Model:
     biases: bool
     weights: Weights
     lam: float
+    nu: float = 0.0
 
     @property
     def plain(self) -> bool:
@@ -182,7 +184,7 @@ def check_biases(biases: Any, *, default: bool) -> bool:
 def check_model(shape: tuple[int, int], *, user_features: Matrix | None,
                 item_features: Matrix | None, alpha0: Any, rho: Any,
                 neg_weights: ArrayLike | None, neg_row_weights: ArrayLike | None, pos_weight: Any,
-                r_pos: Any, r_neg: Any, biases: Any, lam: Any) -> Model:
+                r_pos: Any, r_neg: Any, biases: Any, lam: Any, nu: Any = 0.0) -> Model:
     """The arguments that define ``fit``'s objective, for an m × n matrix."""
     m, n = shape
     Zx, has_ux = _features(user_features, name="user_features", n_rows=m)
@@ -192,7 +194,32 @@ def check_model(shape: tuple[int, int], *, user_features: Matrix | None,
                             pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
     biases = check_biases(biases, default=has_ux or has_ix)
     lam = V.check_penalty(lam, name="lam")
-    return Model(Zx, Zy, has_ux, has_ix, biases, weights, lam)
+    nu = check_nu(nu, user_features if has_ux else None, item_features if has_ix else None)
+    return Model(Zx, Zy, has_ux, has_ix, biases, weights, lam, nu)
+
+
+#: the largest exponent ν of frequency-scaled regularisation (Rendle et al. use ν = 1)
+NU_MAX = 10.0
+
+
+def check_nu(nu: Any, user_features: Any = None, item_features: Any = None) -> float:
+    """The exponent ν of frequency-scaled regularisation, in [0, :data:`NU_MAX`]; refused (above
+    0) with features, where a row of Θ belongs to a feature, not to a user or an item."""
+    nu = V.check_scalar(nu, name="nu", minimum=0.0)
+    if nu > NU_MAX:
+        raise ValueError(f"nu must be at most {NU_MAX:g} (row x's penalty is lam·c_x^nu), got "
+                         f"{nu:g}; the frequency-scaled regularisation of Rendle et al. uses nu = 1")
+    if nu != 0.0:
+        for name, side, F in (("user_features", "Θ^X", user_features),
+                              ("item_features", "Θ^Y", item_features)):
+            if F is not None:
+                raise ValueError(
+                    f"nu={nu:g} scales each user's (item's) penalty by its count of positives and "
+                    f"unlabeled weight, but with {name} the rows of {side} are the features' "
+                    "coefficients, shared by every user (item): there is no per-row count to "
+                    "scale by. Use nu=0 with features, or fit without them (biases alone are "
+                    "per row and allowed)")
+    return nu
 
 
 # --------------------------------------------------------------------------- the parameter layout
@@ -446,6 +473,11 @@ def check_fitted(model: Any) -> None:
     for key in ("lam", "reg"):
         if prm.get(key) is not None:
             V.check_penalty(prm[key], name=_p(key))
+    if prm.get("nu") is not None:
+        try:
+            check_nu(prm["nu"])
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{_p('nu')}: {exc}") from None
     for key, minimum in (("pos_weight", 0.0), ("r_pos", None)):
         if key in prm:
             _per_positive(prm[key], name=_p(key), minimum=minimum)

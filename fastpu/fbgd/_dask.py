@@ -18,6 +18,11 @@ the client receives only the g×g caches and scalars. Every input of a task is t
 another task, or data of the task graph (the initial factors, the weights), so a result lost
 with a worker is recomputed from its lineage and a re-run gives the same numbers.
 
+With frequency-scaled regularisation (``nu`` > 0) the client computes every row's penalty
+λ = lam · c^ν as :func:`fastpu.fbgd.fit` does (:func:`fastpu.fbgd._problem.row_penalties`, from
+the rows' and columns' positives counted on the workers); each block's task receives its rows'
+slice, held on its worker, and returns Σ_j λ_j ‖θ_j‖² of its rows.
+
 The coordinate mode's one difference from the single-machine arithmetic: ``fbgd.fit`` hands each
 side the predictions of the positives that the other side's kernel moved along with its steps,
 while a block computes them afresh from the rows (the same sums up to rounding, about 1e-16).
@@ -31,7 +36,7 @@ import numpy as np
 from fastpu._core.progress import Progress
 from fastpu.fbgd._check import check_model, check_run, check_start, free_masks, warn_rank
 from fastpu.fbgd._fit import fit_params
-from fastpu.fbgd._problem import _augment, _result, draw_start, eq22
+from fastpu.fbgd._problem import _augment, _result, draw_start, eq22, row_penalties
 from fastpu.fbgd import _dask_features
 from fastpu.fbgd._dask_blocks import (_loss, _sum, cache_task, coordinate_task, counts_task,
                                       make_block, positive_task, update_task)
@@ -51,8 +56,8 @@ def _check(other):
 
 
 def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_weights, pos_weight,
-        r_pos, r_neg, biases, lam, lr, n_iter, update, optimizer, init, init_std, seed, callback,
-        verbose, n_threads, **other):
+        r_pos, r_neg, biases, lam, nu, lr, n_iter, update, optimizer, init, init_std, seed,
+        callback, verbose, n_threads, **other):
     """fBGD over row blocks; see :func:`fastpu.distributed.fit` (which fills in
     ``fastpu.fbgd.fit``'s defaults: no default is spelled out here). The arguments go through
     the same checks as ``fastpu.fbgd.fit``'s (:mod:`fastpu.fbgd._check`)."""
@@ -62,7 +67,8 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
                     init_std=init_std, seed=seed, callback=callback, verbose=verbose)
     model = check_model(layout.shape, user_features=user_features, item_features=item_features,
                         alpha0=alpha0, rho=rho, neg_weights=neg_weights, neg_row_weights=None,
-                        pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, biases=biases, lam=lam)
+                        pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg, biases=biases, lam=lam,
+                        nu=nu)
     if run.update == "coordinate" and not model.plain:
         raise ValueError(
             "fbgd's update='coordinate' (fastpu.fbgd.fit's default) with features or biases "
@@ -76,12 +82,16 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
     workers = layout.workers
     routes = routing.Routes(client, layout)
     try:
-        if w.neg is None:       # eq. 22 from the items' positive counts, counted on the workers
-            counts = np.concatenate(client.gather([client.submit(counts_task, c, **routes.on(b))
-                                                   for b, c in enumerate(layout.item)]))
-            neg = eq22(counts, w.alpha0, w.rho)
-        else:
-            neg = w.neg
+        def counts(side):       # positives per user (per item), counted on the workers
+            return np.concatenate(client.gather([client.submit(counts_task, c, **routes.on(b))
+                                                 for b, c in enumerate(side)]))
+
+        counts_y = counts(layout.item) if (w.neg is None or model.nu != 0.0) else None
+        # eq. 22 from the items' positive counts
+        neg = eq22(counts_y, w.alpha0, w.rho) if w.neg is None else w.neg
+        # every row's penalty, as fbgd.fit computes it (α⁻_x = 1: no row weights here)
+        penalties = row_penalties(lam, model.nu, None if model.nu == 0.0 else counts(layout.user),
+                                  counts_y, np.ones(m), neg, model.biases)
         Zx, Zy = model.Zx, model.Zy
         px, py = Zx.shape[1], Zy.shape[1]
         # Θ (features + bias columns), or P and Q for plain MF: the same draws as fbgd.fit's
@@ -107,13 +117,14 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
 
             P, Q, init0 = _dask_features.fit(
                 client, routes, ub, ib, Zxa, Zya, theta_x, theta_y, free_x, free_y,
-                r_neg=w.r_neg, lr=run.lr, lam=lam, adagrad=run.adagrad, const=const,
+                r_neg=w.r_neg, lr=run.lr, lam=penalties, adagrad=run.adagrad, const=const,
                 n_iter=run.n_iter, n_threads=n_threads, progress=progress, wrap=wrap)
             return _result(P, Q, theta_x, theta_y, px, py, k, biases=model.biases,
                            has_ux=model.has_ux, has_ix=model.has_ix, neg=neg, neg_rows=None,
                            init=init0, history=progress.history, params=params)
-        P, Q, init0 = _plain(client, routes, ub, ib, theta_x, theta_y, run, lam, w.r_neg, const,
-                             n_threads, progress)
+        P, Q, init0 = _plain(client, routes, ub, ib, theta_x, theta_y, run, lam,
+                             penalties if model.nu != 0.0 else None, w.r_neg, const, n_threads,
+                             progress)
     finally:
         routes.release()
         progress.close()
@@ -123,11 +134,20 @@ def fit(client, layout, k, *, user_features, item_features, alpha0, rho, neg_wei
                          method="fbgd", extras=extras)
 
 
-def _plain(client, routes, ub, ib, P, Q, run, lam, r_neg, const, n_threads, progress):
+def _plain(client, routes, ub, ib, P, Q, run, lam, penalties, r_neg, const, n_threads, progress):
     """Plain MF: epochs with the factors and their Adagrad accumulators on the workers, each
-    block given the other side's rows its positives touch. Returns (P, Q, initial objective)."""
+    block given the other side's rows its positives touch (and its rows' penalties: the one
+    ``lam``, or with ``penalties``, a λ per row, their slice). Returns (P, Q, initial objective)."""
     layout, on = routes.layout, routes.on
     workers = layout.workers
+    scaled = penalties is not None
+    if scaled:                  # λ per row: each block's slice held on its worker
+        lam_src = (_blocks.hold_slices(client, penalties[0], layout.ub, workers, "lam"),
+                   _blocks.hold_slices(client, penalties[1], layout.ib, workers, "lam"))
+        routes.held += lam_src[0] + lam_src[1]
+    else:                       # one lam: the kernels' compact form
+        one = np.array([float(lam)])
+        lam_src = ([one] * len(ub), [one] * len(ib))
     P_src = _blocks.hold_slices(client, P, layout.ub, workers, "P")
     Q_src = _blocks.hold_slices(client, Q, layout.ib, workers, "Q")
     Sq, sq = _sum(client.gather([client.submit(cache_task, blk, Q_src[b], n_threads, **on(b))
@@ -137,12 +157,14 @@ def _plain(client, routes, ub, ib, P, Q, run, lam, r_neg, const, n_threads, prog
     pos0 = sum(client.gather([client.submit(positive_task, blk, Q_src[b], r_neg, n_threads,
                                             *routes.item.pieces(P_src, b), **on(b))
                               for b, blk in enumerate(ib)]))
-    init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos0) + _penalty(lam, P, Q)
+    init = _loss(Sq, sq, Sp, sp_, r_neg, const, pos0) + (
+        _scaled_penalty(penalties, P, Q) if scaled else _penalty(lam, P, Q))
     task = coordinate_task if run.update == "coordinate" else update_task
-    opts = dict(r_neg=r_neg, lr=run.lr, lam=lam, adagrad=run.adagrad, n_threads=n_threads)
+    opts = dict(r_neg=r_neg, lr=run.lr, scaled=scaled, adagrad=run.adagrad, n_threads=n_threads)
 
     def half(router, blocks, own, other, S, s, with_loss):
-        futs = [client.submit(task, blk, own[b], S, s, with_loss, opts,
+        lams = lam_src[0] if blocks is ub else lam_src[1]
+        futs = [client.submit(task, blk, own[b], lams[b], S, s, with_loss, opts,
                               *router.pieces(other, b), pure=False, **on(b))
                 for b, blk in enumerate(blocks)]
         return futs, client.gather([client.submit(_small, r, **on(b)) for b, r in enumerate(futs)])
@@ -155,7 +177,8 @@ def _plain(client, routes, ub, ib, P, Q, run, lam, r_neg, const, n_threads, prog
         Sq, sq = _sum(res)
         sq_q = sum(r[2] for r in res)
         loss = _loss(Sq, sq, Sp, sp_, r_neg, const, sum(r[3] for r in res))
-        penalty = 0.0 if lam == 0.0 else lam * (sq_p + sq_q)
+        # the blocks' Σ θ² (times the one lam here), or their Σ_j λ_j ‖θ_j‖²
+        penalty = sq_p + sq_q if scaled else (0.0 if lam == 0.0 else lam * (sq_p + sq_q))
         if progress.step(it, loss + penalty, loss=loss, model=lambda: Factorization(
                 _blocks.gather_rows(client, P_src, workers),
                 _blocks.gather_rows(client, Q_src, workers), method="fbgd")):
@@ -165,7 +188,8 @@ def _plain(client, routes, ub, ib, P, Q, run, lam, r_neg, const, n_threads, prog
 
 
 def _small(result):
-    """(partial S, partial s, Σ rows², positive loss): what the client needs of a block's result."""
+    """(partial S, partial s, the rows' Σ θ² or Σ_j λ_j ‖θ_j‖², positive loss): what the client
+    needs of a block's result."""
     return result[2], result[3], result[4], result[5]
 
 
@@ -173,6 +197,11 @@ def _penalty(lam, P, Q):
     if lam == 0.0:
         return 0.0
     return lam * (float(np.sum(P ** 2)) + float(np.sum(Q ** 2)))
+
+
+def _scaled_penalty(penalties, P, Q):
+    """Σ_x λ_x ‖p_x‖² + Σ_y λ_y ‖q_y‖² (plain MF: the embeddings are the parameters)."""
+    return float(penalties[0] @ np.sum(P * P, axis=1)) + float(penalties[1] @ np.sum(Q * Q, axis=1))
 
 
 #: what has a distributed form (fastpu.distributed.METHODS)

@@ -94,12 +94,21 @@ def _start(own):
     return theta, np.zeros_like(theta)
 
 
-def update_task(block, own, S, s, with_loss, opts, *pieces):
-    """One batch step on the block's rows with the other side's caches (S, s).
+def _norms(theta, lam, scaled):
+    """Σ θ² of the block's rows (``scaled`` False: the client multiplies by the one lam), or
+    Σ_j λ_j ‖θ_j‖² with ``lam`` the rows' own penalties."""
+    if scaled:
+        return float(lam @ np.sum(theta * theta, axis=1))
+    return float(np.sum(theta * theta))
+
+
+def update_task(block, own, lam, S, s, with_loss, opts, *pieces):
+    """One batch step on the block's rows with the other side's caches (S, s) and the rows'
+    penalties ``lam`` (one value for all, or one per row).
 
     ``own`` is this block's previous result (rows, Adagrad accumulators, ...) or, at the start,
-    its initial rows. Returns (new rows, new accumulators, partial cache S, partial s, Σ rows²,
-    positive loss).
+    its initial rows. Returns (new rows, new accumulators, partial cache S, partial s, the rows'
+    :func:`_norms`, positive loss).
     """
     with limit_threads(opts["n_threads"]):
         theta, accum = _start(own)
@@ -111,7 +120,7 @@ def update_task(block, own, S, s, with_loss, opts, *pieces):
             _k.side_gradient(block.indptr, block.indices, block.cpos, block.bpos, theta, E, S, s,
                              block.rowscale, r_neg, G)
             free = np.ones(theta.shape, dtype=np.bool_)
-            _k.batch_update(G, free, theta, accum, opts["lr"], opts["lam"], opts["adagrad"], _EPS)
+            _k.batch_update(G, free, theta, accum, opts["lr"], lam, opts["adagrad"], _EPS)
         Sp, sp_ = _blocks.gram(theta, block.rowscale, g)
         pos = 0.0
         if with_loss and theta.shape[0]:
@@ -119,7 +128,7 @@ def update_task(block, own, S, s, with_loss, opts, *pieces):
             _k.positive_terms(block.indptr, block.indices, block.apos, block.rpos, block.aneg,
                               theta, E, r_neg, pred, rows)
             pos = float(rows.sum())
-        return theta, accum, Sp, sp_, float(np.sum(theta * theta)), pos
+        return theta, accum, Sp, sp_, _norms(theta, lam, opts["scaled"]), pos
 
 
 _NO = np.empty(0)
@@ -138,7 +147,7 @@ def _chunks(indptr, g):
     return np.unique(np.concatenate([[0], marks, [n]])).astype(np.int64)
 
 
-def coordinate_task(block, own, S, s, with_loss, opts, *pieces):
+def coordinate_task(block, own, lam, S, s, with_loss, opts, *pieces):
     """Appendix B's coordinate updates of the block's rows (plain MF: a parameter per row), with
     the other side's caches (S, s): the same ``coordinate_rows`` kernel as ``fbgd.fit``, the
     predictions of the block's positives computed afresh. With ``with_loss`` the kernel also sums
@@ -161,11 +170,11 @@ def coordinate_task(block, own, S, s, with_loss, opts, *pieces):
             _k.coordinate_rows(_chunks(block.indptr, g), True, eye, eye[:-1], np.ones(n), free,
                                theta, accum, block.indptr, block.indices, block.cpos, block.bpos,
                                pred, E, F, np.ascontiguousarray(F.T), S, s, block.rowscale,
-                               opts["r_neg"], opts["lr"], opts["lam"], opts["adagrad"], _EPS,
+                               opts["r_neg"], opts["lr"], lam, opts["adagrad"], _EPS,
                                *fused)
             pos = float(row_loss.sum()) if with_loss else 0.0
         Sp, sp_ = _blocks.gram(E, block.rowscale, g)
-        return E, accum, Sp, sp_, float(np.sum(theta * theta)), pos
+        return E, accum, Sp, sp_, _norms(theta, lam, opts["scaled"]), pos
 
 
 def _sum(parts):

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from fastpu._kernels import fbgd as _k
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
-from fastpu.fbgd._problem import _EPS
+from fastpu.fbgd._problem import _EPS, penalty_value
 from fastpu.distributed import blocks as _blocks
 from fastpu.distributed import routing
 from fastpu.fbgd._dask_blocks import _loss, _sum, positive_task
@@ -93,17 +93,16 @@ def _sum_dense(parts):
 
 def fit(client, routes, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_neg, lr, lam,
         adagrad, const, n_iter, n_threads, progress: Progress, wrap):
-    """Batch epochs with Θ on the client; returns (P, Q, initial objective). ``wrap(P, Q, Θx,
-    Θy)`` makes the callback's ``info["model"]`` of an iterate."""
+    """Batch epochs with Θ on the client; returns (P, Q, initial objective). ``lam``: the
+    penalties of Θ^X's and Θ^Y's rows (:func:`fastpu.fbgd._problem.row_penalties`). ``wrap(P,
+    Q, Θx, Θy)`` makes the callback's ``info["model"]`` of an iterate."""
     user = _Side(client, routes, ub, Zx, "user")
     item = _Side(client, routes, ib, Zy, "item")
     workers = routes.layout.workers
     acc_x, acc_y = np.zeros_like(theta_x), np.zeros_like(theta_y)
 
     def penalty():
-        if lam == 0.0:
-            return 0.0
-        return lam * (float(np.sum(theta_x[free_x] ** 2)) + float(np.sum(theta_y[free_y] ** 2)))
+        return penalty_value(lam, free_x, free_y, theta_x, theta_y)
 
     def positive(Q_src, P_src):
         return sum(client.gather([client.submit(positive_task, blk, Q_src[b], r_neg, n_threads,
@@ -115,10 +114,10 @@ def fit(client, routes, ub, ib, Zx, Zy, theta_x, theta_y, free_x, free_y, *, r_n
     init = _loss(Sq, sq, Sp, sp_, r_neg, const, positive(Q_src, P_src)) + penalty()
     for epoch in range(1, n_iter + 1):
         gx = user.grad(client, P_src, Q_src, Sq, sq, r_neg, n_threads)
-        _k.batch_update(gx, free_x, theta_x, acc_x, lr, lam, adagrad, _EPS)
+        _k.batch_update(gx, free_x, theta_x, acc_x, lr, lam[0], adagrad, _EPS)
         P_src, Sp, sp_ = user.embed(client, theta_x, n_threads)
         gy = item.grad(client, Q_src, P_src, Sp, sp_, r_neg, n_threads)
-        _k.batch_update(gy, free_y, theta_y, acc_y, lr, lam, adagrad, _EPS)
+        _k.batch_update(gy, free_y, theta_y, acc_y, lr, lam[1], adagrad, _EPS)
         Q_src, Sq, sq = item.embed(client, theta_y, n_threads)
         loss = _loss(Sq, sq, Sp, sp_, r_neg, const, positive(Q_src, P_src))
         if progress.step(epoch, loss + penalty(), loss=loss, model=lambda: wrap(

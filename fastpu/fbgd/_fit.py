@@ -10,10 +10,10 @@ import numpy as np
 from fastpu._core import validation as V
 from fastpu._core.memory import check_alloc
 from fastpu.fbgd._check import (Model, Run, check_embeddings, check_fitted, check_model,
-                                check_run, check_start, check_weights, check_y, fixed_entries,
-                                identity, warn_rank)
-from fastpu.fbgd._problem import (_Problem, _result, _train, build, negative_weights,
-                                  per_positive)
+                                check_nu, check_run, check_start, check_weights, check_y,
+                                fixed_entries, identity, warn_rank)
+from fastpu.fbgd._problem import (_Problem, _penalty, _result, _train, build, fit_penalties,
+                                  negative_weights, per_positive, row_penalties)
 from fastpu._core.progress import Progress
 from fastpu._core.threads import limit_threads
 from fastpu._core.dataset import Dataset
@@ -26,12 +26,17 @@ __all__ = ["demo_configs", "fit", "negative_weights", "objective", "parameters"]
 # --------------------------------------------------------------------------- objective
 def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike | None = None,
               neg_row_weights: ArrayLike | None = None, pos_weight: float | str = 1.0,
-              r_pos: float | str = 1.0, r_neg: float = 0.0) -> float:
-    """Loss (2) of embeddings P, Q, computed without forming any m×n array.
+              r_pos: float | str = 1.0, r_neg: float = 0.0, lam: float = 0.0,
+              nu: float = 0.0) -> float:
+    """Loss (2) of embeddings P, Q, plus a penalty, computed without forming any m×n array.
 
     J = Σ_P α⁺ (r⁺ − p_x·q_y)² + Σ_U α⁻_x α⁻_y (r⁻ − p_x·q_y)², via the caches
     S^q = Qᵀ diag(α⁻_y) Q, s^q = Qᵀ α⁻_y, S^p = Pᵀ diag(α⁻_x) P, s^p = Pᵀ α⁻_x
-    (eq. 6-10) in O((m + n) g² + |P| g).
+    (eq. 6-10) in O((m + n) g² + |P| g), plus Σ_x λ_x ‖p_x‖² + Σ_y λ_y ‖q_y‖² with
+    λ_x = lam · c_x^ν, c_x = |P_x| + α⁻_x Σ_y α⁻_y and λ_y = lam · c_y^ν,
+    c_y = |P_y| + α⁻_y Σ_x α⁻_x (with ν = 0 every row's λ is lam). This is the objective of a
+    plain-MF fit (no features, no biases: the embeddings are its parameters) with the same
+    weights, ``lam`` and ``nu``.
 
     Parameters
     ----------
@@ -52,6 +57,11 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
         Target r⁺ of the positives (or Y's stored values).
     r_neg : float
         Target r⁻ of the unlabeled entries.
+    lam : float
+        L2 penalty of every row of P and Q (0, the default: loss (2) alone).
+    nu : float
+        Exponent ν of the frequency-scaled penalty λ_x = lam · c_x^ν (see :func:`fit`); 0 is one
+        lam for every row.
 
     Returns
     -------
@@ -62,7 +72,7 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
     TypeError
         If ``Y`` is not sparse or a scalar argument is not a real number.
     ValueError
-        On shape mismatches, non-finite values, negative weights.
+        On shape mismatches, non-finite values, negative weights, ``nu`` outside [0, 10].
 
     Examples
     --------
@@ -72,11 +82,16 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
     >>> P = np.array([[1.0], [0.0]]); Q = np.array([[1.0], [1.0]])
     >>> fbgd.objective(Y, P, Q)      # positives (0,0): 0, (1,1): 1; unlabeled (0,1): 1
     2.0
+    >>> # + lam c^ν (‖p_0‖² + ‖q_0‖² + ‖q_1‖²): every row's count c is 1 positive + 2 (Σ α⁻)
+    >>> fbgd.objective(Y, P, Q, lam=0.5, nu=1.0)
+    6.5
     """
     Y = check_y(Y, fit=False)
     P, Q = check_embeddings(P, Q, Y.shape)
     w = check_weights(Y.shape, neg_weights=neg_weights, neg_row_weights=neg_row_weights,
                       pos_weight=pos_weight, r_pos=r_pos, r_neg=r_neg)
+    lam = V.check_penalty(lam, name="lam")
+    nu = check_nu(nu)
     m, n = Y.shape
     neg = w.neg if w.neg is not None else np.ones(n)
     prob = _Problem(Y, identity(m), identity(n), P.shape[1], False, neg,
@@ -85,9 +100,13 @@ def objective(Y: Sparse, P: ArrayLike, Q: ArrayLike, *, neg_weights: ArrayLike |
     Sp, sp_ = prob.gram(prob.arow, P)
     with np.errstate(over="ignore", invalid="ignore"):
         loss = prob.loss(P, Q, Sq, sq, Sp, sp_)
+    if lam != 0.0:
+        penalties = row_penalties(lam, nu, np.diff(Y.indptr), np.bincount(Y.indices, minlength=n),
+                                  prob.arow, prob.neg, False)
+        loss += _penalty(penalties, prob, P, Q)
     return V.check_finite_result(loss, what="fbgd.objective",
                                  names=("P", "Q", "Y", "neg_weights", "neg_row_weights", "pos_weight",
-                                        "r_pos", "r_neg"))
+                                        "r_pos", "r_neg", "lam"))
 
 
 # --------------------------------------------------------------------------- fit
@@ -96,8 +115,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         item_features: Matrix | None = None, alpha0: float | None = None, rho: float = 0.05,
         neg_weights: ArrayLike | None = None, neg_row_weights: ArrayLike | None = None,
         pos_weight: float | str = 1.0, r_pos: float | str = 1.0, r_neg: float = 0.0,
-        biases: bool | None = None, lam: float = 0.1, lr: float = 0.03, n_iter: int = 30,
-        update: str = "coordinate", optimizer: str = "adagrad",
+        biases: bool | None = None, lam: float = 0.1, nu: float = 0.0, lr: float = 0.03,
+        n_iter: int = 30, update: str = "coordinate", optimizer: str = "adagrad",
         init: tuple[ArrayLike, ArrayLike] | None = None, init_std: float = 0.01, seed: Seed = 0,
         n_threads: Threads = None, callback: Callback = None,
         verbose: bool = False) -> Factorization:
@@ -139,6 +158,18 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         any features are given, False for plain MF.
     lam : float
         L2 penalty lam·‖Θ‖² on the free parameters (default 0.1; the paper has none, ``lam=0``).
+    nu : float
+        Frequency-scaled regularisation (ν of Rendle, Krichene, Zhang and Koren, 2022,
+        "Revisiting the Performance of iALS"; not in the paper): user x's penalty
+        lam‖θ^X_x‖² becomes λ_x‖θ^X_x‖² with λ_x = lam · c_x^ν, c_x = |P_x| + α⁻_x Σ_y α⁻_y
+        (its positives plus the unlabeled weight α⁻_x α⁻_y it is paired with over every item),
+        and item y's λ_y = lam · c_y^ν with c_y = |P_y| + α⁻_y Σ_x α⁻_x. With eq. 22's weights
+        Σ_y α⁻_y = ``alpha0`` and, without ``neg_row_weights``, α⁻_x = 1, so c_x = |P_x| +
+        alpha0 and c_y = |P_y| + m α⁻_y. ``0`` (default): one lam for every parameter, bit for
+        bit. With ``biases`` (and no features) a user's row holds its embedding and its bias,
+        both penalised by λ_x, and the global bias w0 keeps lam. Refused (above 0) with
+        ``user_features`` or ``item_features``, whose Θ rows are features' coefficients shared
+        by many users or items. At most 10.
     lr : float
         Step size γ (Adagrad's base rate, eq. 24; the raw step with ``optimizer="gd"``); 0.03.
     n_iter : int
@@ -193,9 +224,10 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         an int; an ``init`` that is not a tuple of two arrays.
     ValueError
         On bad shapes (``init``'s included, or fixed bias entries of ``init`` set otherwise),
-        NaN/inf, negative weights or unknown options; ``lam`` above 1e20; if ``Y`` has no row
-        or no column (at least one user and one item are expected), or no positive (no stored
-        nonzero value).
+        NaN/inf, negative weights or unknown options; ``lam`` above 1e20; ``nu`` outside
+        [0, 10], above 0 with features, or so large that a row's penalty overflows; if ``Y``
+        has no row or no column (at least one user and one item are expected), or no positive
+        (no stored nonzero value).
     FloatingPointError
         If the objective becomes non-finite (plain ``gd`` with too large ``lr``); the message
         names the likely cause (``lr``, feature or weight scale).
@@ -229,11 +261,12 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     model = check_model(Y.shape, user_features=user_features, item_features=item_features,
                         alpha0=alpha0, rho=rho, neg_weights=neg_weights,
                         neg_row_weights=neg_row_weights, pos_weight=pos_weight, r_pos=r_pos,
-                        r_neg=r_neg, biases=biases, lam=lam)
+                        r_neg=r_neg, biases=biases, lam=lam, nu=nu)
     warn_rank(run, Y.shape, model)
     start = check_start(init, model, run)
     _check_memory(Y.shape, model, run)
     prob = build(Y, model, run.k)
+    penalties = fit_penalties(Y, model, prob)
     theta_x, theta_y = start if start is not None else prob.init_params(run.rng, run.init_std)
     params = fit_params(run, model, update=run.update, pos_weight=pos_weight, r_pos=r_pos,
                         seed=seed)
@@ -242,7 +275,7 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
                         advice=_advice(prob, run, model), total=run.n_iter)
     with limit_threads(n_threads):
         P, Q, initial = _train(prob, theta_x, theta_y, lr=run.lr, n_iter=run.n_iter,
-                               update=run.update, adagrad=run.adagrad, lam=model.lam,
+                               update=run.update, adagrad=run.adagrad, lam=penalties,
                                progress=progress)
     progress.finish(P, Q, zero_advice=_zero_advice(Y, run, model, init))
     return _wrap(P, Q, prob, model, theta_x, theta_y, initial, progress.history, params)
@@ -255,7 +288,7 @@ def fit_params(run: Run, model: Model, *, update: str, pos_weight: Any, r_pos: A
     w = model.weights
     return dict(k=run.k, alpha0=w.alpha0, rho=w.rho, pos_weight=pos_weight, r_pos=r_pos,
                 r_neg=w.r_neg, lr=run.lr, n_iter=run.n_iter, update=update,
-                optimizer=run.optimizer, biases=model.biases, lam=model.lam,
+                optimizer=run.optimizer, biases=model.biases, lam=model.lam, nu=model.nu,
                 init_std=run.init_std, seed=seed if isinstance(seed, numbers.Integral) else None,
                 user_features=tuple(model.Zx.shape) if model.has_ux else None,
                 item_features=tuple(model.Zy.shape) if model.has_ix else None,
@@ -337,7 +370,7 @@ def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     model : Factorization
-        A result of :func:`fit` (or of its Dask form, or one read by :func:`fastpu.load`).
+        A result of :func:`fit` (or of its Dask form, or one read by :func:`fastpu.load_model`).
 
     Returns
     -------
@@ -378,7 +411,7 @@ def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
     if missing:
         raise ValueError(f"model.extras lacks {', '.join(repr(m) for m in missing)}, which the "
                          "parameter matrices are made of; pass a model returned by fastpu.fbgd.fit "
-                         "(or read by fastpu.load), not an edited one")
+                         "(or read by fastpu.load_model), not an edited one")
     Vu, Vi = np.asarray(ex["V_user"], dtype=np.float64), np.asarray(ex["V_item"], dtype=np.float64)
     px, k = Vu.shape
     py = Vi.shape[0]
@@ -392,25 +425,27 @@ def parameters(model: Factorization) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- demo
-def demo_configs() -> list[tuple[str, dict[str, Any]]]:
+def demo_configs() -> list[tuple[str, dict[str, Any], str]]:
     """Settings for ``fastpu demo`` (MovieLens-100K, 80/20 per-user holdout, 2 cores).
 
     Returns
     -------
-    list of (str, dict)
-        ``(label, fit_kwargs)`` pairs; ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``
-        trains each in a few seconds.
+    list of (str, dict, str)
+        ``(label, fit_kwargs, legend)``; ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``
+        trains each in a few seconds; the legend is one line saying what the row is.
 
     Examples
     --------
     >>> from fastpu import fbgd
-    >>> label, kwargs = fbgd.demo_configs()[0]
+    >>> label, kwargs, legend = fbgd.demo_configs()[0]
     >>> kwargs["k"] > 0
     True
     """
     return [
         # the defaults: alpha0 = n_items, rho = 0.05, lr = 0.03 (Adagrad), lam = 0.1
-        ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate")),
-        ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch")),
+        ("fBGD MF (coordinate, Adagrad)", dict(k=32, n_iter=30, update="coordinate"),
+         "Yuan et al.'s all-sample gradient, coordinate by coordinate (their Appendix B)"),
+        ("fBGD MF (batch, Adagrad)", dict(k=32, n_iter=30, update="batch"),
+         "the same loss, every gradient of a side first, then all its steps"),
     ]
 

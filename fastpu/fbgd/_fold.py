@@ -1,7 +1,9 @@
 """fBGD's row problem, for fold-in and partial fits: each new row with the item side fixed.
 
 Plain ids: a weighted least-squares row (α⁺ on positives, α⁻_j on every other item), one k×k
-Cholesky solve. With user features: cold start, ``[Z V_user, Z w_user + w0, 1]`` (bias columns).
+Cholesky solve; with frequency-scaled regularisation (``params["nu"]`` > 0) the row's penalty is
+lam (|P_x| + Σ_y α⁻_y)^ν from its own positives (a new row's α⁻_x is 1). With user features:
+cold start, ``[Z V_user, Z w_user + w0, 1]`` (bias columns).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
         raise ValueError(f"model.extras['neg_weights'] has shape {neg.shape}, expected ({n},) (one "
                          "per item); fold in a model returned by fastpu.fbgd.fit, not an edited one")
     r_neg, lam = float(prm["r_neg"]), float(prm[penalty])
+    nu = float(prm.get("nu") or 0.0)        # files without it: one lam for every row
     apos = _per_positive(prm["pos_weight"], Y)
     rpos = _per_positive(prm["r_pos"], Y)
     if biases:
@@ -56,19 +59,27 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     g = Qt.shape[1]
     H0, sq = np.empty((g, g)), np.empty(g)
     weighted_gram(Qt, neg, H0, sq)
-    H0 += lam * np.eye(g)
-    b0 = Qt.T @ (neg * (r_neg - cvec)) + lam * u0
+    b0 = Qt.T @ (neg * (r_neg - cvec))
+    if nu == 0.0:               # one lam: part of H0 and b0 (lam_rows empty)
+        H0 += lam * np.eye(g)
+        b0 += lam * u0
+        lam_rows = np.empty(0)
+    else:                       # each row's own count: |P_x| + α⁻_x Σ_y α⁻_y with α⁻_x = 1
+        lam_rows = row_problem.scaled_penalty(lam, nu, np.diff(Y.indptr) + float(neg.sum()))
     aneg, cy = neg[Y.indices], cvec[Y.indices]
     d = apos - aneg
     e = apos * (rpos - cy) - aneg * (r_neg - cy)
     U = np.empty((Y.shape[0], g))
     ok = np.empty(Y.shape[0], dtype=np.bool_)
-    K.wls_rows(Y.indptr, Y.indices, d, e, Qt, H0, b0, U, ok)
+    K.wls_rows(Y.indptr, Y.indices, d, e, Qt, H0, b0, lam_rows, u0, U, ok)
     for i in np.flatnonzero(~ok):           # singular (lam = 0): the minimum-norm minimiser
         lo, hi = Y.indptr[i], Y.indptr[i + 1]
         G = Qt[Y.indices[lo:hi]]
         H = H0 + (G.T * d[lo:hi]) @ G
         b = b0 + G.T @ e[lo:hi]
+        if lam_rows.size:
+            H = H + lam_rows[i] * np.eye(g)
+            b = b + lam_rows[i] * u0
         U[i] = np.linalg.lstsq(H, b, rcond=None)[0]
     if biases:
         U = np.column_stack([U, np.ones(U.shape[0])])

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastpu._core import validation as V
+from fastpu._core.rows import scaled_penalty
 from fastpu._kernels import csr as _csr
 from fastpu._kernels import fbgd as _k
 from fastpu._core.hints import Sparse
@@ -188,13 +189,74 @@ class _Problem:
         return allpairs + float(rows.sum())
 
 
-# --------------------------------------------------------------------------- training
-def _penalty(lam, prob, theta_x, theta_y):
-    if lam == 0.0:
-        return 0.0
+# --------------------------------------------------------------------------- penalties
+def row_counts(counts_x, counts_y, arow, neg):
+    """(c_x, c_y) of frequency-scaled regularisation: each row's positives plus the unlabeled
+    weight of loss (2) it is paired with over all columns, c_x = |P_x| + α⁻_x Σ_y α⁻_y, and the
+    same for the columns, c_y = |P_y| + α⁻_y Σ_x α⁻_x (``counts_*``: positives per row and per
+    column)."""
+    return (np.asarray(counts_x, dtype=np.float64) + arow * float(neg.sum()),
+            np.asarray(counts_y, dtype=np.float64) + neg * float(arow.sum()))
+
+
+def row_penalties(lam, nu, counts_x, counts_y, arow, neg, biases):
+    """(λ over the rows of Θ^X, λ over the rows of Θ^Y): lam · c^ν for the row of each user and
+    each item (:func:`row_counts`) and, with biases, lam for the constant feature's row (the
+    global bias w0); with ν = 0 the single value ``[lam]`` for every row, the kernels' compact
+    form. Plain ids only (ν is refused with features): row x of Θ^X is user x's."""
+    if nu == 0.0:
+        one = scaled_penalty(lam, 0.0, None)
+        return one, one.copy()
+    cx, cy = row_counts(counts_x, counts_y, arow, neg)
+    lam_x, lam_y = scaled_penalty(lam, nu, cx), scaled_penalty(lam, nu, cy)
+    if not (np.isfinite(lam_x).all() and np.isfinite(lam_y).all()):
+        big = float(max(cx.max(initial=0.0), cy.max(initial=0.0)))
+        raise ValueError(f"nu={nu:g} overflows a row's penalty lam·c^nu (lam {lam:g}, largest count "
+                         f"c = {big:g}); lower nu or lam, or scale the weights down")
+    if biases:
+        lam_x, lam_y = np.append(lam_x, lam), np.append(lam_y, lam)
+    return lam_x, lam_y
+
+
+def fit_penalties(Y, model, prob):
+    """:func:`row_penalties` of a fit: the counts from Y, α⁻ from the problem."""
+    return row_penalties(model.lam, model.nu, np.diff(Y.indptr),
+                         np.bincount(Y.indices, minlength=Y.shape[1]), prob.arow, prob.neg,
+                         model.biases)
+
+
+def _as_penalties(lam):
+    """(λ of Θ^X's rows, λ of Θ^Y's rows) from a pair of arrays, or from one number (compact)."""
+    if isinstance(lam, tuple):
+        return lam
+    one = np.array([float(lam)])
+    return one, one.copy()
+
+
+def _rows_sum(lam, theta, free):
+    """Σ_j λ_j Σ_d θ_jd² over the free entries."""
+    return float(lam @ np.sum(np.where(free, theta * theta, 0.0), axis=1))
+
+
+def penalty_value(lam, free_x, free_y, theta_x, theta_y):
+    """The penalty term at Θ^X, Θ^Y over the free entries: lam (‖Θ^X‖² + ‖Θ^Y‖²) with one lam
+    (``lam`` a pair of equal single values, the compact form), else Σ_j λ_j ‖θ_j‖² per side."""
+    lam_x, lam_y = lam
     # a diverging run overflows here: the objective's check (Progress) names the cause instead
     with np.errstate(over="ignore", invalid="ignore"):
-        return lam * (float(np.sum(theta_x[prob.free_x] ** 2)) + float(np.sum(theta_y[prob.free_y] ** 2)))
+        if lam_x.size == 1 and lam_y.size == 1 and lam_x[0] == lam_y[0]:     # one lam
+            one = float(lam_x[0])
+            if one == 0.0:
+                return 0.0
+            return one * (float(np.sum(theta_x[free_x] ** 2)) + float(np.sum(theta_y[free_y] ** 2)))
+        return _rows_sum(lam_x, theta_x, free_x) + _rows_sum(lam_y, theta_y, free_y)
+
+
+def _penalty(lam, prob, theta_x, theta_y):
+    return penalty_value(lam, prob.free_x, prob.free_y, theta_x, theta_y)
+
+
+# --------------------------------------------------------------------------- training
 
 
 _ROW_CHUNKS = 256            # prange iterations of the row-parallel coordinate kernel (equal work)
@@ -241,7 +303,8 @@ _NO_LOSS = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64), 
 
 def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, grad, pred,
                  *, update, lr, lam, adagrad, pred_ready=False, fused=None):
-    """One side's step with the other side's caches (S, s) fixed.
+    """One side's step with the other side's caches (S, s) fixed; ``lam`` is the penalty of the
+    side's parameter rows (an array: one value per row of ``theta``, or one for all).
 
     ``pred_ready``: ``pred`` already holds e_i · f_y of every positive of the side (the loss
     just computed them at the same point), so the coordinate update need not recompute them.
@@ -251,6 +314,8 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
     ``pred_out`` in the other side's entry order, and with a non-empty ``row_loss`` each row's
     positive part of the loss at the updated point.
     """
+    if not isinstance(lam, np.ndarray):         # one number: the compact form
+        lam = np.array([float(lam)])
     if update == "coordinate":
         segments, needs_dots = prob.coordinate_plan(side, ZT, free)
         if needs_dots and not pred_ready:
@@ -274,7 +339,9 @@ def _update_side(prob, side, ZT, free, theta, accum, E, F, S, s, rowscale, G, gr
 
 def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, lam, progress):
     """Epochs of Algorithm 1: user side with the item caches, then item side with the user
-    caches; the embeddings are rebuilt exactly (P = Z^X Θ^X) after each side."""
+    caches; the embeddings are rebuilt exactly (P = Z^X Θ^X) after each side. ``lam``: one
+    penalty, or (λ of Θ^X's rows, λ of Θ^Y's rows) from :func:`row_penalties`."""
+    lam = _as_penalties(lam)
     acc_x = np.zeros_like(theta_x)
     acc_y = np.zeros_like(theta_y)
     Q = prob.embed(prob.Zy, theta_y)
@@ -286,7 +353,7 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, lam, progress
     progress.start(init)
     G_p, G_q = np.empty((prob.m, prob.g)), np.empty((prob.n, prob.g))
     grad_x, grad_y = np.empty_like(theta_x), np.empty_like(theta_y)
-    opts = dict(update=update, lr=lr, lam=lam, adagrad=adagrad)
+    opts = dict(update=update, lr=lr, adagrad=adagrad)
     # plain ids on a side: its coordinate kernel hands the predictions it has moved to the
     # other side (no fresh dot products there), and on the item side also sums the positive
     # part of the loss, so no separate pass over the positives per epoch (positive_terms)
@@ -302,12 +369,13 @@ def _train(prob, theta_x, theta_y, *, lr, n_iter, update, adagrad, lam, progress
         # pred holds P·Q of the positives in Y's entry order: from the previous epoch's loss
         # (or the initial one), or written by the item side's kernel
         _update_side(prob, prob.x_side, prob.ZxT, prob.free_x, theta_x, acc_x, P, Q, Sq, sq,
-                     prob.arow, G_p, grad_x, pred, pred_ready=True, fused=x_fused, **opts)
+                     prob.arow, G_p, grad_x, pred, pred_ready=True, fused=x_fused, lam=lam[0],
+                     **opts)
         P = prob.embed(prob.Zx, theta_x)
         Sp, sp_ = prob.gram(prob.arow, P)
         _update_side(prob, prob.y_side, prob.ZyT, prob.free_y, theta_y, acc_y, Q, P, Sp, sp_,
                      prob.neg, G_q, grad_y, pred_y, pred_ready=to_items is not None,
-                     fused=y_fused, **opts)
+                     fused=y_fused, lam=lam[1], **opts)
         Q = prob.embed(prob.Zy, theta_y)
         Sq, sq = prob.gram(prob.neg, Q)
         if fused is None:

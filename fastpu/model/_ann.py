@@ -5,9 +5,9 @@ product: the scores themselves for ``recommend`` (maximum inner-product search o
 factors), cosines for ``similar_*`` (the rows normalised first). Two kinds: an HNSW graph
 (Malkov & Yashunin; the default: the best recall for the query time) and an inverted file of
 k-means cells (``kind="ivf"``: several times quicker to build, what ``approximate=True`` builds
-for one call). The library was chosen by measurement (docs/bench_ann.md): on a million items
-with k = 64 both reached recall@10 ≥ 0.95 against the exact ranking at more than 50 times its
-speed; hnswlib was slower for the same recall and pynndescent cannot search inner products.
+for one call). The library was chosen by measurement (docs/benchmarks/bench_ann.md): on a million
+items with k = 64 both reached recall@10 ≥ 0.95 against the exact ranking at more than 50 times
+its speed; hnswlib was slower for the same recall and pynndescent cannot search inner products.
 
 What comes back is always scored exactly: the index proposes a short list per query (the top
 ``n`` plus room for the seen and filtered items), the proposals are re-scored with the model's
@@ -81,19 +81,20 @@ class ApproximateIndex:
     kind : {"hnsw", "ivf"}
         An HNSW graph (faiss ``IndexHNSWFlat``; default) or an inverted file of k-means cells
         (faiss ``IndexIVFFlat``), which builds several times faster and searches somewhat less
-        accurately for the same time (docs/bench_ann.md).
+        accurately for the same time (docs/benchmarks/bench_ann.md).
     M : int
         HNSW: links per node (faiss's ``M``); more is slower to build, more accurate.
     ef_construction : int
         HNSW: breadth of the search while building (faiss's ``efConstruction``).
     ef_search : int
         HNSW: breadth of each query's search (faiss's ``efSearch``), the speed / recall knob.
-        The default reached recall@10 0.98 in docs/bench_ann.md; set the attribute to change it.
+        The default reached recall@10 0.98 in docs/benchmarks/bench_ann.md; set the attribute to
+        change it.
     n_cells : int, optional
         IVF: k-means cells (default 4·√rows, at least 1), trained on at most 40 rows per cell.
     n_probe : int
         IVF: cells searched per query, the speed / recall knob (default 64, recall@10 0.95 in
-        docs/bench_ann.md); set the attribute to change it.
+        docs/benchmarks/bench_ann.md); set the attribute to change it.
     n_threads : int, optional
         Threads faiss uses to build and search (default: numba's current count).
 

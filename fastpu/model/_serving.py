@@ -1,8 +1,8 @@
 """Serving a fitted model: top-N recommendation with filters and ids, and similar items/users.
 
-Scores are produced in blocks of users (:func:`fastpu.model.iter_score_blocks`) and cosine
-similarities in blocks of queries, so nothing users×items, items×items or users×users is
-ever allocated; every result has at most ``min(n, number of candidates)`` columns.
+Scores are produced in blocks of users (:func:`fastpu._core.factorization.iter_score_blocks`)
+and cosine similarities in blocks of queries, so nothing users×items, items×items or users×users
+is ever allocated; every result has at most ``min(n, number of candidates)`` columns.
 
 Every function returns the same shapes (docs/serving.md): one query (a scalar) gives two 1-d
 arrays holding only real results; a list of queries gives two 2-d arrays, one row per query,

@@ -2,7 +2,7 @@
 sum of recall and specificity (2) and the weighted misclassification cost (3).
 
 Re-exported by :mod:`fastpu.metrics`. Scores are produced in memory-bounded blocks of users
-(:func:`fastpu.model.iter_score_blocks`); nothing of size users × items is allocated.
+(:func:`fastpu._core.factorization.iter_score_blocks`); nothing of size users × items is allocated.
 """
 
 from __future__ import annotations

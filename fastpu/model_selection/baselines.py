@@ -101,7 +101,7 @@ def _check_ocmf_params(ocmf_params: dict[str, Any]) -> None:
 
 
 @accepts_dataset
-def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, n_iter: int = 15,
+def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 5.0, lam: float = 36.0, n_iter: int = 15,
          seed: Seed = 0, n_threads: Threads = None, callback: Callback = None,
          verbose: bool = False, **ocmf_params: Any) -> Factorization:
     """WRMF / implicit ALS through ocmf's square loss with confidence weights.
@@ -117,7 +117,9 @@ def wrmf(Y: Sparse | Dataset, k: int, *, alpha: float = 10.0, lam: float = 1.0, 
         Rank.
     alpha : float
         Confidence slope α: c = 1 + α r on the positives (on binary data implicit's
-        ``alpha=a`` is ``alpha=a - 1`` here; see the module docstring).
+        ``alpha=a`` is ``alpha=a - 1`` here; see the module docstring). The defaults α = 5,
+        λ = 36 are ocmf's default SQ-wSQ (ρ = 1/6, λ = 6) in WRMF's terms: the same objective
+        times 1 + α = 6.
     lam : float
         Regularisation λ (implicit's ``regularization``).
     n_iter, seed, n_threads, callback, verbose

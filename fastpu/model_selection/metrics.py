@@ -1,7 +1,7 @@
 """Ranking metrics for fitted models, a popularity baseline, and HOMF's rated-item protocol.
 
 Scores are produced in memory-bounded blocks of users
-(:func:`fastpu.model.iter_score_blocks`) and reduced by numba kernels in
+(:func:`fastpu._core.factorization.iter_score_blocks`) and reduced by numba kernels in
 :mod:`fastpu._kernels.ranking`, so nothing of size users × items is allocated.
 Per-user values are averaged in a fixed order, so results are identical for any
 thread count. The definitions are written out in ``docs/evaluation.md``.

@@ -819,7 +819,11 @@ def _check_name(method: Any, where: str) -> None:
 
 def default_space(method: str, Y: Sparse | Dataset | None = None,
                   **fixed: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The space and fixed settings :func:`tune` uses for ``method``.
+    """The space and fixed settings :func:`tune` uses for ``method`` when it has no families.
+
+    ocmf's :func:`tune` draws from its families (SQ-wSQ, iALS's weighting, LR-wSQ: each a fixed
+    part and a space like this one); this space is the one it searches when the fixed
+    arguments leave none of them.
 
     Parameters
     ----------
@@ -844,7 +848,7 @@ def default_space(method: str, Y: Sparse | Dataset | None = None,
     >>> from fastpu.model_selection.select import default_space
     >>> space, fixed = default_space("ocmf", loss="square")
     >>> sorted(space), fixed["loss"], fixed["n_iter"]
-    (['k', 'lam', 'rho'], 'square', 15)
+    (['k', 'lam', 'rho'], 'square', 16)
     >>> import fastpu as fp
     >>> default_space("ocmf", fp.datasets.synthetic(900, 700, seed=0).Y)[0]["k"]
     [16, 32, 64, 128, 256, 512]
@@ -862,18 +866,28 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
          validation: float | tuple[Any, Any] = 0.2, metric: str = "ndcg@10", seed: int = 0,
          refit: bool = True, split: str = "entries", n_threads: Threads = None,
          verbose: bool = False, **fixed: Any) -> SearchResult:
-    """Random search over the method's default space (:data:`SPACES`), the defaults first.
+    """A search of the method's settings on a validation split: its families, then a rank ladder.
 
-    The first trial is the method's own defaults for the fixed arguments (rank 64 where the
-    space searches the rank; with ocmf's square loss, SQ-wSQ's ρ = 1/6, λ = 6); the
-    others are drawn from the space, which searches the rank on a log scale (16 to 512, as
-    far as the matrix allows). A trial whose best validation score trails the median of the
-    earlier trials' at the same iteration stops there (:func:`search`'s ``stop_trailing``), so
-    the budget buys more settings. Keyword arguments the search does not cover are passed to
-    ``fit`` unchanged and leave the space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ's
-    ``k``, ``rho`` and ``lam``; ``tune("ocmf", Y, k=64)`` keeps the rank. With nothing to
-    search (popularity's space is empty, or the keyword arguments fix every parameter of the
-    space) the one trial is the fit with the fixed settings, its best iteration chosen on the
+    A method's settings come in families (:func:`fastpu._core.registry.get`'s ``families``;
+    a method without them has one, its default space :data:`SPACES` with its defaults first).
+    ocmf's are SQ-wSQ (``fit``'s default), iALS's weighting (``negatives="all"``, ``nu=1``)
+    and LR-wSQ, each with a first setting. The search runs in three parts:
+
+    1. at each family's start rank (128 for ocmf, 64 for the others, as far as the matrix
+       allows), each family's first setting, then settings drawn from the families in turn,
+       for half the budget (all of it when the rank is fixed);
+    2. the rank ladder: the best setting at the next rank up (k doubles, to 2048 as far as
+       the matrix allows) and one setting drawn around it, climbing again while the new rank
+       beats the one below;
+    3. whatever budget is left refines around the best trial, at its rank.
+
+    A trial whose best validation score trails the median of the earlier trials' at the same
+    iteration stops there (:func:`search`'s ``stop_trailing``) while the families are explored,
+    so the budget buys more settings. Keyword arguments the search does not cover are passed
+    to ``fit`` unchanged and leave the space: ``tune("ocmf", Y, loss="logistic")`` tunes LR-wSQ
+    alone, ``tune("ocmf", Y, k=64)`` keeps the rank (no ladder). With nothing to search
+    (popularity's space is empty, or the keyword arguments fix every parameter of the space)
+    the one trial is the fit with the fixed settings, its best iteration chosen on the
     validation split as usual.
 
     Parameters
@@ -899,7 +913,8 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     Returns
     -------
     SearchResult
-        The refitted winner is ``.model``; ``.trials[0]`` is the defaults.
+        The refitted winner is ``.model``; ``.trials[0]`` is the first family's first setting
+        (for ocmf, ``fit``'s defaults at the start rank).
 
     Raises
     ------
@@ -920,7 +935,7 @@ def tune(method: str, Y: Sparse | Dataset, *, budget: int | None = 16,
     >>> Y = fp.datasets.synthetic(60, 40, rank=3, density=0.15, seed=0).Y
     >>> res = fp.select.tune("ocmf", Y, budget=2, n_iter=2, metric="ndcg@5")
     >>> sorted(res.best_params), res.trials[0]["params"]["k"], res.model.shape
-    (['k', 'lam', 'rho'], 32, (60, 40))
+    (['k', 'lam', 'loss', 'negatives', 'nu', 'rho'], 32, (60, 40))
     """
     if budget is not None:
         budget = V.check_int(budget, name="budget", minimum=1)

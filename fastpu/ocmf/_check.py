@@ -283,19 +283,32 @@ def check_nu(nu: Any, user_features: Any = None, item_features: Any = None) -> f
     return nu
 
 
-def check_rows(model: Model, newton_steps: Any, cg_steps: Any, cg_tol: Any) -> RowOptions:
+#: the smallest rank at which ``precondition=None`` preconditions the rows' CG, with
+#: frequency-scaled regularisation (docs/ocmf.md, "Solvers": at k ≥ 64 the float32 fit works
+#: in M's eigenbasis, whose k×k part the Jacobi preconditioner inverts exactly)
+PRECONDITION_MIN_K = 64
+
+
+def check_rows(model: Model, newton_steps: Any, cg_steps: Any, cg_tol: Any,
+               precondition: Any = False, k: int = 1) -> RowOptions:
     """The row solver's options: Newton and CG steps per row and outer iteration (defaults from
-    the loss table: 1 and 3 for the square loss, 1 and 4 otherwise) and CG's tolerance."""
+    the loss table: 1 and 3 for the square loss, 1 and 4 otherwise; preconditioned, 1 and 1,
+    or 1 and 2 for the losses with a line search), CG's tolerance, and the Jacobi
+    preconditioner (``None``: with ``nu`` > 0 at rank ``k`` ≥ :data:`PRECONDITION_MIN_K`)."""
     facts = LOSS_FACTS[model.loss]
+    if precondition is None:
+        precondition = model.nu > 0.0 and k >= PRECONDITION_MIN_K
+    precondition = V.check_bool(precondition, name="precondition")
     nsteps = V.check_int(newton_steps if newton_steps is not None else facts.newton_steps,
                          name="newton_steps", minimum=1)
-    csteps = V.check_int(cg_steps if cg_steps is not None else facts.cg_steps,
+    default_cg = facts.pcg_steps if precondition else facts.cg_steps
+    csteps = V.check_int(cg_steps if cg_steps is not None else default_cg,
                          name="cg_steps", minimum=1)
     tol = V.check_scalar(cg_tol, name="cg_tol", minimum=0.0)
     if not tol < 1.0:
         raise ValueError(f"cg_tol must be below 1 (CG stops once its residual is cg_tol times "
                          f"the first), got {tol:g}; the default is 1e-3")
-    return RowOptions(newton_steps=nsteps, cg_steps=csteps, cg_tol=tol)
+    return RowOptions(newton_steps=nsteps, cg_steps=csteps, cg_tol=tol, precondition=precondition)
 
 
 def dims(model: Model, shape: tuple[int, int]) -> tuple[int, int]:
@@ -360,7 +373,8 @@ class Fit:
                     nu=model.nu, intercept=model.intercept, negatives=model.negatives, neg_ratio=model.neg_ratio,
                     solver=run.solver, n_iter=run.n_iter, n_inner=run.n_inner,
                     fast_path=run.fast_path, newton_steps=rows.newton_steps,
-                    cg_steps=rows.cg_steps, cg_tol=rows.cg_tol, init_std=run.init_std,
+                    cg_steps=rows.cg_steps, cg_tol=rows.cg_tol,
+                    precondition=rows.precondition, init_std=run.init_std,
                     seed=self.seed, dtype=run.dtype.name,
                     user_features=model.user_features is not None,
                     item_features=model.item_features is not None,
@@ -371,8 +385,9 @@ class Fit:
 #: the arguments of :func:`fastpu.ocmf.fit` that :func:`check_fit` reads (all but Y, n_threads)
 FIT_ARGS = ("k", "user_features", "item_features", "user_graph", "item_graph", "loss", "rho",
             "p", "q", "a_bar", "negatives", "neg_ratio", "lam", "lam_w", "lam_h", "lam_graph",
-            "nu", "intercept", "solver", "n_iter", "n_inner", "fast_path", "newton_steps", "cg_steps",
-            "cg_tol", "init", "init_std", "dtype", "dense_limit", "seed", "callback", "verbose")
+            "nu", "intercept", "solver", "n_iter", "n_inner", "fast_path", "newton_steps",
+            "cg_steps", "cg_tol", "precondition", "init", "init_std", "dtype", "dense_limit",
+            "seed", "callback", "verbose")
 
 
 def check_fit_run(args: dict[str, Any]) -> Run:
@@ -397,7 +412,8 @@ def check_fit(shape: tuple[int, int], args: dict[str, Any], run: Run | None = No
                         lam_h=a["lam_h"], lam_graph=a["lam_graph"], negatives=a["negatives"],
                         neg_ratio=a["neg_ratio"], dense_limit=a["dense_limit"], nu=a["nu"],
                         intercept=a["intercept"])
-    rows = check_rows(model, a["newton_steps"], a["cg_steps"], a["cg_tol"])
+    rows = check_rows(model, a["newton_steps"], a["cg_steps"], a["cg_tol"], a["precondition"],
+                      run.k)
     start = check_start(a["init"], model, run, shape)
     return Fit(run, model, rows, start, a["seed"])
 
@@ -467,7 +483,7 @@ def check_fitted(model: Any) -> None:
     if prm.get("cg_tol") is not None:
         V.check_scalar(prm["cg_tol"], name=_p("cg_tol"), minimum=0.0)
     for key in ("fast_path", "user_features", "item_features", "has_user_graph", "has_item_graph",
-                "intercept"):
+                "intercept", "precondition"):
         check_flag(prm, key)
     for key, optional in (("n_iter", False), ("n_inner", False), ("newton_steps", True),
                           ("cg_steps", True)):

@@ -8,7 +8,7 @@ are sums over row blocks:
     ∇g(W)  = Σ_b X_bᵀ[D⁺_b E + 2 diag(p_b) B_b M] + 2λW − 2ā d κᵀ
     ∇²g S  = Σ_b X_bᵀ[U⁺_b E + 2 diag(p_b) N_b M] + 2λS,   N_b = X_b S
 
-The client runs :func:`fastpu.tron.tron` on W (d×k, small) and every ``fun``/``grad``/``hessp``
+The client runs :func:`fastpu.optim.tron` on W (d×k, small) and every ``fun``/``grad``/``hessp``
 call is one task per block returning a d×k (or scalar) partial sum. A ``grad`` task keeps the
 block's curvature (ℓ'' per positive) in its result, which the following ``hessp`` tasks read
 on the same worker. E, the other side's latent rows, enters only through the rows each block's
@@ -139,7 +139,7 @@ def hessp_task(fb, S, N_near, E, M, gres, has_quad, lamg, n_threads):
 
 
 class DistSubProblem:
-    """The problem protocol of :mod:`fastpu.tron` with every pass a sum of block tasks.
+    """The problem protocol of :func:`fastpu.optim.tron` with every pass a sum of block tasks.
 
     Each block's task gets, with the call, its own rows of W (without features; W itself, d×k,
     with features) and, with a graph, the rows of B = X W (W itself without features) its

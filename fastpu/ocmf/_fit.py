@@ -96,7 +96,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         nu: float = 0.0, intercept: bool = True, solver: str = "tron", n_iter: int = 15,
         n_inner: int = 5,
         fast_path: bool = True, newton_steps: int | None = None, cg_steps: int | None = None,
-        cg_tol: float = 1e-3, init: tuple[ArrayLike, ArrayLike] | None = None,
+        cg_tol: float = 1e-3, precondition: bool | None = None,
+        init: tuple[ArrayLike, ArrayLike] | None = None,
         init_std: float | None = None,
         dtype: DTypeLike = "float32", dense_limit: int | None = None, seed: Seed = 0,
         n_threads: Threads = None, callback: Callback = None,
@@ -182,11 +183,20 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Newton–CG problems, in parallel) instead of with ``solver``.
     newton_steps, cg_steps : int, optional
         Newton steps and CG steps per row and outer iteration on the fast path (defaults: 1 and
-        3 for the square loss, 1 and 4 otherwise; the rows are warm-started, and on MovieLens-100K
-        more steps change P@5 by less than 0.002 — see docs/ocmf.md).
+        3 for the square loss, 1 and 4 otherwise, fewer with ``precondition``; the rows are
+        warm-started, and on MovieLens-100K more steps change P@5 by less than 0.002 — see
+        docs/ocmf.md).
     cg_tol : float
         Each row's CG solve stops once its residual is at most ``cg_tol`` times the first (or
         after ``cg_steps`` steps), in [0, 1).
+    precondition : bool, optional
+        Precondition the rows' CG by the diagonal of each row's Hessian (Jacobi; one more pass
+        over the row's positives per Newton step). In M's eigenbasis (float32, k ≥ 64) it
+        inverts the k×k part exactly, and one preconditioned CG step reduces a row's objective
+        as much as three plain ones; ``cg_steps`` then defaults to 1 (square loss) or 2. The
+        iterates differ from plain CG's, and so does the iteration at which validation peaks
+        with little regularisation. ``None`` (default): on with frequency-scaled
+        regularisation (``nu`` > 0) at k ≥ 64, off otherwise (docs/ocmf.md, "Solvers").
     init : tuple (W0, H0), optional
         Starting factors; default Gaussian noise with standard deviation ``init_std``.
     init_std : float, optional
@@ -445,21 +455,23 @@ def _zero_advice(Y: Sparse, init: Any, init_std: float, lam: float) -> str | Non
     return f"lower lam (now {float(lam):g}), which shrinks every factor to zero"
 
 
-def demo_configs() -> list[tuple[str, dict[str, Any]]]:
-    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K.
-
-    The values are those chosen on a validation split carved from the training split by
-    ``benchmarks/bench_ocmf_quality.py`` (see docs/bench_ocmf_quality.md).
+def demo_configs() -> list[tuple[str, dict[str, Any], str]]:
+    """The ocmf formulations ``fastpu demo`` trains on MovieLens-100K, at fit's defaults.
 
     Returns
     -------
-    list of (str, dict)
-        ``(label, fit_kwargs)`` pairs: SQ-SQ, SQ-wSQ and LR-wSQ, each passed to
-        ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``.
+    list of (str, dict, str)
+        ``(label, fit_kwargs, legend)``: SQ-wSQ (fit's defaults), LR-wSQ (the paper's loss at
+        its defaults) and SQ-SQ (the paper's baseline, LEML / GRALS), each passed to
+        ``fit(Y_train, **fit_kwargs, seed=0, verbose=True)``; the legend is one line saying
+        what the row is.
     """
     common = dict(k=64, n_iter=10)
     return [
-        ("SQ-SQ (ocmf)", dict(common, loss="square", rho=1.0, a_bar=0.0, lam=16.0)),
-        ("SQ-wSQ (ocmf)", dict(common, loss="square", rho=0.1, lam=8.0)),
-        ("LR-wSQ (ocmf)", dict(common, loss="logistic", rho=0.01, lam=2.0)),
+        ("SQ-wSQ (ocmf)", dict(common),
+         "ocmf's defaults: square loss on the positives, weight 1/6 on every unlabeled entry"),
+        ("LR-wSQ (ocmf)", dict(common, loss="logistic"),
+         "Yu et al.'s logistic loss on the positives, weighted square loss on the unlabeled"),
+        ("SQ-SQ (ocmf)", dict(common, loss="square", rho=1.0, a_bar=0.0, lam=16.0),
+         "the square loss with unlabeled weight 1 (LEML / GRALS, the paper's baseline)"),
     ]

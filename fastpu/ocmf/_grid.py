@@ -107,10 +107,11 @@ def _times(cell: Cell, data: np.ndarray, E: np.ndarray) -> np.ndarray:
 
 
 def cell_grad(cell: Cell, E: Any, W: Any, kind: int, abar: float, n_threads: int | None,
-              wire: str) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """((Σ_e value_e, Σ_e ℓ'_e h_e) per row, (scores, ℓ''_e)): the entries' part of the
-    rows' f_i and gradient at the rows ``W`` (the cell's own range), and the state the
-    cell's later rounds of this Newton step read."""
+              wire: str, diagonal: bool = False) -> tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray]]:
+    """((Σ_e value_e, Σ_e ℓ'_e h_e[, Σ_e ℓ''_e h_e²]) per row, (scores, ℓ''_e)): the entries'
+    part of the rows' f_i, gradient (and, with ``diagonal``, of the Hessian's diagonal for the
+    Jacobi preconditioner) at the rows ``W`` (the cell's own range), and the state the cell's
+    later rounds of this Newton step read."""
     with limit_threads(n_threads):
         E, W = _f64(E), _f64(W)
         s = _scores(cell, W, E)
@@ -118,7 +119,10 @@ def cell_grad(cell: Cell, E: Any, W: Any, kind: int, abar: float, n_threads: int
         if s.size:
             entry_losses(kind, cell.labels, cell.weights, cell.corr, abar, s, val, d1, d2)
         f = np.bincount(cell.rows, weights=val, minlength=cell.n_rows)
-        return (f, _times(cell, d1, E).astype(wire, copy=False)), (s, d2)
+        grad = _times(cell, d1, E).astype(wire, copy=False)
+        if diagonal:
+            return (f, grad, _times(cell, d2, E * E)), (s, d2)
+        return (f, grad), (s, d2)
 
 
 def cell_hessp(cell: Cell, E: Any, state: tuple[np.ndarray, np.ndarray], D: Any,
@@ -169,6 +173,8 @@ class Rows:
     step: np.ndarray
     r: np.ndarray
     d: np.ndarray
+    z: np.ndarray                   # the preconditioned residual (``precondition``)
+    pinv: np.ndarray                # the Jacobi preconditioner's inverse diagonal
     rr: np.ndarray
     stop: np.ndarray
     sc: np.ndarray
@@ -187,8 +193,8 @@ def start_rows(W: Any, pw: Any, lam: Any) -> Rows:
     no = np.zeros(n, dtype=bool)
     return Rows(w, np.asarray(pw, dtype=np.float64), K.per_row(lam, n), z.copy(), no.copy(),
                 np.zeros((n, 3), dtype=np.int32), no.copy(), no.copy(), no.copy(),
-                np.zeros_like(w), np.zeros_like(w), np.zeros_like(w), np.zeros_like(w), z.copy(),
-                z.copy(), np.ones(n), z.copy())
+                np.zeros_like(w), np.zeros_like(w), np.zeros_like(w), np.zeros_like(w),
+                np.zeros_like(w), np.zeros_like(w), z.copy(), z.copy(), np.ones(n), z.copy())
 
 
 def _summed(parts: tuple[Any, ...], shape: tuple[int, ...]) -> np.ndarray:
@@ -205,10 +211,14 @@ def red_grad(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
     lines of a Newton step); returns (state, the CG directions)."""
     st = st.copy()
     n, k = st.w.shape
-    fe = _summed(tuple(val for val, _ in parts), (n,))
-    ge = _summed(tuple(grad for _, grad in parts), (n, k))
-    K.grid_begin(st.w, st.pw, st.lam, M, kappa, opts["abar"], fe, ge, st.done, st.f, st.g,
-                 st.step, st.r, st.d, st.rr, st.stop, st.sc, st.act, st.cg, opts["rows"].cg_tol)
+    fe = _summed(tuple(part[0] for part in parts), (n,))
+    ge = _summed(tuple(part[1] for part in parts), (n, k))
+    rows = opts["rows"]
+    he = _summed(tuple(part[2] for part in parts), (n, k)) if rows.precondition \
+        else np.empty((0, k))
+    K.grid_begin(st.w, st.pw, st.lam, M, kappa, opts["abar"], fe, ge, he, st.done, st.f, st.g,
+                 st.step, st.r, st.d, st.z, st.pinv, st.rr, st.stop, st.sc, st.act, st.cg,
+                 rows.cg_tol)
     return st, st.d.astype(opts["dtype"], copy=False)
 
 
@@ -216,8 +226,8 @@ def red_hessp(st: Rows, M: np.ndarray, opts: dict[str, Any],
               *parts: np.ndarray) -> tuple[Rows, np.ndarray]:
     """One CG step for every row still in its CG loop; returns (state, the next directions)."""
     st = st.copy()
-    K.grid_cg(st.pw, st.lam, M, _summed(parts, st.w.shape), st.d, st.step, st.r, st.rr,
-              st.stop, st.cg, st.counts)
+    K.grid_cg(st.pw, st.lam, M, _summed(parts, st.w.shape), st.d, st.step, st.r, st.z, st.pinv,
+              st.rr, st.stop, st.cg, st.counts, opts["rows"].precondition)
     return st, st.d.astype(opts["dtype"], copy=False)
 
 
@@ -349,7 +359,8 @@ def half_step(client: Any, grid: Any, side: str, own: list[Any], other: list[Any
         # the first step starts from the rows ``own``: the cells hold them already when the
         # previous half-step sent them there as its other side's rows
         W = own if step == 0 else [sub(w_of, s, **ron[i]) for i, s in enumerate(st)]
-        res = [[sub(cell_grad, cells[i][j], other[j], W[i], kind, abar, nt, wire, **con(i, j))
+        res = [[sub(cell_grad, cells[i][j], other[j], W[i], kind, abar, nt, wire,
+                    opts["rows"].precondition, **con(i, j))
                 for j in range(n_other)] for i in range(n_own)]
         keep = [[sub(operator.itemgetter(1), r, **con(i, j)) for j, r in enumerate(row)]
                 for i, row in enumerate(res)]

@@ -368,7 +368,7 @@ class SubProblem:
     d×k matrix W). ``grad`` fixes the curvature used by later ``hessp`` calls.
 
     It is built inside :func:`fastpu.ocmf.fit` (one per side and outer iteration) and handed
-    to :func:`fastpu.tron` / :func:`fastpu.gd`; it is exported for those who drive the
+    to :func:`fastpu.optim.tron` / :func:`fastpu.optim.gd`; it is exported for those who drive the
     solvers themselves, not meant to be constructed from user code.
 
     Parameters

@@ -12,7 +12,8 @@ smallest computed singular value falls to τ or below — for a dense matrix acc
 Cholesky certificate that no singular value above τ was missed — and a full decomposition
 where the rank is a large fraction of the smaller dimension (or the matrix is small): for a
 dense matrix the eigendecomposition of its Gram matrix when an a-posteriori error bound
-shows it as accurate as the SVD to 1e-10·‖M‖₂, else LAPACK's SVD (:mod:`fastpu._svt_dense`).
+shows it as accurate as the SVD to 1e-10·‖M‖₂, else LAPACK's SVD
+(:mod:`fastpu.optim._svt_dense`).
 """
 
 from __future__ import annotations
@@ -260,9 +261,9 @@ def svt_operator(op: Any, dense: FloatArray | None, tau: float, *, method: str, 
 
     Truncated: ARPACK with a rank that doubles until the smallest computed singular value is
     at most τ; for a dense matrix the result is accepted only with the certificate of
-    :func:`fastpu._svt_dense.certified` (no singular value above τ was missed). Full: for
+    :func:`fastpu.optim._svt_dense.certified` (no singular value above τ was missed). Full: for
     ``method="auto"`` and a dense matrix the Gram eigendecomposition of
-    :func:`fastpu._svt_dense.gram_svt` when its error bound holds, else LAPACK's SVD.
+    :func:`fastpu.optim._svt_dense.gram_svt` when its error bound holds, else LAPACK's SVD.
     """
     m, n = op.shape
     p = min(m, n)

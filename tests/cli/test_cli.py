@@ -16,17 +16,19 @@ def test_demo_prints_a_table_with_the_baseline(monkeypatch, capsys):
 
     monkeypatch.setattr(progress, "_is_terminal", lambda stream: True)  # a screen, not a log
     monkeypatch.setattr(fp.ocmf, "demo_configs",
-                        lambda: [("LR-wSQ (ocmf)", dict(k=8, n_iter=2, loss="logistic", rho=0.03))])
+                        lambda: [("LR-wSQ (ocmf)", dict(k=8, n_iter=2, loss="logistic", rho=0.03),
+                                  "a legend")])
     assert cli.main(["demo", "--methods", "ocmf", "--at", "5"]) == 0
     out, err = capsys.readouterr()
     assert "943 users × 1682 items, 100000 positives" in out
-    table = out.split("\n\n")[-1]
+    table, legend = out.split("\n\n")[-2:]
     assert "popularity" in table and "LR-wSQ (ocmf)" in table and "P@5" in table and "nDCG@5" in table
+    assert "LR-wSQ (ocmf)  a legend" in legend and "WRMF" not in table   # --methods: no baselines
     # one updating line per configuration: its progress, then its scores
     assert "-- LR-wSQ (ocmf): iter   2" in err
     assert re.search(r"-- LR-wSQ \(ocmf\): P@5 0\.\d{4}  nDCG@5 0\.\d{4}  AUC 0\.\d{4}  "
                      r"seconds \d+\.\d\s*$", err.replace("\r", "\n"), re.M)
-    assert "also compiles its numba kernels" in table   # the first fit's seconds include compiling
+    assert "also compiles its numba kernels" in legend  # the first fit's seconds include compiling
 
 
 def test_demo_fits_on_a_screen(monkeypatch, capsys):
@@ -39,7 +41,11 @@ def test_demo_fits_on_a_screen(monkeypatch, capsys):
     assert cli.main(["demo", "--background-compile", "off"]) == 0
     out, err = capsys.readouterr()
     lines = out.count("\n") + err.count("\n")
-    assert lines <= 24, (lines, out, err)
+    # a line per configuration while it trains, the table, and one legend line per row
+    rows = 1 + sum(len(e.resolve("demo")()) for e in fp._core.registry.entries("method")) + 2
+    assert lines <= 3 * rows + 10, (lines, out, err)
+    legend = out.split("\n\n")[-1]
+    assert "EASE  " in legend and "WRMF  " in legend and "popularity  " in legend
     assert err.startswith("fastpu: compiling the numba kernels of ocmf, fbgd, csrr, homf on first "
                           "use (about ")
     assert "`fastpu warmup` compiles them ahead of time" in err.splitlines()[0]
@@ -53,8 +59,10 @@ def test_demo_into_a_log_writes_one_line_per_configuration(monkeypatch, capsys):
 
     monkeypatch.setattr(progress, "_is_terminal", lambda stream: False)
     monkeypatch.setattr(fp.ocmf, "demo_configs",
-                        lambda: [("LR-wSQ (ocmf)", dict(k=8, n_iter=2, loss="logistic", rho=0.03)),
-                                 ("SQ-wSQ (ocmf)", dict(k=8, n_iter=2, loss="square", rho=0.1))])
+                        lambda: [("LR-wSQ (ocmf)", dict(k=8, n_iter=2, loss="logistic", rho=0.03),
+                                  "one"),
+                                 ("SQ-wSQ (ocmf)", dict(k=8, n_iter=2, loss="square", rho=0.1),
+                                  "two")])
     assert cli.main(["demo", "--methods", "ocmf", "--background-compile", "off"]) == 0
     err = capsys.readouterr().err
     assert "\r" not in err

@@ -1,4 +1,4 @@
-"""Compiling ahead (fastpu/_warmup.py): `fastpu warmup` and the demo's background process."""
+"""Compiling ahead (fastpu/cli/_warmup.py): `fastpu warmup` and the demo's background process."""
 
 import time
 
@@ -11,8 +11,10 @@ from fastpu.cli import _warmup
 
 def test_jobs_are_each_methods_demo_configurations_and_its_default_fit():
     got = _warmup.jobs(["ocmf", "csrr"])
-    want = ([("ocmf", label, kw) for label, kw in fp.ocmf.demo_configs()] + [("ocmf", "ocmf default", {"k": 8})]
-            + [("csrr", label, kw) for label, kw in fp.csrr.demo_configs()] + [("csrr", "csrr default", {"k": 8})])
+    want = ([("ocmf", label, kw) for label, kw, _ in fp.ocmf.demo_configs()]
+            + [("ocmf", "ocmf default", {"k": 8})]
+            + [("csrr", label, kw) for label, kw, _ in fp.csrr.demo_configs()]
+            + [("csrr", "csrr default", {"k": 8})])
     assert got == want
 
 
@@ -80,7 +82,8 @@ def test_demo_with_and_without_background_compile(monkeypatch, capsys, mode):
 
     monkeypatch.setattr(_warmup, "start_background", spy)
     monkeypatch.setattr(fp.ocmf, "demo_configs",
-                        lambda: [("SQ (ocmf)", dict(k=4, n_iter=1, loss="square", rho=0.1))])
+                        lambda: [("SQ (ocmf)", dict(k=4, n_iter=1, loss="square", rho=0.1),
+                                  "a legend")])
     assert cli.main(["demo", "--methods", "ocmf", "--at", "5", "--quiet",
                      f"--background-compile={mode}"]) == 0
     assert "SQ (ocmf)" in capsys.readouterr().out.split("\n\n")[-1]

@@ -372,9 +372,9 @@ def test_model_scores_recommend_and_users():
 
 def test_demo_configs():
     configs = csrr.demo_configs()
-    assert [label for label, _ in configs] == ["CSRR-e"]
+    assert [label for label, _, _ in configs] == ["CSRR-e"]
     Y, _ = _pu(13, 30, 20, density=0.2)
-    for _, kwargs in configs:
+    for _, kwargs, _ in configs:
         model = csrr.fit(Y, **{**kwargs, "n_iter": 2}, seed=0)
         assert len(model.history) == 2
 
@@ -445,7 +445,7 @@ def test_fit_signature_in_one_order():
 
 
 def test_variant_e_requires_k_like_every_rank_k_method():
-    """csrr.fit(Y) used to fit CSRR-e at k = 32 without a word (issue 28)."""
+    """csrr.fit(Y) used to fit CSRR-e at k = 32 without a word."""
     Y, _ = _pu(0, 6, 5, density=0.5)
     want = (r"csrr.fit\(\) missing k, the rank of variant 'e' .*: e.g. csrr.fit\(Y, 32\); "
             r"variants 'I' and 'II' choose their own rank")

@@ -1,4 +1,4 @@
-"""datasets.from_pairs(df): column names given or guessed (issue 28)."""
+"""datasets.from_pairs(df): column names given or guessed."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""read_csv and from_pairs on bad and awkward inputs (issue 11, item 3); both parsers agree."""
+"""read_csv and from_pairs on bad and awkward inputs; both parsers agree."""
 
 import warnings
 

@@ -54,6 +54,11 @@ OCMF_VARIANTS = {
                       cg_steps=3),
     # the unlabeled term over every entry, positives too (iALS's weighting)
     "iALS": dict(loss="square", rho=0.3, a_bar=0.0, lam=0.01, nu=1.0, negatives="all"),
+    # the Jacobi-preconditioned CG (the auto rule turns it on at k >= 64 only), with a line
+    # search and with the square loss
+    "PCG": dict(loss="logistic", rho=0.05, lam=0.01, nu=1.0, precondition=True),
+    "iALS PCG": dict(loss="square", rho=0.3, a_bar=0.0, lam=0.01, nu=1.0, negatives="all",
+                     precondition=True),
 }
 
 
@@ -191,6 +196,8 @@ FBGD_VARIANTS = {
     "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, r_neg=0.1),
     "gd-values": dict(optimizer="gd", lr=0.01, pos_weight="values", r_pos=2.0),
     "given-weights": dict(neg_weights="w", lr=0.05),
+    # frequency-scaled λ per row (each block receives its rows' slice)
+    "nu": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, nu=1.0),
 }
 
 
@@ -215,6 +222,7 @@ FBGD_COORDINATE = {
     "eq22-rho": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, r_neg=0.1),
     "gd-values": dict(optimizer="gd", lr=0.01, pos_weight="values", r_pos=2.0),
     "given-weights": dict(neg_weights="w", lr=0.05),
+    "nu": dict(alpha0=2.0, rho=0.5, lr=0.05, lam=0.01, nu=1.0, neg_weights="w"),
 }
 
 
@@ -242,6 +250,7 @@ def test_fbgd_coordinate_equals_single_machine(dask_client, variant, n_blocks):
 
 FBGD_FEATURES = {
     "biases-only": dict(biases=True, alpha0=2.0, lr=0.05),
+    "biases-only nu": dict(biases=True, alpha0=2.0, rho=0.5, lr=0.05, lam=0.02, nu=0.5),
     "user-features": dict(user_features="X", alpha0=2.0, lr=0.05, lam=0.01),
     "both-features": dict(user_features="X", item_features="Z", alpha0=2.0, rho=0.5, lr=0.02),
 }
@@ -495,7 +504,7 @@ class _Recorder:
 
 
 def test_a_destination_builds_its_rows_piece_by_piece(dask_client):
-    """Issue 29 (memory): a destination with several sources gets one compact matrix, built by
+    """Memory: a destination with several sources gets one compact matrix, built by
     a chain on its worker (start, then place per source, its own worker's source first); each
     cut after the first waits for the chain's marker of the pieces placed so far, so neither
     side holds every piece at once. The result is the touched rows in source order."""

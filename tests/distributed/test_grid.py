@@ -65,9 +65,10 @@ def test_the_rounds_of_a_half_step_equal_the_row_kernel(m, n, k, loss, nsteps, c
 
 
 def _check_half_step(m, n, k, kind, nsteps, csteps, rng, p, q, density, scale, lam, tol=1e-9,
-                     per_row=False, cg_tol=1e-3, decisions=True):
+                     per_row=False, cg_tol=1e-3, decisions=True, precondition=False):
     """``per_row``: each row its own λ_i (frequency-scaled regularisation). ``decisions``:
-    each row's Newton steps, CG steps and backtracks are the kernel's, count for count."""
+    each row's Newton steps, CG steps and backtracks are the kernel's, count for count.
+    ``precondition``: both run the Jacobi-preconditioned CG."""
     A = (rng.random((m, n)) < density) * rng.uniform(0.5, 2.0, (m, n))
     Y = sp.csr_array(A)
     Y.sort_indices()
@@ -76,7 +77,8 @@ def _check_half_step(m, n, k, kind, nsteps, csteps, rng, p, q, density, scale, l
     abar = float(rng.choice([0.0, 0.3]))
     M, kappa = E.T @ (qw[:, None] * E), E.T @ qw
     lams = lam * rng.uniform(0.5, 4.0, m) if per_row else np.array([lam])
-    opts_rows = RowOptions(newton_steps=nsteps, cg_steps=csteps, cg_tol=cg_tol)
+    opts_rows = RowOptions(newton_steps=nsteps, cg_steps=csteps, cg_tol=cg_tol,
+                           precondition=precondition)
     # the kernel, on the whole rows
     Wk = W.copy()
     f_rows = np.empty(m)
@@ -124,6 +126,21 @@ def test_the_grid_and_the_kernel_make_the_same_decisions_with_per_row_penalties(
     for cg_tol in (0.3, 1e-2, 1e-6):
         _check_half_step(9, 7, 3, LOSS_CODES[loss], 1, 4, np.random.default_rng(seed), 2, 3,
                          0.5, 2.0, 0.05, per_row=True, cg_tol=cg_tol)
+
+
+@given(m=st.integers(1, 9), n=st.integers(1, 8), k=st.integers(1, 4),
+       loss=st.sampled_from(sorted(LOSS_CODES)), nsteps=st.integers(1, 3),
+       csteps=st.integers(1, 5), seed=st.integers(0, 2**31 - 1),
+       p=st.integers(1, 3), q=st.integers(1, 3), density=st.sampled_from([0.0, 0.3, 0.8]),
+       per_row=st.booleans())
+def test_the_preconditioned_rounds_equal_the_row_kernel(m, n, k, loss, nsteps, csteps, seed, p, q,
+                                                        density, per_row):
+    """The Jacobi-preconditioned CG: the cells send the entries' part of each row's Hessian
+    diagonal with its gradient, and the reducers precondition as the kernel does (one Newton
+    step: the same CG steps and backtracks, row by row)."""
+    _check_half_step(m, n, k, LOSS_CODES[loss], nsteps, csteps, np.random.default_rng(seed), p, q,
+                     density, 1.0, 10 ** np.random.default_rng(seed + 1).uniform(-2, 0),
+                     per_row=per_row, decisions=nsteps == 1, precondition=True)
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -371,8 +371,8 @@ def test_pos_weight_values_uses_stored_values():
 def test_demo_configs_are_valid_fit_arguments():
     Y = _planted(m=30, n=25, seed=9)
     configs = fbgd.demo_configs()
-    assert configs and all(isinstance(label, str) for label, _ in configs)
-    for _, kw in configs:
+    assert configs and all(isinstance(label, str) and legend for label, _, legend in configs)
+    for _, kw, _ in configs:
         kw = dict(kw, n_iter=1)
         model = fbgd.fit(Y, **kw, seed=0, verbose=False)
         assert model.scores([0]).shape == (1, 25)
@@ -396,7 +396,7 @@ def _digest(model):
     return h.hexdigest()[:16]
 
 
-# the defaults of that time, pinned (issue 14 re-chose rho, lr and lam, then called reg)
+# the defaults of that time, pinned (rho, lr and lam were re-chosen later; lam was called reg then)
 _THEN = dict(rho=0.0, lr=0.05, lam=0.0)
 _GOLDEN = {   # digests of fits made by the code before neg_row_weights existed (commit d6e0d7e)
     "mf_coordinate": (dict(_THEN, k=3, alpha0=4.0, rho=0.5, r_neg=-0.2, n_iter=4, update="coordinate"),
@@ -558,12 +558,12 @@ def test_a_diverging_plain_gd_run_diverges_like_the_reference():
     _same_iterates(ty, ny)
 
 
-# --------------------------------------------------------------------------- issue 25: one vocabulary
+# --------------------------------------------------------------------------- one vocabulary
 def test_signatures_run_data_model_penalties_solver_runtime():
     import inspect
 
     order = ["Y", "k", "user_features", "item_features", "alpha0", "rho", "neg_weights",
-             "neg_row_weights", "pos_weight", "r_pos", "r_neg", "biases", "lam", "lr", "n_iter",
+             "neg_row_weights", "pos_weight", "r_pos", "r_neg", "biases", "lam", "nu", "lr", "n_iter",
              "update", "optimizer", "init", "init_std", "seed", "n_threads", "callback", "verbose"]
     assert list(inspect.signature(fbgd.fit).parameters) == order
     tensor = ["Y", "k", "pairs", "n_x", "n_h", "alpha0", "rho", "neg_weights", "neg_row_weights",
@@ -572,11 +572,11 @@ def test_signatures_run_data_model_penalties_solver_runtime():
     assert list(inspect.signature(fbgd.fit_tensor).parameters) == tensor
     params = inspect.signature(fbgd.objective).parameters
     assert list(params) == ["Y", "P", "Q", "neg_weights", "neg_row_weights", "pos_weight", "r_pos",
-                            "r_neg"]
+                            "r_neg", "lam", "nu"]
     assert all(params[p].kind is inspect.Parameter.KEYWORD_ONLY for p in list(params)[3:])
 
 
-# --------------------------------------------------------------------------- warm start (issue 28)
+# --------------------------------------------------------------------------- warm start
 def _features_problem():
     Y = _planted(m=30, n=24, seed=14)
     rng = np.random.default_rng(4)

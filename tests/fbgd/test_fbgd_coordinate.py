@@ -1,4 +1,4 @@
-"""fBGD's row-parallel coordinate update (issue 13) against the serial kernel it replaces and the
+"""fBGD's row-parallel coordinate update against the serial kernel it replaces and the
 dense reference of Appendix B: the same iterate up to reassociated sums, at 1 and 2 threads, for
 one-hot ids, biases, features with one-row and shared columns, and rows too long for the tile."""
 
@@ -183,7 +183,7 @@ def test_positive_terms_equal_the_in_order_reference(seed, m, n, g):
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-10, atol=1e-10 * g)
 
 
-# --------------------------------------------------------------------------- fused loss (issue 13)
+# --------------------------------------------------------------------------- fused loss
 def _train_history(prob, tx, ty, pb, n_iter, fused, threads=1):
     """(Θ^X, Θ^Y, objectives) of ``n_iter`` epochs, the item side's fused loss on or off."""
     tx, ty = tx.copy(), ty.copy()

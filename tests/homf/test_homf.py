@@ -352,8 +352,9 @@ def test_callback_stops_and_verbose_prints(capsys):
 def test_demo_configs_run():
     R, *_ = _problem(20, 15, 0.3, 0)
     configs = homf.demo_configs()
-    assert configs and all(isinstance(lbl, str) and isinstance(kw, dict) for lbl, kw in configs)
-    for _, kw in configs:
+    assert configs and all(isinstance(lbl, str) and isinstance(kw, dict) and legend
+                           for lbl, kw, legend in configs)
+    for _, kw, _ in configs:
         model = homf.fit(R, **{**kw, "n_iter": 1}, seed=0, verbose=False)
         assert model.user_factors.shape == (20, kw["k"])
 

@@ -1,7 +1,7 @@
 """HOMF's fused dense-mode walk (``horner_walk``) against the per-step kernels and dense powers.
 
 ``homf.fit(mode="dense")`` computes f_T(P) L = (1/T) Σ_l P^l L with one ``horner_walk`` call
-per half-iteration; before issue 13 it called ``csr_dense`` for a_1 and ``walk_step`` for each
+per half-iteration; an earlier form called ``csr_dense`` for a_1 and ``walk_step`` for each
 Horner step.  The fused kernel reassociates each row's sum (four entries at a time), so it is
 compared with the unfused computation and with explicit matrix powers to a tight tolerance, and
 with itself bit for bit across thread counts and row chunkings.
@@ -137,7 +137,7 @@ def _gram(L):
 
 
 def _previous_dense_fit(A, At, U, V, T, lam, n_iter):
-    """homf.fit's dense loop before issue 13 (unfused walk, four Gram matrices per iteration)."""
+    """homf.fit's earlier dense loop (unfused walk, four Gram matrices per iteration)."""
     k = U.shape[1]
     objs = []
     for _ in range(n_iter):

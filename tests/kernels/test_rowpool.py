@@ -111,7 +111,8 @@ def _solve(P, lo, hi, W, f, local_max, f0):
                          P["corr"], P["q"], P["abar"], P["E"], P["M"], False, P["kappa"],
                          P["p"], np.array([P["lam"]]), W, 1, 4, 1e-3, 1e-4, 0.5, 30, local_max,
                          f, f0, np.empty((0, 3), dtype=np.int32),
-                         P["E"].dtype != np.float64)      # row_newton's exact_value
+                         P["E"].dtype != np.float64,      # row_newton's exact_value
+                         False)                           # precondition
 
 
 @given(seeds, st.sampled_from(LOSS_NAMES), st.sampled_from([2, 1000]))

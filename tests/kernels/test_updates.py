@@ -11,6 +11,7 @@ definition with numpy and minimise it with a dense solve or scipy.
 import numpy as np
 import pytest
 import scipy.optimize
+import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
 from fastpu._core import validation as V
@@ -42,15 +43,15 @@ def make_problem(Y, k, loss, seed, abar=-0.5):
                 p=p, lam=0.3, W0=W0, loss=loss)
 
 
-def run(P, n_newton, n_cg, local_max=1000, dtype=np.float64, cg_tol=1e-12):
+def run(P, n_newton, n_cg, local_max=1000, dtype=np.float64, cg_tol=1e-12, precondition=False):
     Y = P["Y"]
     W = P["W0"].astype(dtype)
     f = np.empty(Y.shape[0])
     # per-entry labels, weights, corrections (the general form; q is then not read)
     row_newton(LOSS_CODES[P["loss"]], Y.indptr, Y.indices, P["labels"], P["weights"], P["corr"],
                np.empty(0), P["abar"], P["E"].astype(dtype), P["M"], P["kappa"], P["p"], P["lam"], W,
-               RowOptions(newton_steps=n_newton, cg_steps=n_cg, cg_tol=cg_tol), local_max, f,
-               np.empty(0))
+               RowOptions(newton_steps=n_newton, cg_steps=n_cg, cg_tol=cg_tol,
+                          precondition=precondition), local_max, f, np.empty(0))
     return W, f
 
 
@@ -64,10 +65,12 @@ def f_row(P, i, w):
             + P["lam"] * w @ w)
 
 
-@given(csr_matrices(max_rows=6, max_cols=7), st.integers(1, 5), seeds)
-def test_square_loss_with_k_cg_steps_is_the_exact_row_minimiser(Y, k, seed):
+@pytest.mark.parametrize("precondition", [False, True])
+@given(Y=csr_matrices(max_rows=6, max_cols=7), k=st.integers(1, 5), seed=seeds)
+def test_square_loss_with_k_cg_steps_is_the_exact_row_minimiser(precondition, Y, k, seed):
+    """k CG steps solve a k-dimensional quadratic, preconditioned or not."""
     P = make_problem(Y, k, "square", seed)
-    W, f = run(P, 1, k)
+    W, f = run(P, 1, k, precondition=precondition)
     Yc = P["Y"]
     for i in range(Yc.shape[0]):
         lo, hi = Yc.indptr[i], Yc.indptr[i + 1]
@@ -80,11 +83,12 @@ def test_square_loss_with_k_cg_steps_is_the_exact_row_minimiser(Y, k, seed):
         np.testing.assert_allclose(f[i], f_row(P, i, W[i]), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("precondition", [False, True])
 @pytest.mark.parametrize("loss", LINE_SEARCH_LOSSES)
 @given(Y=csr_matrices(max_rows=5, max_cols=7), k=st.integers(1, 4), seed=seeds)
-def test_many_newton_steps_reach_the_row_minimiser(loss, Y, k, seed):
+def test_many_newton_steps_reach_the_row_minimiser(loss, precondition, Y, k, seed):
     P = make_problem(Y, k, loss, seed)
-    W, f = run(P, 40, k)
+    W, f = run(P, 40, k, precondition=precondition)
     for i in range(P["Y"].shape[0]):
         res = scipy.optimize.minimize(lambda w: f_row(P, i, w), P["W0"][i], method="BFGS",
                                       options=dict(gtol=1e-10))
@@ -92,15 +96,38 @@ def test_many_newton_steps_reach_the_row_minimiser(loss, Y, k, seed):
         np.testing.assert_allclose(f[i], f_row(P, i, W[i]), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("precondition", [False, True])
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 @given(Y=csr_matrices(max_rows=8, max_cols=8), k=st.integers(1, 6), seed=seeds)
-def test_one_step_never_increases_a_row_and_reports_its_value(loss, Y, k, seed):
+def test_one_step_never_increases_a_row_and_reports_its_value(loss, precondition, Y, k, seed):
     P = make_problem(Y, k, loss, seed)
-    W, f = run(P, 1, 2)
+    W, f = run(P, 1, 2, precondition=precondition)
     for i in range(P["Y"].shape[0]):
         f0 = f_row(P, i, P["W0"][i])
         assert f[i] <= f0 + 1e-10 * max(1.0, abs(f0))
         np.testing.assert_allclose(f[i], f_row(P, i, W[i]), rtol=1e-9, atol=1e-9)
+
+
+@given(k=st.integers(1, 6), seed=seeds)
+def test_one_preconditioned_step_solves_a_row_with_a_diagonal_hessian(k, seed):
+    """Rows without positives and a diagonal M: each row's Hessian 2 p_i M + 2λI is diagonal,
+    the Jacobi preconditioner is its inverse, and one preconditioned CG step lands on the
+    row's minimiser w_a = p_i ā κ_a / (p_i M_aa + λ); one plain CG step does not (M's
+    diagonal is spread over two orders of magnitude)."""
+    rng = np.random.default_rng(seed)
+    m, n = 4, 5
+    Y = sp.csr_array((m, n))
+    P = make_problem(Y, k, "square", seed)
+    P["M"] = np.diag(rng.uniform(0.1, 10.0, size=k))
+    P["kappa"] = rng.normal(size=k)
+    P["p"] = rng.uniform(0.5, 1.0, size=m)
+    W, f = run(P, 1, 1, precondition=True)
+    A = 2 * P["p"][:, None] * np.diag(P["M"])[None, :] + 2 * P["lam"]
+    w_star = 2 * P["p"][:, None] * P["abar"] * P["kappa"][None, :] / A
+    np.testing.assert_allclose(W, w_star, rtol=1e-12, atol=1e-14)
+    if k > 1 and np.ptp(np.diag(P["M"])) > 1.0 and np.abs(w_star).max() > 1e-3:
+        W_plain, _ = run(P, 1, 1)
+        assert np.abs(W_plain - w_star).max() > 1e-6 * max(1.0, np.abs(w_star).max())
 
 
 @pytest.mark.parametrize("loss", LOSS_NAMES)

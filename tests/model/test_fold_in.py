@@ -229,7 +229,7 @@ def test_fbgd_fitted_models_and_cold_start():
 
 
 def test_fbgd_model_files_of_earlier_releases_still_fold_in(tmp_path):
-    """Until issue 25 fBGD's L2 penalty was params["reg"]; a model file written then holds "reg"
+    """In earlier files fBGD's L2 penalty was params["reg"]; a model file written then holds "reg"
     and no "lam", and folds in exactly as the same model written today."""
     data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=5)
     for biases in (False, True):

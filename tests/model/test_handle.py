@@ -1,6 +1,6 @@
-"""The model as the user's handle, and the inputs users have (issue 28).
+"""The model as the user's handle, and the inputs users have.
 
-Each quoted wall of issue 28 has a regression test here, named after it.
+Each wall a new user met has a regression test here, named after it.
 """
 
 import warnings
@@ -67,7 +67,7 @@ def test_a_scalar_user_gives_1d_arrays_a_list_2d(small):
         assert nb2.shape == (1,)
 
 
-# ----------------------------------------------------------------------------- issue 28's walls
+# ----------------------------------------------------------------------------- a new user's walls
 
 def test_fold_in_takes_a_list_of_item_ids(ml):
     """`fp.fold_in(model, [50, 172, 181])` was a TypeError whose hint led to a ValueError."""

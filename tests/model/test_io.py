@@ -451,7 +451,7 @@ OLD = pathlib.Path(__file__).resolve().parents[1] / "data" / "models-before-rede
 
 @pytest.mark.parametrize("name", ["ocmf", "ocmf-ids", "fbgd", "csrr-e", "csrr-I", "homf"])
 def test_model_files_written_before_the_redesign_still_load_and_serve(name):
-    """Files written by fastpu 0.1.0 before the packages moved (issue 25) load into the same
+    """Files written by fastpu 0.1.0 before the packages moved load into the same
     model (the digest of every array it holds), and serve and fold in (fBGD's old files name
     the penalty ``reg``)."""
     import json

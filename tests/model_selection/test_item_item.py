@@ -1,4 +1,4 @@
-"""EASE and item-kNN against dense references written from their definitions (issue 26)."""
+"""EASE and item-kNN against dense references written from their definitions."""
 
 import numpy as np
 import pytest

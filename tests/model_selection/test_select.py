@@ -103,18 +103,20 @@ def test_each_method_is_scored_per_iteration_as_evaluate_would(planted, method, 
 
 
 def test_tune_fixes_what_the_user_fixes(planted):
-    # loss="square" keeps the one family of the square loss (iALS's weighting), whose own
-    # settings come with it; negatives="full" as well leaves out that family: the paper's SQ-wSQ
+    # loss="square" keeps the two families of the square loss, SQ-wSQ and iALS's weighting,
+    # each with its own settings; negatives="full" as well leaves SQ-wSQ alone
     res = select.tune("ocmf", planted.Y, budget=3, k=4, n_iter=2, loss="square", metric="ndcg@5")
-    assert res.model.params["loss"] == "square" and res.model.params["negatives"] == "all"
-    assert set(res.best_params) == {"k", "loss", "lam", "rho", "negatives", "a_bar", "nu"}
-    assert all(set(t["params"]) == {"lam", "rho", "negatives", "a_bar", "nu"} for t in res.trials)
+    assert res.model.params["loss"] == "square"
+    assert [t["params"]["negatives"] for t in res.trials[:2]] == ["full", "all"]
+    assert res.trials[1]["params"] == dict(negatives="all", a_bar=0.0, nu=1.0, rho=0.6, lam=0.006)
+    assert all("loss" not in t["params"] and "k" not in t["params"] for t in res.trials)
+    assert {"k", "loss", "lam", "rho", "negatives", "nu"} <= set(res.best_params)
     res = select.tune("ocmf", planted.Y, budget=3, k=4, n_iter=2, loss="square",
                       negatives="full", metric="ndcg@5")
     assert res.model.params["negatives"] == "full" and res.model.params["nu"] == 0.0
-    assert set(res.best_params) == {"k", "loss", "lam", "rho", "negatives"}
-    assert all(set(t["params"]) == {"lam", "rho"} for t in res.trials)
-    assert res.trials[0]["params"] == dict(rho=1 / 6, lam=6.0)     # the fit's own defaults
+    assert set(res.best_params) == {"k", "loss", "lam", "rho", "negatives", "nu"}
+    assert all(set(t["params"]) == {"lam", "rho", "nu"} for t in res.trials)
+    assert res.trials[0]["params"] == dict(nu=0.0, rho=1 / 6, lam=6.0)     # the fit's own defaults
     space, fixed = select.default_space("ocmf", lam=1.0)
     assert set(space) == {"k", "rho"} and fixed["lam"] == 1.0
 
@@ -396,12 +398,17 @@ def test_tune_tries_the_defaults_first_searches_the_rank_and_stops_trailing_tria
     capped by the data; a method without families: its defaults at rank 64), and a trial
     trailing the median of the earlier ones at the same iteration stops (its stopped_at), so
     that the same time buys more trials."""
-    res = select.tune("ocmf", planted.Y, budget=8, n_iter=6, metric="ndcg@5", seed=3)
+    # 12 trials: six explore the start rank (three families' first settings, three draws), where
+    # the median rule applies (a trial stopped on each of seeds 0-5)
+    res = select.tune("ocmf", planted.Y, budget=12, n_iter=6, metric="ndcg@5", seed=3)
     top = min(planted.Y.shape)
     start = max(r for r in (16, 32, 64, 128) if r <= top)
-    assert res.trials[0]["params"] == dict(loss="square", negatives="all", a_bar=0.0, nu=1.0,
-                                           k=start, rho=0.5, lam=0.005)
-    assert res.trials[1]["params"] == dict(loss="logistic", k=start, rho=0.01, lam=1.0)
+    assert res.trials[0]["params"] == dict(loss="square", negatives="full", nu=0.0, k=start,
+                                           rho=1 / 6, lam=6.0)
+    assert res.trials[1]["params"] == dict(loss="square", negatives="all", a_bar=0.0, nu=1.0,
+                                           k=start, rho=0.6, lam=0.006)
+    assert res.trials[2]["params"] == dict(loss="logistic", negatives="full", nu=0.0, k=start,
+                                           rho=0.01, lam=1.0)
     assert {t["params"]["k"] for t in res.trials} <= set(fp._core.registry.RANKS)
     res_fbgd = select.tune("fbgd", planted.Y, budget=2, n_iter=2, metric="ndcg@5")
     assert res_fbgd.trials[0]["params"]["k"] == max(r for r in (16, 32, 64) if r <= top)
@@ -432,7 +439,7 @@ def test_unknown_keyword_messages_offer_the_names_the_fit_takes(planted):
 
 
 def test_tune_starts_from_the_defaults_of_the_loss(planted):
-    """Issue 26: ocmf's rho and lam default by loss (fit's None): LR-wSQ's 0.01 and 1, SQ-wSQ's
+    """ocmf's rho and lam default by loss (fit's None): LR-wSQ's 0.01 and 1, SQ-wSQ's
     1/6 and 6 (WRMF's alpha = 5, lam = 36 in SQ-wSQ's terms, re-chosen from docs/results.md).
     tune's first trial is the defaults of the loss it is given; the random draws after it do
     not depend on the loss."""
@@ -441,20 +448,23 @@ def test_tune_starts_from_the_defaults_of_the_loss(planted):
     kw = dict(n_iter=2, metric="ndcg@5", seed=3, refit=False)
     # the paper's SQ-wSQ (negatives="full" leaves out iALS's family): the fit's own defaults
     sq = select.tune("ocmf", planted.Y, budget=3, loss="square", negatives="full", **kw)
-    assert sq.trials[0]["params"] == {"k": k0, "rho": 1 / 6, "lam": 6.0}
+    assert sq.trials[0]["params"] == {"k": k0, "nu": 0.0, "rho": 1 / 6, "lam": 6.0}
     lr = select.tune("ocmf", planted.Y, budget=3, loss="logistic", **kw)
-    assert lr.trials[0]["params"] == {"k": k0, "rho": 0.01, "lam": 1.0}
-    assert sq.trials[1]["params"] == lr.trials[1]["params"]     # the same draw after them
+    assert lr.trials[0]["params"] == {"k": k0, "negatives": "full", "nu": 0.0, "rho": 0.01,
+                                      "lam": 1.0}
+    drawn = [{p: t["params"][p] for p in ("k", "rho", "lam")} for t in (sq.trials[1], lr.trials[1])]
+    assert drawn[0] == drawn[1]                                  # the same draw after them
     # a fixed rho leaves the space; lam still starts from the loss's default
     res = select.tune("ocmf", planted.Y, budget=2, loss="square", negatives="full", rho=0.05,
                       **kw)
-    assert res.trials[0]["params"] == {"k": k0, "lam": 6.0}
+    assert res.trials[0]["params"] == {"k": k0, "nu": 0.0, "lam": 6.0}
     # the first trial is the fit with no rho or lam given: the same validation score
     fit = fp.ocmf.fit(planted.Y, k0, loss="square", n_iter=2)
     ref = fp.ocmf.fit(planted.Y, k0, loss="square", rho=1 / 6, lam=6.0, n_iter=2)
     np.testing.assert_array_equal(fit.user_factors, ref.user_factors)
     assert fit.params["rho"] == 1 / 6 and fit.params["lam"] == 6.0
-    assert fp.ocmf.fit(planted.Y, k0, n_iter=1).params["rho"] == 0.01
+    assert fp.ocmf.fit(planted.Y, k0, n_iter=1).params["rho"] == 1 / 6
+    assert fp.ocmf.fit(planted.Y, k0, loss="logistic", n_iter=1).params["rho"] == 0.01
     # search takes a list of first settings, tried in order, each checked
     res = select.search("ocmf", planted.Y, {"lam": stats.loguniform(0.1, 10)}, n_trials=3, k=2,
                         n_iter=2, first=[{"lam": 0.5}, {"lam": 2.0}], refit=False)

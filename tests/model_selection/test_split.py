@@ -157,7 +157,7 @@ def test_validation_messages():
 
 
 def test_held_out_users_is_a_strong_generalization_split():
-    """Issue 26: round(users_frac · r) of the r users with two or more positives are held out;
+    """round(users_frac · r) of the r users with two or more positives are held out;
     the others train whole; a held-out user's positives are split into fold-in and test parts."""
     import fastpu as fp
 

@@ -1,4 +1,4 @@
-"""Splits of a Dataset give Datasets (issue 28: split, evaluate and select take Datasets)."""
+"""Splits of a Dataset give Datasets (split, evaluate and select take Datasets)."""
 
 import numpy as np
 import pytest
