@@ -254,7 +254,7 @@ def _demo_fits(wanted: tuple[str, ...], Y_train: Any, Y_test: Any, ks: tuple[int
 
 #: the baselines ``fastpu demo`` shows beside the methods: (label, registry name, fit
 #: arguments, legend)
-_DEMO_BASELINES = (
+_DEMO_BASELINES: tuple[tuple[str, str, dict[str, Any], str], ...] = (
     ("WRMF", "wrmf", dict(k=64, n_iter=10),
      "Hu, Koren and Volinsky's weighted MF (implicit's ALS objective): at its defaults, "
      "SQ-wSQ's objective times 6"),

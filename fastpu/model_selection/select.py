@@ -681,6 +681,7 @@ def _ladder(families: list[registry.Family], budget: int | None, seconds: float 
     """
     ranks = families[0].space.get("k")
     climb = isinstance(ranks, list) and len(ranks) > 1 and (budget is None or budget >= 2)
+    ladder: list[Any] = ranks if isinstance(ranks, list) else []
     origin: list[registry.Family] = []            # the family of each trial, in order
 
     def at(fam: registry.Family, k: Any, values: dict[str, Any]) -> dict[str, Any]:
@@ -730,7 +731,7 @@ def _ladder(families: list[registry.Family], budget: int | None, seconds: float 
         return                                    # every trial failed: nothing to climb from
     if climb:
         while left() > 0:
-            higher = [r for r in ranks if r > top["params"]["k"]]
+            higher = [r for r in ladder if r > top["params"]["k"]]
             if not higher:
                 break
             fam = origin[top["trial"] - 1]
@@ -738,12 +739,15 @@ def _ladder(families: list[registry.Family], budget: int | None, seconds: float 
                                       if p != "k" and p not in fam.fixed}), False
             if left() > len(higher) - 1 and left() > 0:
                 yield at(fam, higher[0], _near(top["params"], fam, rng)), False
-            rung = best(lambda t, k=higher[0]: t["params"].get("k") == k)
+            rank = higher[0]
+            rung = best(lambda t: bool(t["params"].get("k") == rank))
             if rung is None or rung["best_score"] <= top["best_score"]:
                 break
             top = rung
     while left() > 0:
         top = best()
+        if top is None:
+            return
         fam = origin[top["trial"] - 1]
         yield at(fam, top["params"].get("k"), _near(top["params"], fam, rng)), False
 

@@ -206,7 +206,7 @@ def _summed(parts: tuple[Any, ...], shape: tuple[int, ...]) -> np.ndarray:
 
 
 def red_grad(st: Rows, M: np.ndarray, kappa: np.ndarray, opts: dict[str, Any],
-             *parts: tuple[np.ndarray, np.ndarray]) -> tuple[Rows, np.ndarray]:
+             *parts: tuple[np.ndarray, ...]) -> tuple[Rows, np.ndarray]:
     """Add the cells' values and gradients and start each active row's CG (the kernel's first
     lines of a Newton step); returns (state, the CG directions)."""
     st = st.copy()
