@@ -20,8 +20,11 @@ def loss(kind, y, s):
 
 def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=None,
                    user_graph=None, item_graph=None, lam, lam_graph, negatives="full",
-                   neg_mask=None, lam_w=None, lam_h=None, nu=0.0):
+                   neg_mask=None, lam_w=None, lam_h=None, nu=0.0, intercept=False):
     """Equation (2) of Yu et al. with C_ij from (3), every entry visited explicitly.
+
+    With ``intercept`` a column of ones is appended to X and to Z (each one given): W and H
+    then have one row more than the features have columns.
 
     Regulariser λ_w (‖W‖² + λ_g tr(Bᵀ L_u B)) + λ_h (‖H‖² + λ_g tr(Eᵀ L_v E)), where
     λ_w, λ_h default to ``lam``. With ``nu`` (frequency-scaled regularisation, Rendle et al.
@@ -39,6 +42,9 @@ def ocmf_objective(Y, W, H, *, loss_name, rho, p=None, q=None, a_bar, X=None, Z=
     q = np.ones(n) if q is None else np.asarray(q, float)
     Xd = np.eye(m) if X is None else dense(X)
     Zd = np.eye(n) if Z is None else dense(Z)
+    if intercept:
+        Xd = Xd if X is None else np.column_stack([Xd, np.ones(m)])
+        Zd = Zd if Z is None else np.column_stack([Zd, np.ones(n)])
     B, E = Xd @ W, Zd @ H
     S = B @ E.T
     pos = Yd != 0

@@ -69,10 +69,14 @@ def _cases():
                                             p=np.linspace(0.5, 1.5, 48), q=np.linspace(1, 2, 36), **o),
         "ocmf-float32": lambda: fp.ocmf.fit(Y, 4, loss="logistic", dtype="float32", **o),
         "ocmf-tron-slow": lambda: fp.ocmf.fit(Y, 3, loss="logistic", fast_path=False, **o),
+        # the paper's feature model (no intercept column), as recorded before intercept=True
+        # became the default; the default's own case follows
         "ocmf-features-tron": lambda: fp.ocmf.fit(Y, 3, loss="logistic", user_features=X,
-                                                  item_features=Z, **o),
+                                                  item_features=Z, intercept=False, **o),
         "ocmf-features-gd": lambda: fp.ocmf.fit(Y, 3, loss="logistic", user_features=X,
-                                                solver="gd", **o),
+                                                solver="gd", intercept=False, **o),
+        "ocmf-features-intercept": lambda: fp.ocmf.fit(Y, 3, loss="logistic", user_features=X,
+                                                       item_features=Z, **o),
         "ocmf-graph": lambda: fp.ocmf.fit(Y, 3, loss="logistic", item_graph=S, user_graph=Su,
                                           lam_graph=0.5,
                                           lam_w=0.3, lam_h=0.7, **o),
@@ -121,6 +125,8 @@ def _fold_cases(models):
         out[f"fold_in:{name}"] = (lambda m=models[name]: fp.fold_in(m, rows))
     out["fold_in:ocmf-features-tron"] = lambda: fp.fold_in(models["ocmf-features-tron"],
                                                            user_features=X[:3])
+    out["fold_in:ocmf-features-intercept"] = lambda: fp.fold_in(
+        models["ocmf-features-intercept"], user_features=X[:3])
     return out
 
 

@@ -187,9 +187,10 @@ def _select(ns, out):
 
 def _select_rows(ns, out):
     res = ns["res"]
-    assert [r["label"] for r in res.rows] == ["popularity", "ocmf+1"] * 2
+    labels = ["popularity", "ocmf", "ocmf, no intercept"]
+    assert [r["label"] for r in res.rows] == labels * 2
     assert all(re.search(rf"^\| (\*\*)?{re.escape(label)}(\*\*)? \|", out, flags=re.M)
-               for label in ("popularity", "ocmf+1")), out                  # one table row each
+               for label in labels), out                                    # one table row each
     assert ns["new"].shape == (ns["data"].Y.shape[0] - 2000, 14)
 
 

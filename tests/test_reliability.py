@@ -85,10 +85,14 @@ _Y3, _PAIRS = fp.fbgd.triples_to_pairs([0, 1, 2, 2, 3], [0, 1, 0, 1, 1], [1, 0, 
 RANK_FITS = [
     # (label, fit of rank k, the bound, what the message names as the bound)
     ("ocmf", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1), 20, r"min\(m, n\) = 20 of the 30 × 20 matrix Y"),
-    ("ocmf features", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1, user_features=_X5), 5,
-     "the 5 columns of user_features"),
-    ("ocmf item features", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1, item_features=_X5[:20, :4]), 4,
+    ("ocmf features", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1, user_features=_X5,
+                                            intercept=False), 5, "the 5 columns of user_features"),
+    ("ocmf item features", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1, item_features=_X5[:20, :4],
+                                                 intercept=False), 4,
      "the 4 columns of item_features"),
+    # the intercept's column of ones raises the bound by one, and the message says why
+    ("ocmf features intercept", lambda k: fp.ocmf.fit(_Y(), k, n_iter=1, user_features=_X5), 6,
+     "the 6 columns of user_features with the intercept's column of ones"),
     ("fbgd", lambda k: fp.fbgd.fit(_Y(), k, n_iter=1), 20, r"min\(m, n\) = 20 of the 30 × 20 matrix Y"),
     ("fbgd features", lambda k: fp.fbgd.fit(_Y(), k, n_iter=1, user_features=_X5), 5,
      "the 5 columns of user_features"),

@@ -126,12 +126,14 @@ class Factorization:
 
     @property
     def W(self) -> Any:
-        """User-side coefficients (``d×k`` with features, else the user factors)."""
+        """User-side coefficients (``d×k`` with features, ``(d+1)×k`` with ocmf's intercept,
+        else the user factors)."""
         return self.extras.get("W", self.user_factors)
 
     @property
     def H(self) -> Any:
-        """Item-side coefficients (``e×k`` with features, else the item factors)."""
+        """Item-side coefficients (``e×k`` with features, ``(e+1)×k`` with ocmf's intercept,
+        else the item factors)."""
         return self.extras.get("H", self.item_factors)
 
     def scores(self, users: ArrayLike | None = None) -> np.ndarray:

@@ -14,8 +14,7 @@ saved model, by id.
 
 ``fastpu compare --data ml-100k --methods all`` tunes every method on several splits and
 prints a table of test scores; ``--split rows`` holds out whole instances instead and scores
-them from their features (multi-label data such as yeast; ``--intercept`` appends a column of
-ones to the features).
+them from their features (multi-label data such as yeast).
 
 ``fastpu warmup`` compiles every method's numba kernels once, in parallel processes, into the
 per-user cache, so that the first real fit does not pay for compiling. ``fastpu cache``

@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastpu._core import registry
 from fastpu._core import validation as V
@@ -541,16 +540,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     named = METHODS if args.methods == "all" else tuple(
         m.strip() for m in args.methods.split(",") if m.strip() in METHODS)
     compile_notice(list(named))
-    if args.intercept:
-        if args.split != "rows":
-            raise ValueError("--intercept appends a column of ones to the user features, which only "
-                             "--split rows uses; add --split rows")
-        if data.user_features is None:
-            raise ValueError(f"--intercept: data set {args.data!r} has no user features to extend")
-        X = data.user_features
-        ones = np.ones((X.shape[0], 1))
-        X = sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
-        data = dataclasses.replace(data, user_features=X)
     res = compare(data, args.methods, splits=args.splits,
                   test_frac=args.test_frac, budget=args.budget, metric=args.metric, seed=args.seed,
                   split=args.split, protocol=args.protocol, users_frac=args.users_frac,
@@ -683,9 +672,6 @@ def build_parser() -> argparse.ArgumentParser:
                            "held-out users, whose positives are folded in and scored in part")
     cmp_.add_argument("--users-frac", type=float, default=0.2,
                       help="with --protocol strong: the fraction of users held out (default 0.2)")
-    cmp_.add_argument("--intercept", action="store_true",
-                      help="with --split rows: append a column of ones to the user features (a "
-                           "per-label bias for ocmf; see docs/select.md)")
     cmp_.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                       help="a CSV's first line is (--header) or is not (--no-header) a header "
                            "(default: detected; see fastpu.datasets.read_csv)")

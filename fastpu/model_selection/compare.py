@@ -244,8 +244,7 @@ def compare(Y: Sparse | Dataset,
         ``"entries"`` (default): per-user holdout of positives; a Dataset is reduced to its
         ``Y``. ``"rows"``: held-out instances, scored by cold start from their
         ``user_features``. ocmf and fbgd entries use the Dataset's ``user_features`` unless
-        their fixed kwargs give ``user_features`` (one row per row of ``Y``; e.g. with a
-        column of ones appended as an intercept, which ocmf's ``x W Hᵀ`` lacks); wrmf needs
+        their fixed kwargs give ``user_features`` (one row per row of ``Y``); wrmf needs
         them in its fixed kwargs; an entry whose fit takes no features, or whose models cannot
         start cold from them (the registry's ``cold_start``), is refused. Popularity ranks labels
         by their frequency on the training instances.

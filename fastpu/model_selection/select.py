@@ -419,8 +419,8 @@ def search(method: str | Callable[..., Any], Y: Sparse | Dataset, space: dict[st
     >>> X = np.random.default_rng(0).normal(size=(60, 5))
     >>> res = fp.select.search("ocmf", Y, {"lam": [0.1, 10.0]}, split="rows", user_features=X,
     ...                        k=4, n_iter=3, metric="precision@3")
-    >>> res.model.extras["W"].shape
-    (5, 4)
+    >>> res.model.extras["W"].shape          # one row per feature and the intercept's
+    (6, 4)
     """
     return _search(method, Y, space, validation=validation, metric=metric, n_trials=n_trials,
                    seconds=seconds, first=first, stop_trailing=stop_trailing, seed=seed,

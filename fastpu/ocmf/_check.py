@@ -4,8 +4,8 @@
 single-machine fit and both Dask forms (row blocks and the 2-D grid) take whole: a new parameter
 is one edit here and one where it is used. It is made of :func:`check_run` (what drives a fit:
 rank, solver, iterations, start, precision, seed, callback), :func:`check_model` (what defines
-the objective: loss, weights, side information, penalties, negatives, against the matrix
-shape), :func:`check_rows` (the row solver's options, a
+the objective: loss, weights, side information and its intercept, penalties, negatives, against
+the matrix shape), :func:`check_rows` (the row solver's options, a
 :class:`fastpu._kernels.ocmf.RowOptions`) and :func:`check_start` (the starting factors).
 Everything below them (the problem, the solvers, the kernels) takes the canonical values and
 checks nothing again.
@@ -121,6 +121,7 @@ class Model:
     negatives: str
     neg_ratio: float
     dense_limit: int | None
+    intercept: bool = False         # user_features / item_features above carry its ones column
 
     @property
     def coupled(self) -> bool:
@@ -194,8 +195,10 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
                 q: ArrayLike | None, a_bar: Any, user_features: Matrix | None,
                 item_features: Matrix | None, user_graph: Matrix | None,
                 item_graph: Matrix | None, lam: Any, lam_w: Any, lam_h: Any, lam_graph: Any,
-                negatives: Any, neg_ratio: Any, dense_limit: Any, nu: Any = 0.0) -> Model:
-    """The arguments that define the objective, for an m × n matrix."""
+                negatives: Any, neg_ratio: Any, dense_limit: Any, nu: Any = 0.0,
+                intercept: Any = False) -> Model:
+    """The arguments that define the objective, for an m × n matrix; with ``intercept`` the
+    features of each side that has them gain a column of ones (:func:`with_intercept`)."""
     m, n = shape
     V.check_choice(loss, name="loss", choices=LOSSES)
     V.check_choice(negatives, name="negatives", choices=NEGATIVES)
@@ -211,6 +214,8 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
     X = V.check_features(user_features, name="user_features", n_rows=m)
     Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
     Su = V.check_graph(user_graph, name="user_graph", n=m)
+    intercept = check_intercept(intercept)
+    X, Z = with_intercept(X, intercept), with_intercept(Z, intercept)
     Sv = V.check_graph(item_graph, name="item_graph", n=n)
     Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
     Lv = V.laplacian(Sv) if (Sv is not None and lam_g > 0) else None
@@ -220,7 +225,40 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
     nu = check_nu(nu, X, Z)
     check_unlabeled_weights(rho, p, q, abar, where="")      # the weight of (i, j) is rho·p_i·q_j
     return Model(loss, LOSS_CODES[loss], abar, rho, p, q, X, Z, Su, Sv, Lu, Lv, lam, lam_w, lam_h,
-                 lam_g, nu, negatives, neg_ratio, dense_limit)
+                 lam_g, nu, negatives, neg_ratio, dense_limit, intercept)
+
+
+def check_intercept(intercept: Any, *, name: str = "intercept") -> bool:
+    """``intercept`` as a bool (True or False; numpy's bools too)."""
+    if not isinstance(intercept, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False (a column of ones appended to the user and "
+                        f"item features, or not), got {intercept!r}")
+    return bool(intercept)
+
+
+def with_intercept(F: Any, intercept: bool = True) -> Any:
+    """Checked features ``F`` (dense float64 or canonical CSR) with a column of ones appended
+    when ``intercept`` (``None`` stays ``None``): the intercept of a feature model. With it the
+    factor of row i is x_iᵀ W_x + w_0 (w_0ᵀ the last row of W), so the score x_iᵀ W h_j + w_0ᵀ h_j
+    carries a per-item (per-label) term that the features alone cannot express."""
+    if F is None or not intercept:
+        return F
+    if sp.issparse(F):
+        m, d = F.shape
+        nnz = np.diff(F.indptr)
+        # the ones column is the last of each row: the indices stay sorted (canonical CSR)
+        indptr = np.concatenate(([0], np.cumsum(nnz + 1))).astype(F.indptr.dtype, copy=False)
+        last = indptr[1:] - 1
+        indices = np.empty(F.nnz + m, dtype=F.indices.dtype)
+        data = np.empty(F.nnz + m, dtype=F.data.dtype)
+        keep = np.ones(indices.size, dtype=bool)
+        keep[last] = False
+        indices[keep], data[keep] = F.indices[:F.nnz], F.data[:F.nnz]
+        indices[last], data[last] = d, 1.0
+        out = sp.csr_array((data, indices, indptr), shape=(m, d + 1))
+        out.has_canonical_format = True
+        return out
+    return np.ascontiguousarray(np.hstack([F, np.ones((F.shape[0], 1), dtype=F.dtype)]))
 
 
 #: the largest ν accepted: λ_i = λ·count_i^ν already spans 10³⁰ at ν = 10 and 10⁹ positives
@@ -289,12 +327,13 @@ def check_factor(A: Any, name: str, rows: int, k: int | None = None) -> np.ndarr
 
 
 def warn_rank(run: Run, model: Model, shape: tuple[int, int]) -> None:
-    """Warn when k is above min(m, n) or a side's feature width
-    (:func:`fastpu._core.validation.warn_rank`)."""
+    """Warn when k is above min(m, n) or a side's feature width, the intercept's column
+    counted (:func:`fastpu._core.validation.warn_rank`)."""
     X, Z = model.user_features, model.item_features
+    ones = " with the intercept's column of ones" if model.intercept else ""
     V.warn_rank(run.k, shape, where="ocmf.fit", widths={
-        "user_features": None if X is None else X.shape[1],
-        "item_features": None if Z is None else Z.shape[1]})
+        f"user_features{ones}": None if X is None else X.shape[1],
+        f"item_features{ones}": None if Z is None else Z.shape[1]})
 
 
 def check_start(init: Any, model: Model, run: Run, shape: tuple[int, int]) -> tuple[Any, Any] | None:
@@ -331,7 +370,7 @@ class Fit:
         run, model, rows = self.run, self.model, self.rows
         return dict(k=run.k, loss=model.loss, rho=model.rho, a_bar=model.abar, lam=model.lam,
                     lam_w=model.lam_w, lam_h=model.lam_h, lam_graph=model.lam_graph,
-                    nu=model.nu, negatives=model.negatives, neg_ratio=model.neg_ratio,
+                    nu=model.nu, intercept=model.intercept, negatives=model.negatives, neg_ratio=model.neg_ratio,
                     solver=run.solver, n_iter=run.n_iter, n_inner=run.n_inner,
                     fast_path=run.fast_path, newton_steps=rows.newton_steps,
                     cg_steps=rows.cg_steps, cg_tol=rows.cg_tol,
@@ -346,9 +385,9 @@ class Fit:
 #: the arguments of :func:`fastpu.ocmf.fit` that :func:`check_fit` reads (all but Y, n_threads)
 FIT_ARGS = ("k", "user_features", "item_features", "user_graph", "item_graph", "loss", "rho",
             "p", "q", "a_bar", "negatives", "neg_ratio", "lam", "lam_w", "lam_h", "lam_graph",
-            "nu", "solver", "n_iter", "n_inner", "fast_path", "newton_steps", "cg_steps",
-            "cg_tol", "precondition", "init", "init_std", "dtype", "dense_limit", "seed",
-            "callback", "verbose")
+            "nu", "intercept", "solver", "n_iter", "n_inner", "fast_path", "newton_steps",
+            "cg_steps", "cg_tol", "precondition", "init", "init_std", "dtype", "dense_limit",
+            "seed", "callback", "verbose")
 
 
 def check_fit_run(args: dict[str, Any]) -> Run:
@@ -371,7 +410,8 @@ def check_fit(shape: tuple[int, int], args: dict[str, Any], run: Run | None = No
                         item_features=a["item_features"], user_graph=a["user_graph"],
                         item_graph=a["item_graph"], lam=a["lam"], lam_w=a["lam_w"],
                         lam_h=a["lam_h"], lam_graph=a["lam_graph"], negatives=a["negatives"],
-                        neg_ratio=a["neg_ratio"], dense_limit=a["dense_limit"], nu=a["nu"])
+                        neg_ratio=a["neg_ratio"], dense_limit=a["dense_limit"], nu=a["nu"],
+                        intercept=a["intercept"])
     rows = check_rows(model, a["newton_steps"], a["cg_steps"], a["cg_tol"], a["precondition"],
                       run.k)
     start = check_start(a["init"], model, run, shape)
@@ -443,7 +483,7 @@ def check_fitted(model: Any) -> None:
     if prm.get("cg_tol") is not None:
         V.check_scalar(prm["cg_tol"], name=_p("cg_tol"), minimum=0.0)
     for key in ("fast_path", "user_features", "item_features", "has_user_graph", "has_item_graph",
-                "precondition"):
+                "intercept", "precondition"):
         check_flag(prm, key)
     for key, optional in (("n_iter", False), ("n_inner", False), ("newton_steps", True),
                           ("cg_steps", True)):
@@ -462,5 +502,12 @@ def check_fitted(model: Any) -> None:
         if prm.get(flag) or ex.get(key) is not None:
             if key not in ex:
                 continue                          # fold-in names what it lacks
+            what = f"one row per {flag[:-1].replace('_', ' ')}"
+            if prm.get("intercept") and prm.get(flag):
+                what += " and one for the intercept"
             V.check_stored_array(ex[key], name=f"model.extras[{key!r}]", shape=(None, k),
-                                 what=f"one row per {flag[:-1].replace('_', ' ')}, k = {k} columns")
+                                 what=f"{what}, k = {k} columns")
+            if prm.get("intercept") and prm.get(flag) and np.shape(ex[key])[0] < 2:
+                raise ValueError(f"model.extras[{key!r}] has {np.shape(ex[key])[0]} row, but "
+                                 f"{_p('intercept')} is True: expected {what} (at least 2 rows); "
+                                 f"{_EDITED}")

@@ -5,7 +5,8 @@ with M = Eᵀdiag(q)E, κ = Eᵀq (``negatives="full"``); with ``"sampled"`` the
 positives and round(neg_ratio·|Ω+_i|) sampled unobserved items, with ``"full_logistic"`` over
 every item. Newton's method with the exact k×k Hessian; for the square loss the first step is
 the exact k×k linear solve. A user graph adds nothing: a new user has no edges. With user
-features the factor is ``user_features @ W`` (cold start).
+features the factor is ``user_features @ W`` (cold start), with the column of ones appended
+first when the model was fitted with ``intercept``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fastpu._core import validation as V
 from fastpu._kernels import ocmf as K
 from fastpu._kernels.csr import weighted_gram
 from fastpu._kernels.losses import LOSS_CODES, LOSSES
+from fastpu.ocmf._check import with_intercept
 from fastpu.ocmf._problem import loss_entries, negative_entries
 
 #: fold-in's line search tries more step lengths than a fit's (its rows start from w = 0)
@@ -38,8 +40,9 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
             raise ValueError("p and q are not used for a model with user features (cold start)")
         row_problem.need_keys(model, extras=("W",))
         W = row_problem.f64(model.extras["W"])
-        X = row_problem.cold_start_features(X, Y, W.shape[0], "ocmf")
-        return row_problem.times(X, W), {}
+        ones = bool(prm.get("intercept"))        # W's last row multiplies the ones column
+        X = row_problem.cold_start_features(X, Y, W.shape[0] - ones, "ocmf")
+        return row_problem.times(with_intercept(X, ones), W), {}
     Y = row_problem.need_rows(Y, X, method="ocmf")
     row_problem.need_keys(model, params=("loss", "a_bar", "lam", "rho")
                + (("neg_ratio",) if prm.get("negatives") == "sampled" else ()))

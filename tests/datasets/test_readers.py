@@ -469,6 +469,60 @@ def test_read_arff_missing_file(tmp_path):
         D.read_arff(a, tmp_path / "nope.xml")
 
 
+def _multilabel_files(tmp_path, seed=0, m=25, d=7, L=5):
+    """The same random instances as Mulan's files laid out like bibtex's and delicious' (sparse
+    0/1 rows, features named by numbers or with a leading underscore, ``TAG_`` labels with dots
+    after the features and in another order than the XML's, instances with no label, an empty
+    row) and as an extreme classification file; returns (arff, xml, xc, X, Y) with Y's columns
+    in the XML's order."""
+    rng = np.random.default_rng(seed)
+    X = (rng.random((m, d)) < 0.3).astype(float)
+    X[3] = 0.0
+    Y = (rng.random((m, L)) < 0.35).astype(float)
+    Y[[3, 7, 8]] = 0.0                                   # no label (row 3: nothing at all)
+    feats = [str(j) if j % 2 else f"_f.{j}" for j in range(d)]
+    labels = [f"TAG_.lab{j}" for j in range(L)]
+    order = rng.permutation(L)                           # the ARFF's label order
+    assert (order != np.arange(L)).any()
+    attrs = feats + [labels[j] for j in order]
+    lines = ["@relation 'multi: -C -5'", ""] + [f"@attribute {a} {{0,1}}" for a in attrs] + ["", "@data"]
+    for i in range(m):
+        cells = [f"{j} 1" for j in np.flatnonzero(X[i])]
+        cells += [f"{d + c} 1" for c, j in enumerate(order) if Y[i, j]]
+        lines.append("{" + ",".join(cells) + "}")
+    arff = tmp_path / "ml-train.arff"
+    arff.write_text("\n".join(lines) + "\n")
+    xml = tmp_path / "ml.xml"
+    xml.write_text('<?xml version="1.0" encoding="utf-8"?>\n<labels xmlns="http://mulan.'
+                   'sourceforge.net/labels">\n' + "".join(f'<label name="{n}"></label>\n'
+                                                          for n in labels) + "</labels>\n")
+    rows = [f"{m} {d} {L}"]
+    for i in range(m):
+        lab = ",".join(str(j) for j in np.flatnonzero(Y[i]))
+        fv = " ".join(f"{j}:1" for j in np.flatnonzero(X[i]))
+        rows.append(f"{lab} {fv}".rstrip() if lab else f" {fv}")
+    xc = tmp_path / "ml_train.txt"
+    xc.write_bytes(("\r\n".join(rows) + "\r\n").encode())     # Windows line ends
+    return arff, xml, xc, X, Y, labels, feats
+
+
+def test_mulan_and_xc_files_laid_out_as_bibtex_and_delicious_read_the_same(tmp_path):
+    arff, xml, xc, X, Y, labels, feats = _multilabel_files(tmp_path)
+    mulan, ext = D.read_arff(arff, xml), D.read_xc(xc)
+    # Y's columns follow the XML's order, not the ARFF's; features keep the file's order
+    assert mulan.item_ids.tolist() == labels and mulan.extras["feature_names"] == feats
+    for ds in (mulan, ext):
+        np.testing.assert_array_equal(ds.Y.toarray(), Y)
+        np.testing.assert_array_equal(ds.user_features.toarray(), X)
+        assert ds.Y.shape == (25, 5) and ds.user_features.shape == (25, 7)
+        assert ds.Y.has_canonical_format and ds.user_features.has_canonical_format
+    # the counts a benchmark compares with a paper's table: positives, stored features, and
+    # the instances without a label (kept as empty rows, never dropped by the readers)
+    assert mulan.Y.nnz == ext.Y.nnz == int(Y.sum())
+    assert mulan.user_features.nnz == ext.user_features.nnz == int(X.sum())
+    assert (np.diff(mulan.Y.indptr) == 0).sum() == (Y.sum(axis=1) == 0).sum() >= 3
+
+
 # --------------------------------------------------------------------------- extreme classification format
 
 def test_read_xc(tmp_path):

@@ -141,6 +141,8 @@ def _features(m, n):
 
 OCMF_FEATURES = {
     "user-dense": dict(loss="logistic", rho=0.05, lam=0.5, user_features="X"),
+    "user-no-intercept": dict(loss="logistic", rho=0.05, lam=0.5, user_features="X",
+                              intercept=False),
     "item-sparse": dict(loss="logistic", rho=0.05, lam=0.5, item_features="Z"),
     "both-square": dict(loss="square", rho=0.3, lam=0.5, user_features="X", item_features="Z"),
     "user-graph": dict(loss="logistic", rho=0.05, lam=0.5, user_graph="Su", lam_graph=0.7),
@@ -167,6 +169,7 @@ def test_ocmf_features_tron_equals_single_machine(dask_client, variant, n_blocks
     mod = dfit(Y, 3, client=dask_client, n_blocks=n_blocks, n_iter=3, seed=7, **kw)
     assert_same(ref, mod)
     assert [h["inner"] for h in mod.history] == [h["inner"] for h in ref.history]
+    assert mod.params["intercept"] is ref.params["intercept"] is kw.get("intercept", True)
     for name in ("W", "H"):
         assert (name in mod.extras) == (name in ref.extras)
         if name in ref.extras:

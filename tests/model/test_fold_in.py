@@ -146,7 +146,7 @@ def test_ocmf_fitted_model_with_graph_and_item_features():
     Ynew = data.Y[30:]
     W = fold_in(model, Ynew).user_factors
     E = np.asarray(model.item_factors, float)
-    np.testing.assert_allclose(E, Z @ model.extras["H"], rtol=1e-10)
+    np.testing.assert_allclose(E, Z @ model.extras["H"][:5] + model.extras["H"][5], rtol=1e-10)
     for i in range(Ynew.shape[0]):
         C, pos = _dense_row(Ynew, i)
         kw = dict(loss="logistic", pw=0.1, q=np.ones(30), abar=-1.0, lam=0.5)
@@ -158,11 +158,16 @@ def test_ocmf_fitted_model_with_graph_and_item_features():
 def test_ocmf_cold_start_from_user_features():
     data = fp.datasets.synthetic(40, 30, rank=3, density=0.15, seed=2)
     X = np.random.default_rng(1).normal(size=(40, 6))
-    model = fp.ocmf.fit(data.Y[:30], 3, user_features=X[:30], n_iter=2, dtype="float64")
-    res = fold_in(model, user_features=X[30:])
-    np.testing.assert_allclose(res.user_factors, X[30:] @ model.extras["W"], rtol=1e-12)
-    again = fold_in(model, user_features=sp.csr_array(X[:30])).user_factors
-    np.testing.assert_allclose(again, model.user_factors, rtol=1e-10, atol=1e-12)
+    for intercept in (False, True):
+        model = fp.ocmf.fit(data.Y[:30], 3, user_features=X[:30], n_iter=2, dtype="float64",
+                            intercept=intercept)
+        assert model.extras["W"].shape == (6 + intercept, 3)
+        res = fold_in(model, user_features=X[30:])
+        # the cold start appends the fit's column of ones (with the intercept) before x W
+        X_new = np.column_stack([X[30:], np.ones(10)]) if intercept else X[30:]
+        np.testing.assert_allclose(res.user_factors, X_new @ model.extras["W"], rtol=1e-12)
+        again = fold_in(model, user_features=sp.csr_array(X[:30])).user_factors
+        np.testing.assert_allclose(again, model.user_factors, rtol=1e-10, atol=1e-12)
 
 
 def test_ocmf_float32_model_and_empty_rows():
@@ -477,8 +482,9 @@ def test_errors(models):
         fold_in(feat, user_features=np.ones((2, 3)))
     with pytest.raises(ValueError, match="user_features must be 2-dimensional"):
         fold_in(feat, user_features=[1.0, 2.0, 3.0, 4.0])
+    # the intercept's row of W is added to every new user's factor
     np.testing.assert_allclose(fold_in(feat, user_features=[[1.0, 0.0, 0.0, 0.0]]).user_factors,
-                               feat.extras["W"][:1])
+                               feat.extras["W"][:1] + feat.extras["W"][4:])
     with pytest.raises(ValueError, match="user_features has 1 non-finite"):
         fold_in(feat, user_features=np.array([[np.nan, 0, 0, 0]]))
     with pytest.raises(ValueError, match="p has shape"):

@@ -86,7 +86,9 @@ def test_ocmf_plain_float32_and_features_roundtrip(tmp_path):
         if "dtype" in kw:
             assert back.user_factors.dtype == np.float32
         if "user_features" in kw:
-            assert set(back.extras) == {"W", "H"} and back.W.shape == (4, 3) and back.H.shape == (5, 3)
+            # one row more than the features have columns: the intercept's (the default)
+            assert set(back.extras) == {"W", "H"} and back.W.shape == (5, 3) and back.H.shape == (6, 3)
+            assert back.params["intercept"] is True
         np.testing.assert_array_equal(back.scores([0, 5]), model.scores([0, 5]))
 
 

@@ -45,8 +45,10 @@ def _ids(X):
 
 def test_rows_search_finds_the_planted_lambda(planted):
     Y, X = planted
+    # the planted scores are x W Hᵀ with no per-label term: the paper's model, no intercept
     res = select.search("ocmf", Y, {"lam": [1.0, 1e4]}, split="rows", user_features=X, k=3,
-                        n_iter=6, loss="logistic", rho=0.1, metric="ndcg@3", seed=0)
+                        n_iter=6, loss="logistic", rho=0.1, metric="ndcg@3", seed=0,
+                        intercept=False)
     by_lam = {t["params"]["lam"]: t["best_score"] for t in res.trials}
     assert res.best_params["lam"] == 1.0
     assert by_lam[1.0] > 0.8 and by_lam[1.0] > by_lam[1e4] + 0.15   # a too-large λ clearly loses
@@ -77,8 +79,9 @@ def test_each_iteration_is_scored_by_cold_start_of_the_fit_rows(planted, method,
         ex = again.extras
         P = np.column_stack([X[valid] @ ex["V_user"], X[valid] @ ex["w_user"] + ex["w0"],
                              np.ones(valid.size)])
-    else:
-        P = X[valid] @ again.extras["W"]
+    else:        # ocmf's intercept (on by default, wrmf's too): a column of ones, W's last row
+        assert again.params["intercept"] is True
+        P = np.column_stack([X[valid], np.ones(valid.size)]) @ again.extras["W"]
     np.testing.assert_allclose(new.user_factors, P, rtol=1e-12, atol=1e-12)
     want = fp.evaluate(new, sp.csr_array(Y[valid].shape), Y[valid], k=3)["precision@3"]
     assert res.best_score == pytest.approx(want, rel=1e-12, abs=1e-12)

@@ -41,14 +41,16 @@ def problems(draw, negatives=("full", "all", "full_logistic")):
         kw["X"] = rng.normal(size=(m, 1))
     if draw(st.booleans()):
         kw["Z"] = rng.normal(size=(n, 2))
+    # the intercept: a column of ones appended to each side's features (W, H one row longer)
+    kw["intercept"] = draw(st.booleans())
     if draw(st.booleans()):
         S = sp.random(m, m, density=0.5, random_state=rng.integers(1 << 30))
         kw["user_graph"] = S + S.T
     if draw(st.booleans()):
         S = sp.random(n, n, density=0.5, random_state=rng.integers(1 << 30))
         kw["item_graph"] = S + S.T
-    d = m if "X" not in kw else kw["X"].shape[1]
-    e = n if "Z" not in kw else kw["Z"].shape[1]
+    d = m if "X" not in kw else kw["X"].shape[1] + kw["intercept"]
+    e = n if "Z" not in kw else kw["Z"].shape[1] + kw["intercept"]
     W, H = rng.normal(size=(d, k)), rng.normal(size=(e, k))
     return Y, W, H, kw
 
@@ -150,7 +152,8 @@ def _subproblems(Y, W, H, kw):
         a_bar=kw["a_bar"], user_features=kw.get("X"), item_features=kw.get("Z"),
         user_graph=kw.get("user_graph"), item_graph=kw.get("item_graph"), lam=kw["lam"],
         lam_w=kw.get("lam_w"), lam_h=kw.get("lam_h"), lam_graph=kw["lam_graph"],
-        negatives=kw["negatives"], neg_ratio=1.0, dense_limit=None)
+        negatives=kw["negatives"], neg_ratio=1.0, dense_limit=None,
+        intercept=kw.get("intercept", False))
     setup = ocmf_problem.build(Y, model, np.random.default_rng(0))
     E = setup.item.mul(H)
     B = setup.user.mul(W)
@@ -222,7 +225,7 @@ def _coupled_case(seed=5):
     Sv = sp.random(5, 5, density=0.5, random_state=seed + 2)
     kw = dict(loss_name="logistic", rho=0.3, a_bar=-1.0, lam=0.7, lam_graph=1.3, negatives="full",
               X=rng.normal(size=(6, 4)), user_graph=Su + Su.T, item_graph=Sv + Sv.T,
-              lam_w=0.2, lam_h=3.0)
+              lam_w=0.2, lam_h=3.0, intercept=False)
     return Y, rng.normal(size=(4, 3)), rng.normal(size=(5, 3)), kw
 
 
@@ -412,7 +415,7 @@ def test_features_give_factors_as_products_and_scores():
     Y = _data(6)
     rng = np.random.default_rng(0)
     X, Z = rng.normal(size=(40, 3)), sp.random(30, 4, density=0.5, random_state=1, format="csr")
-    model = ocmf.fit(Y, 2, user_features=X, item_features=Z, n_iter=2)
+    model = ocmf.fit(Y, 2, user_features=X, item_features=Z, n_iter=2, intercept=False)
     assert model.W.shape == (3, 2) and model.H.shape == (4, 2)
     # the factors are stored in the fit's dtype (float32 by default): equal up to its rounding
     assert model.user_factors.dtype == model.item_factors.dtype == np.float32
@@ -420,6 +423,11 @@ def test_features_give_factors_as_products_and_scores():
     np.testing.assert_allclose(model.item_factors, Z @ model.H, rtol=1e-6)
     np.testing.assert_allclose(model.scores([0, 5]), (X @ model.W @ (Z @ model.H).T)[[0, 5]],
                                rtol=1e-5)
+    # with the intercept (the default) W and H have a last row for the ones column
+    model = ocmf.fit(Y, 2, user_features=X, item_features=Z, n_iter=2)
+    assert model.W.shape == (4, 2) and model.H.shape == (5, 2)
+    np.testing.assert_allclose(model.user_factors, X @ model.W[:3] + model.W[3], rtol=1e-5)
+    np.testing.assert_allclose(model.item_factors, Z @ model.H[:4] + model.H[4], rtol=1e-5)
 
 
 def test_logistic_learns_planted_structure():
@@ -556,13 +564,15 @@ def test_nystrom_refuses_centres_that_cannot_fit(monkeypatch):
 
 
 def test_feature_aware_multilabel_on_yeast_beats_label_frequency():
-    """LEML-style use: instances × labels with instance features (plus an intercept column)."""
+    """LEML-style use: instances × labels with instance features (and the default intercept),
+    new instances scored by cold start."""
     data = fp.datasets.load("yeast")
-    X = np.hstack([data.user_features, np.ones((data.user_features.shape[0], 1))])
+    X = data.user_features
     test = np.random.default_rng(0).random(X.shape[0]) < 0.2
     model = ocmf.fit(data.Y[~test], 14, user_features=X[~test], loss="logistic", rho=0.1, lam=0.1, n_iter=4)
+    assert model.params["intercept"] is True
     truth = data.Y[test].toarray()
-    top = np.argsort(-(X[test] @ model.W @ model.H.T), axis=1)[:, :3]
+    top = np.argsort(-fp.fold_in(model, user_features=X[test]).scores(), axis=1)[:, :3]
     p3 = np.take_along_axis(truth, top, axis=1).mean()
     freq = np.asarray(data.Y[~test].sum(axis=0)).ravel()
     p3_freq = truth[:, np.argsort(-freq)[:3]].mean()
