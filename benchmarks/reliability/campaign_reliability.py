@@ -1897,7 +1897,8 @@ def _size_cases() -> None:
     ranks = {
         "ocmf.fit k = 30 on 24 × 18": (lambda: f().ocmf.fit(Y(), 30, n_iter=1), 30, "min(m, n) = 18"),
         "ocmf.fit k = 6 with 4 user features": (
-            lambda: f().ocmf.fit(Y(), 6, n_iter=1, user_features=X4()), 6, "the 4 columns of user_features"),
+            lambda: f().ocmf.fit(Y(), 6, n_iter=1, user_features=X4()), 6,
+            "the 5 columns of user_features with the intercept's column of ones"),
         "fbgd.fit k = 30 on 24 × 18": (lambda: f().fbgd.fit(Y(), 30, n_iter=1), 30, "min(m, n) = 18"),
         "fbgd.fit k = 6 with 4 user features": (
             lambda: f().fbgd.fit(Y(), 6, n_iter=1, user_features=X4()), 6, "the 4 columns of user_features"),
