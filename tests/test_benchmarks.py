@@ -30,7 +30,7 @@ QUICK = {
     "speed/bench_ann.py": ["--quick"],
     "speed/bench_csrr_inner.py": ["--quick"],
     "speed/bench_eigen_turn.py": ["--quick"],
-    "distributed/bench_distributed_projection.py": ["--quick", "--data", "powerlaw"],
+    "distributed/bench_distributed_projection.py": ["--quick", "--data", "powerlaw", "--task"],
     "quality/bench_fbgd_tensor.py": ["--quick"],
     "reliability/campaign_reliability.py": ["--list"],
 }

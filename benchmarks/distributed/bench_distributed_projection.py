@@ -172,6 +172,7 @@ def time_task(keys, lo, hi, n, ids, k, cuts):
     from fastpu.distributed import routing
     from fastpu.distributed.blocks import block_from_csr
     from fastpu.ocmf._check import _resolve_abar
+    from fastpu._kernels.ocmf import RowOptions
     from fastpu.ocmf._dask_blocks import make_block, update_task
 
     rows, cols = keys // n, keys % n
@@ -181,15 +182,19 @@ def time_task(keys, lo, hi, n, ids, k, cuts):
     touch = routing.Touch(ids, np.searchsorted(ids, cuts).astype(np.int64))
     rho = 0.01
     own_w = np.full(hi - lo, rho)
-    blk = make_block(csr, touch, own_w, np.ones(ids.size))
+    # ν = 0: every row's λ is the one λ; Full approach: corr = own weight · other weight
+    blk = make_block(csr, touch, (1.0, 0.0, 0.0), False, own_w, np.ones(ids.size))
     rng = np.random.default_rng(0)
     pieces = [(rng.standard_normal((ids.size, k)) * 0.1).astype(np.float32)]
     W = (rng.standard_normal((hi - lo, k)) * 0.1).astype(np.float32)
+    # M in its eigenbasis (diagonal), as the float32 fit at k >= 64 hands it to the block task,
+    # with the half-step's turn Q (here the identity: turning costs the same for any Q)
     M = np.eye(k) * 0.01 * ids.size
     kappa = np.zeros(k)
-    # ocmf's defaults: logistic loss, rho = 0.01, one Newton step and 4 CG steps per row
-    opts = dict(kind=L.LOSS_CODES["logistic"], abar=_resolve_abar("logistic", None), lam=1.0,
-                nsteps=1, csteps=4, n_threads=1, dtype="float32")
+    # the logistic loss, rho = 0.01, one Newton step and 4 CG steps per row (its defaults)
+    opts = dict(kind=L.LOSS_CODES["logistic"], abar=_resolve_abar("logistic", None),
+                rows=RowOptions(newton_steps=1, cg_steps=4), n_threads=1, dtype="float32",
+                turn=np.eye(k, dtype=np.float32), exact=True)
     del rows, cols
     # what the worker holds for this block when the task starts: the CSR block, the ocmf block's
     # own arrays (compact indices, labels, corr, row weights), the compact matrix, the own rows

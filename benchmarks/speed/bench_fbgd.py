@@ -328,8 +328,10 @@ def main(argv=None):
         "",
         "## 1 vs 2 threads",
         "",
-        "Batch mode runs its gradient, update, embedding and Gram kernels row-parallel; the "
-        "coordinate mode (Appendix B) is serial by nature, only its caches are parallel.",
+        "Both modes run row-parallel: the batch mode its gradient, update, embedding and Gram "
+        "kernels; the coordinate mode (Appendix B) its caches and, for plain ids, the rows' "
+        "coordinate updates (with the other side fixed, a row's updates read only its own "
+        "caches).",
         "",
         table(["data", "update", "k", "1 thread ms", "2 threads ms", "speed-up"], thr_rows),
         "",
@@ -339,7 +341,7 @@ def main(argv=None):
         "training split, refitted on the whole training split and scored on the test split "
         "(training items excluded from the ranking; AUC over all non-training items). fBGD runs "
         f"{n_ep} epochs of batch Adagrad (γ = 0.05, ρ = 0, r⁺ = 1, r⁻ = 0); its grid is "
-        "α0 ∈ {0.2n, 0.5n, n} and (α0 = 0.5n, reg = 3). ALS: regularization ∈ {0.01, 0.1} × "
+        "α0 ∈ {0.2n, 0.5n, n} and (α0 = 0.5n, lam = 3). ALS: regularization ∈ {0.01, 0.1} × "
         "alpha ∈ {1, 10}, 15 iterations. BPR: learning rate ∈ {0.01, 0.05} × regularization "
         "∈ {0.001, 0.01}, 100 iterations.",
         "",

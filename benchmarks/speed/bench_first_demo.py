@@ -75,9 +75,10 @@ def main() -> None:
         secs, out, err = _run(args.python, ["-m", "fastpu", "demo"], f"{work}/demo{r}", work)
         lines = out.count("\n") + err.count("\n")
         notice = next((ln for ln in err.splitlines() if ln.startswith("fastpu: compiling")), "")
-        table = out.split("\n\n")[-1].splitlines()[2:]          # after the header and rule
-        per = {ln.split("  ")[0].strip(): ln.split()[-1] for ln in table
-               if ln.strip() and not ln.startswith("seconds:")}
+        # the metrics table is the paragraph that starts with its header; its last column is the
+        # seconds (after the header and its rule)
+        table = next(c for c in out.split("\n\n") if c.startswith("method")).splitlines()[2:]
+        per = {ln.split("  ")[0].strip(): ln.split()[-1] for ln in table if ln.strip()}
         demo_rows.append((secs, lines, notice, per, load0, _load()))
         for method, kw in KWARGS.items():
             code = FIT.format(method=method, kwargs=kw)
@@ -93,14 +94,14 @@ def main() -> None:
         "",
         provenance(),
         "",
-        f"**Machine:** {platform.machine()}, {os.cpu_count()} cores shared with other work; Python "
+        f"**Machine:** {platform.machine()}, {os.cpu_count()} cores; Python "
         f"{py[0]}, numba {py[1]}, numpy {py[2]}, in a fresh virtual environment where the README's "
         "first command installed fastpu (no tqdm: the plain progress line). Every process below "
         "started with `FASTPU_CACHE_DIR` pointed at a new, empty folder.",
         "",
         "Command: `python benchmarks/speed/bench_first_demo.py --python <fresh venv>/bin/python`. The "
-        "1-minute load average before and after each step is given: the machine is shared, and "
-        "seconds grow with the load.",
+        "1-minute load average before and after each step is given: on a machine shared "
+        "with other work, seconds grow with the load (this script's own processes keep it near 1).",
         "",
         "## `fastpu demo`, empty kernel cache",
         "",

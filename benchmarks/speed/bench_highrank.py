@@ -192,16 +192,18 @@ def part_setup(cfg):
     return out
 
 
-def report(raw, cfg, ks, labels, seconds):
+def report(raw, cfg, ks, labels):
     from _common import hardware_line, md_table
 
     lines = ["# High rank at MovieLens-20M's size, setup, and time to EASE's quality", "",
              provenance(list(raw.get("stamps", {}).values()) or None), "",
-             f"*{hardware_line()}; load average "
-             f"{raw.get('load_start', '?')} at the start and {raw.get('load_end', '?')} at the end; "
-             f"{seconds / 60:.0f} minutes. "
-             f"`{' '.join(['python benchmarks/speed/bench_highrank.py', *raw.get('argv', [])])}`.*",
-             ""]
+             hardware_line(), "",
+             "The runs this report gathers (nothing else running in each):", ""]
+    for r in raw.get("runs", []):
+        lines.append(f"- `{' '.join(['python benchmarks/speed/bench_highrank.py', *r['argv']])}` "
+                     f"at commit `{r['stamp'][0]}` ({r['stamp'][1]}): {r['minutes']:.1f} minutes, "
+                     f"load average {r['load_start']} at the start and {r['load_end']} at the end.")
+    lines.append("")
     if "speed" in raw:
         m, n = cfg["shape"]
         lines += [f"## Seconds per iteration, {m:,} × {n:,}, {cfg['nnz']:,} positives", "",
@@ -272,8 +274,9 @@ def main():
     docs = tempfile.mkdtemp() if args.quick else str(DOCS)
     raw_path = os.path.join(docs if args.quick else str(RAW), "bench_highrank.json")
     raw = json.load(open(raw_path)) if os.path.exists(raw_path) and not args.quick else {}
-    raw["load_start"] = [round(x, 2) for x in os.getloadavg()]
-    raw["argv"] = [a for a in sys.argv[1:]]
+    run = dict(argv=sys.argv[1:], load_start=[round(x, 2) for x in os.getloadavg()],
+               stamp=list(stamp()))
+    raw.setdefault("runs", []).append(run)
     t0 = time.perf_counter()
     for part in args.parts.split(","):
         if part == "speed":
@@ -284,12 +287,14 @@ def main():
             raw["quality"] = run_child(dict(n_iter=cfg["quality_iters"]), quality=True)
         else:
             raise SystemExit(f"unknown part {part!r}")
-        raw["load_end"] = [round(x, 2) for x in os.getloadavg()]
-        raw.setdefault("stamps", {})[part] = stamp()
+        run["load_end"] = [round(x, 2) for x in os.getloadavg()]
+        run["minutes"] = (time.perf_counter() - t0) / 60
+        key = f"speed k={','.join(map(str, ks))}" if part == "speed" else part
+        raw.setdefault("stamps", {})[key] = stamp()
         with open(raw_path, "w") as fh:
             json.dump(raw, fh)
     all_ks = sorted({int(key.split("|")[1]) for key in raw.get("speed", {})})
-    lines = report(raw, cfg, all_ks, (IMPLICIT, *FASTPU), time.perf_counter() - t0)
+    lines = report(raw, cfg, all_ks, (IMPLICIT, *FASTPU))
     path = os.path.join(docs, "bench_highrank.md")
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")

@@ -427,8 +427,9 @@ def _prange_row_newton(nb, updates):
 
 
 def _prange_gram(nb, csr):
-    """weighted_gram as it was: one prange iteration per 2048-row chunk, then the chunk sum."""
-    part, total, chunk = csr._gram_partials, csr._gram_sum, csr._GRAM_CHUNK
+    """weighted_gram in its former form: one prange iteration per 2048-row chunk, then the
+    partials added in chunk order (the library runs the same chunks on its thread pool)."""
+    part, add, chunk = csr._gram_partials, csr._gram_add, csr._GRAM_CHUNK
 
     @nb.njit(parallel=True, nogil=True, fastmath={"reassoc", "contract"})
     def gram(E, q, M_out, kappa_out):
@@ -437,8 +438,13 @@ def _prange_gram(nb, csr):
         partM = np.zeros((n_chunks, k, k))
         partk = np.zeros((n_chunks, k))
         for c in nb.prange(n_chunks):
-            part(E, q, c, c + 1, partM, partk)
-        total(partM, partk, M_out, kappa_out)
+            part(E, q, c, c + 1, partM, partk, 0)
+        M_out[...] = 0.0
+        kappa_out[...] = 0.0
+        add(partM, partk, n_chunks, M_out, kappa_out)
+        for a in range(k):
+            for b in range(a):
+                M_out[a, b] = M_out[b, a]
 
     return gram
 
@@ -531,7 +537,9 @@ def run_demo(cache, background, source=ROOT, flag=None):
     if proc.returncode != 0:
         raise RuntimeError(f"fastpu demo failed:\n{proc.stderr[-3000:]}")
     fits = {}
-    for ln in proc.stdout.splitlines():
+    # the metrics table is the paragraph that starts with its header (the legend follows it)
+    table = next((c for c in proc.stdout.split("\n\n") if c.startswith("method")), "")
+    for ln in table.splitlines():
         parts = ln.rsplit(None, 6)
         if len(parts) == 7 and parts[0] not in ("method", "popularity") and not ln.startswith("-"):
             try:

@@ -292,11 +292,27 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
 
 
 def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
-    """Refuse a rank (or feature width) whose factors and work arrays exceed the memory."""
+    """Refuse a rank (or feature width) whose factors and work arrays exceed the memory.
+
+    A side solved row by row (``fast_path``, no features, no graph) holds its factor, turned in
+    place into the eigenbasis, and at most two more arrays of its size in the fit's precision
+    (a callback's copy, the float64 start of a float64 fit): 3 × itemsize bytes per entry. A
+    side solved by TRON or gradient descent holds about six float64 arrays of its rows × k and
+    eight of its feature width × k. Both hold a few k × k float64 matrices (the Grams, their
+    eigenvectors, each thread's sums).
+    """
     du, dv = dims(model, shape)
     m, n = shape
     k = run.k
-    check_alloc(8 * k * (6 * (m + n) + 8 * (du + dv) + 8 * k), what="ocmf.fit (factors and work arrays)",
+    graphs = (model.L_user, model.L_item)
+    features = (model.user_features, model.item_features)
+    need = 8 * 8 * k * k
+    for rows, width, graph, feats in zip((m, n), (du, dv), graphs, features):
+        if run.fast_path and graph is None and feats is None:
+            need += 3 * run.dtype.itemsize * rows * k
+        else:
+            need += 8 * k * (6 * rows + 8 * width)
+    check_alloc(need, what="ocmf.fit (factors and work arrays)",
                 names=("k",) + (("user_features",) if model.user_features is not None else ())
                 + (("item_features",) if model.item_features is not None else ()))
 

@@ -554,6 +554,44 @@ def test_a_penalty_beyond_machine_precision_is_refused(name):
     assert np.isfinite(model.history[-1]["objective"])
 
 
+def _memory_need(shape, k, dtype="float32", **kw):
+    """The bytes ocmf.fit's memory check asks for (from the refusal under a 1-byte limit)."""
+    import re
+    Y = sp.csr_array((np.ones(1), ([0], [0])), shape=shape)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FASTPU_MEMORY_LIMIT", "1")
+        with pytest.raises(ValueError, match="factors and work arrays") as err:
+            ocmf.fit(Y, k, dtype=dtype, n_iter=1, **kw)
+    return int(re.search(r"\(([\d,]+) bytes\)", str(err.value)).group(1).replace(",", ""))
+
+
+def test_the_memory_check_counts_the_row_path_as_it_allocates():
+    """The row path's factors are turned in place: ML-20M's shape at k = 2048 (about 2.7 GB of
+    float32 factors) is asked for 3 × 4 bytes per factor entry, not the TRON path's ~100."""
+    m, n, k = 138_000, 27_000, 2048
+    assert _memory_need((m, n), k) == 3 * 4 * (m + n) * k + 64 * k * k
+    assert _memory_need((m, n), k, dtype="float64") == 3 * 8 * (m + n) * k + 64 * k * k
+    X = sp.identity(m, format="csr")          # features: that side is solved by TRON
+    tron = _memory_need((m, n), k, user_features=X, intercept=False)
+    assert tron == 8 * k * (6 * m + 8 * m) + 3 * 4 * n * k + 64 * k * k
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_row_path_allocates_less_than_its_memory_check_asks_for(dtype):
+    """numpy's peak allocation during a fit (tracemalloc) stays below what the check asks for."""
+    import tracemalloc
+    Y = fp.datasets.synthetic(3000, 1500, rank=4, density=0.002, seed=0).Y
+    k = 128
+    ocmf.fit(Y, k, n_iter=1, dtype=dtype)                       # compiled before measuring
+    tracemalloc.start()
+    try:
+        ocmf.fit(Y, k, n_iter=2, dtype=dtype, seed=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= _memory_need(Y.shape, k, dtype=dtype)
+
+
 def test_nystrom_refuses_centres_that_cannot_fit(monkeypatch):
     """Dense D × d centres of a very wide sparse X: a clear refusal, not numpy's MemoryError."""
     monkeypatch.setenv("FASTPU_MEMORY_LIMIT", "1G")
