@@ -292,8 +292,9 @@ def summary_lines(a, b, c):
         P = c["profile"][label]
         sweeps = P["library: user side (_update_side, m rows)"] + \
             P["library: item side (_update_side, n rows)"]
-        msg = (f"{label}: the two side updates (Grams + row_newton sweeps) take {fmt_s(sweeps)} of "
-               f"a {fmt_s(t_fit)} iteration")
+        msg = (f"{label}: the two side updates (Grams + row_newton sweeps), each timed alone "
+               f"outside the fit (best of 2, from the fitted factors), take {fmt_s(sweeps)}; the "
+               f"fit's iteration took {fmt_s(t_fit)}")
         L.append("")
         L.append(msg + ".")
     return L
