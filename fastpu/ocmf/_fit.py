@@ -296,7 +296,8 @@ def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
 
     A side solved row by row (``fast_path``, no features, no graph) holds its factor, turned in
     place into the eigenbasis, and at most two more arrays of its size in the fit's precision
-    (a callback's copy, the float64 start of a float64 fit): 3 × itemsize bytes per entry. A
+    (the copies a callback's model takes): 3 × itemsize bytes per entry, a margin over the
+    working memory measured at k = 1024 (docs/performance.md, "High rank"). A
     side solved by TRON or gradient descent holds about six float64 arrays of its rows × k and
     eight of its feature width × k. Both hold a few k × k float64 matrices (the Grams, their
     eigenvectors, each thread's sums).
