@@ -294,13 +294,14 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
 def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
     """Refuse a rank (or feature width) whose factors and work arrays exceed the memory.
 
-    A side solved row by row (``fast_path``, no features, no graph) holds its factor, turned in
-    place into the eigenbasis, and at most two more arrays of its size in the fit's precision
-    (the copies a callback's model takes): 3 × itemsize bytes per entry, a margin over the
-    working memory measured at k = 1024 (docs/performance.md, "High rank"). A
-    side solved by TRON or gradient descent holds about six float64 arrays of its rows × k and
-    eight of its feature width × k. Both hold a few k × k float64 matrices (the Grams, their
-    eigenvectors, each thread's sums).
+    A side solved row by row (``fast_path``, no features, no graph) holds its factor and work
+    arrays of its size: the blocks of the eigenbasis turns, the float64 squares of the
+    regulariser, a callback's copy. It is charged itemsize + 16 bytes per entry; numpy's traced
+    peak of such fits was at most 12 (float32) and 10.3 (float64) bytes per entry (tests), and
+    the working memory measured at k = 1024 and 20M positives 5.7 (docs/performance.md, "High
+    rank"). A side solved by TRON or gradient descent holds about six float64 arrays of its
+    rows × k and eight of its feature width × k. Both hold a few k × k float64 matrices (the
+    Grams, their eigenvectors, each thread's sums).
     """
     du, dv = dims(model, shape)
     m, n = shape
@@ -310,7 +311,7 @@ def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
     need = 8 * 8 * k * k
     for rows, width, graph, feats in zip((m, n), (du, dv), graphs, features):
         if run.fast_path and graph is None and feats is None:
-            need += 3 * run.dtype.itemsize * rows * k
+            need += (run.dtype.itemsize + 16) * rows * k
         else:
             need += 8 * k * (6 * rows + 8 * width)
     check_alloc(need, what="ocmf.fit (factors and work arrays)",
