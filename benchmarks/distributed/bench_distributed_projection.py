@@ -161,10 +161,10 @@ def measure(args):
 
 def time_task(keys, lo, hi, n, ids, k, cuts):
     """One ocmf block update at full size (one thread, timed after an untimed first call):
-    ``update_task`` on the block's entries and its compact matrix of the touched other-side rows (float32, as the default fit ships),
-    handed over as one array, as the chain of ``fastpu.distributed.routing`` delivers it (the
-    pieces, cut at the other side's block bounds ``cuts``, are written into it one by one
-    before the task runs). Seconds, the bytes of the task's inputs, and the process's peak
+    ``update_task`` on the block's entries and its compact matrix of the touched other-side
+    rows (float32, as the default fit ships), handed over as one array, as the chain of
+    ``fastpu.distributed.routing`` delivers it (the pieces, cut at the other side's block
+    bounds ``cuts``, are written into it one by one before the task runs). Seconds, the bytes of the task's inputs, and the process's peak
     resident memory during the task."""
     import gc
 
