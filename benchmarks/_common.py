@@ -32,7 +32,8 @@ import scipy.sparse as sp
 __all__ = ["ROOT", "BENCH", "DOCS", "RESULTS_DOCS", "RAW", "hardware", "hardware_line",
            "provenance", "stamp", "git_commit", "git_state", "timed", "best_of", "per_iteration",
            "powerlaw_pu", "md_table", "log", "fmt_s", "blas_limit", "random_graph",
-           "dask_bytes_sent", "require", "load_data", "Missing", "MISSING_EXIT"]
+           "dask_bytes_sent", "require", "load_data", "demo_table_rows", "Missing",
+           "MISSING_EXIT"]
 
 #: The repository (the folder holding ``fastpu/``, ``benchmarks/`` and ``docs/``).
 ROOT = Path(__file__).resolve().parent.parent
@@ -315,6 +316,14 @@ def provenance(stamps=None):
     what = ("commit " if len(commits) == 1 else "commits ") + ", ".join(f"`{c}`" for c in commits)
     note = "; some measurements' commits were not recorded" if len(known) < len(stamps) else ""
     return f"*Provenance: measured at {what}{when}{note}.*"
+
+
+def demo_table_rows(stdout):
+    """The rows of the metrics table ``fastpu demo`` prints: the paragraph of its output that
+    starts with the table's header, without the header and its rule (the legend that follows
+    the table is another paragraph). Empty when the output holds no table."""
+    table = next((c for c in stdout.split("\n\n") if c.startswith("method")), "")
+    return [ln for ln in table.splitlines()[2:] if ln.strip()]
 
 
 def log(msg):

@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from _common import DOCS, provenance  # noqa: E402
+from _common import DOCS, demo_table_rows, provenance  # noqa: E402
 
 FIT = r"""
 import time, warnings
@@ -75,10 +75,8 @@ def main() -> None:
         secs, out, err = _run(args.python, ["-m", "fastpu", "demo"], f"{work}/demo{r}", work)
         lines = out.count("\n") + err.count("\n")
         notice = next((ln for ln in err.splitlines() if ln.startswith("fastpu: compiling")), "")
-        # the metrics table is the paragraph that starts with its header; its last column is the
-        # seconds (after the header and its rule)
-        table = next(c for c in out.split("\n\n") if c.startswith("method")).splitlines()[2:]
-        per = {ln.split("  ")[0].strip(): ln.split()[-1] for ln in table if ln.strip()}
+        # the table's last column is the seconds
+        per = {ln.split("  ")[0].strip(): ln.split()[-1] for ln in demo_table_rows(out)}
         demo_rows.append((secs, lines, notice, per, load0, _load()))
         for method, kw in KWARGS.items():
             code = FIT.format(method=method, kwargs=kw)

@@ -537,11 +537,9 @@ def run_demo(cache, background, source=ROOT, flag=None):
     if proc.returncode != 0:
         raise RuntimeError(f"fastpu demo failed:\n{proc.stderr[-3000:]}")
     fits = {}
-    # the metrics table is the paragraph that starts with its header (the legend follows it)
-    table = next((c for c in proc.stdout.split("\n\n") if c.startswith("method")), "")
-    for ln in table.splitlines():
+    for ln in _common.demo_table_rows(proc.stdout):
         parts = ln.rsplit(None, 6)
-        if len(parts) == 7 and parts[0] not in ("method", "popularity") and not ln.startswith("-"):
+        if len(parts) == 7 and parts[0] != "popularity":
             try:
                 fits[parts[0].strip()] = float(parts[-1])
             except ValueError:

@@ -315,8 +315,8 @@ def _check_memory(shape: tuple[int, int], model: Model, run: Run) -> None:
         else:
             need += 8 * k * (6 * rows + 8 * width)
     check_alloc(need, what="ocmf.fit (factors and work arrays)",
-                names=("k",) + (("user_features",) if model.user_features is not None else ())
-                + (("item_features",) if model.item_features is not None else ()))
+                names=("k",) + tuple(name for name, f in zip(("user_features", "item_features"),
+                                                             features) if f is not None))
 
 
 def _check_finite_start(W: np.ndarray, H: np.ndarray, run: Run, *, from_init: bool) -> None:
