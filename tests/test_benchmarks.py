@@ -160,3 +160,24 @@ def test_provenance_line():
     assert "some measurements' commits were not recorded" in _common.provenance(
         [("abc1234", "2026-11-02"), (None, None)])
     assert _common.provenance().startswith("*Provenance: measured at ")
+
+
+def test_highrank_lists_each_run_once_and_drops_superseded_ones():
+    sys.path.insert(0, str(BENCH / "speed"))
+    try:
+        import bench_highrank
+    finally:
+        sys.path.remove(str(BENCH / "speed"))
+    old = dict(argv=["--parts", "speed"], stamp=["aaaaaaa", "2026-11-01"])
+    both = dict(argv=["--parts", "speed,setup"], stamp=["bbbbbbb", "2026-11-02"])
+    quality = dict(argv=["--parts", "quality"], stamp=["ccccccc", "2026-11-03"])
+    stamps = {"speed k=64": ["bbbbbbb", "2026-11-02"], "setup": ["bbbbbbb", "2026-11-02"],
+              "quality": ["ccccccc", "2026-11-03"]}
+    # an older raw file's list of every run: the superseded first run is dropped
+    raw = dict(stamps=stamps, runs=[old, both, quality])
+    got = bench_highrank.gathered_runs(raw)
+    assert got == [(both, ["speed k=64", "setup"]), (quality, ["quality"])]
+    assert list(raw["runs"]) == list(stamps)
+    # the keyed form after a JSON round trip: equal records are one run
+    raw = json.loads(json.dumps(raw))
+    assert bench_highrank.gathered_runs(raw) == got

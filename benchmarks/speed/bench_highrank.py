@@ -38,6 +38,7 @@ import argparse
 import gc
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -192,6 +193,31 @@ def part_setup(cfg):
     return out
 
 
+def gathered_runs(raw):
+    """The runs whose results the report shows, each once, with the parts it provides.
+
+    ``raw["runs"]`` is keyed like ``raw["stamps"]`` (a part, or a speed part with its ranks), so
+    a part measured again replaces the run it came from; a run that provided several parts is
+    listed once. An older raw file kept a list of every run: its entries are matched to the
+    parts by their stamps and the superseded ones dropped.
+    """
+    runs = raw.get("runs", {})
+    if isinstance(runs, list):
+        runs = {key: next(r for r in reversed(runs) if r["stamp"] == list(st))
+                for key, st in raw.get("stamps", {}).items()
+                if any(r["stamp"] == list(st) for r in runs)}
+        raw["runs"] = runs
+    out = []
+    for key, r in runs.items():
+        for seen, parts in out:
+            if seen is r or seen == r:
+                parts.append(key)
+                break
+        else:
+            out.append((r, [key]))
+    return out
+
+
 def report(raw, cfg, ks, labels):
     from _common import hardware_line, md_table
 
@@ -199,10 +225,11 @@ def report(raw, cfg, ks, labels):
              provenance(list(raw.get("stamps", {}).values()) or None), "",
              hardware_line(), "",
              "The runs this report gathers (nothing else running in each):", ""]
-    for r in raw.get("runs", []):
-        lines.append(f"- `{' '.join(['python benchmarks/speed/bench_highrank.py', *r['argv']])}` "
-                     f"at commit `{r['stamp'][0]}` ({r['stamp'][1]}): {r['minutes']:.1f} minutes, "
-                     f"load average {r['load_start']} at the start and {r['load_end']} at the end.")
+    for r, parts in gathered_runs(raw):
+        command = shlex.join(["python", "benchmarks/speed/bench_highrank.py", *r["argv"]])
+        lines.append(f"- {', '.join(parts)}: `{command}` at commit `{r['stamp'][0]}` "
+                     f"({r['stamp'][1]}), {r['minutes']:.1f} minutes, load average "
+                     f"{r['load_start']} at the start and {r['load_end']} at the end.")
     lines.append("")
     if "speed" in raw:
         m, n = cfg["shape"]
@@ -276,7 +303,7 @@ def main():
     raw = json.load(open(raw_path)) if os.path.exists(raw_path) and not args.quick else {}
     run = dict(argv=sys.argv[1:], load_start=[round(x, 2) for x in os.getloadavg()],
                stamp=list(stamp()))
-    raw.setdefault("runs", []).append(run)
+    gathered_runs(raw)  # an older raw file's list of runs becomes the keyed form
     t0 = time.perf_counter()
     for part in args.parts.split(","):
         if part == "speed":
@@ -291,6 +318,7 @@ def main():
         run["minutes"] = (time.perf_counter() - t0) / 60
         key = f"speed k={','.join(map(str, ks))}" if part == "speed" else part
         raw.setdefault("stamps", {})[key] = stamp()
+        raw.setdefault("runs", {})[key] = run
         with open(raw_path, "w") as fh:
             json.dump(raw, fh)
     all_ks = sorted({int(key.split("|")[1]) for key in raw.get("speed", {})})
