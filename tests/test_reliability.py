@@ -235,16 +235,20 @@ _FUN = r"problem\.fun at x0 is not finite \(f = nan\): .*start from smaller fact
     (dict(solver="gd"), _NAN + r"1e\+100"),
     (dict(fast_path=False), _FUN + r"1e\+100"),
     (dict(user_features="normal"), _FUN + r"1e\+100"),
+    (dict(fast_path=False, init_std=1e150), _FUN + r"1e\+150"),
+    (dict(user_features="normal", init_std=1e150), _FUN + r"1e\+150"),
     (dict(dtype="float32"), r"the starting factors are not finite in float32 \(the drawn start "
                             r"\(init_std=1e\+100\)\); start from smaller factors \(lower init_std\), "
                             r"or pass dtype='float64'"),
-], ids=["logistic", "square", "gd", "tron", "features", "float32"])
+], ids=["logistic", "square", "gd", "tron", "features", "tron-1e150", "features-1e150",
+        "float32"])
 def test_a_diverging_ocmf_fit_raises_its_own_error_and_no_numpy_warning(kw, message):
     """Huge starting factors overflow ‖W‖², the row objectives (inf - inf) and TRON's sub-problem:
     numpy's warnings used to come before fastpu's FloatingPointError naming init_std. At float64
     (every case but the last) the start is finite, so the fit reaches those overflows: the fast
     path's first objective, and TRON's first value on a coupled side; float32 stops at its
-    check of the start."""
+    check of the start. At 1e150 the first value is not finite and the gradient's products
+    would overflow: TRON stops at the value, before evaluating the gradient."""
     kw = dict(dict(init_std=1e100, dtype="float64"), **kw)
     if kw.get("user_features") == "normal":
         kw["user_features"] = np.random.default_rng(0).normal(size=(30, 3))
