@@ -474,10 +474,12 @@ def check_scalar(x: Any, *, name: str, minimum: float | None = None,
     return x
 
 
-def check_bool(value: Any, *, name: str) -> bool:
-    """``value`` if it is True or False (numpy's bools too), else a TypeError naming ``name``."""
+def check_bool(value: Any, *, name: str, meaning: str | None = None) -> bool:
+    """``value`` if it is True or False (numpy's bools too), else a TypeError naming ``name``
+    (and saying what each value means, when ``meaning`` is given)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
+        what = f" ({meaning})" if meaning else ""
+        raise TypeError(f"{name} must be True or False{what}, got {value!r}")
     return bool(value)
 
 

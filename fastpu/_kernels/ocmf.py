@@ -338,13 +338,27 @@ def _cg_turn(rr_new, rr, r, d):
 
 
 @nb.njit(inline="always", **_JIT)
+def _jacobi_base(mdv, p_i, lam, a):
+    """Coordinate a of the k×k part of the row's Hessian diagonal, 2 p_i M_aa + 2 λ."""
+    return 2.0 * p_i * mdv[a] + 2.0 * lam
+
+
+@nb.njit(inline="always", **_JIT)
+def _jacobi_inv(x):
+    """The preconditioner's entry for a Hessian diagonal entry x: 1/x, or 0 where x is not
+    positive (the Hessian's row is then zero: a PSD matrix's zero diagonal entry), so that z
+    stays finite."""
+    return 1.0 / x if x > 0.0 else 0.0
+
+
+@nb.njit(inline="always", **_JIT)
 def _jacobi(G, idx, off, nrow, d2, mdv, p_i, lam, pinv):
     """pinv = 1 / diag(H), H the row's Hessian 2 p_i M + 2 λ I + Σ_t d2[t] g_t g_tᵀ (M's
-    diagonal in mdv); a coordinate whose diagonal is not positive gets 0 (its Hessian row is
-    zero: a PSD matrix's zero diagonal entry), so that z stays finite."""
+    diagonal in mdv), through :func:`_jacobi_inv`. The grid's reducers build the same from the
+    entries' sums (:func:`grid_begin`)."""
     k = pinv.shape[0]
     for a in range(k):
-        pinv[a] = 2.0 * p_i * mdv[a] + 2.0 * lam
+        pinv[a] = _jacobi_base(mdv, p_i, lam, a)
     for t in range(nrow):
         j = idx[off + t]
         dt = np.float64(d2[t])
@@ -352,7 +366,7 @@ def _jacobi(G, idx, off, nrow, d2, mdv, p_i, lam, pinv):
             x = np.float64(G[j, a])
             pinv[a] += dt * x * x
     for a in range(k):
-        pinv[a] = 1.0 / pinv[a] if pinv[a] > 0.0 else 0.0
+        pinv[a] = _jacobi_inv(pinv[a])
 
 
 @nb.njit(inline="always", **_JIT)
@@ -879,8 +893,7 @@ def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, he, done, f, g, step, r, d, z
         if precondition:
             lam_i = lam[i * lam_step]
             for a in range(k):
-                x = 2.0 * pw[i] * mdv[a] + 2.0 * lam_i + he[i, a]
-                pinv[i, a] = 1.0 / x if x > 0.0 else 0.0
+                pinv[i, a] = _jacobi_inv(_jacobi_base(mdv, pw[i], lam_i, a) + he[i, a])
             rr[i] = _jacobi_apply(pinv[i], r[i], z[i])
             for a in range(k):
                 d[i, a] = z[i, a]

@@ -214,7 +214,8 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
     X = V.check_features(user_features, name="user_features", n_rows=m)
     Z = V.check_features(item_features, name="item_features", n_rows=n, of="column")
     Su = V.check_graph(user_graph, name="user_graph", n=m)
-    intercept = check_intercept(intercept)
+    intercept = V.check_bool(intercept, name="intercept", meaning="a column of ones appended "
+                             "to the user and item features, or not")
     X, Z = with_intercept(X, intercept), with_intercept(Z, intercept)
     Sv = V.check_graph(item_graph, name="item_graph", n=n)
     Lu = V.laplacian(Su) if (Su is not None and lam_g > 0) else None
@@ -226,14 +227,6 @@ def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | N
     check_unlabeled_weights(rho, p, q, abar, where="")      # the weight of (i, j) is rho·p_i·q_j
     return Model(loss, LOSS_CODES[loss], abar, rho, p, q, X, Z, Su, Sv, Lu, Lv, lam, lam_w, lam_h,
                  lam_g, nu, negatives, neg_ratio, dense_limit, intercept)
-
-
-def check_intercept(intercept: Any, *, name: str = "intercept") -> bool:
-    """``intercept`` as a bool (True or False; numpy's bools too)."""
-    if not isinstance(intercept, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False (a column of ones appended to the user and "
-                        f"item features, or not), got {intercept!r}")
-    return bool(intercept)
 
 
 def with_intercept(F: Any, intercept: bool = True) -> Any:
