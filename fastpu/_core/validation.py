@@ -14,6 +14,7 @@ suggestions for unknown keywords).
 from __future__ import annotations
 
 import numbers
+import os
 import re
 import warnings
 from typing import Any, Collection, TypeVar
@@ -89,6 +90,10 @@ def check_csr(Y: Any, *, name: str = "Y", shape: tuple[int, int] | None = None,
         elif kind == "DataFrame":
             hint = ("for (user, item[, value]) pairs use fastpu.datasets.from_pairs(df['user'], "
                     "df['item']) and pass its .Y (or the Dataset, where a Dataset is taken)")
+        elif isinstance(Y, (str, os.PathLike)):
+            hint = (f"read a file of user,item[,value] lines first, {name}="
+                    f"fastpu.datasets.read_csv({os.fspath(Y)!r}), or a scipy.sparse.save_npz "
+                    "file with fastpu.datasets.load_npz")
         else:
             hint = f"wrap dense data with scipy.sparse.csr_array({name})"
         raise TypeError(f"{name} must be a scipy.sparse matrix or array, got {kind}; {hint}")

@@ -310,9 +310,44 @@ HEADER_WORDS = frozenset({
 })
 
 
+#: a header's names of the user column, of the item column, and of a time column
+USER_WORDS = frozenset({"user", "users", "user_id", "userid", "uid", "customer", "customer_id",
+                        "session"})
+ITEM_WORDS = frozenset({"item", "items", "item_id", "itemid", "iid", "movie", "movie_id",
+                        "movieid", "product", "product_id", "label", "labels", "tag"})
+TIME_WORDS = frozenset({"timestamp", "time", "date", "datetime", "ts"})
+
+
 def layout(path: str, lines: list[str], delimiter: str | None,
            header: bool | None) -> tuple[str | None, bool]:
-    """(delimiter, header) after sniffing and header detection (see read_csv's docstring)."""
+    """(delimiter, header) after sniffing and header detection (see read_csv's docstring); a
+    header that contradicts the reader's column order is refused, one that names a time
+    column as the third (the values) warned about."""
+    delim, has_header = _layout(path, lines, delimiter, header)
+    if has_header:
+        n, line = _first_lines(lines, 1)[0]
+        own = delimiter if delimiter is not None else _sniff(line)
+        names = [c.strip().lower() for c in _split(line, None if own == " " else own)]
+        if len(names) >= 2 and names[0] in ITEM_WORDS and names[1] in USER_WORDS:
+            raise ValueError(
+                f"{path}: the header (line {n}: {_shown(line.strip())}) names the item column "
+                f"first, but the first column is read as the users and the second as the items; "
+                "write the columns as user,item, or pass the table to "
+                "fastpu.datasets.from_pairs(pandas.read_csv(path)), which finds the columns by "
+                "their names")
+        if len(names) >= 3 and names[2] in TIME_WORDS:
+            warnings.warn(
+                f"{path}: the third column is named {names[2]!r}, and a third column is read as "
+                "each pair's value (its weight); if it holds times, drop the column, or pass the "
+                "table to fastpu.datasets.from_pairs(pandas.read_csv(path)), which takes a value "
+                "column only by a value's name (rating, weight, count, ...)",
+                UserWarning, stacklevel=4)
+    return delim, has_header
+
+
+def _layout(path: str, lines: list[str], delimiter: str | None,
+            header: bool | None) -> tuple[str | None, bool]:
+    """:func:`layout` before its check of the header's names."""
     sample = _first_lines(lines, 6)
     if not sample:
         raise ValueError(f"{path} is empty; expected user,item[,value] lines")
@@ -340,7 +375,7 @@ def layout(path: str, lines: list[str], delimiter: str | None,
             warnings.warn(f"{path}: header=False reads line {first[0][0]} "
                           f"({_shown(first[0][1].strip())}) as data, but it names columns: "
                           f"{head[0]!r} becomes a user and {head[1]!r} an item; pass header=True "
-                          "(--header) or header=None to detect it", UserWarning, stacklevel=4)
+                          "(--header) or header=None to detect it", UserWarning, stacklevel=5)
         return delim, bool(header)
     if any(_is_number(c) for c in head) or (len(head) >= 3 and _is_float(head[2])):
         return delim, False             # a number (even nan or inf) in line 1: data, never dropped

@@ -232,7 +232,11 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
       ambiguous and a ValueError asks for ``header=True`` or ``header=False`` (the command
       line's ``--header`` / ``--no-header``).
       ``header=True`` always drops the first non-blank line; ``header=False`` never does
-      (with a warning when that line's first two fields are column names).
+      (with a warning when that line's first two fields are column names). A header is
+      read for its names too: one that names the item column first (``item,user``,
+      ``movieId,userId``) is a ValueError, since the first column is always the users; one
+      whose third name is a time (``timestamp``, ``time``, ``date``) gets a warning, since a
+      third column is always read as the values.
     * **Text**: decoded with ``encoding``; a UTF-8 byte-order mark is removed.
 
     Parameters
@@ -259,7 +263,7 @@ def read_csv(path: StrPath, delimiter: str | None = None, header: bool | None = 
         If the file is empty, cannot be decoded with ``encoding`` (the message names the
         file, the byte and the encoding), a line has too few or too many fields, an id is
         empty, a value is not a finite number (each naming the line), or the header
-        question is ambiguous.
+        question is ambiguous, or the header names the item column first.
 
     Examples
     --------

@@ -106,6 +106,19 @@ def test_a_dataframe_gets_the_pairs_advice():
         fp.ocmf.fit(wide, 2)
 
 
+def test_a_file_name_gets_the_reader_advice(tmp_path):
+    """fit("interactions.csv", k) was told to wrap dense data in a sparse matrix."""
+    import fastpu as fp
+
+    for path in ("interactions.csv", tmp_path / "r.csv"):
+        with pytest.raises(TypeError, match=r"got (str|PosixPath|WindowsPath); read a file of "
+                                            r"user,item\[,value\] lines first, "
+                                            r"Y=fastpu.datasets.read_csv\("):
+            fp.ocmf.fit(path, 2)
+    with pytest.raises(TypeError, match=r"got ndarray; wrap dense data"):
+        fp.ocmf.fit(np.eye(3), 2)
+
+
 def _complex_cases():
     import fastpu as fp
     Y = fp.datasets.synthetic(30, 20, rank=2, density=0.3, seed=1).Y

@@ -608,3 +608,28 @@ def test_line_cut_by_the_first_chunk(tmp_path):
     long = "".join(f"user{k:06d},item{k % 3},1\n" for k in range(5000))
     assert len(long) > 1 << 16
     assert _both(_write(tmp_path, long, "long.csv")).Y.nnz == 5000
+
+
+@pytest.mark.parametrize("head", ["item,user", "movieId,userId", "item_id\tuser_id"])
+def test_a_header_naming_the_items_first_is_refused(tmp_path, head):
+    """An item,user header was read as users × items, silently transposed."""
+    sep = "\t" if "\t" in head else ","
+    p = _write(tmp_path, f"{head}\na{sep}u1\nb{sep}u2\n")
+    msg = _both(p)
+    assert isinstance(msg, str) and "names the item column first" in msg, msg
+    assert "from_pairs(pandas.read_csv(path))" in msg
+    assert _both(p, header=True) == msg                      # a header given is checked too
+    assert _both(_write(tmp_path, "user,item\nu1,a\n", "ok.csv")).Y.shape == (1, 1)
+
+
+def test_a_time_column_read_as_values_is_warned_about(tmp_path):
+    """user,item,timestamp files gave every positive a weight of about 1.6e9, silently."""
+    p = _write(tmp_path, "user,item,timestamp\nu1,a,1600000000\nu2,b,1600000001\n")
+    with pytest.warns(UserWarning, match=r"the third column is named 'timestamp', and a third "
+                                         r"column is read as each pair's value"):
+        ds = D.read_csv(p)
+    assert ds.Y.data.tolist() == [1600000000.0, 1600000001.0]     # as documented, with the warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # a fourth column is ignored: no warning
+        assert D.read_csv(_write(tmp_path, "user,item,rating,timestamp\nu1,a,5,16\n",
+                                 "ml.csv")).Y.data.tolist() == [5.0]
