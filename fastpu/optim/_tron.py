@@ -214,10 +214,7 @@ def tron(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, cg_to
     cg_tol = V.check_scalar(cg_tol, name="cg_tol", minimum=0.0)
     if max_cg is not None:
         max_cg = V.check_int(max_cg, name="max_cg", minimum=1)
-    f = float(problem.fun(x))
-    _check_value(f, None, x)
-    g = np.asarray(problem.grad(x), dtype=np.float64)
-    _check_value(f, g, x)
+    f, g = _start_value(problem, x)
     gnorm0 = gnorm = float(np.linalg.norm(g))
     delta = gnorm0
     n_cg_total = 0
@@ -327,10 +324,7 @@ def gd(problem: Any, x0: Any, *, tol: float = 1e-3, max_iter: int = 100, beta: f
         raise ValueError(f"sigma must be in (0, 1/2), got {sigma}")
     x, tol, max_iter = _check_start(problem, x0, tol, max_iter, ("fun", "grad"))
     max_backtrack = V.check_int(max_backtrack, name="max_backtrack", minimum=1)
-    f = float(problem.fun(x))
-    _check_value(f, None, x)
-    g = np.asarray(problem.grad(x), dtype=np.float64)
-    _check_value(f, g, x)
+    f, g = _start_value(problem, x)
     gnorm0 = gnorm = float(np.linalg.norm(g))
     n_trials = 0
     if gnorm == 0.0:
@@ -378,17 +372,18 @@ def _check_start(problem: Any, x0: Any, tol: float, max_iter: int,
     return x, tol, max_iter
 
 
-def _check_value(f: float, g: FloatArray | None, x: FloatArray) -> None:
-    """Refuse a start where f (or, when given, the gradient g) is not finite. f is checked
-    before the gradient is evaluated: at a start that overflows, the gradient's products would
-    overflow too, and numpy would warn before the error that explains it."""
-    if g is None:
-        if not np.isfinite(f):
-            raise FloatingPointError(f"problem.fun at x0 is not finite (f = {f}): start from a "
-                                     "smaller x0")
-        return
+def _start_value(problem: Any, x: FloatArray) -> tuple[float, FloatArray]:
+    """(f, ∇f) at the start x, refused (FloatingPointError) where either is not finite. f is
+    checked before the gradient is evaluated: at a start that overflows, the gradient's products
+    would overflow too, and numpy would warn before the error that explains it."""
+    f = float(problem.fun(x))
+    if not np.isfinite(f):
+        raise FloatingPointError(f"problem.fun at x0 is not finite (f = {f}): start from a "
+                                 "smaller x0")
+    g = np.asarray(problem.grad(x), dtype=np.float64)
     if g.shape != x.shape:
         raise ValueError(f"problem.grad returned shape {g.shape}; expected x0's shape {x.shape}")
-    if not np.isfinite(f) or not np.all(np.isfinite(g)):
-        bad = "problem.fun" if not np.isfinite(f) else "problem.grad"
-        raise FloatingPointError(f"{bad} at x0 is not finite (f = {f}): start from a smaller x0")
+    if not np.all(np.isfinite(g)):
+        raise FloatingPointError(f"problem.grad at x0 is not finite (f = {f}): start from a "
+                                 "smaller x0")
+    return f, g
