@@ -300,22 +300,24 @@ def _first_lines(lines: list[str], k: int = 2) -> list[tuple[int, str]]:
     return out
 
 
-#: First-line fields that name columns: a first line whose first two fields are among these is a
-#: header, even over two columns of text ids.
-HEADER_WORDS = frozenset({
-    "user", "users", "user_id", "userid", "uid", "customer", "customer_id", "session",
-    "item", "items", "item_id", "itemid", "iid", "movie", "movie_id", "movieid", "product",
-    "product_id", "label", "labels", "tag", "rating", "ratings", "value", "score", "weight",
-    "count", "timestamp", "time",
-})
-
-
 #: a header's names of the user column, of the item column, and of a time column
 USER_WORDS = frozenset({"user", "users", "user_id", "userid", "uid", "customer", "customer_id",
                         "session"})
 ITEM_WORDS = frozenset({"item", "items", "item_id", "itemid", "iid", "movie", "movie_id",
                         "movieid", "product", "product_id", "label", "labels", "tag"})
 TIME_WORDS = frozenset({"timestamp", "time", "date", "datetime", "ts"})
+
+#: First-line fields that name columns: a first line whose first two fields are among these is a
+#: header, even over two columns of text ids.
+HEADER_WORDS = USER_WORDS | ITEM_WORDS | frozenset({
+    "rating", "ratings", "value", "score", "weight", "count", "timestamp", "time"})
+
+
+def _fields(line: str, delimiter: str | None) -> list[str]:
+    """``line`` split by ``delimiter``, or by its own sniffed delimiter when that is None (so a
+    tab-separated header over comma-separated data splits right)."""
+    own = delimiter if delimiter is not None else _sniff(line)
+    return _split(line, None if own == " " else own)
 
 
 def layout(path: str, lines: list[str], delimiter: str | None,
@@ -326,8 +328,7 @@ def layout(path: str, lines: list[str], delimiter: str | None,
     delim, has_header = _layout(path, lines, delimiter, header)
     if has_header:
         n, line = _first_lines(lines, 1)[0]
-        own = delimiter if delimiter is not None else _sniff(line)
-        names = [c.strip().lower() for c in _split(line, None if own == " " else own)]
+        names = [c.strip().lower() for c in _fields(line, delimiter)]
         if len(names) >= 2 and names[0] in ITEM_WORDS and names[1] in USER_WORDS:
             raise ValueError(
                 f"{path}: the header (line {n}: {_shown(line.strip())}) names the item column "
@@ -366,9 +367,7 @@ def _layout(path: str, lines: list[str], delimiter: str | None,
                     "delimiter=';'")
     if delim == " ":
         delim = None
-    # line 1 split by its own delimiter (a tab-separated header over comma-separated data)
-    own = delimiter if delimiter is not None else _sniff(first[0][1])
-    head = _split(first[0][1], None if own == " " else own)
+    head = _fields(first[0][1], delimiter)
     names_columns = len(head) >= 2 and all(c.strip().lower() in HEADER_WORDS for c in head[:2])
     if header is not None:
         if not header and names_columns:
