@@ -203,14 +203,14 @@ def gathered_runs(raw):
     """
     runs = raw.get("runs", {})
     if isinstance(runs, list):
-        runs = {key: next(r for r in reversed(runs) if r["stamp"] == list(st))
-                for key, st in raw.get("stamps", {}).items()
-                if any(r["stamp"] == list(st) for r in runs)}
+        by_stamp = {tuple(r["stamp"]): r for r in runs}          # the last run of each stamp
+        runs = {key: by_stamp[tuple(st)] for key, st in raw.get("stamps", {}).items()
+                if tuple(st) in by_stamp}
         raw["runs"] = runs
     out = []
     for key, r in runs.items():
         for seen, parts in out:
-            if seen is r or seen == r:
+            if seen == r:
                 parts.append(key)
                 break
         else:
