@@ -61,7 +61,8 @@ def main(argv=None):
     ks = [int(k) for k in args.ks.split(",")]
     fp.set_num_threads(2)
     Y = R.positives()
-    raw = dict(setting=SETTING, epochs=args.epochs, stamp=list(stamp()), curves={})
+    raw = dict(setting=SETTING, epochs=args.epochs, stamp=list(stamp()), curves={},
+               load_start=[round(x, 2) for x in os.getloadavg()])
     for seed in seeds:
         train, valid, test = R.recbole_split(Y, seed)
         for k in ks:
@@ -70,6 +71,7 @@ def main(argv=None):
             b = int(np.argmax([v for v, _ in c]))
             print(f"split {seed} k = {k}: epoch {b + 1} best on validation ({c[b][0]:.4f}), "
                   f"test {c[b][1]:.4f} ({secs:.0f} s)", flush=True)
+    raw["load_end"] = [round(x, 2) for x in os.getloadavg()]
     with open(args.out + ".json", "w") as fh:
         json.dump(raw, fh)
     tuned = {}
@@ -81,7 +83,9 @@ def main(argv=None):
              f"`python benchmarks/quality/results_recbole_epochs.py --seeds {args.seeds} --ks "
              f"{args.ks} --epochs {args.epochs}`; the setting: "
              + ", ".join(f"{key}={v}" for key, v in SETTING.items())
-             + ". The epoch kept is the one best on validation.", "",
+             + f". The epoch kept is the one best on validation. Load average (1, 5, 15 min) "
+             f"{raw['load_start']} at the start and {raw['load_end']} at the end; the seconds "
+             "are the fit's, with its per-epoch scoring.", "",
              "| split | k | epoch kept | validation NDCG@10 | test NDCG@10 | test at epoch 16 | "
              "`tune(\"ocmf\")`'s test (results_recbole) | EASE's test | seconds |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
