@@ -241,14 +241,28 @@ def _two_sum_add(G, g, hiM, loM, hik, lok):
 def _group_grams(E, q, g_lo, g_hi, acc):
     """The groups g_lo:g_hi: each group's Xqᵀ X and Xqᵀ 1 (X its rows in float64, Xq = diag(q)
     X) by one BLAS product, added into the pairs ``acc`` = (hiM, loM, hik, lok) by two-sums.
-    NumPy's casts, products and BLAS calls release the GIL, so threads run side by side."""
+
+    A group whose weights are all one value c (the default weights, and ρ·p with the default p)
+    takes c XᵀX, whose product NumPy hands to BLAS's symmetric rank-k update: about 0.6 of the
+    time of the general product Xqᵀ X (k = 1024), which it equals up to rounding (exactly when
+    c = 1, on the BLAS measured). NumPy's casts, products and BLAS calls release the GIL, so
+    threads run side by side."""
     n = E.shape[0]
     for grp in range(g_lo, g_hi):
         lo = grp * GRAM_GROUP
         hi = min(n, lo + GRAM_GROUP)
         X = E[lo:hi].astype(np.float64)
-        Xq = X * q[lo:hi, None]
-        _two_sum_add(Xq.T @ X, Xq.sum(axis=0), *acc)
+        qg = q[lo:hi]
+        c = qg[0] if qg.size else 1.0
+        if (qg == c).all():
+            G = X.T @ X                  # the same buffer twice: NumPy calls syrk
+            if c != 1.0:
+                G *= c
+            Xq = X if c == 1.0 else X * c
+        else:
+            Xq = X * qg[:, None]
+            G = Xq.T @ X
+        _two_sum_add(G, Xq.sum(axis=0), *acc)
 
 
 def _pair_add(hi, lo, x_hi, x_lo):
