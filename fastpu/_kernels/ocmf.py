@@ -106,7 +106,7 @@ class RowOptions:
         which takes its ``newton_steps`` warm-started steps).
     precondition : bool
         Precondition CG by the diagonal of the row's Hessian (Jacobi): 2 p_i diag(M) + 2 λ_i +
-        Σ_e ℓ⁺''_e h_e², one more pass over the row's entries per Newton step. In the
+        Σ_e ℓ⁺''_e h_e², summed in the gradient's pass over the row's entries. In the
         eigenbasis of M (float32, k ≥ 64) the k×k part is diagonal, so the preconditioner is
         exact there and the positive part a correction of low rank: one preconditioned step
         does what three plain ones do (docs/ocmf.md, "Solvers").
@@ -238,17 +238,25 @@ def _entry_terms(kind, yl, wt, rc, abar, st, t, d1, d2):
 
 @nb.njit(inline="always", **_JIT)
 def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, mdv, diag, kappa, p_i, lam, w,
-                s, d1, d2, g, mw, fresh):
+                s, d1, d2, g, mw, fresh, pinv, jac):
     """f_i(w), per-entry first/second derivatives d1, d2 and the gradient g in one pass.
 
     The row's labels, weights and corrections are yl[t], wt[t], rc[t]. The scores are
     recomputed from w if ``fresh`` (and left in s); otherwise s already holds them. M w is left
     in mw. Four item vectors at a time: their scores, their entries' terms, and then, while the
     four rows are still in the L1 cache, their part of the gradient — the same operations in
-    the same order as a pass of scores, one of terms and one of accumulation.
+    the same order as a pass of scores, one of terms and one of accumulation. With ``jac`` the
+    same pass also builds the Jacobi preconditioner pinv = 1 / diag(H) of the row's Hessian
+    H = 2 p_i M + 2 λ I + Σ_t d2[t] g_t g_tᵀ (M's diagonal in mdv) through :func:`_jacobi_inv`,
+    its sums in float64 and in the entries' order, from the rows already in the L1 cache: no
+    pass of its own. The grid's reducers build the same from the entries' sums
+    (:func:`grid_begin`).
     """
     k = w.shape[0]
     val = _quad_part(M, mdv, diag, kappa, abar, p_i, lam, w, g, mw)
+    if jac:
+        for a in range(k):
+            pinv[a] = _jacobi_base(mdv, p_i, lam, a)
     t = 0
     while t + 4 <= nrow:
         j = off + t
@@ -268,6 +276,11 @@ def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, mdv, diag, kappa, 
         z3 = d1[t + 3]
         for a in range(k):
             g[a] += G[j0, a] * z0 + G[j1, a] * z1 + G[j2, a] * z2 + G[j3, a] * z3
+        if jac:
+            _jacobi_add(G, j0, d2[t], pinv)
+            _jacobi_add(G, j1, d2[t + 1], pinv)
+            _jacobi_add(G, j2, d2[t + 2], pinv)
+            _jacobi_add(G, j3, d2[t + 3], pinv)
         t += 4
     while t < nrow:
         jt = idx[off + t]
@@ -277,7 +290,12 @@ def _value_grad(kind, G, idx, off, nrow, yl, wt, rc, abar, M, mdv, diag, kappa, 
         zt = d1[t]
         for a in range(k):
             g[a] += G[jt, a] * zt
+        if jac:
+            _jacobi_add(G, jt, d2[t], pinv)
         t += 1
+    if jac:
+        for a in range(k):
+            pinv[a] = _jacobi_inv(pinv[a])
     return val
 
 
@@ -352,21 +370,12 @@ def _jacobi_inv(x):
 
 
 @nb.njit(inline="always", **_JIT)
-def _jacobi(G, idx, off, nrow, d2, mdv, p_i, lam, pinv):
-    """pinv = 1 / diag(H), H the row's Hessian 2 p_i M + 2 λ I + Σ_t d2[t] g_t g_tᵀ (M's
-    diagonal in mdv), through :func:`_jacobi_inv`. The grid's reducers build the same from the
-    entries' sums (:func:`grid_begin`)."""
-    k = pinv.shape[0]
-    for a in range(k):
-        pinv[a] = _jacobi_base(mdv, p_i, lam, a)
-    for t in range(nrow):
-        j = idx[off + t]
-        dt = np.float64(d2[t])
-        for a in range(k):
-            x = np.float64(G[j, a])
-            pinv[a] += dt * x * x
-    for a in range(k):
-        pinv[a] = _jacobi_inv(pinv[a])
+def _jacobi_add(G, j, dt, pinv):
+    """pinv += d_t g_j ∘ g_j, in float64: one entry's part of the Hessian's diagonal."""
+    d = np.float64(dt)
+    for a in range(pinv.shape[0]):
+        x = np.float64(G[j, a])
+        pinv[a] += d * x * x
 
 
 @nb.njit(inline="always", **_JIT)
@@ -599,7 +608,8 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
         n_back = 0
         for it in range(max(n_newton, 1)):
             f_cur = _value_grad(kind, src, idx, off, nrow, yl, wt, rc, abar, M, mdv, diag, kappa,
-                                p_i, lam_i, w, s, d1, d2, g, mw, fresh)
+                                p_i, lam_i, w, s, d1, d2, g, mw, fresh, pinv,
+                                precondition and n_newton > 0)
             if it == 0 and keep_start:
                 f0_out[i] = f_cur
             if n_newton == 0:
@@ -617,8 +627,7 @@ def _solve_chunk(kind, c_lo, c_hi, indptr, indices, labels, weights, corr, q, ab
             rr = gg * sc * sc
             stop = cg_tol * cg_tol * rr
             if precondition:             # d = z = P⁻¹ r, and CG's ratios are of rᵀz
-                _jacobi(src, idx, off, nrow, d2, mdv, p_i, lam_i, pinv)
-                rr = _jacobi_apply(pinv, r, z)
+                rr = _jacobi_apply(pinv, r, z)    # pinv from _value_grad's pass
                 for a in range(k):
                     d[a] = z[a]
             for _c in range(n_cg):
@@ -778,7 +787,7 @@ def _newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa
         d1 = np.empty(nrow)
         d2 = np.empty(nrow)
         f = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, False, kappa, p_i,
-                        lam_i, w, s, d1, d2, g, mw, True)
+                        lam_i, w, s, d1, d2, g, mw, True, mw, False)
         gn = np.sqrt(np.dot(g, g))
         g0 = gn
         it = 0
@@ -809,7 +818,7 @@ def _newton_rows(kind, indptr, indices, labels, weights, corr, abar, E, M, kappa
             for a in range(k):
                 step[a] = w[a] + alpha * step[a]          # the trial point
             ft = _value_grad(kind, G, idx, 0, nrow, yl, wt, rc, abar, M, kappa, False, kappa, p_i,
-                             lam_i, step, st, d1, d2, gt, mstep, True)
+                             lam_i, step, st, d1, d2, gt, mstep, True, mw, False)
             gt_norm = np.sqrt(np.dot(gt, gt))
             if ft > f and gt_norm >= gn:
                 break                      # rounding level: no progress possible
@@ -863,7 +872,7 @@ def grid_begin(w, pw, lam, M, kappa, abar, fe, ge, he, done, f, g, step, r, d, z
     """A Newton step's start: f_i and ∇f_i from the entries' sums ``fe``, ``ge`` and the k×k
     part; rows with ∇f_i = 0 leave (``done``); the others start CG (``act``, ``cg``). A
     non-empty ``he`` (the entries' part of the Hessian's diagonal) preconditions the CG as
-    :func:`_jacobi` does."""
+    the fit's rows do (:func:`_value_grad`)."""
     m, k = w.shape
     mdv = np.empty(k)
     for a in range(k):

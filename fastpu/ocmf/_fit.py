@@ -190,8 +190,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         Each row's CG solve stops once its residual is at most ``cg_tol`` times the first (or
         after ``cg_steps`` steps), in [0, 1).
     precondition : bool, optional
-        Precondition the rows' CG by the diagonal of each row's Hessian (Jacobi; one more pass
-        over the row's positives per Newton step). In M's eigenbasis (float32, k ≥ 64) it
+        Precondition the rows' CG by the diagonal of each row's Hessian (Jacobi, summed in the
+        gradient's pass over the row's positives). In M's eigenbasis (float32, k ≥ 64) it
         inverts the k×k part exactly, and one preconditioned CG step reduces a row's objective
         as much as three plain ones; ``cg_steps`` then defaults to 1 (square loss) or 2. The
         iterates differ from plain CG's, and so does the iteration at which validation peaks
