@@ -243,9 +243,9 @@ def _group_grams(E, q, g_lo, g_hi, acc):
     X) by one BLAS product, added into the pairs ``acc`` = (hiM, loM, hik, lok) by two-sums.
 
     A group whose weights are all one value c (the default weights, and ρ·p with the default p)
-    takes c XᵀX, whose product NumPy hands to BLAS's symmetric rank-k update: about 0.6 of the
-    time of the general product Xqᵀ X (k = 1024), which it equals up to rounding (exactly when
-    c = 1, on the BLAS measured). NumPy's casts, products and BLAS calls release the GIL, so
+    takes c XᵀX, whose product NumPy hands to BLAS's symmetric rank-k update: half the
+    multiply-adds of the general product Xqᵀ X, which it equals up to rounding (bit for bit
+    when c = 1 on OpenBLAS here; the tests compare them to a tolerance). NumPy's casts, products and BLAS calls release the GIL, so
     threads run side by side."""
     n = E.shape[0]
     for grp in range(g_lo, g_hi):

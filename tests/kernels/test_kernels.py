@@ -176,16 +176,25 @@ def test_weighted_gram_is_thread_count_independent(n, k, seed):
 
 
 @given(st.integers(0, 5000), st.integers(1, 70), st.sampled_from([np.float32, np.float64]),
-       st.lists(st.integers(0, 80), max_size=4), seeds)
-def test_gram_parts_sum_to_the_gram_whatever_the_blocks(n, k, dtype, cuts, seed):
+       st.lists(st.integers(0, 80), max_size=4),
+       st.sampled_from(["random", "ones", "constant", "mixed"]), seeds)
+def test_gram_parts_sum_to_the_gram_whatever_the_blocks(n, k, dtype, cuts, weights, seed):
     """The pairs of ``gram_parts`` are Eᵀdiag(q)E and Eᵀq; over row blocks cut at multiples of
     GRAM_GROUP, added in any order and with any thread count, they round to the same M and κ
-    bit for bit as one call over all rows (what lets a Dask fit reproduce one machine's M)."""
+    bit for bit as one call over all rows (what lets a Dask fit reproduce one machine's M).
+    Weights of one value (all ones, or ρ) take the symmetric product; "mixed" has groups of
+    each kind."""
     from fastpu._core.threads import limit_threads
 
     rng = np.random.default_rng(seed)
     E = (rng.normal(size=(n, k)) * rng.uniform(0.01, 100, size=k)).astype(dtype)
     q = rng.uniform(size=n) * (rng.random(n) < 0.7)
+    if weights == "ones":
+        q = np.ones(n)
+    elif weights == "constant":
+        q = np.full(n, 1 / 6)
+    elif weights == "mixed":
+        q[:K.GRAM_GROUP] = 0.6
     M, kap = K.sum_gram_parts([K.gram_parts(E, q)])
     E64 = E.astype(np.float64)
     ref = (E64.T * q) @ E64
