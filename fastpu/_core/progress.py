@@ -287,9 +287,11 @@ class Progress:
         self.history.append(rec)
         logger.debug("%s %s", self.method, rec)
         if self.verbose:
+            # an iteration that ran no inner solver iterations (ocmf's row path) does not show
+            # "inner 0": the count is kept in the history, the line shows what happened
             extra = "".join(
                 f"  {k} {v:.4g}" if isinstance(v, float) else f"  {k} {v}"
-                for k, v in info.items()
+                for k, v in info.items() if not (k == "inner" and v == 0)
             )
             of = f"/{self.total}" if self.total else ""
             text = (f"{self.prefix} iter {iter:3d}{of}  objective {objective:>12.6g}  "

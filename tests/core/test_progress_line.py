@@ -25,6 +25,19 @@ def test_plain_fallback_rewrites_one_line(plain):
     assert text.count("\r") == 3 and "[ocmf] iter   3  objective      3.33333" in text
 
 
+def test_an_iteration_without_inner_steps_does_not_show_inner_0(plain):
+    """ocmf's row path runs no inner solver iterations: the line leaves out "inner 0" (the
+    history keeps the count); an iteration that ran some shows them."""
+    out = io.StringIO()
+    p = progress.Progress("ocmf", verbose=True, stream=out)
+    p.step(1, 5.0, inner=0)
+    p.step(2, 4.0, inner=7)
+    p.finish()
+    first, second = out.getvalue().strip("\n").split("\r")[1:]
+    assert "inner" not in first and second.endswith("inner 7")
+    assert [h["inner"] for h in p.history] == [0, 7]
+
+
 class Terminal(io.StringIO):
     """A stream that says it is a terminal (where progress is one updating line)."""
 
