@@ -161,7 +161,8 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
                ids: bool | None) -> IntArray | None:
     """Row (user) or column (item) numbers from ids or numbers; ``None`` stays ``None``.
 
-    With ``ids=None`` text values are ids and numbers are numbers."""
+    With ``ids=None`` text values are ids and numbers are numbers (with a warning where the
+    side's ids are integers too: :func:`_warn_numbers`)."""
     if values is None:
         return None
     if isinstance(values, (list, tuple)) and len(values) == 0:
@@ -169,7 +170,7 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
     size = model.shape[0 if side == "user" else 1]
     if ids is None:
         if not is_text(values):
-            ids = False
+            ids = None if getattr(model, f"{side}_ids") is not None else False
         elif getattr(model, f"{side}_ids") is None:
             shown = np.asarray(values).reshape(-1)[:3].tolist()
             raise ValueError(
@@ -179,10 +180,13 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
                 "or fit the model on a Dataset to keep the ids")
         else:
             ids = True
-    if _use_ids(model, side, ids):
+    if ids and _use_ids(model, side, ids):
         return lookup(_ids_of(model, side), values, name=name, what=side)
     try:
-        return V.check_indices(values, name=name, size=size)
+        out = V.check_indices(values, name=name, size=size)
+        if ids is None:                  # numbers, not told which, on a side that has ids
+            _warn_numbers(model, values, side=side, name=name)
+        return out
     except (TypeError, ValueError) as exc:
         if getattr(model, f"{side}_ids") is None:
             raise
@@ -193,6 +197,22 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
                         f"model has {side} ids (model.{side}_ids, e.g. "
                         f"{np.asarray(getattr(model, f'{side}_ids'))[:3].tolist()}): pass ids=True "
                         "to give ids") from None
+
+
+def _warn_numbers(model: Factorization, values: Any, *, side: str, name: str) -> None:
+    """Warn that numbers given without ``ids`` are read as row (column) numbers when the
+    model's ids on that side are integers too, so that ``users=1`` could mean either."""
+    own = getattr(model, f"{side}_ids")
+    if own is None or np.asarray(own).dtype.kind not in "iu":
+        return
+    shown = np.asarray(values).reshape(-1)[:3].tolist()
+    what = "row" if side == "user" else "column"
+    warnings.warn(
+        f"{name}={shown if np.ndim(values) else shown[0]} is read as {what} numbers, not as "
+        f"{side} ids, although this model's {side} ids are integers too (model.{side}_ids "
+        f"starts {np.asarray(own)[:3].tolist()}); pass ids=True to give {side} ids, or "
+        f"ids=False to give {what} numbers without this warning", UserWarning,
+        stacklevel=user_stacklevel())
 
 
 def _is_a_user(Y_seen: Any) -> bool:

@@ -47,12 +47,15 @@ def test_filters_and_ids(big):
     model, seen = big
     index = ApproximateIndex(model)
     cand = np.arange(0, 5000, 2)
-    a, _ = fp.recommend(model, seen, n=5, items=cand, exclude=[0, 2, 4], approximate=index)
-    e, _ = fp.recommend(model, seen, n=5, items=cand, exclude=[0, 2, 4])
+    a, _ = fp.recommend(model, seen, n=5, items=cand, exclude=[0, 2, 4], approximate=index,
+                         ids=False)
+    e, _ = fp.recommend(model, seen, n=5, items=cand, exclude=[0, 2, 4], ids=False)
     assert np.all(np.isin(a, cand)) and not np.isin(a, [0, 2, 4]).any()
     assert _recall(a, e) >= 0.9
-    few, _ = fp.recommend(model, seen, n=5, items=[1, 3, 5, 7], approximate=index)  # exact path
-    np.testing.assert_array_equal(few, fp.recommend(model, seen, n=5, items=[1, 3, 5, 7])[0])
+    few, _ = fp.recommend(model, seen, n=5, items=[1, 3, 5, 7], approximate=index,  # exact path
+                          ids=False)
+    np.testing.assert_array_equal(few, fp.recommend(model, seen, n=5, items=[1, 3, 5, 7],
+                                                         ids=False)[0])
     ids, _ = fp.recommend(model, seen, users=[3], n=5, ids=True, approximate=index)
     assert all(10_000 <= i < 15_000 for i in ids[0])
 
@@ -61,8 +64,8 @@ def test_similar_is_close_to_exact(big):
     model, _ = big
     index = ApproximateIndex(model, similarity="cosine")
     q = np.arange(0, 5000, 50)
-    e, ecos = fp.similar_items(model, q, n=10)
-    a, acos = fp.similar_items(model, q, n=10, approximate=index)
+    e, ecos = fp.similar_items(model, q, n=10, ids=False)
+    a, acos = fp.similar_items(model, q, n=10, approximate=index, ids=False)
     assert _recall(a, e) >= 0.95 and not np.any(a == q[:, None])
     users = ApproximateIndex(model, side="user", similarity="cosine")
     e, _ = fp.similar_users(model, [0, 1, 2], n=5)
@@ -96,7 +99,7 @@ def test_refusals(big):
     index = ApproximateIndex(model)
     with pytest.raises(ValueError, match="built with side='item', similarity='dot'; this call "
                                          "needs side='item', similarity='cosine'"):
-        fp.similar_items(model, [0], approximate=index)
+        fp.similar_items(model, [0], approximate=index, ids=False)
     other = Factorization(model.user_factors, model.item_factors * 2)
     with pytest.raises(ValueError, match="built from other item factors than this model's"):
         fp.recommend(other, None, n=3, approximate=index)

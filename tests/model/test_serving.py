@@ -49,6 +49,33 @@ def _ids_model(m=6, n=5, k=2, seed=0):
 
 # ----------------------------------------------------------------------------- recommend
 
+def test_numbers_on_a_model_with_integer_ids_warn_how_they_are_read():
+    """users=1 on a model whose user ids are integers could mean row 1 or user 1: without
+    ids= it is row 1, with a warning that names the argument and both ways to say which;
+    ids=False and ids=True are silent, and text ids never warn."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    model = Factorization(rng.normal(size=(6, 2)), rng.normal(size=(5, 2)), method="test",
+                          user_ids=np.array([10, 11, 12, 13, 14, 15]),
+                          item_ids=np.array([f"i{j}" for j in range(5)]))
+    with pytest.warns(UserWarning, match=r"users=\[1\] is read as row numbers, not as user ids.*"
+                                         r"starts \[10, 11, 12\]\); pass ids=True"):
+        rows, _ = fp.recommend(model, None, users=[1], n=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(fp.recommend(model, None, users=[1], n=2, ids=False)[0], rows)
+        by_id, _ = fp.recommend(model, None, users=[11], n=2, ids=True)
+        assert np.array_equal(by_id, model.item_ids[rows])           # user 11 is row 1
+        fp.recommend(model, None, users=[1], n=2, items=[0, 3], ids=False)  # text-id side too
+        fp.similar_items(model, "i2", n=2)
+        fp.similar_items(model, 2, n=2)                       # numbers on a text-id side
+    with pytest.warns(UserWarning, match="users=3 is read as row numbers"):
+        fp.recommend(model, None, users=3, n=2)
+    with pytest.raises(ValueError, match="users must lie in"):       # an error, not a warning
+        fp.recommend(model, None, users=[9], n=2)
+
+
 @given(Y=csr_matrices(max_rows=7, max_cols=9), k=st.integers(1, 3), n=st.integers(1, 12),
        seed=st.integers(0, 2**31 - 1), filt=st.sampled_from(["none", "items", "exclude", "both"]))
 def test_recommend_matches_the_dense_reference(Y, k, n, seed, filt):
@@ -172,9 +199,9 @@ def test_a_huge_n_allocates_only_the_items_there_are():
 
 def test_recommend_blocks_with_filters_do_not_change_the_answer(monkeypatch):
     model = _ids_model(40, 9)
-    a = fp.recommend(model, None, n=4, items=[0, 2, 4, 6, 8], exclude=[2])
+    a = fp.recommend(model, None, n=4, items=[0, 2, 4, 6, 8], exclude=[2], ids=False)
     monkeypatch.setattr(model_mod, "_BLOCK_BYTES", 8 * 9 * 3)
-    b = fp.recommend(model, None, n=4, items=[0, 2, 4, 6, 8], exclude=[2])
+    b = fp.recommend(model, None, n=4, items=[0, 2, 4, 6, 8], exclude=[2], ids=False)
     np.testing.assert_array_equal(a[0], b[0])
 
 
@@ -262,7 +289,7 @@ def test_similar_matches_dense_cosine(F, seed, n, side, zero_row):
 def test_similar_exact_order_blocks_and_ids(monkeypatch):
     rng = np.random.default_rng(3)
     model = _ids_model(30, 25, k=4, seed=3)
-    nb, sims = similar_items(model, [0, 7, 24], n=5)
+    nb, sims = similar_items(model, [0, 7, 24], n=5, ids=False)
     C = ref_cosine(model.item_factors)
     for r, i in enumerate([0, 7, 24]):
         order = [j for j in np.argsort(-C[i], kind="stable") if j != i][:5]
@@ -271,7 +298,7 @@ def test_similar_exact_order_blocks_and_ids(monkeypatch):
     np.testing.assert_array_equal(ids, model.item_ids[nb])
     np.testing.assert_array_equal(sims_id, sims)
     monkeypatch.setattr(model_mod, "_BLOCK_BYTES", 8 * 25 * 2)      # blocks of 2 queries
-    nb2, sims2 = similar_items(model, [0, 7, 24], n=5)
+    nb2, sims2 = similar_items(model, [0, 7, 24], n=5, ids=False)
     np.testing.assert_array_equal(nb, nb2)
     # a block of one query is a matrix-vector product, summed in another order than a
     # matrix-matrix one: the cosines may differ in the last bit, the order does not
