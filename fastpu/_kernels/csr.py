@@ -245,8 +245,8 @@ def _group_grams(E, q, g_lo, g_hi, acc):
     A group whose weights are all one value c (the default weights, and ρ·p with the default p)
     takes c XᵀX, whose product NumPy hands to BLAS's symmetric rank-k update: half the
     multiply-adds of the general product Xqᵀ X, which it equals up to rounding (bit for bit
-    when c = 1 on OpenBLAS here; the tests compare them to a tolerance). NumPy's casts, products and BLAS calls release the GIL, so
-    threads run side by side."""
+    when c = 1 on OpenBLAS here; the tests compare them to a tolerance). NumPy's casts,
+    products and BLAS calls release the GIL, so threads run side by side."""
     n = E.shape[0]
     for grp in range(g_lo, g_hi):
         lo = grp * GRAM_GROUP
