@@ -106,7 +106,8 @@ def write_report(raw, args, seeds, betas):
             tuned = json.load(fh)
     head = ("| split | " + " | ".join(f"β = {b:g}" for b in betas)
             + " | pick (by validation) | its test | `tune(\"ocmf\")` (results_recbole) | EASE |")
-    lines = ["# RecBole's MovieLens-1M protocol: user-oriented unlabeled weights", "",
+    lines = [f"# RecBole's MovieLens-1M protocol: user-oriented unlabeled weights at k = "
+             f"{args.k}", "",
              provenance([tuple(raw["stamp"])]), "",
              f"`python benchmarks/quality/results_recbole_weights.py --seeds {args.seeds} --k "
              f"{args.k} --betas {args.betas} --epochs {args.epochs}`: iALS's weighting ("
