@@ -41,6 +41,7 @@ EXAMPLES = {
     ("homf.md", 1): None,
     ("ocmf.md", 0): None,
     ("ocmf.md", 1): None,
+    ("ocmf.md", 2): None,
     ("partial_fit.md", 0): None,
     ("partial_fit.md", 1): None,
     ("select.md", 0): None,
@@ -151,6 +152,15 @@ def _homf(ns, out):
     assert "'ndcg@10'" in out and "'precision@5'" in out
 
 
+def _ocmf_user_weights(ns, out):
+    n, p = ns["n"], ns["oriented"].params
+    assert n.shape == (943,) and n.min() > 0        # every user keeps positives in training
+    lines = [line.rsplit(" ", 1) for line in out.strip().splitlines()]
+    assert [name for name, _ in lines] == ["uniform", "user-oriented"]
+    assert all(_unit(value) for _, value in lines)
+    assert p["negatives"] == "all" and p["nu"] == 1.0
+
+
 def _ocmf_graph(ns, out):
     assert ns["model"].params["lam_graph"] == 0.1 and "'precision@5'" in out
 
@@ -198,7 +208,8 @@ def _select_rows(ns, out):
 CHECKS = {
     ("csrr.md", 0): _csrr, ("distributed.md", 0): _distributed, ("fbgd.md", 1): _fbgd_tensor,
     ("fbgd.md", 2): _fbgd, ("fold_in.md", 0): _fold_in, ("fold_in.md", 1): _fold_in_ids,
-    ("homf.md", 1): _homf, ("ocmf.md", 0): _ocmf_graph, ("ocmf.md", 1): _ocmf_features,
+    ("homf.md", 1): _homf, ("ocmf.md", 0): _ocmf_user_weights,
+    ("ocmf.md", 1): _ocmf_graph, ("ocmf.md", 2): _ocmf_features,
     ("partial_fit.md", 0): _partial_fit, ("partial_fit.md", 1): _approximate,
     ("select.md", 0): _select, ("select.md", 2): _select_rows,
     ("serving.md", 4): _implicit_compat,
