@@ -36,8 +36,9 @@ import results_recbole as R  # noqa: E402
 SETTING = dict(loss="square", negatives="all", a_bar=0.0, nu=1.0, rho=0.6, lam=0.006)
 
 
-def curve(train, valid, test, k, epochs, seed):
-    """[(validation NDCG@10, test NDCG@10)] after each epoch, and the fit's seconds."""
+def curve(train, valid, test, k, epochs, seed, **fit_args):
+    """[(validation NDCG@10, test NDCG@10)] after each epoch, and the fit's seconds
+    (``fit_args``: further ``ocmf.fit`` arguments beside :data:`SETTING`)."""
     seen = sp.csr_array(train + valid)
     out = []
 
@@ -46,8 +47,25 @@ def curve(train, valid, test, k, epochs, seed):
         out.append((R.ndcg(model, train, valid), R.ndcg(model, seen, test)))
 
     t0 = time.perf_counter()
-    fp.ocmf.fit(train, k, n_iter=epochs, seed=seed, callback=score, **SETTING)
+    fp.ocmf.fit(train, k, n_iter=epochs, seed=seed, callback=score, **SETTING, **fit_args)
     return out, time.perf_counter() - t0
+
+
+def sweep(seeds, values, name, fit_curve):
+    """{"seed/value": {"curve", "seconds"}} over RecBole's splits of ``seeds`` and ``values``
+    (ranks, weight exponents, ...): ``fit_curve(train, valid, test, seed, value)`` gives a
+    :func:`curve` and its seconds. Prints each one's epoch best on validation as it goes."""
+    Y = R.positives()
+    out = {}
+    for seed in seeds:
+        train, valid, test = R.recbole_split(Y, seed)
+        for v in values:
+            c, secs = fit_curve(train, valid, test, seed, v)
+            out[f"{seed}/{v:g}"] = dict(curve=c, seconds=secs)
+            b = int(np.argmax([x for x, _ in c]))
+            print(f"split {seed} {name} = {v:g}: epoch {b + 1} best on validation "
+                  f"({c[b][0]:.4f}), test {c[b][1]:.4f} ({secs:.0f} s)", flush=True)
+    return out
 
 
 def main(argv=None):
@@ -60,17 +78,10 @@ def main(argv=None):
     seeds = [int(s) for s in args.seeds.split(",")]
     ks = [int(k) for k in args.ks.split(",")]
     fp.set_num_threads(2)
-    Y = R.positives()
-    raw = dict(setting=SETTING, epochs=args.epochs, stamp=list(stamp()), curves={},
+    raw = dict(setting=SETTING, epochs=args.epochs, stamp=list(stamp()),
                load_start=[round(x, 2) for x in os.getloadavg()])
-    for seed in seeds:
-        train, valid, test = R.recbole_split(Y, seed)
-        for k in ks:
-            c, secs = curve(train, valid, test, k, args.epochs, seed)
-            raw["curves"][f"{seed}/{k}"] = dict(curve=c, seconds=secs)
-            b = int(np.argmax([v for v, _ in c]))
-            print(f"split {seed} k = {k}: epoch {b + 1} best on validation ({c[b][0]:.4f}), "
-                  f"test {c[b][1]:.4f} ({secs:.0f} s)", flush=True)
+    raw["curves"] = sweep(seeds, ks, "k", lambda train, valid, test, seed, k: curve(
+        train, valid, test, k, args.epochs, seed))
     raw["load_end"] = [round(x, 2) for x in os.getloadavg()]
     with open(args.out + ".json", "w") as fh:
         json.dump(raw, fh)

@@ -26,20 +26,16 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
-import scipy.sparse as sp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fastpu as fp  # noqa: E402
 from _common import RESULTS_DOCS, provenance, stamp  # noqa: E402
-import results_recbole as R  # noqa: E402
-
-#: the first setting of tune's iALS family (fastpu.ocmf's tuning families)
-SETTING = dict(loss="square", negatives="all", a_bar=0.0, nu=1.0, rho=0.6, lam=0.006)
+import results_recbole_epochs as E  # noqa: E402
+from results_recbole_epochs import SETTING  # noqa: E402
 
 
 def user_weights(train, beta):
@@ -50,18 +46,9 @@ def user_weights(train, beta):
 
 
 def curve(train, valid, test, k, beta, epochs, seed):
-    """[(validation NDCG@10, test NDCG@10)] after each epoch, and the fit's seconds."""
-    seen = sp.csr_array(train + valid)
-    out = []
-
-    def score(info):
-        model = info["model"]()
-        out.append((R.ndcg(model, train, valid), R.ndcg(model, seen, test)))
-
-    t0 = time.perf_counter()
-    fp.ocmf.fit(train, k, n_iter=epochs, seed=seed, p=user_weights(train, beta), callback=score,
-                **SETTING)
-    return out, time.perf_counter() - t0
+    """[(validation NDCG@10, test NDCG@10)] after each epoch with user weights n_i^β, and the
+    fit's seconds."""
+    return E.curve(train, valid, test, k, epochs, seed, p=user_weights(train, beta))
 
 
 def main(argv=None):
@@ -75,17 +62,10 @@ def main(argv=None):
     seeds = [int(s) for s in args.seeds.split(",")]
     betas = [float(b) for b in args.betas.split(",")]
     fp.set_num_threads(2)
-    Y = R.positives()
     raw = dict(setting=SETTING, k=args.k, epochs=args.epochs, betas=betas, stamp=list(stamp()),
-               curves={}, load_start=[round(x, 2) for x in os.getloadavg()])
-    for seed in seeds:
-        train, valid, test = R.recbole_split(Y, seed)
-        for beta in betas:
-            c, secs = curve(train, valid, test, args.k, beta, args.epochs, seed)
-            raw["curves"][f"{seed}/{beta:g}"] = dict(curve=c, seconds=secs)
-            b = int(np.argmax([v for v, _ in c]))
-            print(f"split {seed} beta = {beta:g}: epoch {b + 1} best on validation "
-                  f"({c[b][0]:.4f}), test {c[b][1]:.4f} ({secs:.0f} s)", flush=True)
+               load_start=[round(x, 2) for x in os.getloadavg()])
+    raw["curves"] = E.sweep(seeds, betas, "beta", lambda train, valid, test, seed, beta: curve(
+        train, valid, test, args.k, beta, args.epochs, seed))
     raw["load_end"] = [round(x, 2) for x in os.getloadavg()]
     with open(args.out + ".json", "w") as fh:
         json.dump(raw, fh)
