@@ -51,6 +51,11 @@ def curve(train, valid, test, k, epochs, seed, **fit_args):
     return out, time.perf_counter() - t0
 
 
+def best_epoch(c):
+    """The index of the epoch of ``c`` (a :func:`curve`) best on validation, earliest on ties."""
+    return int(np.argmax([v for v, _ in c]))
+
+
 def sweep(seeds, values, name, fit_curve):
     """{"seed/value": {"curve", "seconds"}} over RecBole's splits of ``seeds`` and ``values``
     (ranks, weight exponents, ...): ``fit_curve(train, valid, test, seed, value)`` gives a
@@ -62,7 +67,7 @@ def sweep(seeds, values, name, fit_curve):
         for v in values:
             c, secs = fit_curve(train, valid, test, seed, v)
             out[f"{seed}/{v:g}"] = dict(curve=c, seconds=secs)
-            b = int(np.argmax([x for x, _ in c]))
+            b = best_epoch(c)
             print(f"split {seed} {name} = {v:g}: epoch {b + 1} best on validation "
                   f"({c[b][0]:.4f}), test {c[b][1]:.4f} ({secs:.0f} s)", flush=True)
     return out
@@ -103,7 +108,7 @@ def main(argv=None):
     for key, row in raw["curves"].items():
         seed, k = key.split("/")
         c = row["curve"]
-        b = int(np.argmax([v for v, _ in c]))
+        b = best_epoch(c)
         at16 = f"{c[15][1]:.4f}" if len(c) >= 16 else ""
         t = tuned.get(f"ocmf/{seed}", {}).get("test")
         e = tuned.get(f"ease/{seed}", {}).get("test")

@@ -72,12 +72,6 @@ def main(argv=None):
     write_report(raw, args, seeds, betas)
 
 
-def _best(c):
-    """(epoch index, validation, test) of the epoch best on validation (earliest on ties)."""
-    b = int(np.argmax([v for v, _ in c]))
-    return b, c[b][0], c[b][1]
-
-
 def write_report(raw, args, seeds, betas):
     tuned = {}
     path = os.path.join(str(RESULTS_DOCS), "recbole-ml1m.json")
@@ -101,7 +95,8 @@ def write_report(raw, args, seeds, betas):
     for seed in seeds:
         cells, best = [], None
         for beta in betas:
-            _, v, t = _best(raw["curves"][f"{seed}/{beta:g}"]["curve"])
+            c = raw["curves"][f"{seed}/{beta:g}"]["curve"]
+            v, t = c[E.best_epoch(c)]
             cells.append(f"{v:.4f} / {t:.4f}")
             if best is None or v > best[1]:
                 best = (beta, v, t)
