@@ -168,41 +168,40 @@ def _positions(model: Factorization, values: ArrayLike | None, *, side: str, nam
     if isinstance(values, (list, tuple)) and len(values) == 0:
         return np.empty(0, dtype=np.int64)           # [] is float64 to numpy, but means none
     size = model.shape[0 if side == "user" else 1]
-    if ids is None:
-        if not is_text(values):
-            ids = None if getattr(model, f"{side}_ids") is not None else False
-        elif getattr(model, f"{side}_ids") is None:
+    own = getattr(model, f"{side}_ids")
+    told = ids is not None
+    if not told and is_text(values):
+        if own is None:
             shown = np.asarray(values).reshape(-1)[:3].tolist()
             raise ValueError(
                 f"{name} holds {side} ids ({shown}), but this model has no {side} ids "
                 f"(model.{side}_ids is None: it was fitted on a bare matrix, not a "
                 f"fastpu.datasets.Dataset); pass {'row' if side == 'user' else 'column'} numbers, "
                 "or fit the model on a Dataset to keep the ids")
-        else:
-            ids = True
+        ids = True
     if ids and _use_ids(model, side, ids):
         return lookup(_ids_of(model, side), values, name=name, what=side)
     try:
         out = V.check_indices(values, name=name, size=size)
-        if ids is None:                  # numbers, not told which, on a side that has ids
-            _warn_numbers(model, values, side=side, name=name)
-        return out
     except (TypeError, ValueError) as exc:
-        if getattr(model, f"{side}_ids") is None:
+        if own is None:
             raise
         # a model with ids takes row/column numbers unless ids=True: say so where it shows
         raise type(exc)(f"{exc}; {name} {'is' if name == 'query' else 'are'} "
                         f"{'row' if side == 'user' else 'column'} numbers "
                         f"unless ids=True, and this "
                         f"model has {side} ids (model.{side}_ids, e.g. "
-                        f"{np.asarray(getattr(model, f'{side}_ids'))[:3].tolist()}): pass ids=True "
+                        f"{np.asarray(own)[:3].tolist()}): pass ids=True "
                         "to give ids") from None
+    if not told:                         # numbers, and not told whether they are ids
+        _warn_numbers(own, values, side=side, name=name)
+    return out
 
 
-def _warn_numbers(model: Factorization, values: Any, *, side: str, name: str) -> None:
+def _warn_numbers(own: Any, values: Any, *, side: str, name: str) -> None:
     """Warn that numbers given without ``ids`` are read as row (column) numbers when the
-    model's ids on that side are integers too, so that ``users=1`` could mean either."""
-    own = getattr(model, f"{side}_ids")
+    model's ids on that side (``own``) are integers too, so that ``users=1`` could mean
+    either."""
     if own is None or np.asarray(own).dtype.kind not in "iu":
         return
     shown = np.asarray(values).reshape(-1)[:3].tolist()
