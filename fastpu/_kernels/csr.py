@@ -253,7 +253,7 @@ def _group_grams(E, q, g_lo, g_hi, acc):
         hi = min(n, lo + GRAM_GROUP)
         X = E[lo:hi].astype(np.float64)
         qg = q[lo:hi]
-        c = qg[0] if qg.size else 1.0
+        c = qg[0]                        # a group has at least one row (lo < n)
         if (qg == c).all():
             G = X.T @ X                  # the same buffer twice: NumPy calls syrk
             if c != 1.0:
