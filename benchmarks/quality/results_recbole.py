@@ -1,6 +1,7 @@
 """RecBole's MovieLens-1M full-ranking protocol, run on fastpu, beside RecBole's published table.
 
     python benchmarks/quality/results_recbole.py [--splits 5] [--budget 16] [--methods ease,ocmf,als]
+        [--p user-oriented]
 
 The protocol of RecBole's published MovieLens-1M leaderboard (RecBole v1.1.1, general
 recommendation, "ml-1m", full ranking): ratings of 3 and above are the positives; users and items
@@ -18,6 +19,8 @@ every method is tuned the way fastpu tunes it:
 * ``ease``: λ from a log grid on the validation part;
 * ``ocmf``: ``fastpu.select.tune("ocmf", ..., validation=(train, valid))`` (its rank ladder over
   iALS's square loss and LR-wSQ), then refitted on the training part for the best iteration;
+  with ``--p user-oriented``, every trial and the refit use ``p="user-oriented"`` (each fit
+  takes the counts of the part it is trained on);
 * ``als``: implicit's ALS on a grid of factors × regularisation × α (the ``bench`` extra).
 
 Writes ``docs/results/recbole-ml1m.md`` (the table, RecBole's published figures quoted beside
@@ -100,9 +103,10 @@ def run_ease(train, valid, test, seen):
                 fit_seconds=fit_s)
 
 
-def run_ocmf(train, valid, test, seen, budget, seed):
+def run_ocmf(train, valid, test, seen, budget, seed, p=None):
+    fixed = {} if p is None else dict(p=p)
     res = fp.select.tune("ocmf", train + valid, validation=(train, valid), budget=budget,
-                         refit=False, seed=seed)
+                         refit=False, seed=seed, **fixed)
     params = {k: v for k, v in res.best_params.items() if k != "n_iter"}
     k = params.pop("k")
     t0 = time.perf_counter()
@@ -137,8 +141,12 @@ def main(argv=None):
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--budget", type=int, default=16)
     ap.add_argument("--methods", default="ease,ocmf,als")
-    ap.add_argument("--out", default=os.path.join(OUT, "recbole-ml1m"))
+    ap.add_argument("--p", default=None, choices=("user-oriented",),
+                    help="ocmf's unlabeled user weights, fixed in every trial")
+    ap.add_argument("--out", default=None, help="default: docs/results/recbole-ml1m[-<p>]")
     args = ap.parse_args(argv)
+    if args.out is None:
+        args.out = os.path.join(OUT, "recbole-ml1m" + ("" if args.p is None else f"-{args.p}"))
     methods = args.methods.split(",")
     Y = positives()
     print(f"positives: {Y.shape[0]} users × {Y.shape[1]} items, {Y.nnz} positives", flush=True)
@@ -155,7 +163,7 @@ def main(argv=None):
             if name == "ease":
                 row = run_ease(train, valid, test, seen)
             elif name == "ocmf":
-                row = run_ocmf(train, valid, test, seen, args.budget, seed)
+                row = run_ocmf(train, valid, test, seen, args.budget, seed, args.p)
             elif name == "als":
                 row = run_als(train, valid, test, seen, seed)
             else:
@@ -170,14 +178,17 @@ def main(argv=None):
 
 def write_report(raw, args, Y, methods):
     commit, dirty = git_commit()
-    labels = {"ease": "EASE (fastpu.baselines.ease)", "ocmf": "ocmf, fastpu.select.tune",
+    labels = {"ease": "EASE (fastpu.baselines.ease)",
+              "ocmf": "ocmf, fastpu.select.tune" + ("" if args.p is None else f' (p="{args.p}")'),
               "als": "implicit's ALS, grid"}
     lines = [
         "# RecBole's MovieLens-1M protocol",
         "",
         f"*Measured at commit `{commit}`{' (with uncommitted changes)' if dirty else ''} on "
         f"{time.strftime('%Y-%m-%d')} (load average {os.getloadavg()[0]:.1f} at the end); "
-        f"`benchmarks/quality/results_recbole.py --splits {args.splits} --budget {args.budget}`.*",
+        f"`benchmarks/quality/results_recbole.py --splits {args.splits} --budget {args.budget}"
+        f"{'' if args.p is None else ' --p ' + args.p}"
+        f"{'' if args.methods == 'ease,ocmf,als' else ' --methods ' + args.methods}`.*",
         "",
         f"The positives: {Y.shape[0]:,} users × {Y.shape[1]:,} items, {Y.nnz:,} positives "
         "(RecBole's protocol; the module docstring of the script gives it). Test NDCG@10, mean ± "

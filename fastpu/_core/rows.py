@@ -77,6 +77,21 @@ def no_weights(model: Any, p: Any, q: Any) -> None:
                          "use them (leave them None)")
 
 
+#: the named rules for ocmf's per-user unlabeled weights ``p`` (besides an array)
+P_SCHEMES = ("user-oriented",)
+
+
+def user_oriented(counts: Any, mean: float | None = None) -> tuple[np.ndarray, float]:
+    """Pan et al.'s user-oriented unlabeled weights (ICDM 2008): p_i = c_i / mean, with c_i
+    the row's positives, counted as at least 1 (a user with none keeps a weight and a strictly
+    convex row problem). ``mean``: the mean of the c_i of the rows the rule was fitted on
+    (``None``: these rows', so that the p_i average 1). Returns (p, mean)."""
+    c = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    if mean is None:
+        mean = float(c.mean()) if c.size else 1.0
+    return np.ascontiguousarray(c / float(mean)), float(mean)
+
+
 def scaled_penalty(lam: float, nu: float, count: Any) -> np.ndarray:
     """Frequency-scaled regularisation (Rendle, Krichene, Zhang, Koren, 2022): row i's weight
     λ_i = lam · count_i^nu, where count_i is the weight the row's terms carry (its positives and

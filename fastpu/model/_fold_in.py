@@ -69,7 +69,8 @@ def fold_in(model: Factorization, Y_new: Sparse | Dataset | IdLists | None = Non
         The new users' features, for models fitted with ``user_features`` (and only for them).
     p : array-like, shape (m_new,), optional
         ocmf only: the new users' unlabeled weights p_i (multiplied by the model's ``rho``);
-        default ones, as in ``fit``.
+        default ones, as in ``fit``, or for a model fitted with ``p="user-oriented"`` that
+        rule on the new users' own positives: c_i / ``model.params["p_mean"]``.
     q : array-like, shape (n,), optional
         ocmf only: the item weights q_j; default the ``q`` the model was fitted with
         (``model.extras["q"]``), ones when it was fitted without.

@@ -25,6 +25,7 @@ from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.dataset import Dataset
 from fastpu._core.factorization import Factorization, positives
 from fastpu._core.hints import ArrayLike, Sparse, Threads
+from fastpu._core.rows import user_oriented
 from fastpu._core.threads import limit_threads
 from fastpu.model._fold_in import check_new_rows, trained_users
 from fastpu.model._inputs import IdLists
@@ -137,7 +138,7 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
     pos, grown = _targets(model, ids, side=side, count=Y.shape[0], dataset_ids=dataset_ids)
     _refuse(view, sides, side, pos, size, side)
     base = trained_users(view) if side == "user" else view
-    p_rows = _row_weights(model, side, p, q, pos, size)
+    p_rows = _row_weights(model, side, p, q, pos, size, Y)
     with limit_threads(n_threads):
         F, info = solver.fold_rows(base, Y, None, p=p_rows, q=None if side == "item" else q,
                                    tol=tol, max_iter=max_iter, rng=rng, dense_limit=None)
@@ -155,7 +156,7 @@ def _partial(model: Factorization, new_rows: Any, ids: Any, *, side: str, p: Any
         warnings.warn(f"partial_fit_{side}s: {bad} of {F.shape[0]} rows stopped above tol={tol:g} "
                       f"(see extras['partial_fit']['grad_norm'])", RuntimeWarning,
                       stacklevel=user_stacklevel())
-    return _assemble(model, sides, side, pos, F, grown, Vnew, info, q, Y)
+    return _assemble(model, sides, side, pos, F, grown, Vnew, info, q, Y, p_rows)
 
 
 def _items_view(model: Factorization, sides: Any, p: Any) -> Factorization:
@@ -167,10 +168,13 @@ def _items_view(model: Factorization, sides: Any, p: Any) -> Factorization:
 
 
 def _row_weights(model: Factorization, side: str, p: Any, q: Any, pos: np.ndarray,
-                 size: int) -> Any:
-    """The unlabeled weights of the recomputed rows (ocmf): users' p, or for items their q
-    (given, else the model's fitted q for existing items and 1 for new ones)."""
+                 size: int, Y: Sparse) -> Any:
+    """The unlabeled weights of the recomputed rows (ocmf): users' p (given, else the fit's
+    ``p="user-oriented"`` rule on their rows of ``Y``), or for items their q (given, else the
+    model's fitted q for existing items and 1 for new ones)."""
     if side == "user":
+        if p is None and model.params.get("p") == "user-oriented":
+            p, _ = user_oriented(np.diff(Y.indptr), float(model.params["p_mean"]))
         return p
     if q is not None:
         return V.check_vector(q, name="q", size=pos.size)
@@ -211,7 +215,7 @@ def _grow_sparse(M: Sparse, pos: np.ndarray, rows: Sparse, total: int) -> Sparse
 
 def _assemble(model: Factorization, sides: Any, side: str, pos: np.ndarray, F: np.ndarray,
               grown: np.ndarray | None, Vnew: Any, info: dict[str, Any], q: Any,
-              Y: Sparse) -> Factorization:
+              Y: Sparse, p_rows: Any = None) -> Factorization:
     old = model.shape[0 if side == "user" else 1]
     attr = f"{side}_factors"
     cur = getattr(model, attr)
@@ -228,6 +232,12 @@ def _assemble(model: Factorization, sides: Any, side: str, pos: np.ndarray, F: n
         if q is not None:
             qq[pos[new]] = np.asarray(q, dtype=np.float64)[new]
         extras["q"] = qq
+    if side == "user" and "p" in model.extras:
+        # the users' weights follow their rows (partial_fit_items reads them)
+        pp = np.ones(factors.shape[0])
+        pp[:old] = np.asarray(model.extras["p"], dtype=np.float64)
+        pp[pos] = 1.0 if p_rows is None else V.check_vector(p_rows, name="p", size=pos.size)
+        extras["p"] = pp
     extras["partial_fit"] = dict(info, side=side, rows=pos)
     changes["extras"] = extras
     if Vnew is not None and getattr(model, "V", None) is not None:
@@ -331,7 +341,8 @@ def partial_fit_items(model: Factorization, new_rows: Sparse | Dataset | IdLists
 partial_fit_users.__doc__ = _DOC.format(
     side="user", Side="User", other="item", swap="", refused="", n_other="n_items",
     n_side="m", dataset="columns matched by item id", example=partial_fit_users_example,
-    pq="``p`` the listed users' (default 1), ``q`` the items' (default the model's fitted q).",
+    pq="``p`` the listed users' (default 1, or for a model fitted with ``p=\"user-oriented\"`` "
+       "that rule on their rows of new_rows), ``q`` the items' (default the model's fitted q).",
     refuse_text="the model is CSRR-I/II (no user factors)")
 partial_fit_items.__doc__ = _DOC.format(
     side="item", Side="Item", other="user",
@@ -340,7 +351,7 @@ partial_fit_items.__doc__ = _DOC.format(
     refused=" (fbgd and homf refuse: their item side is not a row problem of the same kind)",
     n_other="m", n_side="n_items", dataset="its items are the rows, its users matched by user id",
     example=partial_fit_items_example,
-    pq="``p`` the users' weights (length m; default 1, as in fit — pass the p the model was "
-       "fitted with), ``q`` the listed items' (default the model's fitted q for items it has, "
+    pq="``p`` the users' weights (length m; default 1, as in fit — pass the p array the model "
+       "was fitted with; a model fitted with ``p=\"user-oriented\"`` uses its ``extras['p']``), ``q`` the listed items' (default the model's fitted q for items it has, "
        "1 for new ones).",
     refuse_text="the model is fBGD or HOMF (each refusal says why)")

@@ -54,7 +54,11 @@ class _Ocmf(Sides):
         for a, b in (("lam_w", "lam_h"), ("user_features", "item_features"),
                      ("has_user_graph", "has_item_graph")):
             prm[a], prm[b] = model.params.get(b), model.params.get(a)
-        extras = {key: v for key, v in model.extras.items() if key not in ("q", "W", "H")}
+        prm.pop("p", None)                       # a users' rule does not apply to items
+        prm.pop("p_mean", None)
+        extras = {key: v for key, v in model.extras.items() if key not in ("p", "q", "W", "H")}
+        if p is None:
+            p = model.extras.get("p")            # the fit's users' weights (p="user-oriented")
         if p is not None:
             extras["q"] = p                      # the fixed side's (users') weights
         if "H" in model.extras:

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from fastpu._core import validation as V
 from fastpu._core.hints import ArrayLike, Callback, DTypeLike, Matrix, Seed
+from fastpu._core.rows import P_SCHEMES, user_oriented
 from fastpu._kernels.losses import LOSS_CODES, LOSSES as LOSS_FACTS
 from fastpu._kernels.ocmf import RowOptions
 
@@ -189,6 +190,18 @@ def check_unlabeled_weights(rho: float, p: np.ndarray, q: np.ndarray, abar: floa
             f"{where}the largest unlabeled weight rho·p_i·q_j is {largest:g} (rho={rho:g}, max p "
             f"{p.max(initial=0):g}, max q {q.max(initial=0):g}), above {V.PENALTY_MAX:g}: the unlabeled "
             "terms would swamp the loss and overflow its row problems; expected weights of order 1 or below")
+
+
+def resolve_p(p: Any, Y: Any) -> tuple[Any, float | None]:
+    """``p`` as :func:`fastpu.ocmf.fit` takes it: an array (or None) as it is, or a rule's name
+    (:data:`fastpu._core.rows.P_SCHEMES`) resolved from the positives of CSR ``Y``. Returns (p,
+    the mean count of the user-oriented rule, None for an array)."""
+    if not isinstance(p, str):
+        return p, None
+    if p not in P_SCHEMES:
+        raise ValueError(f"p must be an array of per-user weights (length m), None, or one of "
+                         f"{', '.join(repr(s) for s in P_SCHEMES)}; got {p!r}")
+    return user_oriented(np.diff(Y.indptr))
 
 
 def check_model(shape: tuple[int, int], *, loss: Any, rho: Any, p: ArrayLike | None,
@@ -483,6 +496,13 @@ def check_fitted(model: Any) -> None:
         check_count(prm, key, optional=optional)
     if "init_std" in prm:
         V.check_scalar(prm["init_std"], name=_p("init_std"), minimum=0.0)
+    if prm.get("p") is not None:
+        V.check_choice(prm["p"], name=_p("p"), choices=P_SCHEMES)
+        V.check_scalar(prm.get("p_mean"), name=_p("p_mean"), minimum=1.0)
+        if ex.get("p") is None:
+            raise ValueError(f"{_p('p')} is {prm['p']!r} but model.extras['p'] (the users' "
+                             f"weights of the fit) is missing; {_EDITED}")
+        V.check_vector(ex["p"], name="model.extras['p']", size=model.user_factors.shape[0])
     q = None
     if ex.get("q") is not None:
         q = V.check_vector(ex["q"], name="model.extras['q']", size=n)

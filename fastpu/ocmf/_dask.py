@@ -44,6 +44,12 @@ IGNORED = ("dense_limit", "neg_ratio")        # only used by the dense / sampled
 
 
 def _check_unsupported(params):
+    if isinstance(params.get("p"), str):
+        raise ValueError(
+            f"fastpu.distributed.fit(method='ocmf') takes p as an array, not the rule "
+            f"p={params['p']!r} (its counts are the whole Y's, which the workers hold in "
+            "blocks); pass the weights themselves, e.g. c = np.maximum(np.diff(Y.indptr), 1); "
+            "p = c / c.mean(), or use fastpu.ocmf.fit on one machine")
     for name, ok in UNSUPPORTED.items():
         if name in params and not _same(params[name], ok):
             raise ValueError(

@@ -13,7 +13,7 @@ from fastpu._core.dataset import Dataset
 from fastpu.ocmf._nystrom import NystromMap, nystrom_features
 from fastpu.ocmf._check import (FIT_ARGS, LOSSES, NEGATIVES, SOLVERS, Fit, Model, Run,
                                 check_factor, check_fit, check_fit_run, check_model, check_y,
-                                dims)
+                                dims, resolve_p)
 from fastpu.ocmf._problem import (SubProblem, _eigen_basis, _full_objective, _latent, _side_reg,
                                   _update_side, build, eigen_rows)
 from fastpu._core.progress import Progress
@@ -46,7 +46,8 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
         (e + 1 rows with ``intercept``).
     user_features, item_features, user_graph, item_graph, loss, rho, p, q, a_bar, negatives, neg_ratio, lam, lam_w, lam_h, lam_graph, nu, intercept, dense_limit, seed
         As in :func:`fit` (``lam_w``, ``lam_h``: λ_w and λ_h of equation (2); ``None``: ``lam``).
-        With ``nu`` > 0 the counts of frequency-scaled regularisation are ``Y``'s.
+        With ``nu`` > 0 the counts of frequency-scaled regularisation are ``Y``'s, and so are
+        those of ``p="user-oriented"``.
     n_threads : int, optional
         Threads for the kernels (restored afterwards).
 
@@ -71,6 +72,7 @@ def objective(Y: Sparse, W: ArrayLike, H: ArrayLike, *, user_features: Matrix | 
     """
     with limit_threads(n_threads):
         Y = check_y(Y, fit=False)
+        p, _ = resolve_p(p, Y)
         model = check_model(Y.shape, loss=loss, rho=rho, p=p, q=q, a_bar=a_bar,
                             user_features=user_features, item_features=item_features,
                             user_graph=user_graph, item_graph=item_graph, lam=lam, lam_w=lam_w,
@@ -130,8 +132,18 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         (default): 0.01 for the logistic and squared hinge losses, 1/6 for the square loss
         (the loss table's defaults, :data:`fastpu._kernels.losses.LOSS_TABLE`, chosen on the
         tables of docs/results.md).
-    p, q : array-like, optional
-        Per-user and per-item unlabeled weights (non-negative, default ones).
+    p : array-like or "user-oriented", optional
+        Per-user unlabeled weights (non-negative, default ones), or the rule
+        ``"user-oriented"`` (Pan et al., ICDM 2008): p_i = c_i / mean(c), with c_i user i's
+        positives in ``Y`` counted as at least 1, so that a user with more positives weighs
+        her unlabeled entries more, and the weights average 1. With iALS's weighting
+        (``negatives="all", nu=1``) it led RecBole's MovieLens-1M splits (docs/results.md).
+        The rule and the mean count are recorded in ``params`` (``"p"``, ``"p_mean"``), the
+        weights in ``extras["p"]``: :func:`fastpu.fold_in` and
+        :func:`fastpu.partial_fit_users` give new rows c_i / ``p_mean`` from their own
+        positives, :func:`fastpu.partial_fit_items` uses the fitted users' weights.
+    q : array-like, optional
+        Per-item unlabeled weights (non-negative, default ones).
     a_bar : float, optional
         Target score of unlabeled entries; ``None`` gives -1 for logistic/squared hinge, 0 for square.
     negatives : {"full", "all", "sampled", "full_logistic"}
@@ -266,6 +278,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     run = check_fit_run(args)
     with limit_threads(n_threads):
         Y = check_y(Y, fit=True)
+        scheme = p if isinstance(p, str) else None
+        args["p"], p_mean = resolve_p(p, Y)
         c = check_fit(Y.shape, args, run)
         run, model = c.run, c.model
         _check_memory(Y.shape, model, run)
@@ -273,6 +287,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
         W, H = c.start if c.start is not None else _draw_start(run, dims(model, Y.shape))
         _check_finite_start(W, H, run, from_init=c.start is not None)
         params = c.params()
+        if scheme is not None:               # fold-in and partial_fit apply the same rule
+            params.update(p=scheme, p_mean=p_mean)
         progress = Progress("ocmf", verbose=run.verbose, callback=run.callback,
                             advice=_advice(Y, setup, model.rho, model.lam, run.init_std, W, H),
                             total=run.n_iter)
@@ -285,6 +301,8 @@ def fit(Y: Sparse | Dataset, k: int, *, user_features: Matrix | None = None,
     extras = {}
     if q is not None:                      # the item weights: fold_in solves new rows with them
         extras["q"] = model.q
+    if scheme is not None:                 # the users' weights: partial_fit_items needs them
+        extras["p"] = model.p
     extras.update(_feature_extras(W, H, model))
     return Factorization(U if model.user_features is not None else W,
                          Vf if model.item_features is not None else H,

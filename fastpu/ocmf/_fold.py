@@ -33,7 +33,8 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
 
     A new row's regularisation weight is the fitted users' rule applied to its own row: λ_w,
     or with frequency-scaled regularisation (``params["nu"]`` > 0) λ_w (|Ω+_i| + ρ p_i Σ_j
-    q_j)^ν from its own positives."""
+    q_j)^ν from its own positives; with ``p=None`` and a model fitted with
+    ``p="user-oriented"``, p_i is that rule applied to its own positives."""
     prm = model.params
     if prm.get("user_features"):
         if p is not None or q is not None:
@@ -50,6 +51,9 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     m_new, n = Y.shape
     k = E.shape[1]
     q = V.check_vector(model.extras.get("q") if q is None else q, name="q", size=n)
+    if p is None and prm.get("p") == "user-oriented":
+        # the fit's rule on the new rows' own positives, scaled by the fit's mean count
+        p, _ = row_problem.user_oriented(np.diff(Y.indptr), float(prm["p_mean"]))
     p = V.check_vector(p, name="p", size=m_new)
     kind = LOSS_CODES[V.check_choice(prm["loss"], name="model.params['loss']", choices=LOSS_CODES)]
     # the users' side is regularised by λ_w (lam_w; lam when the model has none)
