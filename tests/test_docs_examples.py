@@ -156,9 +156,10 @@ def _ocmf_user_weights(ns, out):
     n, p = ns["n"], ns["oriented"].params
     assert n.shape == (943,) and n.min() > 0        # every user keeps positives in training
     lines = [line.rsplit(" ", 1) for line in out.strip().splitlines()]
-    assert [name for name, _ in lines] == ["uniform", "user-oriented"]
-    assert all(_unit(value) for _, value in lines)
-    assert p["negatives"] == "all" and p["nu"] == 1.0
+    assert [name for name, _ in lines[:2]] == ["uniform", "user-oriented"]
+    assert all(_unit(value) for _, value in lines[:2])
+    assert lines[2] == ["True"]
+    assert p["negatives"] == "all" and p["nu"] == 1.0 and p["p"] == "user-oriented"
 
 
 def _ocmf_graph(ns, out):
