@@ -15,6 +15,7 @@ from fastpu._core.threads import limit_threads
 
 import naive_fbgd as naive
 import reference_fbgd as reference
+from machine import platform
 
 
 # --------------------------------------------------------------------------- helpers
@@ -409,10 +410,20 @@ _GOLDEN = {   # digests of fits made by the code before neg_row_weights existed 
 }
 
 
+#: the same fits' digests on machines whose machine code rounds differently (tests/machine.py),
+#: recorded there at a commit whose other pins (tests/test_digests.py) matched
+_GOLDEN_BY_PLATFORM = {
+    "znver3": {"mf_batch": "9e6d550b6d11ae7c", "mf_coordinate": "f22edd9f1b2f29fc",
+                "svdf_batch_gd": "0304cb29a84df990",
+                "svdf_coordinate": "9ac18d4f834a6b5f"},
+}
+
+
 @pytest.mark.parametrize("name", sorted(_GOLDEN))
 def test_default_row_weights_keep_the_previous_results_bit_for_bit(name, monkeypatch):
     Y, Zx, Zy = _golden_problem()
     kw, digest = _GOLDEN[name]
+    digest = _GOLDEN_BY_PLATFORM.get(platform(), {}).get(name, digest)
     kw = dict(kw)
     k = kw.pop("k")
     if kw.pop("features", False):
