@@ -352,6 +352,7 @@ partial_fit_items.__doc__ = _DOC.format(
     n_other="m", n_side="n_items", dataset="its items are the rows, its users matched by user id",
     example=partial_fit_items_example,
     pq="``p`` the users' weights (length m; default 1, as in fit — pass the p array the model "
-       "was fitted with; a model fitted with ``p=\"user-oriented\"`` uses its ``extras['p']``), ``q`` the listed items' (default the model's fitted q for items it has, "
-       "1 for new ones).",
+       "was fitted with; a model fitted with ``p=\"user-oriented\"`` uses its "
+       "``extras['p']``), ``q`` the listed items' (default the model's fitted q for items it "
+       "has, 1 for new ones).",
     refuse_text="the model is fBGD or HOMF (each refusal says why)")
