@@ -88,8 +88,17 @@ def user_oriented(counts: Any, mean: float | None = None) -> tuple[np.ndarray, f
     (``None``: these rows', so that the p_i average 1). Returns (p, mean)."""
     c = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
     if mean is None:
-        mean = float(c.mean()) if c.size else 1.0
+        mean = float(c.mean())
     return np.ascontiguousarray(c / float(mean)), float(mean)
+
+
+def rule_weights(params: dict[str, Any], Y: Any) -> np.ndarray | None:
+    """The unlabeled weights p of the rows of CSR ``Y`` (new or recomputed users) under the
+    rule a model was fitted with (``params["p"]``, scaled by the fit's mean count
+    ``params["p_mean"]``); None for a model fitted without a rule."""
+    if params.get("p") != "user-oriented":
+        return None
+    return user_oriented(np.diff(Y.indptr), float(params["p_mean"]))[0]
 
 
 def scaled_penalty(lam: float, nu: float, count: Any) -> np.ndarray:

@@ -25,7 +25,7 @@ from fastpu._core.exceptions import user_stacklevel
 from fastpu._core.dataset import Dataset
 from fastpu._core.factorization import Factorization, positives
 from fastpu._core.hints import ArrayLike, Sparse, Threads
-from fastpu._core.rows import user_oriented
+from fastpu._core.rows import rule_weights
 from fastpu._core.threads import limit_threads
 from fastpu.model._fold_in import check_new_rows, trained_users
 from fastpu.model._inputs import IdLists
@@ -173,9 +173,7 @@ def _row_weights(model: Factorization, side: str, p: Any, q: Any, pos: np.ndarra
     ``p="user-oriented"`` rule on their rows of ``Y``), or for items their q (given, else the
     model's fitted q for existing items and 1 for new ones)."""
     if side == "user":
-        if p is None and model.params.get("p") == "user-oriented":
-            p, _ = user_oriented(np.diff(Y.indptr), float(model.params["p_mean"]))
-        return p
+        return rule_weights(model.params, Y) if p is None else p
     if q is not None:
         return V.check_vector(q, name="q", size=pos.size)
     fitted = model.extras.get("q")
@@ -236,7 +234,7 @@ def _assemble(model: Factorization, sides: Any, side: str, pos: np.ndarray, F: n
         # the users' weights follow their rows (partial_fit_items reads them)
         pp = np.ones(factors.shape[0])
         pp[:old] = np.asarray(model.extras["p"], dtype=np.float64)
-        pp[pos] = 1.0 if p_rows is None else V.check_vector(p_rows, name="p", size=pos.size)
+        pp[pos] = V.check_vector(p_rows, name="p", size=pos.size)
         extras["p"] = pp
     extras["partial_fit"] = dict(info, side=side, rows=pos)
     changes["extras"] = extras

@@ -51,9 +51,8 @@ def fold_rows(model: Any, Y: Any, X: Any, *, p: Any, q: Any, tol: float, max_ite
     m_new, n = Y.shape
     k = E.shape[1]
     q = V.check_vector(model.extras.get("q") if q is None else q, name="q", size=n)
-    if p is None and prm.get("p") == "user-oriented":
-        # the fit's rule on the new rows' own positives, scaled by the fit's mean count
-        p, _ = row_problem.user_oriented(np.diff(Y.indptr), float(prm["p_mean"]))
+    if p is None:       # the fit's rule (if any) on the new rows' own positives
+        p = row_problem.rule_weights(prm, Y)
     p = V.check_vector(p, name="p", size=m_new)
     kind = LOSS_CODES[V.check_choice(prm["loss"], name="model.params['loss']", choices=LOSS_CODES)]
     # the users' side is regularised by λ_w (lam_w; lam when the model has none)
